@@ -1,0 +1,165 @@
+#ifndef RUVLLM_CORE_PRECISION_HPP
+#define RUVLLM_CORE_PRECISION_HPP
+
+// Storage formats: the Precision policy family and the GGUF/ggml block
+// layouts behind it. Block structs live here, outside any Highway namespace,
+// because kernel signatures exported for every SIMD target must name one type.
+// Layouts are byte-for-byte ggml's (static_asserts pin the sizes), so GGUF
+// weights are used in place from a memory map.
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include "ruvllm/core/half.hpp"
+
+namespace ruvllm {
+
+/// GGUF tensor type ids (ggml_type), for the formats ruvllm stores.
+enum class gguf_type : std::uint32_t {
+  f32 = 0,
+  f16 = 1,
+  q4_0 = 2,
+  q8_0 = 8,
+  q4_k = 12,
+  q6_k = 14,
+  q8_k = 15,
+  bf16 = 30,
+  none = 0xFFFFFFFFu,  // formats with no GGUF counterpart (KV-only)
+};
+
+/// Elements per block of the K-quant formats.
+inline constexpr std::size_t qk_k = 256;
+
+/// Q8_0: 32 int8 quants with one f16 scale; x = d * q.
+struct block_q8_0 {
+  f16 d;
+  std::int8_t qs[32];
+};
+
+/// Q4_0: 32 4-bit quants with one f16 scale; x = d * (q - 8). Byte j holds
+/// element j in its low nibble and element j + 16 in its high nibble.
+struct block_q4_0 {
+  f16 d;
+  std::uint8_t qs[16];
+};
+
+/// Q4_K: a 256-element super-block of 8 sub-blocks of 32; each sub-block has a
+/// 6-bit scale and 6-bit min packed into `scales`; x = d*sc*q - dmin*m.
+struct block_q4_k {
+  f16 d;
+  f16 dmin;
+  std::uint8_t scales[12];
+  std::uint8_t qs[qk_k / 2];
+};
+
+/// Q6_K: 256 6-bit quants (low 4 bits in ql, high 2 bits in qh) with 16
+/// int8 sub-block scales and one f16 super-block scale.
+struct block_q6_k {
+  std::uint8_t ql[qk_k / 2];
+  std::uint8_t qh[qk_k / 4];
+  std::int8_t scales[qk_k / 16];
+  f16 d;
+};
+
+/// Q8_K: the activation format K-quant dots pair with; bsums hold the sums of
+/// each group of 16 quants so the min term costs one multiply per group.
+struct block_q8_k {
+  float d;
+  std::int8_t qs[qk_k];
+  std::int16_t bsums[qk_k / 16];
+};
+
+/// KIVI KV-cache block: Group values of Bits bits with an f16 scale and zero
+/// point (asymmetric, x = zero + scale * q). Keys group along tokens for one
+/// channel, values along channels for one token; the block is the same.
+template <int Bits, std::size_t Group>
+struct block_kivi {
+  static_assert(Bits == 2 || Bits == 4, "KIVI quantizes to 2 or 4 bits");
+  static_assert(Group > 0 && (Group * Bits) % 8 == 0, "a KIVI group must fill whole bytes");
+  f16 scale;
+  f16 zero;
+  std::uint8_t qs[Group * Bits / 8];
+};
+
+static_assert(sizeof(block_q8_0) == 34);
+static_assert(sizeof(block_q4_0) == 18);
+static_assert(sizeof(block_q4_k) == 144);
+static_assert(sizeof(block_q6_k) == 210);
+static_assert(sizeof(block_q8_k) == 292);
+static_assert(sizeof(block_kivi<2, 32>) == 12);
+static_assert(sizeof(block_kivi<4, 32>) == 20);
+
+namespace precision {
+
+namespace detail {
+struct precision_category {};
+template <class Block, std::size_t BlockSize, gguf_type Type>
+struct format {
+  using precision_category = detail::precision_category;
+  using block_type = Block;
+  static constexpr std::size_t block_size = BlockSize;
+  static constexpr std::size_t bytes_per_block = sizeof(Block);
+  static constexpr gguf_type gguf = Type;
+};
+}  // namespace detail
+
+struct f32 : detail::format<float, 1, gguf_type::f32> {
+  static constexpr std::string_view name = "f32";
+};
+struct f16 : detail::format<ruvllm::f16, 1, gguf_type::f16> {
+  static constexpr std::string_view name = "f16";
+};
+struct bf16 : detail::format<ruvllm::bf16, 1, gguf_type::bf16> {
+  static constexpr std::string_view name = "bf16";
+};
+struct q8_0 : detail::format<block_q8_0, 32, gguf_type::q8_0> {
+  static constexpr std::string_view name = "q8_0";
+};
+struct q4_0 : detail::format<block_q4_0, 32, gguf_type::q4_0> {
+  static constexpr std::string_view name = "q4_0";
+};
+struct q4_k : detail::format<block_q4_k, qk_k, gguf_type::q4_k> {
+  static constexpr std::string_view name = "q4_k";
+};
+struct q6_k : detail::format<block_q6_k, qk_k, gguf_type::q6_k> {
+  static constexpr std::string_view name = "q6_k";
+};
+struct q8_k : detail::format<block_q8_k, qk_k, gguf_type::q8_k> {
+  static constexpr std::string_view name = "q8_k";
+};
+/// KIVI KV format (Bits = 2 or 4) with Group elements per scale/zero pair.
+template <int Bits, std::size_t Group = 32>
+struct kivi : detail::format<block_kivi<Bits, Group>, Group, gguf_type::none> {
+  static constexpr int bits = Bits;
+  static constexpr std::string_view name = Bits == 2 ? "kivi2" : "kivi4";
+};
+
+}  // namespace precision
+
+/// A storage format: an empty tag naming a trivially copyable block type that
+/// holds block_size elements in bytes_per_block bytes.
+template <class P>
+concept Precision =
+    std::is_empty_v<P> && requires {
+      typename P::precision_category;
+      typename P::block_type;
+      { P::block_size } -> std::convertible_to<std::size_t>;
+      { P::bytes_per_block } -> std::convertible_to<std::size_t>;
+      { P::name } -> std::convertible_to<std::string_view>;
+    } && std::same_as<typename P::precision_category, precision::detail::precision_category> &&
+    std::is_trivially_copyable_v<typename P::block_type> && (P::block_size > 0) &&
+    (sizeof(typename P::block_type) == P::bytes_per_block);
+
+/// Bytes a row of n elements occupies in format P; n must be a multiple of
+/// P::block_size (checked by callers at the boundary).
+template <Precision P>
+[[nodiscard]] constexpr std::size_t row_bytes(std::size_t n) noexcept {
+  return n / P::block_size * P::bytes_per_block;
+}
+
+}  // namespace ruvllm
+
+#endif  // RUVLLM_CORE_PRECISION_HPP

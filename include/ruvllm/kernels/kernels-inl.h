@@ -1,0 +1,7 @@
+// The umbrella of all Highway kernel bodies, and the only file ever named in
+// HWY_TARGET_INCLUDE: Highway 1.0.3's foreach_target.h expands once per
+// translation unit, so every per-target body must be reached from here.
+// Each included file carries its own per-target toggle guard.
+
+#include "ruvllm/kernels/target-inl.h"
+#include "ruvllm/kernels/dot-inl.h"

@@ -1,0 +1,33 @@
+#ifndef RUVLLM_KERNELS_SCALAR_HPP
+#define RUVLLM_KERNELS_SCALAR_HPP
+
+// backend::scalar: plain C++ kernels. They define the results every SIMD
+// backend is tested against, so they favour the obvious loop over speed.
+
+#include <cstddef>
+
+#include "ruvllm/core/backend.hpp"
+
+namespace ruvllm::kernels {
+
+namespace scalar {
+
+/// Sum of a[i] * b[i], accumulated left to right in float.
+[[nodiscard]] inline float dot(const float* a, const float* b, std::size_t n) noexcept {
+  float sum = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+}  // namespace scalar
+
+template <>
+struct ops<backend::scalar> {
+  [[nodiscard]] static float dot(const float* a, const float* b, std::size_t n) noexcept {
+    return scalar::dot(a, b, n);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_SCALAR_HPP

@@ -1,0 +1,19 @@
+#ifndef RUVLLM_RUVLLM_HPP
+#define RUVLLM_RUVLLM_HPP
+
+// Everything in ruvllm, layer by layer.
+
+#include "ruvllm/core/aligned_buffer.hpp"
+#include "ruvllm/core/backend.hpp"
+#include "ruvllm/core/byte_reader.hpp"
+#include "ruvllm/core/cache_tier.hpp"
+#include "ruvllm/core/checksum.hpp"
+#include "ruvllm/core/config.hpp"
+#include "ruvllm/core/error.hpp"
+#include "ruvllm/core/eviction.hpp"
+#include "ruvllm/core/half.hpp"
+#include "ruvllm/core/mapped_file.hpp"
+#include "ruvllm/core/precision.hpp"
+#include "ruvllm/kernels/ops.hpp"
+
+#endif  // RUVLLM_RUVLLM_HPP
