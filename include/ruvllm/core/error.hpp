@@ -66,7 +66,7 @@ template <class T>
 void append_part(std::string& out, T value) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  if (ec == std::errc{}) out.append(buf, end);
+  if (ec == std::errc{}) out.append(std::string_view(buf, static_cast<std::size_t>(end - buf)));
 }
 
 template <class T>

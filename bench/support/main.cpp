@@ -1,0 +1,24 @@
+// The main of every benchmark executable, compiled into each one with that
+// executable's flags, so the context names the SIMD targets of the very code
+// that was measured. -march=native executables (RUVLLM_BENCH_NATIVE) must not
+// see Highway: under -march it switches to static dispatch of one target, and
+// its inline per-target code would differ from the other executables'.
+
+#include "ruvllm/kernels/xsimd.hpp"
+#ifndef RUVLLM_BENCH_NATIVE
+#include "ruvllm/ruvllm.hpp"
+#endif
+
+#include <benchmark/benchmark.h>
+
+#include "support/bench.hpp"
+
+int main(int argc, char** argv) {
+#ifdef RUVLLM_BENCH_NATIVE
+  benchmark::AddCustomContext("highway_target", "none (-march=native executable, Highway not compiled)");
+#else
+  benchmark::AddCustomContext("highway_target", ruvllm::backend::highway::target_name());
+#endif
+  benchmark::AddCustomContext("xsimd_arch", ruvllm::backend::xsimd::target_name());
+  return ruvllm::bench::run_benchmarks(argc, argv);
+}

@@ -1,0 +1,30 @@
+# Configures, builds and runs one consumer project (see CMakeLists.txt).
+# Inputs: MODE, SOURCE_DIR, BUILD_DIR, CONSUMERS, WORK_DIR, CXX, GENERATOR, FLAGS.
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    string(REPLACE ";" " " cmd "${ARGN}")
+    message(FATAL_ERROR "failed (${rc}): ${cmd}\n${out}")
+  endif()
+  message(STATUS "${out}")
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+set(args -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=${FLAGS}")
+
+if(MODE STREQUAL "find_package")
+  run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+  run(${CMAKE_COMMAND} -S ${CONSUMERS}/find_package -B ${WORK_DIR}/build ${args}
+      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCOMMON_DIR=${CONSUMERS}/common)
+elseif(MODE STREQUAL "add_subdirectory")
+  run(${CMAKE_COMMAND} -S ${CONSUMERS}/add_subdirectory -B ${WORK_DIR}/build ${args}
+      -DRUVLLM_SOURCE_DIR=${SOURCE_DIR} -DCOMMON_DIR=${CONSUMERS}/common)
+elseif(MODE STREQUAL "single_header")
+  run(${CMAKE_COMMAND} -S ${CONSUMERS}/single_header -B ${WORK_DIR}/build ${args}
+      -DRUVLLM_SINGLE_INCLUDE_DIR=${SOURCE_DIR}/single_include -DCOMMON_DIR=${CONSUMERS}/common)
+else()
+  message(FATAL_ERROR "unknown MODE ${MODE}")
+endif()
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run(${WORK_DIR}/build/consumer)
