@@ -21,10 +21,17 @@
 //   thread busy with one share of the work: Google Benchmark sizes the
 //   iteration count by the calling thread's CPU time.
 //
-// Timing: timed_loop(state, body)
-//   Runs the benchmark loop calling body() and measures its wall time. Every
-//   counter below derives from that time per iteration, so call timed_loop
-//   exactly once per run of the benchmark function, before setting counters.
+// Timing: timed_loop(state, body, threads = 1)
+//   Runs the benchmark loop calling body() and measures it. Every counter
+//   below derives from that time per iteration, so call timed_loop exactly
+//   once per run of the benchmark function, before setting counters. The
+//   clock depends on how many threads the row's work runs on:
+//    * 1: the calling thread's CPU time (Google Benchmark's CPU column). It
+//      leaves out the time a co-tenant held our core, which wall time counts:
+//      at load 4 on 2 cores, the scalar dot at D=768 varied by 15% in wall
+//      time across repetitions and by 2% in CPU time.
+//    * more: wall time (the Time column), the only clock that covers the
+//      helper threads.
 //   PauseTiming() is not subtracted: keep per-iteration setup out of body.
 //
 // Speedup: record_baseline(state, name) and set_speedup(state, name, body)
@@ -37,7 +44,8 @@
 //      the latest recorded time of that baseline; if there is none yet (the
 //      baseline is registered after us, filtered out, or not yet drawn under
 //      --benchmark_enable_random_interleaving) it runs baseline body directly
-//      for a calibrated ~50 ms and records that.
+//      for a calibrated ~50 ms, on the clock of the baseline's thread count
+//      (optional 4th argument, default 1), and records that.
 //   Only the baseline side is remembered: a row's counters are final once it
 //   returns, so a baseline measured later cannot fix an earlier row, and the
 //   fallback guarantees every row has one. With --benchmark_repetitions=N each
@@ -68,11 +76,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <mutex>
@@ -120,8 +130,6 @@ namespace ruvllm::bench {
 
 namespace detail {
 
-using clock = std::chrono::steady_clock;
-
 // The last timed_loop of this thread, tagged with its state so that a
 // counter helper called without a loop of its own cannot pick up a stale time.
 struct loop_record {
@@ -137,17 +145,29 @@ inline thread_local loop_record last_loop;
   std::abort();
 }
 
+// Seconds on the clock for work on `threads` threads (see the top of this
+// file); only differences are meaningful.
+inline double clock_seconds(unsigned threads) noexcept {
+  if (threads <= 1) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace detail
 
-/// Runs the benchmark loop, calling body() once per iteration; returns the
-/// wall-clock seconds per iteration and remembers them for this state.
+/// Runs the benchmark loop, calling body() once per iteration, for work on
+/// `threads` threads; returns the seconds per iteration and remembers them
+/// for this state.
 template <class Body>
-double timed_loop(benchmark::State& state, Body&& body) {
-  const auto start = detail::clock::now();
+double timed_loop(benchmark::State& state, Body&& body, unsigned threads = 1) {
+  const double start = detail::clock_seconds(threads);
   for (auto _ : state) body();
-  const auto stop = detail::clock::now();
-  const benchmark::IterationCount iterations = std::max<benchmark::IterationCount>(state.iterations(), 1);
-  const double seconds = std::chrono::duration<double>(stop - start).count() / static_cast<double>(iterations);
+  const double elapsed = detail::clock_seconds(threads) - start;
+  const auto iterations = std::max<benchmark::IterationCount>(state.iterations(), 1);
+  const double seconds = elapsed / static_cast<double>(iterations);
   detail::last_loop = {&state, state.iterations(), seconds};
   return seconds;
 }
@@ -160,17 +180,18 @@ double timed_loop(benchmark::State& state, Body&& body) {
   return last.seconds_per_iteration;
 }
 
-/// Seconds per call of body(), measured directly: the call count grows until
-/// one timing spans min_seconds, as Google Benchmark sizes its iterations.
+/// Seconds per call of body(), for work on `threads` threads, measured
+/// directly: the call count grows until one timing spans min_seconds, as
+/// Google Benchmark sizes its iteration counts.
 template <class Body>
-[[nodiscard]] double measure_seconds_per_call(Body&& body, double min_seconds = 0.05) {
+[[nodiscard]] double measure_seconds_per_call(Body&& body, unsigned threads = 1, double min_seconds = 0.05) {
   std::int64_t calls = 1;
   for (;;) {
-    const auto start = detail::clock::now();
+    const double start = detail::clock_seconds(threads);
     for (std::int64_t i = 0; i < calls; ++i) body();
-    const double elapsed = std::chrono::duration<double>(detail::clock::now() - start).count();
+    const double elapsed = detail::clock_seconds(threads) - start;
     if (elapsed >= min_seconds) return elapsed / static_cast<double>(calls);
-    // Aim 40% past the target so the next attempt is usually the last.
+    // Aim 40% past the target so that the next attempt is usually the last.
     const double growth = elapsed > 0.0 ? 1.4 * min_seconds / elapsed : 10.0;
     calls = std::max(calls + 1, static_cast<std::int64_t>(static_cast<double>(calls) * std::min(growth, 10.0)));
   }
@@ -220,9 +241,11 @@ inline void record_baseline(const benchmark::State& state, std::string_view name
 
 /// Our side: exports speedup = baseline time / our time, taking the latest
 /// record of `baseline_name` or, if none exists yet, measuring
-/// baseline_body() (one baseline iteration) now and recording it.
+/// baseline_body() (one baseline iteration, on baseline_threads threads) now
+/// and recording it.
 template <class Body>
-void set_speedup(benchmark::State& state, std::string_view baseline_name, Body&& baseline_body) {
+void set_speedup(benchmark::State& state, std::string_view baseline_name, Body&& baseline_body,
+                 unsigned baseline_threads = 1) {
   const double ours = seconds_per_iteration(state);
   double baseline = 0.0;
   {
@@ -232,7 +255,7 @@ void set_speedup(benchmark::State& state, std::string_view baseline_name, Body&&
       baseline = it->second;
   }
   if (baseline <= 0.0) {
-    baseline = measure_seconds_per_call(baseline_body);
+    baseline = measure_seconds_per_call(baseline_body, baseline_threads);
     detail::store_baseline(baseline_name, baseline);
   }
   state.counters["speedup"] = benchmark::Counter(baseline / ours);
