@@ -75,8 +75,6 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -91,6 +89,7 @@
 #include <string_view>
 #include <utility>
 
+#include "support/clock.hpp"
 #include "support/stream_probe.hpp"
 
 namespace ruvllm::bench {
@@ -145,17 +144,6 @@ inline thread_local loop_record last_loop;
   std::abort();
 }
 
-// Seconds on the clock for work on `threads` threads (see the top of this
-// file); only differences are meaningful.
-inline double clock_seconds(unsigned threads) noexcept {
-  if (threads <= 1) {
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 }  // namespace detail
 
 /// Runs the benchmark loop, calling body() once per iteration, for work on
@@ -165,7 +153,9 @@ template <class Body>
 double timed_loop(benchmark::State& state, Body&& body, unsigned threads = 1) {
   const double start = detail::clock_seconds(threads);
   for (auto _ : state) body();
-  const double elapsed = detail::clock_seconds(threads) - start;
+  // A one-iteration sizing run may read as zero time; the clamp keeps the
+  // counters finite until the reported run replaces them.
+  const double elapsed = std::max(detail::clock_seconds(threads) - start, 1e-9);
   const auto iterations = std::max<benchmark::IterationCount>(state.iterations(), 1);
   const double seconds = elapsed / static_cast<double>(iterations);
   detail::last_loop = {&state, state.iterations(), seconds};
@@ -175,7 +165,7 @@ double timed_loop(benchmark::State& state, Body&& body, unsigned threads = 1) {
 /// Seconds per iteration of the timed_loop that just ran on this state.
 [[nodiscard]] inline double seconds_per_iteration(const benchmark::State& state) {
   const detail::loop_record& last = detail::last_loop;
-  if (last.state != &state || last.iterations != state.iterations() || last.seconds_per_iteration <= 0.0)
+  if (last.state != &state || last.iterations != state.iterations())
     detail::fail("a counter helper was called on a state whose loop did not run through timed_loop");
   return last.seconds_per_iteration;
 }

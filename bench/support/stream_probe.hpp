@@ -14,9 +14,15 @@
 //    latency limit, so the figure is the memory's, not the loop's.
 //  * triad: a[i] = b[i] + s * c[i], the three arrays being thirds of the same
 //    buffer; bytes counted as STREAM does (3 x 8 per element; the
-//    write-allocate read of a is not counted, so triad < read is expected).
+//    write-allocate read of a is not counted).
+// bw_frac divides by read, not triad, because the kernels it judges (GEMV,
+// KV-cache and index scans) only read. Read can be the lower figure: on the
+// 2-core EPYC we measure on, one thread reads ~16 GB/s but moves ~20 GB/s
+// (as counted) in triad, the concurrent write stream adding parallelism.
 // Each figure is the best of several passes after a warm-up pass: the best
-// pass is the one the co-tenant disturbed least.
+// pass is the one the co-tenant disturbed least. Passes are timed on the
+// clock of bench.hpp (CPU time for one thread, wall time for more), so a
+// row's bw_frac compares like with like.
 //
 // The calling thread works on slice 0 itself, so that Google Benchmark, which
 // sizes iteration counts by the calling thread's CPU time, sees the pass.
@@ -25,7 +31,6 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +42,7 @@
 #include <vector>
 
 #include "ruvllm/core/aligned_buffer.hpp"
+#include "support/clock.hpp"
 
 namespace ruvllm::bench {
 
@@ -73,7 +79,9 @@ class stream_buffer {
       std::abort();
     }
     buffer_ = std::move(*allocated);
-    // Non-zero values keep the sums finite and the pages privately backed.
+    // Written explicitly rather than trusting allocate()'s zeroing, which an
+    // allocator may satisfy with the shared zero page: reads of that page
+    // come from cache and would inflate the probe.
     std::fill(buffer_.begin(), buffer_.end(), 1.0);
   }
 
@@ -82,30 +90,28 @@ class stream_buffer {
 
 // Splits [0, count) into `threads` contiguous slices and runs
 // fn(begin, end) on each, slice 0 on the calling thread. Returns the seconds
-// from the first slice's start to the last slice's end, after all threads
-// have met at a latch so thread creation is not counted.
+// (on clock_seconds(threads)) from the first slice's start to the last
+// slice's end, after all threads have met at a latch so that thread creation
+// is not counted.
 template <class Fn>
 double run_sliced(unsigned threads, std::size_t count, Fn fn) {
-  using clock = std::chrono::steady_clock;
   if (threads == 0) threads = 1;
   std::latch ready(static_cast<std::ptrdiff_t>(threads));
-  std::vector<clock::time_point> starts(threads), ends(threads);
+  std::vector<double> starts(threads), ends(threads);
   const auto work = [&](unsigned t) {
     const std::size_t begin = count * t / threads;
     const std::size_t end = count * (t + 1) / threads;
     ready.arrive_and_wait();
-    starts[t] = clock::now();
+    starts[t] = clock_seconds(threads);
     fn(begin, end);
-    ends[t] = clock::now();
+    ends[t] = clock_seconds(threads);
   };
   std::vector<std::thread> helpers;
   helpers.reserve(threads - 1);
   for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work, t);
   work(0);
   for (std::thread& helper : helpers) helper.join();
-  const auto first = *std::min_element(starts.begin(), starts.end());
-  const auto last = *std::max_element(ends.begin(), ends.end());
-  return std::chrono::duration<double>(last - first).count();
+  return *std::max_element(ends.begin(), ends.end()) - *std::min_element(starts.begin(), starts.end());
 }
 
 inline double sum(const double* p, std::size_t n) noexcept {
@@ -133,7 +139,7 @@ inline void triad(double* a, const double* b, const double* c, double scalar, st
   return static_cast<double>(3 * detail::stream_buffer::get().triad_size() * sizeof(double));
 }
 
-/// One read pass on `threads` threads; returns its wall seconds.
+/// One read pass on `threads` threads; returns its seconds on the bench clock.
 inline double stream_read_pass(unsigned threads) {
   detail::stream_buffer& buffer = detail::stream_buffer::get();
   const double* data = buffer.data();
@@ -142,7 +148,7 @@ inline double stream_read_pass(unsigned threads) {
   });
 }
 
-/// One triad pass on `threads` threads; returns its wall seconds.
+/// One triad pass on `threads` threads; returns its seconds on the bench clock.
 inline double stream_triad_pass(unsigned threads) {
   detail::stream_buffer& buffer = detail::stream_buffer::get();
   const std::size_t n = buffer.triad_size();

@@ -1,9 +1,12 @@
 // The STREAM-like probe as rows of its own, so that the results show the
-// bandwidth every bw_frac is divided by, and how far one pass strays from
-// the probe's best (bw_frac < 1 here is the co-tenant's noise). Each
+// bandwidth every bw_frac is divided by, and how far a pass strays from the
+// probe's best (bw_frac well below 1 here is a co-tenant's doing). Each
 // iteration is one full pass over the 512 MiB buffer.
 
 #include <benchmark/benchmark.h>
+
+#include <string>
+#include <string_view>
 
 #include "support/bench.hpp"
 
@@ -11,21 +14,20 @@ namespace {
 
 namespace rb = ruvllm::bench;
 
+void register_rows(std::string_view what, double (*pass)(unsigned), double (*bytes)()) {
+  for (const unsigned threads : {1u, 2u}) {
+    const std::string name = rb::baseline_of(rb::join_name({"stream", what}, threads));
+    benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+      rb::timed_loop(
+          state, [=] { benchmark::DoNotOptimize(pass(threads)); }, threads);
+      rb::set_bandwidth_counters(state, bytes(), threads);
+    });
+  }
+}
+
 [[maybe_unused]] const bool registered = [] {
-  for (const unsigned threads : {1u, 2u}) {
-    benchmark::RegisterBenchmark(rb::baseline_of(rb::join_name({"stream", "read"}, threads)).c_str(),
-                                 [threads](benchmark::State& state) {
-                                   rb::timed_loop(state, [threads] { (void)rb::stream_read_pass(threads); });
-                                   rb::set_bandwidth_counters(state, rb::stream_read_bytes(), threads);
-                                 });
-  }
-  for (const unsigned threads : {1u, 2u}) {
-    benchmark::RegisterBenchmark(rb::baseline_of(rb::join_name({"stream", "triad"}, threads)).c_str(),
-                                 [threads](benchmark::State& state) {
-                                   rb::timed_loop(state, [threads] { (void)rb::stream_triad_pass(threads); });
-                                   rb::set_bandwidth_counters(state, rb::stream_triad_bytes(), threads);
-                                 });
-  }
+  register_rows("read", rb::stream_read_pass, rb::stream_read_bytes);
+  register_rows("triad", rb::stream_triad_pass, rb::stream_triad_bytes);
   return true;
 }();
 
