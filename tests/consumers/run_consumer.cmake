@@ -1,5 +1,6 @@
 # Configures, builds and runs one consumer project (see CMakeLists.txt).
-# Inputs: MODE, SOURCE_DIR, BUILD_DIR, CONSUMERS, WORK_DIR, CXX, GENERATOR, FLAGS.
+# Inputs: MODE, SOURCE_DIR, BUILD_DIR, CONSUMERS, WORK_DIR, CXX, GENERATOR, FLAGS,
+# STATIC_DISPATCH.
 
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
@@ -22,9 +23,16 @@ elseif(MODE STREQUAL "add_subdirectory")
       -DRUVLLM_SOURCE_DIR=${SOURCE_DIR} -DCOMMON_DIR=${CONSUMERS}/common)
 elseif(MODE STREQUAL "single_header")
   run(${CMAKE_COMMAND} -S ${CONSUMERS}/single_header -B ${WORK_DIR}/build ${args}
-      -DRUVLLM_SINGLE_INCLUDE_DIR=${SOURCE_DIR}/single_include -DCOMMON_DIR=${CONSUMERS}/common)
+      -DRUVLLM_SINGLE_INCLUDE_DIR=${SOURCE_DIR}/single_include -DCOMMON_DIR=${CONSUMERS}/common
+      -DRUVLLM_STATIC_DISPATCH=${STATIC_DISPATCH})
 else()
   message(FATAL_ERROR "unknown MODE ${MODE}")
 endif()
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+if(STATIC_DISPATCH)
+  execute_process(COMMAND ldd ${WORK_DIR}/build/consumer OUTPUT_VARIABLE libs)
+  if(libs MATCHES "libhwy")
+    message(FATAL_ERROR "static dispatch must not need libhwy:\n${libs}")
+  endif()
+endif()
 run(${WORK_DIR}/build/consumer)
