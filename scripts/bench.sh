@@ -8,7 +8,9 @@
 #
 # Usage: scripts/bench.sh [REGEX]
 #   REGEX       Google Benchmark filter, a plain ECMAScript regex (1.7.1
-#               has no (?i)), e.g. 'dot', 'stream', '/768/'.
+#               has no (?i)), matched anywhere in the name, e.g. 'dot',
+#               'stream', '/768/', 'stream/read' (plain 'read' also matches
+#               every "threads:N").
 #   BENCH_ARGS  extra flags for every executable, e.g.
 #               BENCH_ARGS='--benchmark_repetitions=5 --benchmark_enable_random_interleaving=true'
 #               (--benchmark_min_time takes a plain number of seconds in 1.7.1).

@@ -14,8 +14,10 @@
 //   "baseline/kernels/dot/f32/768/threads:1". Rows without a precision or
 //   shape (probes) drop those parts: "baseline/stream/read/threads:2".
 //   Register with benchmark::RegisterBenchmark(name.c_str(), fn). Never call
-//   Threads(), UseRealTime(), MinTime() or Iterations() on a row: each appends
-//   "/threads:N", "/real_time", ... to the name and breaks the convention.
+//   Arg(), Range(), Threads(), UseRealTime(), MinTime(), Iterations() or
+//   Repetitions() on a row: each appends "/768", "/threads:N", "/real_time",
+//   ... to the name and breaks the convention (pass repetitions on the
+//   command line instead).
 //   N counts the threads our code runs on (the library runs on the threads it
 //   is given; Google Benchmark's own threads are not used). Keep the calling
 //   thread busy with one share of the work: Google Benchmark sizes the

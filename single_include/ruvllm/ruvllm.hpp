@@ -1431,6 +1431,61 @@ class mapped_file {
 
 #endif  // RUVLLM_CORE_MAPPED_FILE_HPP
 
+// ==== ruvllm/kernels/scalar/distance.hpp
+#ifndef RUVLLM_KERNELS_SCALAR_DISTANCE_HPP
+#define RUVLLM_KERNELS_SCALAR_DISTANCE_HPP
+
+// Scalar reference distance kernels: the results every SIMD backend is
+// tested against, so they favour the obvious loop over speed.
+
+#include <cstddef>
+
+
+namespace ruvllm::kernels {
+
+/// Distance entry points of backend B (one specialization per backend).
+template <Backend B>
+struct distance_ops;
+
+namespace scalar {
+
+/// Sum of a[i] * b[i], accumulated left to right in float.
+[[nodiscard]] inline float dot(const float* a, const float* b, std::size_t n) noexcept {
+  float sum = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+}  // namespace scalar
+
+template <>
+struct distance_ops<backend::scalar> {
+  [[nodiscard]] static float dot(const float* a, const float* b, std::size_t n) noexcept {
+    return scalar::dot(a, b, n);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_SCALAR_DISTANCE_HPP
+
+// ==== ruvllm/kernels/scalar.hpp
+#ifndef RUVLLM_KERNELS_SCALAR_HPP
+#define RUVLLM_KERNELS_SCALAR_HPP
+
+// backend::scalar: every kernel family's plain C++ reference, gathered into
+// kernels::ops<backend::scalar>.
+
+
+namespace ruvllm::kernels {
+
+template <>
+struct ops<backend::scalar> : distance_ops<backend::scalar> {};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_SCALAR_HPP
+
 // ==== ruvllm/kernels/dispatch.hpp
 // Runtime dispatch of the Highway kernels, and the build modes that decide
 // where they are compiled.
@@ -1461,6 +1516,8 @@ class mapped_file {
 
 #include <cstddef>
 
+// Scalar references, which per-target bodies may forward to (Highway's
+// SCALAR target lacks several ops).
 
 #if defined(RUVLLM_KERNELS_IMPLEMENTATION) || !defined(RUVLLM_KERNELS_SEPARATE)
 #define RUVLLM_KERNELS_EXPAND 1
@@ -1478,9 +1535,12 @@ class mapped_file {
 #define RUVLLM_KERNELS_FINAL_PASS (!RUVLLM_KERNELS_EXPAND || HWY_ONCE)
 
 // Every dispatched kernel, once: X(return type, name, (parameters), (arguments)).
-// Each name has a per-target definition in a kernels/*-inl.h file.
-#define RUVLLM_KERNELS_EXPORTED(X) \
-  X(const char*, target_name, (), ()) \
+// Each name has a per-target definition in a kernels/*-inl.h file; the
+// family entry points in kernels/highway/*.hpp call dispatch::name.
+#define RUVLLM_KERNELS_EXPORTED(X)     \
+  /* target-inl.h */                   \
+  X(const char*, target_name, (), ())  \
+  /* distance-inl.h */                 \
   X(float, dot_f32, (const float* a, const float* b, std::size_t n), (a, b, n))
 
 #if RUVLLM_KERNELS_EXPAND
@@ -1525,16 +1585,16 @@ inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 HWY_AFTER_NAMESPACE();
 
 #endif  // RUVLLM_KERNELS_TARGET_INL_H_ toggle
-// ---- ruvllm/kernels/dot-inl.h (per-target kernel bodies)
-// Highway dot-product kernels, compiled once per SIMD target. No include
+// ---- ruvllm/kernels/distance-inl.h (per-target kernel bodies)
+// Highway distance kernels, compiled once per SIMD target. No include
 // guard: the toggle below lets hwy/foreach_target.h re-include this file for
 // each target, through the umbrella ruvllm/kernels/kernels-inl.h.
 
-#if defined(RUVLLM_KERNELS_DOT_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef RUVLLM_KERNELS_DOT_INL_H_
-#undef RUVLLM_KERNELS_DOT_INL_H_
+#if defined(RUVLLM_KERNELS_DISTANCE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RUVLLM_KERNELS_DISTANCE_INL_H_
+#undef RUVLLM_KERNELS_DISTANCE_INL_H_
 #else
-#define RUVLLM_KERNELS_DOT_INL_H_
+#define RUVLLM_KERNELS_DISTANCE_INL_H_
 #endif
 
 #include <cstddef>
@@ -1578,7 +1638,7 @@ inline float dot_f32(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, s
 }  // namespace ruvllm::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
-#endif  // RUVLLM_KERNELS_DOT_INL_H_ toggle
+#endif  // RUVLLM_KERNELS_DISTANCE_INL_H_ toggle
 #endif
 
 #if RUVLLM_KERNELS_FINAL_PASS
@@ -1623,12 +1683,12 @@ RUVLLM_KERNEL_API const char* ruvllm::backend::highway::target_name() noexcept {
 // Everything below is compiled once, after Highway's per-target passes.
 #if RUVLLM_KERNELS_FINAL_PASS
 
-// ==== ruvllm/kernels/highway.hpp
-#ifndef RUVLLM_KERNELS_HIGHWAY_HPP
-#define RUVLLM_KERNELS_HIGHWAY_HPP
+// ==== ruvllm/kernels/highway/distance.hpp
+#ifndef RUVLLM_KERNELS_HIGHWAY_DISTANCE_HPP
+#define RUVLLM_KERNELS_HIGHWAY_DISTANCE_HPP
 
-// backend::highway: the kernels of ruvllm/kernels/*-inl.h through runtime
-// dispatch (see dispatch.hpp for the build modes).
+// Distance entry points of backend::highway: the bodies in distance-inl.h
+// through runtime dispatch.
 
 #include <cstddef>
 
@@ -1636,7 +1696,7 @@ RUVLLM_KERNEL_API const char* ruvllm::backend::highway::target_name() noexcept {
 namespace ruvllm::kernels {
 
 template <>
-struct ops<backend::highway> {
+struct distance_ops<backend::highway> {
   [[nodiscard]] static float dot(const float* a, const float* b, std::size_t n) noexcept {
     return dispatch::dot_f32(a, b, n);
   }
@@ -1644,55 +1704,35 @@ struct ops<backend::highway> {
 
 }  // namespace ruvllm::kernels
 
-#endif  // RUVLLM_KERNELS_HIGHWAY_HPP
+#endif  // RUVLLM_KERNELS_HIGHWAY_DISTANCE_HPP
 
-// ==== ruvllm/kernels/scalar.hpp
-#ifndef RUVLLM_KERNELS_SCALAR_HPP
-#define RUVLLM_KERNELS_SCALAR_HPP
+// ==== ruvllm/kernels/highway.hpp
+#ifndef RUVLLM_KERNELS_HIGHWAY_HPP
+#define RUVLLM_KERNELS_HIGHWAY_HPP
 
-// backend::scalar: plain C++ kernels. They define the results every SIMD
-// backend is tested against, so they favour the obvious loop over speed.
-
-#include <cstddef>
+// backend::highway: every kernel family through runtime dispatch (see
+// dispatch.hpp for the build modes), gathered into kernels::ops<backend::highway>.
 
 
 namespace ruvllm::kernels {
 
-namespace scalar {
-
-/// Sum of a[i] * b[i], accumulated left to right in float.
-[[nodiscard]] inline float dot(const float* a, const float* b, std::size_t n) noexcept {
-  float sum = 0.0f;
-  for (std::size_t i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
-}  // namespace scalar
-
 template <>
-struct ops<backend::scalar> {
-  [[nodiscard]] static float dot(const float* a, const float* b, std::size_t n) noexcept {
-    return scalar::dot(a, b, n);
-  }
-};
+struct ops<backend::highway> : distance_ops<backend::highway> {};
 
 }  // namespace ruvllm::kernels
 
-#endif  // RUVLLM_KERNELS_SCALAR_HPP
+#endif  // RUVLLM_KERNELS_HIGHWAY_HPP
 
-// ==== ruvllm/kernels/xsimd.hpp
-#ifndef RUVLLM_KERNELS_XSIMD_HPP
-#define RUVLLM_KERNELS_XSIMD_HPP
+// ==== ruvllm/kernels/xsimd/arch.hpp
+#ifndef RUVLLM_KERNELS_XSIMD_ARCH_HPP
+#define RUVLLM_KERNELS_XSIMD_ARCH_HPP
 
-// backend::xsimd: kernels written with xsimd for the architecture this unit
-// is compiled for (SSE2 without -march flags, AVX2 or AVX-512 with
-// -march=native). The code sits in an inline namespace named after that
-// architecture, so units built with different flags never merge each other's
-// inline functions.
+// The architecture xsimd kernels are compiled for in this unit (SSE2 without
+// -march flags, AVX2 or AVX-512 with -march=native). Every xsimd kernel sits
+// in the inline namespace RUVLLM_XSIMD_ARCH_NS named after it, so units built
+// with different flags never merge each other's inline functions.
 
 #include <xsimd/xsimd.hpp>
-
-#include <cstddef>
 
 
 #if XSIMD_WITH_AVX512BW
@@ -1714,6 +1754,25 @@ struct ops<backend::scalar> {
 #else
 #define RUVLLM_XSIMD_ARCH_NS xsimd_generic
 #endif
+
+namespace ruvllm::kernels::xsimd_impl {
+inline namespace RUVLLM_XSIMD_ARCH_NS {
+[[nodiscard]] inline const char* arch_name() noexcept { return ::xsimd::default_arch::name(); }
+}  // namespace RUVLLM_XSIMD_ARCH_NS
+}  // namespace ruvllm::kernels::xsimd_impl
+
+inline const char* ruvllm::backend::xsimd::target_name() noexcept { return kernels::xsimd_impl::arch_name(); }
+
+#endif  // RUVLLM_KERNELS_XSIMD_ARCH_HPP
+
+// ==== ruvllm/kernels/xsimd/distance.hpp
+#ifndef RUVLLM_KERNELS_XSIMD_DISTANCE_HPP
+#define RUVLLM_KERNELS_XSIMD_DISTANCE_HPP
+
+// Distance kernels of backend::xsimd (see xsimd/arch.hpp on compile flags).
+
+#include <cstddef>
+
 
 namespace ruvllm::kernels {
 
@@ -1740,13 +1799,11 @@ inline namespace RUVLLM_XSIMD_ARCH_NS {
   return sum;
 }
 
-[[nodiscard]] inline const char* arch_name() noexcept { return ::xsimd::default_arch::name(); }
-
 }  // namespace RUVLLM_XSIMD_ARCH_NS
 }  // namespace xsimd_impl
 
 template <>
-struct ops<backend::xsimd> {
+struct distance_ops<backend::xsimd> {
   [[nodiscard]] static float dot(const float* a, const float* b, std::size_t n) noexcept {
     return xsimd_impl::dot(a, b, n);
   }
@@ -1754,7 +1811,24 @@ struct ops<backend::xsimd> {
 
 }  // namespace ruvllm::kernels
 
-inline const char* ruvllm::backend::xsimd::target_name() noexcept { return kernels::xsimd_impl::arch_name(); }
+#endif  // RUVLLM_KERNELS_XSIMD_DISTANCE_HPP
+
+// ==== ruvllm/kernels/xsimd.hpp
+#ifndef RUVLLM_KERNELS_XSIMD_HPP
+#define RUVLLM_KERNELS_XSIMD_HPP
+
+// backend::xsimd: every kernel family written with xsimd for the
+// architecture this unit is compiled for, gathered into
+// kernels::ops<backend::xsimd>. Does not include Highway, so a unit built
+// with -march=native can use it alone.
+
+
+namespace ruvllm::kernels {
+
+template <>
+struct ops<backend::xsimd> : distance_ops<backend::xsimd> {};
+
+}  // namespace ruvllm::kernels
 
 #endif  // RUVLLM_KERNELS_XSIMD_HPP
 

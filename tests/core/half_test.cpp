@@ -59,16 +59,13 @@ static_assert(f16{0x3C00} == f16{0x3C00} && f16{0x0000} != f16{0x8000});
 std::uint32_t bits_of(float x) { return std::bit_cast<std::uint32_t>(x); }
 float float_of(std::uint32_t u) { return std::bit_cast<float>(u); }
 
-std::string hex(std::uint32_t v) {
+std::string hex(std::uint32_t v, int digits) {
   char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08X", static_cast<unsigned>(v));
+  std::snprintf(buf, sizeof buf, "0x%0*X", digits, static_cast<unsigned>(v));
   return buf;
 }
-std::string hex16(std::uint16_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%04X", static_cast<unsigned>(v));
-  return buf;
-}
+std::string hex16(std::uint16_t v) { return hex(v, 4); }
+std::string hex32(std::uint32_t v) { return hex(v, 8); }
 
 // ---------------------------------------------------------------------------
 // Independent references. NaN and denormal-input rules are the documented
@@ -186,13 +183,16 @@ bool cpu_has_f16c() {
   return (xcr0_lo & 0x6u) == 0x6u;  // XMM and YMM state enabled
 #else
   __builtin_cpu_init();
-  return __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
 #endif
 }
 
+// BW and VL too: g++ 12 may store a __m256bh with an EVEX vmovdqu16 ymm,
+// which needs them; every AVX512-BF16 CPU has both.
 bool cpu_has_avx512bf16() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
 }
 
 __attribute__((target("f16c"))) float hw_f16_to_float(std::uint16_t h) { return _cvtsh_ss(h); }
@@ -218,8 +218,9 @@ __attribute__((target("avx,f16c"))) void hw_float_to_f16_n(const float* in, std:
 }
 
 // n must be a multiple of 16.
-__attribute__((target("avx512f,avx512bf16"))) void hw_float_to_bf16_n(const float* in, std::uint16_t* out,
-                                                                      std::size_t n) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void hw_float_to_bf16_n(const float* in,
+                                                                                        std::uint16_t* out,
+                                                                                        std::size_t n) {
   for (std::size_t i = 0; i < n; i += 16) {
     const __m256bh b = _mm512_cvtneps_pbh(_mm512_loadu_ps(in + i));
     std::memcpy(out + i, &b, sizeof b);
@@ -234,9 +235,13 @@ void hw_float_to_bf16_n(const float*, std::uint16_t*, std::size_t) {}
 #endif
 
 // ---------------------------------------------------------------------------
-// Mismatch bookkeeping shared by the bulk tests: a count and the first input.
+// Mismatch bookkeeping for the bulk tests: a count and the first mismatch,
+// which is all a failure report needs.
 
 struct mismatches {
+  explicit mismatches(int result_digits = 4) : digits(result_digits) {}
+
+  int digits;  // hex digits of the results: 4 for f16/bf16, 8 for float
   std::uint64_t count = 0;
   std::uint32_t input = 0;
   std::uint32_t got = 0;
@@ -249,18 +254,26 @@ struct mismatches {
       want = w;
     }
   }
-  void merge(const mismatches& other) {
-    if (count == 0 && other.count != 0)
-      *this = other;
-    else
-      count += other.count;
+  // Keeps the first mismatch of the earlier range.
+  void merge(const mismatches& later) {
+    if (count == 0) {
+      *this = later;
+    } else {
+      count += later.count;
+    }
   }
   std::string describe(const char* what) const {
     if (count == 0) return std::string(what) + ": no mismatches";
-    return std::string(what) + ": " + std::to_string(count) + " mismatches; first input " + hex(input) + " gave " +
-           hex(got) + ", expected " + hex(want);
+    return std::string(what) + ": " + std::to_string(count) + " mismatches; first input " + hex(input, 8) + " gave " +
+           hex(got, digits) + ", expected " + hex(want, digits);
   }
 };
+
+// INFO is scoped, so each report stays with its own check.
+void check_none(const mismatches& m, const char* what) {
+  INFO(m.describe(what));
+  CHECK(m.count == 0);
+}
 
 // Seeded random float bit patterns plus every boundary pattern: each sign and
 // exponent with the mantissas that sit at, just below and just above the
@@ -303,9 +316,11 @@ TEST_CASE("f16 and bf16 are 2-byte trivially copyable aggregates", "[core][half]
   const test_block_q8_0 block{f16{0x3C00}, {1, 2, 3}};
   unsigned char raw[sizeof block];
   std::memcpy(raw, &block, sizeof block);
-  CHECK(raw[0] == 0x00);  // little-endian 0x3C00 at offset 0
-  CHECK(raw[1] == 0x3C);
-  CHECK(raw[2] == 1);
+  if constexpr (std::endian::native == std::endian::little) {  // GGUF's byte order
+    CHECK(raw[0] == 0x00);
+    CHECK(raw[1] == 0x3C);
+  }
+  CHECK(raw[2] == 1);  // qs right after the 2-byte scale, no padding
 }
 
 TEST_CASE("to_f16 hand-checked values", "[core][half]") {
@@ -364,7 +379,7 @@ TEST_CASE("to_f16 hand-checked values", "[core][half]") {
 }
 
 TEST_CASE("to_float(f16) hand-checked values", "[core][half]") {
-  const auto f = [](std::uint16_t b) { return hex(bits_of(ruvllm::to_float(f16{b}))); };
+  const auto f = [](std::uint16_t b) { return hex32(bits_of(ruvllm::to_float(f16{b}))); };
   CHECK(ruvllm::to_float(f16{0x3C00}) == 1.0f);
   CHECK(ruvllm::to_float(f16{0xC000}) == -2.0f);
   CHECK(ruvllm::to_float(f16{0x7BFF}) == 65504.0f);
@@ -412,30 +427,44 @@ TEST_CASE("bf16 hand-checked values", "[core][half]") {
 
   CHECK(ruvllm::to_float(bf16{0x3F80}) == 1.0f);
   CHECK(ruvllm::to_float(bf16{0xC049}) == -3.140625f);
-  CHECK(hex(bits_of(ruvllm::to_float(bf16{0x0001}))) == "0x00010000");
-  CHECK(hex(bits_of(ruvllm::to_float(bf16{0x7F81}))) == "0x7F810000");  // sNaN stays an sNaN
+  CHECK(hex32(bits_of(ruvllm::to_float(bf16{0x0001}))) == "0x00010000");
+  CHECK(hex32(bits_of(ruvllm::to_float(bf16{0x7F81}))) == "0x7F810000");  // sNaN stays an sNaN
 }
 
-TEST_CASE("every f16 survives f16 -> float -> f16; sNaNs come back quiet", "[core][half]") {
-  // Rule: bits are unchanged, except that a NaN with the quiet bit (0x0200)
-  // clear comes back with it set; sign and the other payload bits survive.
-  mismatches round_trip;
-  mismatches vs_reference;
+TEST_CASE("to_float(f16) is exact, and f16 -> float -> f16 changes only sNaNs", "[core][half]") {
+  // Rule: the widened value is exactly sign * significand * 2^(exponent - 25)
+  // (ldexp, independent of the header's bit assembly); a NaN widens to a
+  // quiet float NaN carrying the same sign and payload. Narrowing back gives
+  // the same bits, except that a NaN with the quiet bit (0x0200) clear comes
+  // back with it set.
+  mismatches widen(8), round_trip, vs_reference;
   for (std::uint32_t i = 0; i < 0x1'0000u; ++i) {
     const auto bits = static_cast<std::uint16_t>(i);
-    const bool nan = (bits & 0x7C00u) == 0x7C00u && (bits & 0x03FFu) != 0;
-    const auto want = static_cast<std::uint16_t>(nan ? bits | 0x0200u : bits);
+    const std::uint32_t sign = (i & 0x8000u) << 16;
+    const std::uint32_t exponent = (i >> 10) & 0x1Fu;
+    const std::uint32_t mantissa = i & 0x3FFu;
+    const bool nan = exponent == 0x1Fu && mantissa != 0;
+    std::uint32_t widened = 0;
+    if (exponent == 0x1Fu) {
+      widened = sign | 0x7F80'0000u | (nan ? 0x0040'0000u | mantissa << 13 : 0u);
+    } else {
+      const double magnitude = exponent == 0
+                                   ? std::ldexp(static_cast<double>(mantissa), -24)
+                                   : std::ldexp(static_cast<double>(mantissa + 1024u), static_cast<int>(exponent) - 25);
+      widened = sign | bits_of(static_cast<float>(magnitude));
+    }
     const float x = ruvllm::to_float(f16{bits});
+    if (bits_of(x) != widened) widen.add(i, bits_of(x), widened);
+
+    const auto want = static_cast<std::uint16_t>(nan ? bits | 0x0200u : bits);
     const std::uint16_t got = ruvllm::to_f16(x).bits;
     if (got != want) round_trip.add(i, got, want);
-    // The widened value is what the reference reads back as this f16 too.
     const std::uint16_t ref = ref_to_f16(x);
     if (ref != want) vs_reference.add(i, ref, want);
   }
-  INFO(round_trip.describe("round trip"));
-  INFO(vs_reference.describe("reference of the widened value"));
-  CHECK(round_trip.count == 0);
-  CHECK(vs_reference.count == 0);
+  check_none(widen, "to_float(f16) vs ldexp");
+  check_none(round_trip, "f16 -> float -> f16");
+  check_none(vs_reference, "reference narrowing of the widened value");
 }
 
 TEST_CASE("to_float(f16) matches F16C on all 65536 patterns", "[core][half]") {
@@ -443,22 +472,21 @@ TEST_CASE("to_float(f16) matches F16C on all 65536 patterns", "[core][half]") {
     WARN("F16C not available on this CPU: hardware comparison of to_float(f16) skipped");
     return;
   }
-  mismatches diff;
+  mismatches diff(8);
   for (std::uint32_t i = 0; i < 0x1'0000u; ++i) {
     const auto bits = static_cast<std::uint16_t>(i);
     const std::uint32_t got = bits_of(ruvllm::to_float(f16{bits}));
     const std::uint32_t want = bits_of(hw_f16_to_float(bits));
     if (got != want) diff.add(i, got, want);
   }
-  INFO(diff.describe("to_float(f16) vs _cvtsh_ss"));
-  CHECK(diff.count == 0);
+  check_none(diff, "to_float(f16) vs _cvtsh_ss");
 }
 
 TEST_CASE("every bf16 survives bf16 -> float -> bf16 except subnormals and sNaNs", "[core][half]") {
   // Rule: the widening is exact, so bits are unchanged, except that NaNs get
   // the quiet bit (0x0040) and subnormals become signed zero (denormal
   // inputs are zero to VCVTNEPS2BF16).
-  mismatches widen, diff;
+  mismatches widen(8), diff;
   for (std::uint32_t i = 0; i < 0x1'0000u; ++i) {
     const auto bits = static_cast<std::uint16_t>(i);
     const float x = ruvllm::to_float(bf16{bits});
@@ -469,10 +497,8 @@ TEST_CASE("every bf16 survives bf16 -> float -> bf16 except subnormals and sNaNs
     const std::uint16_t got = ruvllm::to_bf16(x).bits;
     if (got != want) diff.add(i, got, want);
   }
-  INFO(widen.describe("to_float(bf16) vs shift"));
-  INFO(diff.describe("bf16 round trip"));
-  CHECK(widen.count == 0);
-  CHECK(diff.count == 0);
+  check_none(widen, "to_float(bf16) vs shift");
+  check_none(diff, "bf16 -> float -> bf16");
 }
 
 TEST_CASE("to_f16 and to_bf16 on random and boundary floats", "[core][half]") {
@@ -490,10 +516,8 @@ TEST_CASE("to_f16 and to_bf16 on random and boundary floats", "[core][half]") {
     const std::uint16_t br = ref_to_bf16(in[i]);
     if (b != br) bf16_ref.add(patterns[i], b, br);
   }
-  INFO(f16_ref.describe("to_f16 vs double-rounding reference"));
-  INFO(bf16_ref.describe("to_bf16 vs double-rounding reference"));
-  CHECK(f16_ref.count == 0);
-  CHECK(bf16_ref.count == 0);
+  check_none(f16_ref, "to_f16 vs double-rounding reference");
+  check_none(bf16_ref, "to_bf16 vs double-rounding reference");
 
   // The long-hand references stand in for hardware in the exhaustive test.
   mismatches f16_longhand, bf16_longhand;
@@ -505,10 +529,8 @@ TEST_CASE("to_f16 and to_bf16 on random and boundary floats", "[core][half]") {
     const std::uint16_t br = ref_to_bf16(in[i]);
     if (b != br) bf16_longhand.add(patterns[i], b, br);
   }
-  INFO(f16_longhand.describe("long-hand f16 reference vs double-rounding reference"));
-  INFO(bf16_longhand.describe("long-hand bf16 reference vs double-rounding reference"));
-  CHECK(f16_longhand.count == 0);
-  CHECK(bf16_longhand.count == 0);
+  check_none(f16_longhand, "long-hand f16 reference vs double-rounding reference");
+  check_none(bf16_longhand, "long-hand bf16 reference vs double-rounding reference");
 
   std::vector<std::uint16_t> hw(in.size());
   if (cpu_has_f16c()) {
@@ -518,8 +540,7 @@ TEST_CASE("to_f16 and to_bf16 on random and boundary floats", "[core][half]") {
       const std::uint16_t got = ruvllm::to_f16(in[i]).bits;
       if (got != hw[i]) diff.add(patterns[i], got, hw[i]);
     }
-    INFO(diff.describe("to_f16 vs VCVTPS2PH"));
-    CHECK(diff.count == 0);
+    check_none(diff, "to_f16 vs VCVTPS2PH (8-wide)");
 #if RUVLLM_HALF_TEST_X86
     // The scalar intrinsic named by the contract, on the same inputs.
     mismatches scalar;
@@ -528,8 +549,7 @@ TEST_CASE("to_f16 and to_bf16 on random and boundary floats", "[core][half]") {
       const std::uint16_t want = hw_float_to_f16(in[i]);
       if (got != want) scalar.add(patterns[i], got, want);
     }
-    INFO(scalar.describe("to_f16 vs _cvtss_sh"));
-    CHECK(scalar.count == 0);
+    check_none(scalar, "to_f16 vs _cvtss_sh");
 #endif
   } else {
     WARN("F16C not available on this CPU: hardware comparison of to_f16 skipped");
@@ -542,8 +562,7 @@ TEST_CASE("to_f16 and to_bf16 on random and boundary floats", "[core][half]") {
       const std::uint16_t got = ruvllm::to_bf16(in[i]).bits;
       if (got != hw[i]) diff.add(patterns[i], got, hw[i]);
     }
-    INFO(diff.describe("to_bf16 vs VCVTNEPS2BF16"));
-    CHECK(diff.count == 0);
+    check_none(diff, "to_bf16 vs VCVTNEPS2BF16 (16-wide)");
   } else {
     WARN(
         "AVX512-BF16 not available on this CPU: hardware comparison of to_bf16 skipped "

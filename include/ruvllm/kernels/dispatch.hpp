@@ -28,6 +28,9 @@
 #include <cstddef>
 
 #include "ruvllm/core/backend.hpp"
+// Scalar references, which per-target bodies may forward to (Highway's
+// SCALAR target lacks several ops).
+#include "ruvllm/kernels/scalar.hpp"
 
 #if defined(RUVLLM_KERNELS_IMPLEMENTATION) || !defined(RUVLLM_KERNELS_SEPARATE)
 #define RUVLLM_KERNELS_EXPAND 1
@@ -45,9 +48,12 @@
 #define RUVLLM_KERNELS_FINAL_PASS (!RUVLLM_KERNELS_EXPAND || HWY_ONCE)
 
 // Every dispatched kernel, once: X(return type, name, (parameters), (arguments)).
-// Each name has a per-target definition in a kernels/*-inl.h file.
-#define RUVLLM_KERNELS_EXPORTED(X) \
-  X(const char*, target_name, (), ()) \
+// Each name has a per-target definition in a kernels/*-inl.h file; the
+// family entry points in kernels/highway/*.hpp call dispatch::name.
+#define RUVLLM_KERNELS_EXPORTED(X)     \
+  /* target-inl.h */                   \
+  X(const char*, target_name, (), ())  \
+  /* distance-inl.h */                 \
   X(float, dot_f32, (const float* a, const float* b, std::size_t n), (a, b, n))
 
 #if RUVLLM_KERNELS_EXPAND

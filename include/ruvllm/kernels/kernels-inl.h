@@ -4,4 +4,4 @@
 // Each included file carries its own per-target toggle guard.
 
 #include "ruvllm/kernels/target-inl.h"
-#include "ruvllm/kernels/dot-inl.h"
+#include "ruvllm/kernels/distance-inl.h"

@@ -1,32 +1,15 @@
 #ifndef RUVLLM_KERNELS_SCALAR_HPP
 #define RUVLLM_KERNELS_SCALAR_HPP
 
-// backend::scalar: plain C++ kernels. They define the results every SIMD
-// backend is tested against, so they favour the obvious loop over speed.
+// backend::scalar: every kernel family's plain C++ reference, gathered into
+// kernels::ops<backend::scalar>.
 
-#include <cstddef>
-
-#include "ruvllm/core/backend.hpp"
+#include "ruvllm/kernels/scalar/distance.hpp"
 
 namespace ruvllm::kernels {
 
-namespace scalar {
-
-/// Sum of a[i] * b[i], accumulated left to right in float.
-[[nodiscard]] inline float dot(const float* a, const float* b, std::size_t n) noexcept {
-  float sum = 0.0f;
-  for (std::size_t i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
-}  // namespace scalar
-
 template <>
-struct ops<backend::scalar> {
-  [[nodiscard]] static float dot(const float* a, const float* b, std::size_t n) noexcept {
-    return scalar::dot(a, b, n);
-  }
-};
+struct ops<backend::scalar> : distance_ops<backend::scalar> {};
 
 }  // namespace ruvllm::kernels
 

@@ -1,12 +1,12 @@
-// Highway dot-product kernels, compiled once per SIMD target. No include
+// Highway distance kernels, compiled once per SIMD target. No include
 // guard: the toggle below lets hwy/foreach_target.h re-include this file for
 // each target, through the umbrella ruvllm/kernels/kernels-inl.h.
 
-#if defined(RUVLLM_KERNELS_DOT_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef RUVLLM_KERNELS_DOT_INL_H_
-#undef RUVLLM_KERNELS_DOT_INL_H_
+#if defined(RUVLLM_KERNELS_DISTANCE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RUVLLM_KERNELS_DISTANCE_INL_H_
+#undef RUVLLM_KERNELS_DISTANCE_INL_H_
 #else
-#define RUVLLM_KERNELS_DOT_INL_H_
+#define RUVLLM_KERNELS_DISTANCE_INL_H_
 #endif
 
 #include <cstddef>
@@ -50,4 +50,4 @@ inline float dot_f32(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, s
 }  // namespace ruvllm::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
-#endif  // RUVLLM_KERNELS_DOT_INL_H_ toggle
+#endif  // RUVLLM_KERNELS_DISTANCE_INL_H_ toggle
