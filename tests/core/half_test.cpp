@@ -1,10 +1,12 @@
 // Tests for ruvllm/core/half.hpp.
 //
 // The conversions promise bit-identity with F16C and AVX512-BF16, so where the
-// CPU has those instructions every check runs against them; everywhere, the
-// conversions are also checked against independent references below that
-// round through double arithmetic (nearest neighbour by distance, ties to
-// even) instead of the header's integer add-and-shift.
+// CPU has those instructions the bulk checks run against them. Everywhere,
+// they are also checked against independent references that round through
+// double arithmetic (nearest neighbour by distance, ties to even) instead of
+// the header's integer add-and-shift; cheaper long-hand integer references,
+// validated against those, stand in for missing hardware in the exhaustive
+// [slow] test.
 
 #include <catch2/catch.hpp>
 
@@ -585,7 +587,7 @@ TEST_CASE("to_f16 and to_bf16 on all 2^32 floats", "[core][half][slow]") {
   }
 
   struct result {
-    mismatches f16, bf16;
+    mismatches narrow_h, narrow_b;
   };
   const auto check_range = [f16_hw, bf16_hw](std::uint64_t begin, std::uint64_t end, result& r) {
     constexpr std::size_t block = 4096;
@@ -606,8 +608,8 @@ TEST_CASE("to_f16 and to_bf16 on all 2^32 floats", "[core][half][slow]") {
       for (std::size_t i = 0; i < block; ++i) {
         const std::uint16_t h = ruvllm::to_f16(in[i]).bits;
         const std::uint16_t b = ruvllm::to_bf16(in[i]).bits;
-        if (h != want_h[i]) r.f16.add(static_cast<std::uint32_t>(base + i), h, want_h[i]);
-        if (b != want_b[i]) r.bf16.add(static_cast<std::uint32_t>(base + i), b, want_b[i]);
+        if (h != want_h[i]) r.narrow_h.add(static_cast<std::uint32_t>(base + i), h, want_h[i]);
+        if (b != want_b[i]) r.narrow_b.add(static_cast<std::uint32_t>(base + i), b, want_b[i]);
       }
     }
   };
@@ -618,10 +620,10 @@ TEST_CASE("to_f16 and to_bf16 on all 2^32 floats", "[core][half][slow]") {
   check_range(0, total / 2, parts[0]);
   upper.join();
 
-  mismatches f16_all = parts[0].f16;
-  f16_all.merge(parts[1].f16);
-  mismatches bf16_all = parts[0].bf16;
-  bf16_all.merge(parts[1].bf16);
+  mismatches f16_all = parts[0].narrow_h;
+  f16_all.merge(parts[1].narrow_h);
+  mismatches bf16_all = parts[0].narrow_b;
+  bf16_all.merge(parts[1].narrow_b);
   INFO(f16_all.describe(f16_hw ? "to_f16 vs VCVTPS2PH" : "to_f16 vs long-hand reference"));
   INFO(bf16_all.describe(bf16_hw ? "to_bf16 vs VCVTNEPS2BF16" : "to_bf16 vs long-hand reference"));
   REQUIRE(f16_all.count == 0);
