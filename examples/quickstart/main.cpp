@@ -1,6 +1,7 @@
 // The shortest real use of ruvllm: pick policy types, then call a kernel
 // through the Backend policy. Prints the SIMD target chosen on this CPU.
 
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -22,7 +23,7 @@ static_assert(ruvllm::CacheTiers<edge_config::kv_tiers>);
 static_assert(ruvllm::EvictionPolicy<edge_config::eviction>);
 
 template <ruvllm::Backend B>
-float cosine_like(const std::vector<float>& a, const std::vector<float>& b) {
+float dot(const std::vector<float>& a, const std::vector<float>& b) {
   using ops = ruvllm::kernels::ops<B>;
   return ops::dot(a.data(), b.data(), a.size());
 }
@@ -33,11 +34,11 @@ int main() {
   constexpr std::size_t dim = 768;
   std::vector<float> query(dim), key(dim);
   for (std::size_t i = 0; i < dim; ++i) {
-    query[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
-    key[i] = static_cast<float>(i % 5) * 0.5f - 1.0f;
+    query[i] = std::sin(0.01f * static_cast<float>(i));
+    key[i] = std::cos(0.013f * static_cast<float>(i));
   }
-  const float fast = cosine_like<edge_config::backend>(query, key);
-  const float reference = cosine_like<ruvllm::backend::scalar>(query, key);
+  const float fast = dot<edge_config::backend>(query, key);
+  const float reference = dot<ruvllm::backend::scalar>(query, key);
 
   std::printf("ruvllm %d.%d.%d\n", RUVLLM_VERSION_MAJOR, RUVLLM_VERSION_MINOR, RUVLLM_VERSION_PATCH);
   std::printf("highway target chosen at run time: %s\n", ruvllm::backend::highway::target_name());

@@ -23,11 +23,9 @@
 #else
 #include <cstdio>
 #include <cstdlib>
-#define RUVLLM_ASSERT(cond)                                                    \
-  ((cond) ? static_cast<void>(0)                                               \
-          : (std::fprintf(stderr, "%s:%d: ruvllm assertion failed: %s\n",      \
-                          __FILE__, __LINE__, #cond),                          \
-             std::abort()))
+#define RUVLLM_ASSERT(cond)      \
+  ((cond) ? static_cast<void>(0) \
+          : (std::fprintf(stderr, "%s:%d: ruvllm assertion failed: %s\n", __FILE__, __LINE__, #cond), std::abort()))
 #endif
 #endif
 
@@ -105,15 +103,18 @@ inline void append_part(std::string& out, char c) { out.push_back(c); }
 inline void append_part(std::string& out, bool b) { out.append(b ? "true" : "false"); }
 
 template <class T>
-  requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char>)
+concept message_number = std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char>;
+template <class T>
+concept message_enum = std::is_enum_v<T>;
+
+template <message_number T>
 void append_part(std::string& out, T value) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
   if (ec == std::errc{}) out.append(std::string_view(buf, static_cast<std::size_t>(end - buf)));
 }
 
-template <class T>
-  requires std::is_enum_v<T>
+template <message_enum T>
 void append_part(std::string& out, T value) {
   append_part(out, static_cast<std::underlying_type_t<T>>(value));
 }
@@ -186,6 +187,17 @@ namespace detail {
 }
 }  // namespace detail
 
+template <class T>
+class result;
+
+namespace detail {
+// What converts implicitly into a successful result<T>: anything T can be
+// built from, except an error or another result.
+template <class U, class T>
+concept result_value_source = std::constructible_from<T, U&&> && !std::is_same_v<std::remove_cvref_t<U>, error> &&
+                              !std::is_same_v<std::remove_cvref_t<U>, result<T>>;
+}  // namespace detail
+
 /// Either a T or a ruvllm::error. Reading the value of an error result aborts
 /// with the error's description (never undefined behaviour); check first.
 template <class T>
@@ -196,11 +208,10 @@ class [[nodiscard]] result {
  public:
   using value_type = T;
 
-  template <class U = T>
-    requires std::constructible_from<T, U&&> && (!std::is_same_v<std::remove_cvref_t<U>, ruvllm::error>) &&
-             (!std::is_same_v<std::remove_cvref_t<U>, result>)
-  result(U&& value) : storage_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT(google-explicit-constructor)
-  result(ruvllm::error e) : storage_(std::in_place_index<1>, std::move(e)) {}               // NOLINT(google-explicit-constructor)
+  template <detail::result_value_source<T> U = T>
+  result(U&& value)
+      : storage_(std::in_place_index<0>, std::forward<U>(value)) {}            // NOLINT(google-explicit-constructor)
+  result(ruvllm::error e) : storage_(std::in_place_index<1>, std::move(e)) {}  // NOLINT(google-explicit-constructor)
 
   [[nodiscard]] bool has_value() const noexcept { return storage_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
@@ -278,18 +289,17 @@ class [[nodiscard]] result<void> {
 
 /// Returns the error of a result-producing expression from the enclosing
 /// function, whose return type must be constructible from ruvllm::error.
-#define RUVLLM_TRY(expr)                                                     \
-  do {                                                                       \
-    if (auto&& ruvllm_try_result_ = (expr); !ruvllm_try_result_)             \
-      return std::move(ruvllm_try_result_).error();                          \
+#define RUVLLM_TRY(expr)                                                                                       \
+  do {                                                                                                         \
+    if (auto&& ruvllm_try_result_ = (expr); !ruvllm_try_result_) return std::move(ruvllm_try_result_).error(); \
   } while (0)
 
 /// `RUVLLM_TRY_ASSIGN(auto x, f());` declares x from f()'s value, or returns
 /// f()'s error from the enclosing function.
-#define RUVLLM_TRY_ASSIGN(decl, expr)                                                   \
-  auto RUVLLM_DETAIL_CONCAT(ruvllm_try_tmp_, __LINE__) = (expr);                        \
-  if (!RUVLLM_DETAIL_CONCAT(ruvllm_try_tmp_, __LINE__))                                 \
-    return std::move(RUVLLM_DETAIL_CONCAT(ruvllm_try_tmp_, __LINE__)).error();          \
+#define RUVLLM_TRY_ASSIGN(decl, expr)                                          \
+  auto RUVLLM_DETAIL_CONCAT(ruvllm_try_tmp_, __LINE__) = (expr);               \
+  if (!RUVLLM_DETAIL_CONCAT(ruvllm_try_tmp_, __LINE__))                        \
+    return std::move(RUVLLM_DETAIL_CONCAT(ruvllm_try_tmp_, __LINE__)).error(); \
   decl = std::move(RUVLLM_DETAIL_CONCAT(ruvllm_try_tmp_, __LINE__)).value()
 
 #endif  // RUVLLM_CORE_ERROR_HPP
@@ -346,7 +356,7 @@ class aligned_buffer {
       return make_error(errc::out_of_memory, "aligned_buffer of ", count, " elements exceeds the limit ", max_count);
     aligned_buffer buffer;
     if (count == 0) return buffer;
-    void* p = ::operator new(count * sizeof(T), std::align_val_t{Align}, std::nothrow);
+    void* p = ::operator new (count * sizeof(T), std::align_val_t{Align}, std::nothrow);
     if (p == nullptr)
       return make_error(errc::out_of_memory, "allocating ", count * sizeof(T), " bytes aligned to ", Align, " failed");
     std::memset(p, 0, count * sizeof(T));
@@ -376,7 +386,7 @@ class aligned_buffer {
 
  private:
   void release() noexcept {
-    if (data_ != nullptr) ::operator delete(data_, std::align_val_t{Align});
+    if (data_ != nullptr) ::operator delete (data_, std::align_val_t{Align});
     data_ = nullptr;
     size_ = 0;
   }
@@ -492,6 +502,11 @@ namespace ruvllm {
 static_assert(std::endian::native == std::endian::little,
               "ruvllm's file formats are little-endian and it reads them in place");
 
+namespace detail {
+template <class T>
+concept trivially_copyable = std::is_trivially_copyable_v<T>;
+}  // namespace detail
+
 /// a * b, or an error naming both operands when it would overflow.
 [[nodiscard]] inline result<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b, std::string_view what) {
   std::uint64_t out = 0;
@@ -525,8 +540,7 @@ class byte_reader {
   [[nodiscard]] std::string_view source() const noexcept { return source_; }
 
   /// Reads one trivially copyable value (unaligned reads are fine).
-  template <class T>
-    requires std::is_trivially_copyable_v<T>
+  template <detail::trivially_copyable T>
   [[nodiscard]] result<T> read(std::string_view what = "value") {
     if (remaining() < sizeof(T)) return truncated(what, sizeof(T));
     T out;
@@ -682,10 +696,8 @@ struct bf16 {
 // memory-mapped tensors depend on these.
 static_assert(sizeof(f16) == 2 && alignof(f16) == 2);
 static_assert(sizeof(bf16) == 2 && alignof(bf16) == 2);
-static_assert(std::is_trivially_copyable_v<f16> && std::is_standard_layout_v<f16> &&
-              std::is_aggregate_v<f16>);
-static_assert(std::is_trivially_copyable_v<bf16> && std::is_standard_layout_v<bf16> &&
-              std::is_aggregate_v<bf16>);
+static_assert(std::is_trivially_copyable_v<f16> && std::is_standard_layout_v<f16> && std::is_aggregate_v<f16>);
+static_assert(std::is_trivially_copyable_v<bf16> && std::is_standard_layout_v<bf16> && std::is_aggregate_v<bf16>);
 
 /// Nearest f16 to x, ties to even; NaN and denormal rules in the file comment.
 [[nodiscard]] constexpr f16 to_f16(float x) noexcept {
@@ -712,8 +724,7 @@ static_assert(std::is_trivially_copyable_v<bf16> && std::is_standard_layout_v<bf
   // yields 0x400, which is the encoding of the smallest normal.
   const std::uint32_t significand = (a & 0x007F'FFFFu) | 0x0080'0000u;
   const std::uint32_t shift = 126u - (a >> 23);
-  const std::uint32_t rounded =
-      (significand + ((1u << (shift - 1)) - 1u) + ((significand >> shift) & 1u)) >> shift;
+  const std::uint32_t rounded = (significand + ((1u << (shift - 1)) - 1u) + ((significand >> shift) & 1u)) >> shift;
   return f16{static_cast<std::uint16_t>(sign | rounded)};
 }
 
@@ -756,9 +767,7 @@ static_assert(std::is_trivially_copyable_v<bf16> && std::is_standard_layout_v<bf
 }
 
 /// The float equal to b (exact: bf16 is the top half of a float).
-[[nodiscard]] constexpr float to_float(bf16 b) noexcept {
-  return std::bit_cast<float>(std::uint32_t{b.bits} << 16);
-}
+[[nodiscard]] constexpr float to_float(bf16 b) noexcept { return std::bit_cast<float>(std::uint32_t{b.bits} << 16); }
 
 }  // namespace ruvllm
 
@@ -908,15 +917,14 @@ struct kivi : detail::format<block_kivi<Bits, Group>, Group, gguf_type::none> {
 /// A storage format: an empty tag naming a trivially copyable block type that
 /// holds block_size elements in bytes_per_block bytes.
 template <class P>
-concept Precision =
-    std::is_empty_v<P> && requires {
-      typename P::precision_category;
-      typename P::block_type;
-      { P::block_size } -> std::convertible_to<std::size_t>;
-      { P::bytes_per_block } -> std::convertible_to<std::size_t>;
-      { P::name } -> std::convertible_to<std::string_view>;
-    } && std::same_as<typename P::precision_category, precision::detail::precision_category> &&
-    std::is_trivially_copyable_v<typename P::block_type> && (P::block_size > 0) &&
+concept Precision = std::is_empty_v<P> && requires {
+  typename P::precision_category;
+  typename P::block_type;
+  { P::block_size } -> std::convertible_to<std::size_t>;
+  { P::bytes_per_block } -> std::convertible_to<std::size_t>;
+  { P::name } -> std::convertible_to<std::string_view>;
+} && std::same_as<typename P::precision_category, precision::detail::precision_category> &&
+    std::is_trivially_copyable_v<typename P::block_type> &&(P::block_size > 0) &&
     (sizeof(typename P::block_type) == P::bytes_per_block);
 
 /// Bytes a row of n elements occupies in format P; n must be a multiple of
@@ -969,8 +977,7 @@ concept CacheTier = std::is_empty_v<T> && requires {
   typename T::cache_tier_category;
   typename T::precision;
   { T::capacity_tokens } -> std::convertible_to<std::size_t>;
-} && std::same_as<typename T::cache_tier_category, detail::cache_tier_category> &&
-    Precision<typename T::precision>;
+} && std::same_as<typename T::cache_tier_category, detail::cache_tier_category> && Precision<typename T::precision>;
 
 /// Tiers hottest first. Only the coldest may be unbounded, so every token has
 /// somewhere to go.
@@ -1000,8 +1007,10 @@ struct tiers {
 
 /// An ordered list of KV tiers: a specialization of ruvllm::tiers.
 template <class T>
-concept CacheTiers = requires { typename T::cache_tiers_category; } &&
-                     std::same_as<typename T::cache_tiers_category, detail::cache_tiers_category>;
+concept CacheTiers = requires {
+  typename T::cache_tiers_category;
+}
+&&std::same_as<typename T::cache_tiers_category, detail::cache_tiers_category>;
 
 }  // namespace ruvllm
 
@@ -1061,7 +1070,7 @@ inline constexpr auto crc32c_tables = [] {
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) inline std::uint32_t crc32c_sse42(std::uint32_t crc, const unsigned char* p,
-                                                                   std::size_t n) noexcept {
+                                                                    std::size_t n) noexcept {
   std::uint64_t c = crc;
   for (; n >= 8; n -= 8, p += 8) {
     std::uint64_t word;
@@ -1133,20 +1142,21 @@ namespace detail {
 namespace bi = boost::intrusive;
 struct lru_tag {};
 struct lfu_tag {};
+// Tagged so an object can also sit in other intrusive containers; safe-link
+// so destroying a queued object is caught in debug builds.
+using lru_hook_base = bi::list_base_hook<bi::tag<lru_tag>, bi::link_mode<bi::safe_link>>;
+using lfu_hook_base = bi::set_base_hook<bi::tag<lfu_tag>, bi::link_mode<bi::safe_link>>;
 }  // namespace detail
 
 /// Least recently used: a doubly linked list in use order; O(1) everything.
 struct lru {
-  class hook : public detail::bi::list_base_hook<detail::bi::tag<detail::lru_tag>,
-                                                  detail::bi::link_mode<detail::bi::safe_link>> {};
+  class hook : public detail::lru_hook_base {};
 
   template <class T>
   class queue {
     static_assert(std::is_base_of_v<hook, T>, "lru::queue<T>: T must derive from ruvllm::eviction::lru::hook");
-    using list_type = detail::bi::list<hook, detail::bi::base_hook<detail::bi::list_base_hook<
-                                                 detail::bi::tag<detail::lru_tag>,
-                                                 detail::bi::link_mode<detail::bi::safe_link>>>,
-                                       detail::bi::constant_time_size<true>>;
+    using list_type =
+        detail::bi::list<hook, detail::bi::base_hook<detail::lru_hook_base>, detail::bi::constant_time_size<true>>;
 
    public:
     queue() = default;
@@ -1184,8 +1194,7 @@ struct lfu {
   template <class T>
   class queue;
 
-  class hook : public detail::bi::set_base_hook<detail::bi::tag<detail::lfu_tag>,
-                                                 detail::bi::link_mode<detail::bi::safe_link>> {
+  class hook : public detail::lfu_hook_base {
    public:
     [[nodiscard]] std::uint64_t use_count() const noexcept { return uses_; }
 
@@ -1206,11 +1215,9 @@ struct lfu {
   template <class T>
   class queue {
     static_assert(std::is_base_of_v<hook, T>, "lfu::queue<T>: T must derive from ruvllm::eviction::lfu::hook");
-    using set_type = detail::bi::set<hook, detail::bi::compare<hook::colder>,
-                                     detail::bi::base_hook<detail::bi::set_base_hook<
-                                         detail::bi::tag<detail::lfu_tag>,
-                                         detail::bi::link_mode<detail::bi::safe_link>>>,
-                                     detail::bi::constant_time_size<true>>;
+    using set_type =
+        detail::bi::set<hook, detail::bi::compare<hook::colder>, detail::bi::base_hook<detail::lfu_hook_base>,
+                        detail::bi::constant_time_size<true>>;
 
    public:
     queue() = default;
@@ -1272,8 +1279,7 @@ struct hysteresis {
     /// Validates and sets the watermarks: 0 < stop < start <= 100.
     [[nodiscard]] result<void> set_watermarks(watermarks w) {
       if (w.start_percent > 100 || w.start_percent == 0)
-        return make_error(errc::invalid_argument, "hysteresis start_percent ", w.start_percent,
-                          " must be in 1..100");
+        return make_error(errc::invalid_argument, "hysteresis start_percent ", w.start_percent, " must be in 1..100");
       if (w.stop_percent >= w.start_percent)
         return make_error(errc::invalid_argument, "hysteresis stop_percent ", w.stop_percent,
                           " must be below start_percent ", w.start_percent);
@@ -1310,7 +1316,10 @@ template <class P>
 struct eviction_probe : P::hook {};
 
 template <class P>
-concept has_eviction_hook = requires { typename P::hook; } && std::is_class_v<typename P::hook>;
+concept has_eviction_hook = requires {
+  typename P::hook;
+}
+&&std::is_class_v<typename P::hook>;
 
 template <class P>
 concept has_eviction_queue = requires(typename P::template queue<eviction_probe<P>>& q, eviction_probe<P>& item) {
@@ -1363,7 +1372,8 @@ class mapped_file {
  public:
   mapped_file() noexcept = default;
   mapped_file(mapped_file&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)),
+      : data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
         path_(std::move(other.path_)) {}
   mapped_file& operator=(mapped_file&& other) noexcept {
     if (this != &other) {

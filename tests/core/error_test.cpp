@@ -49,9 +49,9 @@ TEST_CASE("RUVLLM_TRY and RUVLLM_TRY_ASSIGN propagate errors", "[core][error]") 
 }
 
 TEST_CASE("errors carry a file and offset", "[core][error]") {
-  auto e = ruvllm::make_error(ruvllm::errc::corrupt_data, "tensor count ", std::uint64_t{1} << 40, " exceeds ",
-                              1u << 20)
-               .at("model.gguf", 24);
+  auto e =
+      ruvllm::make_error(ruvllm::errc::corrupt_data, "tensor count ", std::uint64_t{1} << 40, " exceeds ", 1u << 20)
+          .at("model.gguf", 24);
   CHECK(e.file() == "model.gguf");
   REQUIRE(e.has_offset());
   CHECK(e.offset() == 24);

@@ -33,7 +33,9 @@ class rng {
     return std::uniform_int_distribution<std::size_t>(lo, hi)(engine_);
   }
   float uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(engine_); }
-  float normal(float mean = 0.0f, float stddev = 1.0f) { return std::normal_distribution<float>(mean, stddev)(engine_); }
+  float normal(float mean = 0.0f, float stddev = 1.0f) {
+    return std::normal_distribution<float>(mean, stddev)(engine_);
+  }
   bool chance(double p) { return std::bernoulli_distribution(p)(engine_); }
 
   std::vector<float> uniform_vector(std::size_t n, float lo = -1.0f, float hi = 1.0f) {

@@ -50,7 +50,7 @@ class aligned_buffer {
       return make_error(errc::out_of_memory, "aligned_buffer of ", count, " elements exceeds the limit ", max_count);
     aligned_buffer buffer;
     if (count == 0) return buffer;
-    void* p = ::operator new(count * sizeof(T), std::align_val_t{Align}, std::nothrow);
+    void* p = ::operator new (count * sizeof(T), std::align_val_t{Align}, std::nothrow);
     if (p == nullptr)
       return make_error(errc::out_of_memory, "allocating ", count * sizeof(T), " bytes aligned to ", Align, " failed");
     std::memset(p, 0, count * sizeof(T));
@@ -80,7 +80,7 @@ class aligned_buffer {
 
  private:
   void release() noexcept {
-    if (data_ != nullptr) ::operator delete(data_, std::align_val_t{Align});
+    if (data_ != nullptr) ::operator delete (data_, std::align_val_t{Align});
     data_ = nullptr;
     size_ = 0;
   }

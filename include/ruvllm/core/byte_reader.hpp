@@ -22,6 +22,11 @@ namespace ruvllm {
 static_assert(std::endian::native == std::endian::little,
               "ruvllm's file formats are little-endian and it reads them in place");
 
+namespace detail {
+template <class T>
+concept trivially_copyable = std::is_trivially_copyable_v<T>;
+}  // namespace detail
+
 /// a * b, or an error naming both operands when it would overflow.
 [[nodiscard]] inline result<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b, std::string_view what) {
   std::uint64_t out = 0;
@@ -55,8 +60,7 @@ class byte_reader {
   [[nodiscard]] std::string_view source() const noexcept { return source_; }
 
   /// Reads one trivially copyable value (unaligned reads are fine).
-  template <class T>
-    requires std::is_trivially_copyable_v<T>
+  template <detail::trivially_copyable T>
   [[nodiscard]] result<T> read(std::string_view what = "value") {
     if (remaining() < sizeof(T)) return truncated(what, sizeof(T));
     T out;

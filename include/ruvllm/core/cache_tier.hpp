@@ -37,8 +37,7 @@ concept CacheTier = std::is_empty_v<T> && requires {
   typename T::cache_tier_category;
   typename T::precision;
   { T::capacity_tokens } -> std::convertible_to<std::size_t>;
-} && std::same_as<typename T::cache_tier_category, detail::cache_tier_category> &&
-    Precision<typename T::precision>;
+} && std::same_as<typename T::cache_tier_category, detail::cache_tier_category> && Precision<typename T::precision>;
 
 /// Tiers hottest first. Only the coldest may be unbounded, so every token has
 /// somewhere to go.
@@ -68,8 +67,10 @@ struct tiers {
 
 /// An ordered list of KV tiers: a specialization of ruvllm::tiers.
 template <class T>
-concept CacheTiers = requires { typename T::cache_tiers_category; } &&
-                     std::same_as<typename T::cache_tiers_category, detail::cache_tiers_category>;
+concept CacheTiers = requires {
+  typename T::cache_tiers_category;
+}
+&&std::same_as<typename T::cache_tiers_category, detail::cache_tiers_category>;
 
 }  // namespace ruvllm
 

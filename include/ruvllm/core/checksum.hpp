@@ -51,7 +51,7 @@ inline constexpr auto crc32c_tables = [] {
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) inline std::uint32_t crc32c_sse42(std::uint32_t crc, const unsigned char* p,
-                                                                   std::size_t n) noexcept {
+                                                                    std::size_t n) noexcept {
   std::uint64_t c = crc;
   for (; n >= 8; n -= 8, p += 8) {
     std::uint64_t word;

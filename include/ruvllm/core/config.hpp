@@ -16,11 +16,9 @@
 #else
 #include <cstdio>
 #include <cstdlib>
-#define RUVLLM_ASSERT(cond)                                                    \
-  ((cond) ? static_cast<void>(0)                                               \
-          : (std::fprintf(stderr, "%s:%d: ruvllm assertion failed: %s\n",      \
-                          __FILE__, __LINE__, #cond),                          \
-             std::abort()))
+#define RUVLLM_ASSERT(cond)      \
+  ((cond) ? static_cast<void>(0) \
+          : (std::fprintf(stderr, "%s:%d: ruvllm assertion failed: %s\n", __FILE__, __LINE__, #cond), std::abort()))
 #endif
 #endif
 

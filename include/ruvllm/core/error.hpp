@@ -62,15 +62,18 @@ inline void append_part(std::string& out, char c) { out.push_back(c); }
 inline void append_part(std::string& out, bool b) { out.append(b ? "true" : "false"); }
 
 template <class T>
-  requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char>)
+concept message_number = std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char>;
+template <class T>
+concept message_enum = std::is_enum_v<T>;
+
+template <message_number T>
 void append_part(std::string& out, T value) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
   if (ec == std::errc{}) out.append(std::string_view(buf, static_cast<std::size_t>(end - buf)));
 }
 
-template <class T>
-  requires std::is_enum_v<T>
+template <message_enum T>
 void append_part(std::string& out, T value) {
   append_part(out, static_cast<std::underlying_type_t<T>>(value));
 }
@@ -143,6 +146,17 @@ namespace detail {
 }
 }  // namespace detail
 
+template <class T>
+class result;
+
+namespace detail {
+// What converts implicitly into a successful result<T>: anything T can be
+// built from, except an error or another result.
+template <class U, class T>
+concept result_value_source = std::constructible_from<T, U&&> && !std::is_same_v<std::remove_cvref_t<U>, error> &&
+                              !std::is_same_v<std::remove_cvref_t<U>, result<T>>;
+}  // namespace detail
+
 /// Either a T or a ruvllm::error. Reading the value of an error result aborts
 /// with the error's description (never undefined behaviour); check first.
 template <class T>
@@ -153,11 +167,10 @@ class [[nodiscard]] result {
  public:
   using value_type = T;
 
-  template <class U = T>
-    requires std::constructible_from<T, U&&> && (!std::is_same_v<std::remove_cvref_t<U>, ruvllm::error>) &&
-             (!std::is_same_v<std::remove_cvref_t<U>, result>)
-  result(U&& value) : storage_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT(google-explicit-constructor)
-  result(ruvllm::error e) : storage_(std::in_place_index<1>, std::move(e)) {}               // NOLINT(google-explicit-constructor)
+  template <detail::result_value_source<T> U = T>
+  result(U&& value)
+      : storage_(std::in_place_index<0>, std::forward<U>(value)) {}            // NOLINT(google-explicit-constructor)
+  result(ruvllm::error e) : storage_(std::in_place_index<1>, std::move(e)) {}  // NOLINT(google-explicit-constructor)
 
   [[nodiscard]] bool has_value() const noexcept { return storage_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
@@ -235,18 +248,17 @@ class [[nodiscard]] result<void> {
 
 /// Returns the error of a result-producing expression from the enclosing
 /// function, whose return type must be constructible from ruvllm::error.
-#define RUVLLM_TRY(expr)                                                     \
-  do {                                                                       \
-    if (auto&& ruvllm_try_result_ = (expr); !ruvllm_try_result_)             \
-      return std::move(ruvllm_try_result_).error();                          \
+#define RUVLLM_TRY(expr)                                                                                       \
+  do {                                                                                                         \
+    if (auto&& ruvllm_try_result_ = (expr); !ruvllm_try_result_) return std::move(ruvllm_try_result_).error(); \
   } while (0)
 
 /// `RUVLLM_TRY_ASSIGN(auto x, f());` declares x from f()'s value, or returns
 /// f()'s error from the enclosing function.
-#define RUVLLM_TRY_ASSIGN(decl, expr)                                                   \
-  auto RUVLLM_DETAIL_CONCAT(ruvllm_try_tmp_, __LINE__) = (expr);                        \
-  if (!RUVLLM_DETAIL_CONCAT(ruvllm_try_tmp_, __LINE__))                                 \
-    return std::move(RUVLLM_DETAIL_CONCAT(ruvllm_try_tmp_, __LINE__)).error();          \
+#define RUVLLM_TRY_ASSIGN(decl, expr)                                          \
+  auto RUVLLM_DETAIL_CONCAT(ruvllm_try_tmp_, __LINE__) = (expr);               \
+  if (!RUVLLM_DETAIL_CONCAT(ruvllm_try_tmp_, __LINE__))                        \
+    return std::move(RUVLLM_DETAIL_CONCAT(ruvllm_try_tmp_, __LINE__)).error(); \
   decl = std::move(RUVLLM_DETAIL_CONCAT(ruvllm_try_tmp_, __LINE__)).value()
 
 #endif  // RUVLLM_CORE_ERROR_HPP

@@ -31,20 +31,21 @@ namespace detail {
 namespace bi = boost::intrusive;
 struct lru_tag {};
 struct lfu_tag {};
+// Tagged so an object can also sit in other intrusive containers; safe-link
+// so destroying a queued object is caught in debug builds.
+using lru_hook_base = bi::list_base_hook<bi::tag<lru_tag>, bi::link_mode<bi::safe_link>>;
+using lfu_hook_base = bi::set_base_hook<bi::tag<lfu_tag>, bi::link_mode<bi::safe_link>>;
 }  // namespace detail
 
 /// Least recently used: a doubly linked list in use order; O(1) everything.
 struct lru {
-  class hook : public detail::bi::list_base_hook<detail::bi::tag<detail::lru_tag>,
-                                                  detail::bi::link_mode<detail::bi::safe_link>> {};
+  class hook : public detail::lru_hook_base {};
 
   template <class T>
   class queue {
     static_assert(std::is_base_of_v<hook, T>, "lru::queue<T>: T must derive from ruvllm::eviction::lru::hook");
-    using list_type = detail::bi::list<hook, detail::bi::base_hook<detail::bi::list_base_hook<
-                                                 detail::bi::tag<detail::lru_tag>,
-                                                 detail::bi::link_mode<detail::bi::safe_link>>>,
-                                       detail::bi::constant_time_size<true>>;
+    using list_type =
+        detail::bi::list<hook, detail::bi::base_hook<detail::lru_hook_base>, detail::bi::constant_time_size<true>>;
 
    public:
     queue() = default;
@@ -82,8 +83,7 @@ struct lfu {
   template <class T>
   class queue;
 
-  class hook : public detail::bi::set_base_hook<detail::bi::tag<detail::lfu_tag>,
-                                                 detail::bi::link_mode<detail::bi::safe_link>> {
+  class hook : public detail::lfu_hook_base {
    public:
     [[nodiscard]] std::uint64_t use_count() const noexcept { return uses_; }
 
@@ -104,11 +104,9 @@ struct lfu {
   template <class T>
   class queue {
     static_assert(std::is_base_of_v<hook, T>, "lfu::queue<T>: T must derive from ruvllm::eviction::lfu::hook");
-    using set_type = detail::bi::set<hook, detail::bi::compare<hook::colder>,
-                                     detail::bi::base_hook<detail::bi::set_base_hook<
-                                         detail::bi::tag<detail::lfu_tag>,
-                                         detail::bi::link_mode<detail::bi::safe_link>>>,
-                                     detail::bi::constant_time_size<true>>;
+    using set_type =
+        detail::bi::set<hook, detail::bi::compare<hook::colder>, detail::bi::base_hook<detail::lfu_hook_base>,
+                        detail::bi::constant_time_size<true>>;
 
    public:
     queue() = default;
@@ -170,8 +168,7 @@ struct hysteresis {
     /// Validates and sets the watermarks: 0 < stop < start <= 100.
     [[nodiscard]] result<void> set_watermarks(watermarks w) {
       if (w.start_percent > 100 || w.start_percent == 0)
-        return make_error(errc::invalid_argument, "hysteresis start_percent ", w.start_percent,
-                          " must be in 1..100");
+        return make_error(errc::invalid_argument, "hysteresis start_percent ", w.start_percent, " must be in 1..100");
       if (w.stop_percent >= w.start_percent)
         return make_error(errc::invalid_argument, "hysteresis stop_percent ", w.stop_percent,
                           " must be below start_percent ", w.start_percent);
@@ -208,7 +205,10 @@ template <class P>
 struct eviction_probe : P::hook {};
 
 template <class P>
-concept has_eviction_hook = requires { typename P::hook; } && std::is_class_v<typename P::hook>;
+concept has_eviction_hook = requires {
+  typename P::hook;
+}
+&&std::is_class_v<typename P::hook>;
 
 template <class P>
 concept has_eviction_queue = requires(typename P::template queue<eviction_probe<P>>& q, eviction_probe<P>& item) {

@@ -87,10 +87,8 @@ struct bf16 {
 // memory-mapped tensors depend on these.
 static_assert(sizeof(f16) == 2 && alignof(f16) == 2);
 static_assert(sizeof(bf16) == 2 && alignof(bf16) == 2);
-static_assert(std::is_trivially_copyable_v<f16> && std::is_standard_layout_v<f16> &&
-              std::is_aggregate_v<f16>);
-static_assert(std::is_trivially_copyable_v<bf16> && std::is_standard_layout_v<bf16> &&
-              std::is_aggregate_v<bf16>);
+static_assert(std::is_trivially_copyable_v<f16> && std::is_standard_layout_v<f16> && std::is_aggregate_v<f16>);
+static_assert(std::is_trivially_copyable_v<bf16> && std::is_standard_layout_v<bf16> && std::is_aggregate_v<bf16>);
 
 /// Nearest f16 to x, ties to even; NaN and denormal rules in the file comment.
 [[nodiscard]] constexpr f16 to_f16(float x) noexcept {
@@ -117,8 +115,7 @@ static_assert(std::is_trivially_copyable_v<bf16> && std::is_standard_layout_v<bf
   // yields 0x400, which is the encoding of the smallest normal.
   const std::uint32_t significand = (a & 0x007F'FFFFu) | 0x0080'0000u;
   const std::uint32_t shift = 126u - (a >> 23);
-  const std::uint32_t rounded =
-      (significand + ((1u << (shift - 1)) - 1u) + ((significand >> shift) & 1u)) >> shift;
+  const std::uint32_t rounded = (significand + ((1u << (shift - 1)) - 1u) + ((significand >> shift) & 1u)) >> shift;
   return f16{static_cast<std::uint16_t>(sign | rounded)};
 }
 
@@ -161,9 +158,7 @@ static_assert(std::is_trivially_copyable_v<bf16> && std::is_standard_layout_v<bf
 }
 
 /// The float equal to b (exact: bf16 is the top half of a float).
-[[nodiscard]] constexpr float to_float(bf16 b) noexcept {
-  return std::bit_cast<float>(std::uint32_t{b.bits} << 16);
-}
+[[nodiscard]] constexpr float to_float(bf16 b) noexcept { return std::bit_cast<float>(std::uint32_t{b.bits} << 16); }
 
 }  // namespace ruvllm
 

@@ -29,7 +29,8 @@ class mapped_file {
  public:
   mapped_file() noexcept = default;
   mapped_file(mapped_file&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)),
+      : data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
         path_(std::move(other.path_)) {}
   mapped_file& operator=(mapped_file&& other) noexcept {
     if (this != &other) {

@@ -142,15 +142,14 @@ struct kivi : detail::format<block_kivi<Bits, Group>, Group, gguf_type::none> {
 /// A storage format: an empty tag naming a trivially copyable block type that
 /// holds block_size elements in bytes_per_block bytes.
 template <class P>
-concept Precision =
-    std::is_empty_v<P> && requires {
-      typename P::precision_category;
-      typename P::block_type;
-      { P::block_size } -> std::convertible_to<std::size_t>;
-      { P::bytes_per_block } -> std::convertible_to<std::size_t>;
-      { P::name } -> std::convertible_to<std::string_view>;
-    } && std::same_as<typename P::precision_category, precision::detail::precision_category> &&
-    std::is_trivially_copyable_v<typename P::block_type> && (P::block_size > 0) &&
+concept Precision = std::is_empty_v<P> && requires {
+  typename P::precision_category;
+  typename P::block_type;
+  { P::block_size } -> std::convertible_to<std::size_t>;
+  { P::bytes_per_block } -> std::convertible_to<std::size_t>;
+  { P::name } -> std::convertible_to<std::string_view>;
+} && std::same_as<typename P::precision_category, precision::detail::precision_category> &&
+    std::is_trivially_copyable_v<typename P::block_type> &&(P::block_size > 0) &&
     (sizeof(typename P::block_type) == P::bytes_per_block);
 
 /// Bytes a row of n elements occupies in format P; n must be a multiple of
