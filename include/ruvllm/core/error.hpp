@@ -167,10 +167,12 @@ class [[nodiscard]] result {
  public:
   using value_type = T;
 
+  // Implicit on purpose: `return value;` and `return make_error(...);` both
+  // work. The constraint excludes result itself, so copy and move stay visible.
   template <detail::result_value_source<T> U = T>
-  result(U&& value)
-      : storage_(std::in_place_index<0>, std::forward<U>(value)) {}            // NOLINT(google-explicit-constructor)
-  result(ruvllm::error e) : storage_(std::in_place_index<1>, std::move(e)) {}  // NOLINT(google-explicit-constructor)
+  // NOLINTNEXTLINE(bugprone-forwarding-reference-overload)
+  result(U&& value) : storage_(std::in_place_index<0>, std::forward<U>(value)) {}
+  result(ruvllm::error e) : storage_(std::in_place_index<1>, std::move(e)) {}
 
   [[nodiscard]] bool has_value() const noexcept { return storage_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
@@ -221,7 +223,7 @@ class [[nodiscard]] result<void> {
  public:
   using value_type = void;
   result() = default;
-  result(ruvllm::error e) : error_(std::in_place_index<1>, std::move(e)) {}  // NOLINT(google-explicit-constructor)
+  result(ruvllm::error e) : error_(std::in_place_index<1>, std::move(e)) {}
 
   [[nodiscard]] bool has_value() const noexcept { return error_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
