@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # toolchain
-  g++ clang-14 libclang-rt-14-dev clang-format clang-tidy cmake ninja-build pkg-config python3 binutils
+  g++ clang-14 libclang-rt-14-dev clang-format clang-tidy cmake ninja-build pkg-config python3 binutils git
   # library dependencies (the usage requirements of ruvllm::ruvllm)
   libhwy-dev libxsimd-dev libboost-dev
   # tests and benchmarks

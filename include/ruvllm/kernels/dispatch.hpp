@@ -50,10 +50,10 @@
 // Every dispatched kernel, once: X(return type, name, (parameters), (arguments)).
 // Each name has a per-target definition in a kernels/*-inl.h file; the
 // family entry points in kernels/highway/*.hpp call dispatch::name.
-#define RUVLLM_KERNELS_EXPORTED(X)     \
-  /* target-inl.h */                   \
-  X(const char*, target_name, (), ())  \
-  /* distance-inl.h */                 \
+#define RUVLLM_KERNELS_EXPORTED(X)    \
+  /* target-inl.h */                  \
+  X(const char*, target_name, (), ()) \
+  /* distance-inl.h */                \
   X(float, dot_f32, (const float* a, const float* b, std::size_t n), (a, b, n))
 
 #if RUVLLM_KERNELS_EXPAND
