@@ -14,6 +14,7 @@
 #include "ruvllm/core/half.hpp"
 #include "ruvllm/core/mapped_file.hpp"
 #include "ruvllm/core/precision.hpp"
+#include "ruvllm/core/thread_pool.hpp"
 #include "ruvllm/kernels/ops.hpp"
 
 #endif  // RUVLLM_RUVLLM_HPP
