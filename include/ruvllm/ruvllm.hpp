@@ -15,6 +15,7 @@
 #include "ruvllm/core/mapped_file.hpp"
 #include "ruvllm/core/precision.hpp"
 #include "ruvllm/core/thread_pool.hpp"
+#include "ruvllm/kernels/matmul.hpp"
 #include "ruvllm/kernels/ops.hpp"
 
 #endif  // RUVLLM_RUVLLM_HPP

@@ -31,7 +31,8 @@ using public_types = std::tuple<
     ev::lfu::queue<lfu_item>, ev::hysteresis<ev::lru>::queue<lru_item>, ev::hysteresis<ev::lfu>::queue<lfu_item>,
     // kernels
     ruvllm::kernels::ops<ruvllm::backend::scalar>, ruvllm::kernels::ops<ruvllm::backend::highway>,
-    ruvllm::kernels::ops<ruvllm::backend::xsimd>>;
+    ruvllm::kernels::ops<ruvllm::backend::xsimd>, ruvllm::kernels::distance_ops<ruvllm::backend::scalar>,
+    ruvllm::kernels::distance_ops<ruvllm::backend::highway>, ruvllm::kernels::distance_ops<ruvllm::backend::xsimd>>;
 
 template <class... Ts>
 constexpr bool none_polymorphic(std::tuple<Ts...>*) {

@@ -54,7 +54,15 @@
   /* target-inl.h */                  \
   X(const char*, target_name, (), ()) \
   /* distance-inl.h */                \
-  X(float, dot_f32, (const float* a, const float* b, std::size_t n), (a, b, n))
+  RUVLLM_DISTANCE_EXPORTED(X)         \
+  /* matmul-inl.h */                  \
+  RUVLLM_MATMUL_EXPORTED(X)          \
+  /* norm-inl.h */                   \
+  RUVLLM_NORM_EXPORTED(X)            \
+  /* activation-inl.h */             \
+  RUVLLM_ACTIVATION_EXPORTED(X)      \
+  /* rope-inl.h */                   \
+  RUVLLM_ROPE_EXPORTED(X)
 
 #if RUVLLM_KERNELS_EXPAND
 #if defined(RUVLLM_STATIC_DISPATCH) && !defined(HWY_COMPILE_ONLY_STATIC)

@@ -1,6 +1,35 @@
 // Highway distance kernels, compiled once per SIMD target. No include
 // guard: the toggle below lets hwy/foreach_target.h re-include this file for
-// each target, through the umbrella ruvllm/kernels/kernels-inl.h.
+// each target, through the umbrella ruvllm/kernels/kernels-inl.h. The
+// contract (results, element types, int8 limits) is at the top of
+// ruvllm/kernels/scalar/distance.hpp.
+//
+// Structure: float kernels are templates over the element type, whose only
+// difference is the widening load (f16 and bf16 become float in-register).
+// The partial vector at the end of a float row is read through a zero-padded
+// copy, so no load touches memory past an input and zeros add nothing to any
+// sum; integer kernels finish with a scalar loop instead (integers are exact
+// in any order). The one-to-many exports run the same inline row body as the
+// one-to-one exports, so out[r] has the bits of the one-to-one call.
+//
+// Highway 1.0.3 facts this relies on (read from its headers):
+//  * PromoteTo(float, float16) is VCVTPH2PS on AVX2/AVX3/AVX3_DL; on SSSE3,
+//    SSE4 and EMU128 it is emulated and maps f16 inf/NaN to finite values
+//    (exponent 31 is rebiased like any other). Every target but those three
+//    x86 ones therefore widens with f16_bits_to_float below, including ARM,
+//    whose native conversion is untested here. Both paths equal
+//    ruvllm::to_float on all 65536 patterns (tested through dot_many on
+//    every target; NaN only as NaN). bf16 widening is a 16-bit shift.
+//  * int8 products use PromoteTo(int16) + ReorderWidenMulAccumulate, which is
+//    PMADDWD on x86 (pairs of int16 products summed into int32 lanes: at most
+//    2 * 128 * 128, never saturating). There is no int8 dot op; AVX3_DL's
+//    VNNI is not used here (the distance rows are short and the portable
+//    path is the one tested on this machine).
+//  * int8 l1 uses |x - y| on biased bytes (two saturating subtractions) and
+//    SumsOf8 (PSADBW on x86); hamming uses the per-byte PopulationCount
+//    (nibble table; VPOPCNTB on AVX3_DL) and SumsOf8.
+//  * The SCALAR target (the g++ 12 fallback) lacks some ops and has one lane:
+//    it forwards to the scalar reference.
 
 #if defined(RUVLLM_KERNELS_DISTANCE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RUVLLM_KERNELS_DISTANCE_INL_H_
@@ -9,42 +38,595 @@
 #define RUVLLM_KERNELS_DISTANCE_INL_H_
 #endif
 
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include "hwy/highway.h"
+#include "ruvllm/core/half.hpp"
+#include "ruvllm/kernels/scalar/distance.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace ruvllm::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// Sum of a[i] * b[i]; any alignment, any n. Four accumulators hide the FMA
-/// latency; the partial vector at the end is read through a zero-padded copy
-/// so no load touches memory past a or b.
-inline float dot_f32(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, std::size_t n) {
+#if HWY_TARGET != HWY_SCALAR
+namespace distance_impl {
+
+// ------------------------------------------------------------ widening loads
+
+/// Floats of the f16 bit patterns in the u32 lanes of `h` (each < 2^16),
+/// built like ruvllm::to_float: subnormals through an exact int-to-float
+/// conversion (so DAZ cannot flush them), inf kept, NaN made quiet.
+template <class DF, class VU>
+HWY_INLINE hn::Vec<DF> f16_bits_to_float(DF df, VU h) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
+  const auto magnitude = hn::And(h, hn::Set(du, 0x7FFFu));
+  const auto magnitude_i = hn::BitCast(di, magnitude);  // < 2^15: signed compares suffice
+  // Rebias the exponent from 15 to 127; for exponent 31 (inf/NaN) rebias
+  // twice more to reach 255, and set the quiet bit of NaNs.
+  const auto rebias = hn::Set(du, 112u << 23);
+  const auto normal = hn::Add(hn::ShiftLeft<13>(magnitude), rebias);
+  const auto nan_quiet =
+      hn::IfThenElseZero(hn::RebindMask(du, hn::Gt(magnitude_i, hn::Set(di, 0x7C00))), hn::Set(du, 0x0040'0000u));
+  const auto special = hn::Or(hn::Add(normal, rebias), nan_quiet);
+  const auto subnormal =
+      hn::BitCast(du, hn::Mul(hn::ConvertTo(df, magnitude_i), hn::Set(df, 1.0f / 16777216.0f)));  // m * 2^-24
+  auto bits = hn::IfThenElse(hn::RebindMask(du, hn::Gt(magnitude_i, hn::Set(di, 0x7BFF))), special, normal);
+  bits = hn::IfThenElse(hn::RebindMask(du, hn::Lt(magnitude_i, hn::Set(di, 0x0400))), subnormal, bits);
+  return hn::BitCast(df, hn::Or(bits, sign));
+}
+
+/// Lanes(df) consecutive elements from p (any alignment), as floats.
+template <class DF>
+HWY_INLINE hn::Vec<DF> load_float(DF df, const float* HWY_RESTRICT p) {
+  return hn::LoadU(df, p);
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> load_float(DF df, const ruvllm::f16* HWY_RESTRICT p) {
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
+    !defined(HWY_DISABLE_F16C)
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+#else
+  const hn::Rebind<std::uint16_t, DF> d16;
+  const hn::RebindToUnsigned<DF> du;
+  return f16_bits_to_float(df, hn::PromoteTo(du, hn::LoadU(d16, reinterpret_cast<const std::uint16_t*>(p))));
+#endif
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> load_float(DF df, const ruvllm::bf16* HWY_RESTRICT p) {
+  const hn::Rebind<std::uint16_t, DF> d16;
+  const hn::RebindToUnsigned<DF> du;
+  return hn::BitCast(df,
+                     hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, reinterpret_cast<const std::uint16_t*>(p)))));
+}
+
+/// The last n - i (< one vector of) elements of a and b, zero-padded into
+/// aligned stack buffers large enough for any target's vector.
+template <class T>
+struct float_tail {
+  HWY_ALIGN T a[HWY_MAX_BYTES / sizeof(float)];
+  HWY_ALIGN T b[HWY_MAX_BYTES / sizeof(float)];
+  float_tail(const T* pa, const T* pb, std::size_t count) : a{}, b{} {
+    std::memcpy(a, pa, count * sizeof(T));
+    std::memcpy(b, pb, count * sizeof(T));
+  }
+};
+
+template <class D>
+HWY_INLINE float sum_lanes(D d, hn::Vec<D> v) {
+  return hn::GetLane(hn::SumOfLanes(d, v));
+}
+
+// ------------------------------------------------------------ float kernels
+// Four accumulators hide the FMA latency of the single-sum kernels; cosine
+// keeps two per sum (six in all) to stay within 16 registers.
+
+template <class T>
+HWY_INLINE float dot(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n) {
   const hn::ScalableTag<float> d;
   const std::size_t lanes = hn::Lanes(d);
-  auto acc0 = hn::Zero(d);
-  auto acc1 = hn::Zero(d);
-  auto acc2 = hn::Zero(d);
-  auto acc3 = hn::Zero(d);
+  auto acc0 = hn::Zero(d), acc1 = hn::Zero(d), acc2 = hn::Zero(d), acc3 = hn::Zero(d);
   std::size_t i = 0;
   for (; i + 4 * lanes <= n; i += 4 * lanes) {
-    acc0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc0);
-    acc1 = hn::MulAdd(hn::LoadU(d, a + i + lanes), hn::LoadU(d, b + i + lanes), acc1);
-    acc2 = hn::MulAdd(hn::LoadU(d, a + i + 2 * lanes), hn::LoadU(d, b + i + 2 * lanes), acc2);
-    acc3 = hn::MulAdd(hn::LoadU(d, a + i + 3 * lanes), hn::LoadU(d, b + i + 3 * lanes), acc3);
+    acc0 = hn::MulAdd(load_float(d, a + i), load_float(d, b + i), acc0);
+    acc1 = hn::MulAdd(load_float(d, a + i + lanes), load_float(d, b + i + lanes), acc1);
+    acc2 = hn::MulAdd(load_float(d, a + i + 2 * lanes), load_float(d, b + i + 2 * lanes), acc2);
+    acc3 = hn::MulAdd(load_float(d, a + i + 3 * lanes), load_float(d, b + i + 3 * lanes), acc3);
   }
-  for (; i + lanes <= n; i += lanes) acc0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc0);
+  for (; i + lanes <= n; i += lanes) acc0 = hn::MulAdd(load_float(d, a + i), load_float(d, b + i), acc0);
   if (i < n) {
-    HWY_ALIGN float tail_a[HWY_MAX_BYTES / sizeof(float)] = {};
-    HWY_ALIGN float tail_b[HWY_MAX_BYTES / sizeof(float)] = {};
-    std::memcpy(tail_a, a + i, (n - i) * sizeof(float));
-    std::memcpy(tail_b, b + i, (n - i) * sizeof(float));
-    acc1 = hn::MulAdd(hn::Load(d, tail_a), hn::Load(d, tail_b), acc1);
+    const float_tail<T> tail(a + i, b + i, n - i);
+    acc1 = hn::MulAdd(load_float(d, tail.a), load_float(d, tail.b), acc1);
   }
-  acc0 = hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3));
-  return hn::GetLane(hn::SumOfLanes(d, acc0));
+  return sum_lanes(d, hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3)));
+}
+
+template <class T>
+HWY_INLINE float l2sq(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  auto acc0 = hn::Zero(d), acc1 = hn::Zero(d), acc2 = hn::Zero(d), acc3 = hn::Zero(d);
+  const auto step = [d](const T* pa, const T* pb, hn::Vec<decltype(d)> acc) HWY_ATTR {
+    const auto diff = hn::Sub(load_float(d, pa), load_float(d, pb));
+    return hn::MulAdd(diff, diff, acc);
+  };
+  std::size_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    acc0 = step(a + i, b + i, acc0);
+    acc1 = step(a + i + lanes, b + i + lanes, acc1);
+    acc2 = step(a + i + 2 * lanes, b + i + 2 * lanes, acc2);
+    acc3 = step(a + i + 3 * lanes, b + i + 3 * lanes, acc3);
+  }
+  for (; i + lanes <= n; i += lanes) acc0 = step(a + i, b + i, acc0);
+  if (i < n) {
+    const float_tail<T> tail(a + i, b + i, n - i);
+    acc1 = step(tail.a, tail.b, acc1);
+  }
+  return sum_lanes(d, hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3)));
+}
+
+template <class T>
+HWY_INLINE float l1(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  auto acc0 = hn::Zero(d), acc1 = hn::Zero(d), acc2 = hn::Zero(d), acc3 = hn::Zero(d);
+  const auto step = [d](const T* pa, const T* pb, hn::Vec<decltype(d)> acc)
+                        HWY_ATTR { return hn::Add(acc, hn::Abs(hn::Sub(load_float(d, pa), load_float(d, pb)))); };
+  std::size_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    acc0 = step(a + i, b + i, acc0);
+    acc1 = step(a + i + lanes, b + i + lanes, acc1);
+    acc2 = step(a + i + 2 * lanes, b + i + 2 * lanes, acc2);
+    acc3 = step(a + i + 3 * lanes, b + i + 3 * lanes, acc3);
+  }
+  for (; i + lanes <= n; i += lanes) acc0 = step(a + i, b + i, acc0);
+  if (i < n) {
+    const float_tail<T> tail(a + i, b + i, n - i);
+    acc1 = step(tail.a, tail.b, acc1);
+  }
+  return sum_lanes(d, hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3)));
+}
+
+// The cosine sums. Each sum has its own two accumulators, used at the same
+// positions in all three functions below, so the query norm computed alone
+// by squared_norm has the bits that cosine_sums computes for it.
+
+template <class T>
+HWY_INLINE float squared_norm(const T* HWY_RESTRICT a, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  auto aa0 = hn::Zero(d), aa1 = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto x0 = load_float(d, a + i), x1 = load_float(d, a + i + lanes);
+    aa0 = hn::MulAdd(x0, x0, aa0);
+    aa1 = hn::MulAdd(x1, x1, aa1);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const auto x = load_float(d, a + i);
+    aa0 = hn::MulAdd(x, x, aa0);
+  }
+  if (i < n) {
+    const float_tail<T> tail(a + i, a + i, n - i);
+    const auto x = load_float(d, tail.a);
+    aa1 = hn::MulAdd(x, x, aa1);
+  }
+  return sum_lanes(d, hn::Add(aa0, aa1));
+}
+
+/// dot(a, b) and squared_norm(b); with_a also squared_norm(a) into *aa_out.
+template <bool WithA, class T>
+HWY_INLINE void cosine_sums(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n, float* ab_out,
+                            float* aa_out, float* bb_out) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  auto ab0 = hn::Zero(d), ab1 = hn::Zero(d), aa0 = hn::Zero(d), aa1 = hn::Zero(d), bb0 = hn::Zero(d), bb1 = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto x0 = load_float(d, a + i), x1 = load_float(d, a + i + lanes);
+    const auto y0 = load_float(d, b + i), y1 = load_float(d, b + i + lanes);
+    ab0 = hn::MulAdd(x0, y0, ab0);
+    ab1 = hn::MulAdd(x1, y1, ab1);
+    if constexpr (WithA) {
+      aa0 = hn::MulAdd(x0, x0, aa0);
+      aa1 = hn::MulAdd(x1, x1, aa1);
+    }
+    bb0 = hn::MulAdd(y0, y0, bb0);
+    bb1 = hn::MulAdd(y1, y1, bb1);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const auto x = load_float(d, a + i), y = load_float(d, b + i);
+    ab0 = hn::MulAdd(x, y, ab0);
+    if constexpr (WithA) aa0 = hn::MulAdd(x, x, aa0);
+    bb0 = hn::MulAdd(y, y, bb0);
+  }
+  if (i < n) {
+    const float_tail<T> tail(a + i, b + i, n - i);
+    const auto x = load_float(d, tail.a), y = load_float(d, tail.b);
+    ab1 = hn::MulAdd(x, y, ab1);
+    if constexpr (WithA) aa1 = hn::MulAdd(x, x, aa1);
+    bb1 = hn::MulAdd(y, y, bb1);
+  }
+  *ab_out = sum_lanes(d, hn::Add(ab0, ab1));
+  if constexpr (WithA) *aa_out = sum_lanes(d, hn::Add(aa0, aa1));
+  *bb_out = sum_lanes(d, hn::Add(bb0, bb1));
+}
+
+template <class T>
+HWY_INLINE float cosine(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n) {
+  float ab = 0.0f, aa = 0.0f, bb = 0.0f;
+  cosine_sums<true>(a, b, n, &ab, &aa, &bb);
+  return kernels::distance_detail::cosine_from_sums(ab, aa, bb);
+}
+
+template <class T>
+HWY_INLINE void cosine_many(const T* HWY_RESTRICT query, const T* HWY_RESTRICT rows, std::size_t n,
+                            std::size_t row_count, std::size_t row_stride, float* HWY_RESTRICT out) {
+  const float qq = squared_norm(query, n);
+  for (std::size_t r = 0; r < row_count; ++r) {
+    float ab = 0.0f, bb = 0.0f;
+    cosine_sums<false>(query, rows + r * row_stride, n, &ab, nullptr, &bb);
+    out[r] = kernels::distance_detail::cosine_from_sums(ab, qq, bb);
+  }
+}
+
+// -------------------------------------------------------------- int8 kernels
+// Lanes(d16) int8 elements per step, sign-extended to int16; products summed
+// in pairs into int32 lanes. Both ReorderWidenMulAccumulate outputs are
+// added at the end (x86 uses only the first; other targets split even/odd).
+
+struct i8_tags {
+  hn::ScalableTag<std::int16_t> d16;
+  hn::Rebind<std::int8_t, hn::ScalableTag<std::int16_t>> d8;
+  hn::Repartition<std::int32_t, hn::ScalableTag<std::int16_t>> d32;
+};
+
+template <class D16, class D8>
+HWY_INLINE hn::Vec<D16> load_i16(D16 d16, D8 d8, const std::int8_t* HWY_RESTRICT p) {
+  return hn::PromoteTo(d16, hn::LoadU(d8, p));
+}
+
+template <class D32>
+HWY_INLINE std::int32_t sum_i32(D32 d32, hn::Vec<D32> v) {
+  return hn::GetLane(hn::SumOfLanes(d32, v));
+}
+
+/// Sums of a*b, and optionally a*a and b*b, exact in int32 under
+/// int8_dot_max_length.
+template <bool WithAB, bool WithAA, bool WithBB>
+HWY_INLINE void i8_products(const std::int8_t* HWY_RESTRICT a, const std::int8_t* HWY_RESTRICT b, std::size_t n,
+                            std::int32_t* ab_out, std::int32_t* aa_out, std::int32_t* bb_out) {
+  const i8_tags t;
+  const std::size_t lanes = hn::Lanes(t.d16);
+  auto ab0 = hn::Zero(t.d32), ab1 = hn::Zero(t.d32), aa0 = hn::Zero(t.d32), aa1 = hn::Zero(t.d32),
+       bb0 = hn::Zero(t.d32), bb1 = hn::Zero(t.d32);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto x = load_i16(t.d16, t.d8, a + i);
+    const auto y = load_i16(t.d16, t.d8, b + i);
+    if constexpr (WithAB) ab0 = hn::ReorderWidenMulAccumulate(t.d32, x, y, ab0, ab1);
+    if constexpr (WithAA) aa0 = hn::ReorderWidenMulAccumulate(t.d32, x, x, aa0, aa1);
+    if constexpr (WithBB) bb0 = hn::ReorderWidenMulAccumulate(t.d32, y, y, bb0, bb1);
+  }
+  std::int32_t ab = WithAB ? sum_i32(t.d32, hn::Add(ab0, ab1)) : 0;
+  std::int32_t aa = WithAA ? sum_i32(t.d32, hn::Add(aa0, aa1)) : 0;
+  std::int32_t bb = WithBB ? sum_i32(t.d32, hn::Add(bb0, bb1)) : 0;
+  for (; i < n; ++i) {
+    ab += std::int32_t{a[i]} * b[i];
+    aa += std::int32_t{a[i]} * a[i];
+    bb += std::int32_t{b[i]} * b[i];
+  }
+  if constexpr (WithAB) *ab_out = ab;
+  if constexpr (WithAA) *aa_out = aa;
+  if constexpr (WithBB) *bb_out = bb;
+}
+
+HWY_INLINE std::int32_t dot_i8(const std::int8_t* HWY_RESTRICT a, const std::int8_t* HWY_RESTRICT b, std::size_t n) {
+  // Two independent accumulator pairs: PMADDWD has a 5-cycle latency.
+  const i8_tags t;
+  const std::size_t lanes = hn::Lanes(t.d16);
+  auto s0 = hn::Zero(t.d32), s1 = hn::Zero(t.d32), s2 = hn::Zero(t.d32), s3 = hn::Zero(t.d32);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    s0 = hn::ReorderWidenMulAccumulate(t.d32, load_i16(t.d16, t.d8, a + i), load_i16(t.d16, t.d8, b + i), s0, s1);
+    s2 = hn::ReorderWidenMulAccumulate(t.d32, load_i16(t.d16, t.d8, a + i + lanes),
+                                       load_i16(t.d16, t.d8, b + i + lanes), s2, s3);
+  }
+  for (; i + lanes <= n; i += lanes)
+    s0 = hn::ReorderWidenMulAccumulate(t.d32, load_i16(t.d16, t.d8, a + i), load_i16(t.d16, t.d8, b + i), s0, s1);
+  std::int32_t sum = sum_i32(t.d32, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)));
+  for (; i < n; ++i) sum += std::int32_t{a[i]} * b[i];
+  return sum;
+}
+
+HWY_INLINE std::int32_t l2sq_i8(const std::int8_t* HWY_RESTRICT a, const std::int8_t* HWY_RESTRICT b, std::size_t n) {
+  // Differences fit int16 (|a - b| <= 255); a pair of squares fits int32.
+  const i8_tags t;
+  const std::size_t lanes = hn::Lanes(t.d16);
+  auto s0 = hn::Zero(t.d32), s1 = hn::Zero(t.d32), s2 = hn::Zero(t.d32), s3 = hn::Zero(t.d32);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto d0 = hn::Sub(load_i16(t.d16, t.d8, a + i), load_i16(t.d16, t.d8, b + i));
+    const auto d1 = hn::Sub(load_i16(t.d16, t.d8, a + i + lanes), load_i16(t.d16, t.d8, b + i + lanes));
+    s0 = hn::ReorderWidenMulAccumulate(t.d32, d0, d0, s0, s1);
+    s2 = hn::ReorderWidenMulAccumulate(t.d32, d1, d1, s2, s3);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const auto d0 = hn::Sub(load_i16(t.d16, t.d8, a + i), load_i16(t.d16, t.d8, b + i));
+    s0 = hn::ReorderWidenMulAccumulate(t.d32, d0, d0, s0, s1);
+  }
+  std::int32_t sum = sum_i32(t.d32, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)));
+  for (; i < n; ++i) {
+    const std::int32_t diff = std::int32_t{a[i]} - b[i];
+    sum += diff * diff;
+  }
+  return sum;
+}
+
+HWY_INLINE std::int32_t l1_i8(const std::int8_t* HWY_RESTRICT a, const std::int8_t* HWY_RESTRICT b, std::size_t n) {
+  // Flipping the sign bit maps int8 onto uint8 in order (x + 128), so
+  // |a - b| is the difference of the biased bytes: one of the two saturating
+  // subtractions is zero and the other is the distance. Full-width bytes,
+  // summed in groups of eight into u64 lanes.
+  const hn::ScalableTag<std::uint8_t> d8;
+  const hn::Repartition<std::uint64_t, decltype(d8)> d64;
+  const std::size_t lanes = hn::Lanes(d8);
+  const auto* ua = reinterpret_cast<const std::uint8_t*>(a);
+  const auto* ub = reinterpret_cast<const std::uint8_t*>(b);
+  // The lambda builds its constant itself: SVE vectors cannot be captured.
+  const auto step = [d8](const std::uint8_t* pa, const std::uint8_t* pb) HWY_ATTR {
+    const auto bias = hn::Set(d8, std::uint8_t{0x80});
+    const auto x = hn::Xor(hn::LoadU(d8, pa), bias);
+    const auto y = hn::Xor(hn::LoadU(d8, pb), bias);
+    return hn::SumsOf8(hn::Or(hn::SaturatedSub(x, y), hn::SaturatedSub(y, x)));
+  };
+  auto s0 = hn::Zero(d64), s1 = hn::Zero(d64);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    s0 = hn::Add(s0, step(ua + i, ub + i));
+    s1 = hn::Add(s1, step(ua + i + lanes, ub + i + lanes));
+  }
+  for (; i + lanes <= n; i += lanes) s0 = hn::Add(s0, step(ua + i, ub + i));
+  std::uint64_t sum = hn::GetLane(hn::SumOfLanes(d64, hn::Add(s0, s1)));
+  for (; i < n; ++i) {
+    const std::int32_t diff = std::int32_t{a[i]} - b[i];
+    sum += static_cast<std::uint64_t>(diff < 0 ? -diff : diff);
+  }
+  return static_cast<std::int32_t>(sum);
+}
+
+HWY_INLINE float cosine_from_i8_sums(std::int32_t ab, std::int32_t aa, std::int32_t bb) {
+  return kernels::distance_detail::cosine_from_sums(static_cast<double>(ab), static_cast<double>(aa),
+                                                    static_cast<double>(bb));
+}
+
+// ------------------------------------------------------------------ hamming
+
+HWY_INLINE std::uint64_t hamming(const std::uint64_t* HWY_RESTRICT a, const std::uint64_t* HWY_RESTRICT b,
+                                 std::size_t words) {
+  const hn::ScalableTag<std::uint64_t> d64;
+  const hn::Repartition<std::uint8_t, decltype(d64)> d8;
+  const std::size_t lanes = hn::Lanes(d64);
+  const auto step = [d64, d8](const std::uint64_t* pa, const std::uint64_t* pb) HWY_ATTR {
+    const auto x = hn::Xor(hn::LoadU(d64, pa), hn::LoadU(d64, pb));
+    return hn::SumsOf8(hn::PopulationCount(hn::BitCast(d8, x)));
+  };
+  auto s0 = hn::Zero(d64), s1 = hn::Zero(d64);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= words; i += 2 * lanes) {
+    s0 = hn::Add(s0, step(a + i, b + i));
+    s1 = hn::Add(s1, step(a + i + lanes, b + i + lanes));
+  }
+  for (; i + lanes <= words; i += lanes) s0 = hn::Add(s0, step(a + i, b + i));
+  std::uint64_t sum = hn::GetLane(hn::SumOfLanes(d64, hn::Add(s0, s1)));
+  for (; i < words; ++i) sum += static_cast<std::uint64_t>(std::popcount(a[i] ^ b[i]));
+  return sum;
+}
+
+}  // namespace distance_impl
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// ------------------------------------------------------------------ exports
+// One function per entry of RUVLLM_KERNELS_EXPORTED in dispatch.hpp; the
+// names carry the element type because a dispatch table holds one function.
+
+namespace distance_impl {
+
+#if HWY_TARGET == HWY_SCALAR
+// One lane and missing ops: on this target the scalar reference is the kernel.
+template <class T>
+HWY_INLINE float dot(const T* a, const T* b, std::size_t n) {
+  return scalar::dot(a, b, n);
+}
+template <class T>
+HWY_INLINE float l2sq(const T* a, const T* b, std::size_t n) {
+  return scalar::l2sq(a, b, n);
+}
+template <class T>
+HWY_INLINE float l1(const T* a, const T* b, std::size_t n) {
+  return scalar::l1(a, b, n);
+}
+template <class T>
+HWY_INLINE float cosine(const T* a, const T* b, std::size_t n) {
+  return scalar::cosine(a, b, n);
+}
+template <class T>
+HWY_INLINE void cosine_many(const T* query, const T* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                            float* out) {
+  scalar::cosine_many(query, rows, n, row_count, row_stride, out);
+}
+HWY_INLINE std::int32_t dot_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) {
+  return scalar::dot(a, b, n);
+}
+HWY_INLINE std::int32_t l2sq_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) {
+  return scalar::l2sq(a, b, n);
+}
+HWY_INLINE std::int32_t l1_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) { return scalar::l1(a, b, n); }
+HWY_INLINE float cosine_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) {
+  return scalar::cosine(a, b, n);
+}
+HWY_INLINE void cosine_many_i8(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                               std::size_t row_stride, float* out) {
+  scalar::cosine_many(query, rows, n, row_count, row_stride, out);
+}
+HWY_INLINE std::uint64_t hamming(const std::uint64_t* a, const std::uint64_t* b, std::size_t words) {
+  return scalar::hamming(a, b, words);
+}
+#else
+HWY_INLINE float cosine_i8(const std::int8_t* HWY_RESTRICT a, const std::int8_t* HWY_RESTRICT b, std::size_t n) {
+  std::int32_t ab = 0, aa = 0, bb = 0;
+  i8_products<true, true, true>(a, b, n, &ab, &aa, &bb);
+  return cosine_from_i8_sums(ab, aa, bb);
+}
+HWY_INLINE void cosine_many_i8(const std::int8_t* HWY_RESTRICT query, const std::int8_t* HWY_RESTRICT rows,
+                               std::size_t n, std::size_t row_count, std::size_t row_stride, float* HWY_RESTRICT out) {
+  std::int32_t qq = 0;
+  i8_products<false, true, false>(query, query, n, nullptr, &qq, nullptr);
+  for (std::size_t r = 0; r < row_count; ++r) {
+    std::int32_t ab = 0, bb = 0;
+    i8_products<true, false, true>(query, rows + r * row_stride, n, &ab, nullptr, &bb);
+    out[r] = cosine_from_i8_sums(ab, qq, bb);
+  }
+}
+#endif  // HWY_TARGET == HWY_SCALAR
+
+/// out[r] = Kernel(query, row r): the one-to-one body, inlined, once per row.
+template <auto Kernel, class T, class R>
+HWY_INLINE void each_row(const T* HWY_RESTRICT query, const T* HWY_RESTRICT rows, std::size_t n, std::size_t row_count,
+                         std::size_t row_stride, R* HWY_RESTRICT out) {
+  for (std::size_t r = 0; r < row_count; ++r) out[r] = Kernel(query, rows + r * row_stride, n);
+}
+
+}  // namespace distance_impl
+
+// dot
+inline float distance_dot_f32(const float* a, const float* b, std::size_t n) { return distance_impl::dot(a, b, n); }
+inline float distance_dot_f16(const ruvllm::f16* a, const ruvllm::f16* b, std::size_t n) {
+  return distance_impl::dot(a, b, n);
+}
+inline float distance_dot_bf16(const ruvllm::bf16* a, const ruvllm::bf16* b, std::size_t n) {
+  return distance_impl::dot(a, b, n);
+}
+inline std::int32_t distance_dot_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) {
+  return distance_impl::dot_i8(a, b, n);
+}
+inline void distance_dot_many_f32(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                                  std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::dot<float>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_dot_many_f16(const ruvllm::f16* query, const ruvllm::f16* rows, std::size_t n,
+                                  std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::dot<ruvllm::f16>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_dot_many_bf16(const ruvllm::bf16* query, const ruvllm::bf16* rows, std::size_t n,
+                                   std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::dot<ruvllm::bf16>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_dot_many_i8(const std::int8_t* query, const std::int8_t* rows, std::size_t n,
+                                 std::size_t row_count, std::size_t row_stride, std::int32_t* out) {
+  distance_impl::each_row<distance_impl::dot_i8>(query, rows, n, row_count, row_stride, out);
+}
+
+// l2sq
+inline float distance_l2sq_f32(const float* a, const float* b, std::size_t n) { return distance_impl::l2sq(a, b, n); }
+inline float distance_l2sq_f16(const ruvllm::f16* a, const ruvllm::f16* b, std::size_t n) {
+  return distance_impl::l2sq(a, b, n);
+}
+inline float distance_l2sq_bf16(const ruvllm::bf16* a, const ruvllm::bf16* b, std::size_t n) {
+  return distance_impl::l2sq(a, b, n);
+}
+inline std::int32_t distance_l2sq_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) {
+  return distance_impl::l2sq_i8(a, b, n);
+}
+inline void distance_l2sq_many_f32(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                                   std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::l2sq<float>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_l2sq_many_f16(const ruvllm::f16* query, const ruvllm::f16* rows, std::size_t n,
+                                   std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::l2sq<ruvllm::f16>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_l2sq_many_bf16(const ruvllm::bf16* query, const ruvllm::bf16* rows, std::size_t n,
+                                    std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::l2sq<ruvllm::bf16>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_l2sq_many_i8(const std::int8_t* query, const std::int8_t* rows, std::size_t n,
+                                  std::size_t row_count, std::size_t row_stride, std::int32_t* out) {
+  distance_impl::each_row<distance_impl::l2sq_i8>(query, rows, n, row_count, row_stride, out);
+}
+
+// l1
+inline float distance_l1_f32(const float* a, const float* b, std::size_t n) { return distance_impl::l1(a, b, n); }
+inline float distance_l1_f16(const ruvllm::f16* a, const ruvllm::f16* b, std::size_t n) {
+  return distance_impl::l1(a, b, n);
+}
+inline float distance_l1_bf16(const ruvllm::bf16* a, const ruvllm::bf16* b, std::size_t n) {
+  return distance_impl::l1(a, b, n);
+}
+inline std::int32_t distance_l1_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) {
+  return distance_impl::l1_i8(a, b, n);
+}
+inline void distance_l1_many_f32(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                                 std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::l1<float>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_l1_many_f16(const ruvllm::f16* query, const ruvllm::f16* rows, std::size_t n,
+                                 std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::l1<ruvllm::f16>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_l1_many_bf16(const ruvllm::bf16* query, const ruvllm::bf16* rows, std::size_t n,
+                                  std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::l1<ruvllm::bf16>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_l1_many_i8(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                                std::size_t row_stride, std::int32_t* out) {
+  distance_impl::each_row<distance_impl::l1_i8>(query, rows, n, row_count, row_stride, out);
+}
+
+// cosine
+inline float distance_cosine_f32(const float* a, const float* b, std::size_t n) {
+  return distance_impl::cosine(a, b, n);
+}
+inline float distance_cosine_f16(const ruvllm::f16* a, const ruvllm::f16* b, std::size_t n) {
+  return distance_impl::cosine(a, b, n);
+}
+inline float distance_cosine_bf16(const ruvllm::bf16* a, const ruvllm::bf16* b, std::size_t n) {
+  return distance_impl::cosine(a, b, n);
+}
+inline float distance_cosine_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) {
+  return distance_impl::cosine_i8(a, b, n);
+}
+inline void distance_cosine_many_f32(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                                     std::size_t row_stride, float* out) {
+  distance_impl::cosine_many(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_cosine_many_f16(const ruvllm::f16* query, const ruvllm::f16* rows, std::size_t n,
+                                     std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::cosine_many(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_cosine_many_bf16(const ruvllm::bf16* query, const ruvllm::bf16* rows, std::size_t n,
+                                      std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::cosine_many(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_cosine_many_i8(const std::int8_t* query, const std::int8_t* rows, std::size_t n,
+                                    std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::cosine_many_i8(query, rows, n, row_count, row_stride, out);
+}
+
+// hamming
+inline std::uint64_t distance_hamming_u64(const std::uint64_t* a, const std::uint64_t* b, std::size_t words) {
+  return distance_impl::hamming(a, b, words);
+}
+inline void distance_hamming_many_u64(const std::uint64_t* query, const std::uint64_t* rows, std::size_t words,
+                                      std::size_t row_count, std::size_t row_stride, std::uint64_t* out) {
+  distance_impl::each_row<distance_impl::hamming>(query, rows, words, row_count, row_stride, out);
 }
 
 }  // namespace ruvllm::kernels::HWY_NAMESPACE

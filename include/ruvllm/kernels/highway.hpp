@@ -5,11 +5,19 @@
 // dispatch.hpp for the build modes), gathered into kernels::ops<backend::highway>.
 
 #include "ruvllm/kernels/highway/distance.hpp"
+#include "ruvllm/kernels/highway/matmul.hpp"
+#include "ruvllm/kernels/highway/norm.hpp"
+#include "ruvllm/kernels/highway/activation.hpp"
+#include "ruvllm/kernels/highway/rope.hpp"
 
 namespace ruvllm::kernels {
 
 template <>
-struct ops<backend::highway> : distance_ops<backend::highway> {};
+struct ops<backend::highway> : distance_ops<backend::highway>,
+                               matmul_ops<backend::highway>,
+                               norm_ops<backend::highway>,
+                               activation_ops<backend::highway>,
+                               rope_ops<backend::highway> {};
 
 }  // namespace ruvllm::kernels
 

@@ -5,3 +5,7 @@
 
 #include "ruvllm/kernels/target-inl.h"
 #include "ruvllm/kernels/distance-inl.h"
+#include "ruvllm/kernels/matmul-inl.h"
+#include "ruvllm/kernels/norm-inl.h"
+#include "ruvllm/kernels/activation-inl.h"
+#include "ruvllm/kernels/rope-inl.h"

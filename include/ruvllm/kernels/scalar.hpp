@@ -5,11 +5,19 @@
 // kernels::ops<backend::scalar>.
 
 #include "ruvllm/kernels/scalar/distance.hpp"
+#include "ruvllm/kernels/scalar/matmul.hpp"
+#include "ruvllm/kernels/scalar/norm.hpp"
+#include "ruvllm/kernels/scalar/activation.hpp"
+#include "ruvllm/kernels/scalar/rope.hpp"
 
 namespace ruvllm::kernels {
 
 template <>
-struct ops<backend::scalar> : distance_ops<backend::scalar> {};
+struct ops<backend::scalar> : distance_ops<backend::scalar>,
+                              matmul_ops<backend::scalar>,
+                              norm_ops<backend::scalar>,
+                              activation_ops<backend::scalar>,
+                              rope_ops<backend::scalar> {};
 
 }  // namespace ruvllm::kernels
 

@@ -7,11 +7,19 @@
 // with -march=native can use it alone.
 
 #include "ruvllm/kernels/xsimd/distance.hpp"
+#include "ruvllm/kernels/xsimd/matmul.hpp"
+#include "ruvllm/kernels/xsimd/norm.hpp"
+#include "ruvllm/kernels/xsimd/activation.hpp"
+#include "ruvllm/kernels/xsimd/rope.hpp"
 
 namespace ruvllm::kernels {
 
 template <>
-struct ops<backend::xsimd> : distance_ops<backend::xsimd> {};
+struct ops<backend::xsimd> : distance_ops<backend::xsimd>,
+                             matmul_ops<backend::xsimd>,
+                             norm_ops<backend::xsimd>,
+                             activation_ops<backend::xsimd>,
+                             rope_ops<backend::xsimd> {};
 
 }  // namespace ruvllm::kernels
 

@@ -306,9 +306,7 @@ struct distance_ops<backend::scalar> {
   /// Dot product of two f16 vectors, accumulated in float.
   [[nodiscard]] static float dot(const f16* a, const f16* b, std::size_t n) noexcept { return scalar::dot(a, b, n); }
   /// Dot product of two bf16 vectors, accumulated in float.
-  [[nodiscard]] static float dot(const bf16* a, const bf16* b, std::size_t n) noexcept {
-    return scalar::dot(a, b, n);
-  }
+  [[nodiscard]] static float dot(const bf16* a, const bf16* b, std::size_t n) noexcept { return scalar::dot(a, b, n); }
   /// Exact dot product of two int8 vectors; n <= int8_dot_max_length.
   [[nodiscard]] static std::int32_t dot(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
     RUVLLM_ASSERT(n <= int8_dot_max_length);
@@ -321,9 +319,7 @@ struct distance_ops<backend::scalar> {
     return scalar::l2sq(a, b, n);
   }
   /// Squared Euclidean distance of two f16 vectors, accumulated in float.
-  [[nodiscard]] static float l2sq(const f16* a, const f16* b, std::size_t n) noexcept {
-    return scalar::l2sq(a, b, n);
-  }
+  [[nodiscard]] static float l2sq(const f16* a, const f16* b, std::size_t n) noexcept { return scalar::l2sq(a, b, n); }
   /// Squared Euclidean distance of two bf16 vectors, accumulated in float.
   [[nodiscard]] static float l2sq(const bf16* a, const bf16* b, std::size_t n) noexcept {
     return scalar::l2sq(a, b, n);
@@ -336,9 +332,7 @@ struct distance_ops<backend::scalar> {
 
   // ---- l1: sum |a[i] - b[i]|
   /// Manhattan distance of two float vectors.
-  [[nodiscard]] static float l1(const float* a, const float* b, std::size_t n) noexcept {
-    return scalar::l1(a, b, n);
-  }
+  [[nodiscard]] static float l1(const float* a, const float* b, std::size_t n) noexcept { return scalar::l1(a, b, n); }
   /// Manhattan distance of two f16 vectors, accumulated in float.
   [[nodiscard]] static float l1(const f16* a, const f16* b, std::size_t n) noexcept { return scalar::l1(a, b, n); }
   /// Manhattan distance of two bf16 vectors, accumulated in float.
@@ -383,8 +377,8 @@ struct distance_ops<backend::scalar> {
     scalar::dot_many(query, rows, n, row_count, row_stride, out);
   }
   /// dot of an f16 query against each of row_count f16 rows.
-  static void dot_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count,
-                       std::size_t row_stride, float* out) noexcept {
+  static void dot_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                       float* out) noexcept {
     RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
     scalar::dot_many(query, rows, n, row_count, row_stride, out);
   }
@@ -407,8 +401,8 @@ struct distance_ops<backend::scalar> {
     scalar::l2sq_many(query, rows, n, row_count, row_stride, out);
   }
   /// l2sq of an f16 query against each of row_count f16 rows.
-  static void l2sq_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count,
-                        std::size_t row_stride, float* out) noexcept {
+  static void l2sq_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                        float* out) noexcept {
     RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
     scalar::l2sq_many(query, rows, n, row_count, row_stride, out);
   }
@@ -431,14 +425,14 @@ struct distance_ops<backend::scalar> {
     scalar::l1_many(query, rows, n, row_count, row_stride, out);
   }
   /// l1 of an f16 query against each of row_count f16 rows.
-  static void l1_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count,
-                      std::size_t row_stride, float* out) noexcept {
+  static void l1_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                      float* out) noexcept {
     RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
     scalar::l1_many(query, rows, n, row_count, row_stride, out);
   }
   /// l1 of a bf16 query against each of row_count bf16 rows.
-  static void l1_many(const bf16* query, const bf16* rows, std::size_t n, std::size_t row_count,
-                      std::size_t row_stride, float* out) noexcept {
+  static void l1_many(const bf16* query, const bf16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                      float* out) noexcept {
     RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
     scalar::l1_many(query, rows, n, row_count, row_stride, out);
   }
@@ -481,5 +475,34 @@ struct distance_ops<backend::scalar> {
 };
 
 }  // namespace ruvllm::kernels
+
+// The family's rows of the Highway dispatch table (RUVLLM_KERNELS_EXPORTED in
+// ruvllm/kernels/dispatch.hpp, which includes this header), in the form
+// X(return type, name, (parameters), (arguments)). Each name is defined per
+// target in distance-inl.h and called by kernels/highway/distance.hpp.
+#define RUVLLM_DETAIL_DISTANCE_PAIR(X, R, NAME, T) X(R, NAME, (const T* a, const T* b, std::size_t n), (a, b, n))
+#define RUVLLM_DETAIL_DISTANCE_MANY(X, R, NAME, T)                                                                     \
+  X(void, NAME, (const T* query, const T* rows, std::size_t n, std::size_t row_count, std::size_t row_stride, R* out), \
+    (query, rows, n, row_count, row_stride, out))
+#define RUVLLM_DETAIL_DISTANCE_METRIC(X, METRIC, R_I8)                               \
+  RUVLLM_DETAIL_DISTANCE_PAIR(X, float, distance_##METRIC##_f32, float)              \
+  RUVLLM_DETAIL_DISTANCE_PAIR(X, float, distance_##METRIC##_f16, ruvllm::f16)        \
+  RUVLLM_DETAIL_DISTANCE_PAIR(X, float, distance_##METRIC##_bf16, ruvllm::bf16)      \
+  RUVLLM_DETAIL_DISTANCE_PAIR(X, R_I8, distance_##METRIC##_i8, std::int8_t)          \
+  RUVLLM_DETAIL_DISTANCE_MANY(X, float, distance_##METRIC##_many_f32, float)         \
+  RUVLLM_DETAIL_DISTANCE_MANY(X, float, distance_##METRIC##_many_f16, ruvllm::f16)   \
+  RUVLLM_DETAIL_DISTANCE_MANY(X, float, distance_##METRIC##_many_bf16, ruvllm::bf16) \
+  RUVLLM_DETAIL_DISTANCE_MANY(X, R_I8, distance_##METRIC##_many_i8, std::int8_t)
+#define RUVLLM_DISTANCE_EXPORTED(X)                                                                           \
+  RUVLLM_DETAIL_DISTANCE_METRIC(X, dot, std::int32_t)                                                         \
+  RUVLLM_DETAIL_DISTANCE_METRIC(X, l2sq, std::int32_t)                                                        \
+  RUVLLM_DETAIL_DISTANCE_METRIC(X, l1, std::int32_t)                                                          \
+  RUVLLM_DETAIL_DISTANCE_METRIC(X, cosine, float)                                                             \
+  X(std::uint64_t, distance_hamming_u64, (const std::uint64_t* a, const std::uint64_t* b, std::size_t words), \
+    (a, b, words))                                                                                            \
+  X(void, distance_hamming_many_u64,                                                                          \
+    (const std::uint64_t* query, const std::uint64_t* rows, std::size_t words, std::size_t row_count,         \
+     std::size_t row_stride, std::uint64_t* out),                                                             \
+    (query, rows, words, row_count, row_stride, out))
 
 #endif  // RUVLLM_KERNELS_SCALAR_DISTANCE_HPP

@@ -96,7 +96,8 @@ inline void layer_norm_rows(const float* x, const float* weight, const float* bi
 ///  * rows are contiguous, n floats each (row r starts at x + r * n);
 ///  * y may equal x (in place) but must not otherwise overlap it;
 ///  * weight and bias hold n floats, shared by every row;
-///  * eps is finite and >= 0 (with eps == 0 an all-zero row gives NaN);
+///  * eps is finite and >= 0 (with eps == 0, an all-zero row (RMSNorm) or a
+///    constant row (LayerNorm) divides by zero);
 ///  * sums of squares must stay finite in float (|x| up to ~1e17 at n = 4096);
 ///  * no allocation; preconditions are checked by RUVLLM_ASSERT in debug builds.
 /// Call the _rows forms for a batch (e.g. every token of a prefill): each call
@@ -127,5 +128,14 @@ struct norm_ops<backend::scalar> {
 };
 
 }  // namespace ruvllm::kernels
+
+// The dispatched norm kernels, for RUVLLM_KERNELS_EXPORTED in dispatch.hpp.
+#define RUVLLM_NORM_EXPORTED(X)                                                                                    \
+  X(void, norm_rms_f32,                                                                                            \
+    (const float* x, const float* weight, float* y, std::size_t rows, std::size_t n, float eps),                   \
+    (x, weight, y, rows, n, eps))                                                                                  \
+  X(void, norm_layer_f32,                                                                                          \
+    (const float* x, const float* weight, const float* bias, float* y, std::size_t rows, std::size_t n, float eps), \
+    (x, weight, bias, y, rows, n, eps))
 
 #endif  // RUVLLM_KERNELS_SCALAR_NORM_HPP

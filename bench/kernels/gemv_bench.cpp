@@ -1,0 +1,173 @@
+// GEMV y = W x at LLM layer shapes (4096x4096: attention projections of a
+// 7B model; 11008x4096: its FFN), f32/f16/bf16 weights, 1 and 2 threads:
+//  * f32 against OpenBLAS cblas_sgemv with the same thread count, measured
+//    in the same process on the same data (both should run at memory speed);
+//  * every row reports GBps and bw_frac of the weight bytes it streams;
+//  * gemv_cotenant rows run beside a busy process pinned to the last core and
+//    compare 2 threads with 1 thread there (speedup >= 1: no collapse). Those
+//    rows time wall clock for both sides, since the co-tenant's theft of CPU
+//    time is exactly what they measure.
+
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ruvllm/ruvllm.hpp"
+#include "support/bench.hpp"
+
+namespace {
+
+namespace rb = ruvllm::bench;
+using highway = ruvllm::backend::highway;
+
+struct matrix {
+  matrix(std::size_t rows, std::size_t cols)
+      : rows(rows), cols(cols), w(rb::random_floats(rows * cols, 11)), x(rb::random_floats(cols, 12)) {
+    auto y_buffer = ruvllm::aligned_buffer<float>::allocate(rows);
+    if (!y_buffer) rb::detail::fail("cannot allocate gemv output");
+    y = std::move(*y_buffer);
+    auto h = ruvllm::aligned_buffer<ruvllm::f16>::allocate(rows * cols);
+    auto b = ruvllm::aligned_buffer<ruvllm::bf16>::allocate(rows * cols);
+    if (!h || !b) rb::detail::fail("cannot allocate gemv weights");
+    w16 = std::move(*h);
+    wbf16 = std::move(*b);
+    for (std::size_t i = 0; i < rows * cols; ++i) {
+      w16[i] = ruvllm::to_f16(w[i]);
+      wbf16[i] = ruvllm::to_bf16(w[i]);
+    }
+  }
+  std::size_t rows, cols;
+  ruvllm::aligned_buffer<float> w, x, y;
+  ruvllm::aligned_buffer<ruvllm::f16> w16;
+  ruvllm::aligned_buffer<ruvllm::bf16> wbf16;
+};
+
+// One pool per thread count for the whole process: pools are long-lived in
+// an engine, and creating threads is not what these rows measure.
+ruvllm::thread_pool& pool(unsigned threads) {
+  static ruvllm::thread_pool one(1), two(2);
+  return threads == 1 ? one : two;
+}
+
+// A process that spins on the last core until destroyed.
+class cotenant {
+ public:
+  cotenant() {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)) - 1, &set);
+      ::sched_setaffinity(0, sizeof set, &set);
+      volatile unsigned long spin = 0;
+      for (;;) {
+        spin = spin + 1;
+      }
+    }
+    if (pid_ < 0) rb::detail::fail("cannot fork the co-tenant process");
+  }
+  cotenant(const cotenant&) = delete;
+  cotenant& operator=(const cotenant&) = delete;
+  ~cotenant() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+
+ private:
+  pid_t pid_;
+};
+
+template <class W>
+const W* weights(const matrix& m) {
+  if constexpr (std::is_same_v<W, float>) return m.w.data();
+  if constexpr (std::is_same_v<W, ruvllm::f16>) return m.w16.data();
+  if constexpr (std::is_same_v<W, ruvllm::bf16>) return m.wbf16.data();
+}
+
+template <class W>
+void register_shape(const std::shared_ptr<matrix>& m, std::string_view precision) {
+  const std::string shape = rb::shape({m->rows, m->cols});
+  const double bytes = static_cast<double>(m->rows * m->cols * sizeof(W));
+  for (const unsigned threads : {1u, 2u}) {
+    const std::string ours = rb::row_name("kernels", "gemv", precision, shape, threads);
+    const auto ours_body = [m, threads] {
+      ruvllm::kernels::gemv<highway>(pool(threads), weights<W>(*m), m->cols, m->x.data(), m->y.data(), m->rows,
+                                     m->cols);
+      benchmark::ClobberMemory();
+    };
+    if constexpr (std::is_same_v<W, float>) {
+      const std::string base = rb::baseline_of(ours);
+      const auto blas_body = [m, threads] {
+        openblas_set_num_threads(static_cast<int>(threads));
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(m->rows), static_cast<int>(m->cols), 1.0f,
+                    m->w.data(), static_cast<int>(m->cols), m->x.data(), 1, 0.0f, m->y.data(), 1);
+        benchmark::ClobberMemory();
+      };
+      benchmark::RegisterBenchmark(base.c_str(), [m, base, blas_body, bytes, threads](benchmark::State& state) {
+        rb::timed_loop(state, blas_body, threads);
+        rb::record_baseline(state, base);
+        rb::set_bandwidth_counters(state, bytes, threads);
+      });
+      benchmark::RegisterBenchmark(ours.c_str(),
+                                   [m, base, blas_body, ours_body, bytes, threads](benchmark::State& state) {
+                                     rb::timed_loop(state, ours_body, threads);
+                                     rb::set_speedup(state, base, blas_body, threads);
+                                     rb::set_bandwidth_counters(state, bytes, threads);
+                                   });
+    } else {
+      benchmark::RegisterBenchmark(ours.c_str(), [m, ours_body, bytes, threads](benchmark::State& state) {
+        rb::timed_loop(state, ours_body, threads);
+        rb::set_bandwidth_counters(state, bytes, threads);
+      });
+    }
+  }
+}
+
+void register_cotenant(const std::shared_ptr<matrix>& m) {
+  const std::string ours = rb::row_name("kernels", "gemv_cotenant", "f32", rb::shape({m->rows, m->cols}), 2);
+  const std::string base = rb::baseline_of(ours);
+  const double bytes = static_cast<double>(m->rows * m->cols * sizeof(float));
+  const auto body = [m](unsigned threads) {
+    return [m, threads] {
+      ruvllm::kernels::gemv<highway>(pool(threads), m->w.data(), m->cols, m->x.data(), m->y.data(), m->rows, m->cols);
+      benchmark::ClobberMemory();
+    };
+  };
+  // Both sides time wall clock (clock of 2 threads) under the co-tenant.
+  benchmark::RegisterBenchmark(base.c_str(), [m, base, body, bytes](benchmark::State& state) {
+    const cotenant busy;
+    rb::timed_loop(state, body(1), 2);
+    rb::record_baseline(state, base);
+    rb::set_bandwidth_counters(state, bytes, 1);
+  });
+  benchmark::RegisterBenchmark(ours.c_str(), [m, base, body, bytes](benchmark::State& state) {
+    const cotenant busy;
+    rb::timed_loop(state, body(2), 2);
+    rb::set_speedup(state, base, body(1), 2);
+    rb::set_bandwidth_counters(state, bytes, 2);
+    state.counters["worker_chunks"] = benchmark::Counter(static_cast<double>(pool(2).stats().chunks_by_workers));
+    state.counters["exclusions"] = benchmark::Counter(static_cast<double>(pool(2).stats().exclusions));
+  });
+}
+
+[[maybe_unused]] const bool registered = [] {
+  const auto square = std::make_shared<matrix>(4096, 4096);
+  const auto ffn = std::make_shared<matrix>(11008, 4096);
+  for (const auto& m : {square, ffn}) {
+    register_shape<float>(m, "f32");
+    register_shape<ruvllm::f16>(m, "f16");
+    register_shape<ruvllm::bf16>(m, "bf16");
+  }
+  register_cotenant(square);
+  return true;
+}();
+
+}  // namespace

@@ -1,0 +1,75 @@
+#ifndef RUVLLM_KERNELS_SCALAR_MATMUL_HPP
+#define RUVLLM_KERNELS_SCALAR_MATMUL_HPP
+
+// Scalar reference GEMV: y[r] = sum_c W[r][c] * x[c] for weights stored in
+// f32, f16 or bf16 and f32 activations. Rows are `row_stride` elements apart.
+
+#include <cstddef>
+
+#include "ruvllm/core/backend.hpp"
+#include "ruvllm/core/half.hpp"
+
+namespace ruvllm::kernels {
+
+/// Matrix-vector entry points of backend B (one specialization per backend).
+template <Backend B>
+struct matmul_ops;
+
+namespace scalar {
+
+namespace detail {
+inline float widen(float v) noexcept { return v; }
+inline float widen(ruvllm::f16 v) noexcept { return to_float(v); }
+inline float widen(ruvllm::bf16 v) noexcept { return to_float(v); }
+
+template <class W>
+void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows, std::size_t cols) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const W* row = w + r * row_stride;
+    float sum = 0.0f;
+    for (std::size_t c = 0; c < cols; ++c) sum += widen(row[c]) * x[c];
+    y[r] = sum;
+  }
+}
+}  // namespace detail
+
+inline void gemv(const float* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                 std::size_t cols) noexcept {
+  detail::gemv(w, row_stride, x, y, rows, cols);
+}
+inline void gemv(const ruvllm::f16* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                 std::size_t cols) noexcept {
+  detail::gemv(w, row_stride, x, y, rows, cols);
+}
+inline void gemv(const ruvllm::bf16* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                 std::size_t cols) noexcept {
+  detail::gemv(w, row_stride, x, y, rows, cols);
+}
+
+}  // namespace scalar
+
+template <>
+struct matmul_ops<backend::scalar> {
+  /// y[r] = dot(row r of w, x) for r < rows; rows are row_stride elements apart.
+  template <class W>
+  static void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                   std::size_t cols) noexcept {
+    scalar::gemv(w, row_stride, x, y, rows, cols);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+// The dispatched matmul kernels, for RUVLLM_KERNELS_EXPORTED in dispatch.hpp.
+#define RUVLLM_MATMUL_EXPORTED(X)                                                                              \
+  X(void, gemv_f32,                                                                                            \
+    (const float* w, std::size_t stride, const float* x, float* y, std::size_t rows, std::size_t cols),        \
+    (w, stride, x, y, rows, cols))                                                                             \
+  X(void, gemv_f16,                                                                                            \
+    (const ruvllm::f16* w, std::size_t stride, const float* x, float* y, std::size_t rows, std::size_t cols),  \
+    (w, stride, x, y, rows, cols))                                                                             \
+  X(void, gemv_bf16,                                                                                           \
+    (const ruvllm::bf16* w, std::size_t stride, const float* x, float* y, std::size_t rows, std::size_t cols), \
+    (w, stride, x, y, rows, cols))
+
+#endif  // RUVLLM_KERNELS_SCALAR_MATMUL_HPP

@@ -1,0 +1,889 @@
+#ifndef RUVLLM_KERNELS_SCALAR_QUANT_HPP
+#define RUVLLM_KERNELS_SCALAR_QUANT_HPP
+
+// Scalar reference for the quant kernel family: GGUF block formats (Q8_0,
+// Q4_0, Q4_K, Q6_K, and Q8_K for activations), f16/bf16 rows, and the dot
+// products of a quantized weight row with quantized activations. Every SIMD
+// backend is tested against these functions, so they favour the obvious loop
+// and spell out ggml's arithmetic (formats and rounding read from ggml's
+// ggml-quants.c; the code is ours).
+//
+// Conventions shared by every entry point:
+//  * n counts elements and must be a multiple of the format's block size
+//    (32 for Q8_0/Q4_0, 256 for Q4_K/Q6_K/Q8_K); RUVLLM_ASSERT checks it in
+//    debug builds. The *_checked wrappers (quant_checked below) validate it at
+//    API boundaries and return ruvllm::result instead.
+//  * Nothing allocates; outputs are written in full, never read.
+//  * Inputs to quantizers must be finite. The f16 block scales of Q8_0/Q4_0/
+//    Q4_K/Q6_K overflow (become inf) once a block's largest magnitude exceeds
+//    what the format can scale to (about 8.3e6 for Q8_0, 5.2e5 for Q4_0, 6e7
+//    for Q4_K, 2.6e8 for Q6_K), exactly as in ggml; the checked wrappers report
+//    that instead of returning such blocks.
+//
+// Bit compatibility with ggml's reference quantizers (quantize_row_*_ref):
+//  * Q8_0: d = amax / 127, q = roundf(x * (1/d)) (ties away from zero), the
+//    scale stored as f16 of the unrounded d. Same bytes as ggml.
+//  * Q4_0: d = m / -8 where m is the first element of largest magnitude,
+//    q = min(15, trunc(x * (1/d) + 8.5)). Same bytes as ggml; an all-zero
+//    block therefore stores d = -0 (0x8000) and nibbles 8, as ggml does.
+//  * Q8_K: iscale = -127 / m, q = min(127, nearest_int(iscale * x)),
+//    d = 1 / iscale, bsums = sums of 16 quants. Same bytes as ggml, and bsums
+//    are also written for all-zero blocks (ggml leaves them unset).
+//  * Q4_K / Q6_K: ggml's reference search (make_qkx2_quants with weights
+//    av_x + |x| for Q4_K; make_qx_quants with weights x^2 for Q6_K), then the
+//    same scale packing and requantization, so the error is that of ggml's
+//    reference quantizer. Bytes agree with ggml when both are compiled
+//    without fused multiply-add contraction; they are not promised to.
+//  * Where ggml's arithmetic is undefined (1/d overflowing for blocks whose
+//    magnitudes are all below ~3.7e-37, a float-to-int8 conversion of inf or
+//    NaN), these functions write the quants of zero (q = 0, or nibble 8) with
+//    ggml's scale, which is then 0 or a denormal that f16 rounds to 0.
+//
+// Dequantizers are ggml's formulas (Q4_K: x = d*sc*q - dmin*m; Q6_K:
+// x = d*sc*q); every product involved is exact in float, so the results are
+// ggml's bit for bit however a compiler contracts or reorders them.
+//
+// Dot products follow llama.cpp's generic CPU code: exact int32 sums of
+// quant products per block (Q4_K/Q6_K: per super-block, weighted by the 6- or
+// 8-bit sub-block scales, with Q4_K's min term from the activation bsums),
+// then one float multiply-accumulate per block. Activation quants must lie in
+// [-127, 127], which every activation quantizer here guarantees (-128 is
+// excluded because SIMD backends take |a| of it).
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string_view>
+
+#include "ruvllm/core/backend.hpp"
+#include "ruvllm/core/config.hpp"
+#include "ruvllm/core/error.hpp"
+#include "ruvllm/core/half.hpp"
+#include "ruvllm/core/precision.hpp"
+
+namespace ruvllm::kernels {
+
+/// Quant entry points of backend B (one specialization per backend), reached
+/// through kernels::ops<B>.
+template <Backend B>
+struct quant_ops;
+
+namespace scalar {
+
+namespace quant_detail {
+
+inline constexpr std::size_t qk8_0 = precision::q8_0::block_size;
+inline constexpr std::size_t qk4_0 = precision::q4_0::block_size;
+
+/// Largest |x| ggml's nearest_int is defined for (its magic-number trick
+/// needs |x| < 2^22).
+inline constexpr float nearest_int_limit = 4194303.0f;
+
+/// ggml's nearest_int: round to nearest, ties to even (in the default
+/// rounding mode). Saturates at ±(2^22 - 1) and maps NaN to 0 where ggml's
+/// trick is undefined; every caller clamps to a narrower range afterwards.
+/// The clamp also keeps a compiler from fusing a caller's x = a * b into the
+/// addition below, which would round differently.
+[[nodiscard]] inline int nearest_int(float x) noexcept {
+  if (!(x == x)) return 0;
+  x = x > nearest_int_limit ? nearest_int_limit : (x < -nearest_int_limit ? -nearest_int_limit : x);
+  // Adding 1.5 * 2^23 leaves the rounded integer in the low mantissa bits.
+  const float shifted = x + 12582912.0f;
+  std::uint32_t bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  return static_cast<int>(bits & 0x007F'FFFFu) - 0x0040'0000;
+}
+
+/// Q4_0's quant of p = x / d: min(15, trunc(p + 8.5)). p <= 8 (1 + 2^-22)
+/// for finite inputs, so clamping it to 7.5 first changes nothing (both give
+/// 15) but stops a compiler from fusing p = x * id into the addition.
+[[nodiscard]] inline std::uint8_t q4_0_nibble(float p) noexcept {
+  p = p < 7.5f ? p : 7.5f;
+  const int q = static_cast<int>(p + 8.5f);
+  return static_cast<std::uint8_t>(q < 15 ? q : 15);
+}
+
+/// The 6-bit scale and min of sub-block j (0..7) of a Q4_K super-block:
+/// sub-blocks 0-3 keep them in the low 6 bits of bytes j and j + 4; sub-blocks
+/// 4-7 keep their low 4 bits in byte j + 4 and their top 2 bits in the top
+/// bits of bytes j - 4 (scale) and j (min).
+inline void q4_k_scale_min(const std::uint8_t* scales, std::size_t j, std::uint8_t& sc, std::uint8_t& m) noexcept {
+  if (j < 4) {
+    sc = scales[j] & 63u;
+    m = scales[j + 4] & 63u;
+  } else {
+    sc = static_cast<std::uint8_t>((scales[j + 4] & 0x0Fu) | ((scales[j - 4] >> 6) << 4));
+    m = static_cast<std::uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
+  }
+}
+
+/// Unpacks all eight Q4_K scales and mins.
+inline void q4_k_scales_mins(const block_q4_k& b, std::uint8_t* sc, std::uint8_t* m) noexcept {
+  for (std::size_t j = 0; j < 8; ++j) q4_k_scale_min(b.scales, j, sc[j], m[j]);
+}
+
+/// The 6-bit Q6_K quant (0..63) of element e (0..255) of a super-block: the
+/// low 4 bits sit in ql, the high 2 in qh; each 128-element half uses 64 ql
+/// bytes (elements l and l+64 share byte l, l+32 and l+96 share byte l+32) and
+/// 32 qh bytes (bits 0-1, 2-3, 4-5, 6-7 for l, l+32, l+64, l+96).
+[[nodiscard]] inline int q6_k_quant(const block_q6_k& b, std::size_t e) noexcept {
+  const std::size_t half = e / 128, r = e % 128, group = r / 32, l = r % 32;
+  const std::uint8_t low_byte = b.ql[half * 64 + l + (group & 1u) * 32];
+  const unsigned low = (group < 2) ? (low_byte & 0x0Fu) : (low_byte >> 4);
+  const unsigned high = (b.qh[half * 32 + l] >> (2 * group)) & 3u;
+  return static_cast<int>(low | (high << 4));
+}
+
+/// ggml's make_qkx2_quants: fits x[i] ~ scale * L[i] - min with L in
+/// [0, nmax] and min >= 0 by a weighted least-squares search over nstep + 1
+/// candidate inverse scales; returns the scale and stores the min. L receives
+/// the best quants. n <= 32.
+inline float fit_scale_min(std::size_t n, int nmax, const float* x, const float* w, std::uint8_t* L,
+                           float& the_min, float rmin, float rdelta, int nstep) noexcept {
+  float min = x[0], max = x[0];
+  float sum_w = 0.0f, sum_x = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    min = std::min(min, x[i]);
+    max = std::max(max, x[i]);
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  if (min > 0.0f) min = 0.0f;
+  if (max == min) {
+    for (std::size_t i = 0; i < n; ++i) L[i] = 0;
+    the_min = -min;
+    return 0.0f;
+  }
+  const auto quant = [nmax](float v) { return static_cast<std::uint8_t>(std::clamp(nearest_int(v), 0, nmax)); };
+  float iscale = static_cast<float>(nmax) / (max - min);
+  float scale = 1.0f / iscale;
+  float best_error = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    L[i] = quant(iscale * (x[i] - min));
+    const float diff = scale * static_cast<float>(L[i]) + min - x[i];
+    best_error += w[i] * (diff * diff);
+  }
+  std::uint8_t trial[32];
+  for (int step = 0; step <= nstep; ++step) {
+    iscale = (rmin + rdelta * static_cast<float>(step) + static_cast<float>(nmax)) / (max - min);
+    float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+      trial[i] = quant(iscale * (x[i] - min));
+      const float l = static_cast<float>(trial[i]);
+      sum_l += w[i] * l;
+      sum_l2 += w[i] * l * l;
+      sum_xl += w[i] * l * x[i];
+    }
+    const float det = sum_w * sum_l2 - sum_l * sum_l;
+    if (!(det > 0.0f)) continue;
+    float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+    float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+    if (this_min > 0.0f) {
+      this_min = 0.0f;
+      this_scale = sum_xl / sum_l2;
+    }
+    float error = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float diff = this_scale * static_cast<float>(trial[i]) + this_min - x[i];
+      error += w[i] * (diff * diff);
+    }
+    if (error < best_error) {
+      std::copy(trial, trial + n, L);
+      best_error = error;
+      scale = this_scale;
+      min = this_min;
+    }
+  }
+  the_min = -min;
+  return scale;
+}
+
+/// ggml's make_qx_quants with x^2 weights (rmse_type 1): symmetric quants
+/// L in [0, 2 nmax) (stored with the +nmax offset) and the least-squares
+/// scale, searched over 19 inverse scales around -nmax / m. n <= 16.
+inline float fit_symmetric_scale(std::size_t n, int nmax, const float* x, std::int8_t* L) noexcept {
+  float max = 0.0f, amax = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < 1e-15f) {  // ggml's GROUP_MAX_EPS: treat as all zero
+    for (std::size_t i = 0; i < n; ++i) L[i] = 0;
+    return 0.0f;
+  }
+  const auto quant = [nmax](float v) { return std::clamp(nearest_int(v), -nmax, nmax - 1); };
+  float iscale = -static_cast<float>(nmax) / max;
+  float sumlx = 0.0f, suml2 = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    const int l = quant(iscale * x[i]);
+    L[i] = static_cast<std::int8_t>(l + nmax);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * static_cast<float>(l);
+    suml2 += w * static_cast<float>(l) * static_cast<float>(l);
+  }
+  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx;
+  for (int step = -9; step <= 9; ++step) {
+    if (step == 0) continue;
+    iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(step)) / max;
+    sumlx = suml2 = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+      const int l = quant(iscale * x[i]);
+      const float w = x[i] * x[i];
+      sumlx += w * x[i] * static_cast<float>(l);
+      suml2 += w * static_cast<float>(l) * static_cast<float>(l);
+    }
+    if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
+      for (std::size_t i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(quant(iscale * x[i]) + nmax);
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+/// Row r of a weight matrix whose rows start row_stride bytes apart.
+template <class Block>
+[[nodiscard]] inline const Block* row_at(const Block* w, std::size_t row_stride, std::size_t r) noexcept {
+  return reinterpret_cast<const Block*>(reinterpret_cast<const unsigned char*>(w) + r * row_stride);
+}
+
+}  // namespace quant_detail
+
+// ---------------------------------------------------------------- quantizers
+
+/// f32 -> Q8_0, byte-identical to ggml's quantize_row_q8_0_ref (see the file
+/// comment); n % 32 == 0.
+inline void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk8_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk8_0; ++b, x += quant_detail::qk8_0) {
+    float amax = 0.0f;
+    for (std::size_t j = 0; j < quant_detail::qk8_0; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = to_f16(d);
+    const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
+    for (std::size_t j = 0; j < quant_detail::qk8_0; ++j) {
+      y[b].qs[j] = usable ? static_cast<std::int8_t>(std::round(x[j] * id)) : std::int8_t{0};
+    }
+  }
+}
+
+/// f32 -> Q4_0, byte-identical to ggml's quantize_row_q4_0_ref; n % 32 == 0.
+inline void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk4_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk4_0; ++b, x += quant_detail::qk4_0) {
+    float amax = 0.0f, max = 0.0f;
+    for (std::size_t j = 0; j < quant_detail::qk4_0; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = to_f16(d);
+    const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
+    for (std::size_t j = 0; j < 16; ++j) {
+      const std::uint8_t lo = usable ? quant_detail::q4_0_nibble(x[j] * id) : std::uint8_t{8};
+      const std::uint8_t hi = usable ? quant_detail::q4_0_nibble(x[j + 16] * id) : std::uint8_t{8};
+      y[b].qs[j] = static_cast<std::uint8_t>(lo | (hi << 4));
+    }
+  }
+}
+
+/// f32 -> Q8_K (activations for the K-quant dots), byte-identical to ggml's
+/// quantize_row_q8_K_ref, bsums included; n % 256 == 0.
+inline void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    float amax = 0.0f, max = 0.0f;
+    for (std::size_t j = 0; j < qk_k; ++j) {
+      const float ax = std::fabs(x[j]);
+      if (ax > amax) {
+        amax = ax;
+        max = x[j];
+      }
+    }
+    block_q8_k& out = y[b];
+    if (amax == 0.0f) {
+      out.d = 0.0f;
+      std::memset(out.qs, 0, sizeof out.qs);
+      std::memset(out.bsums, 0, sizeof out.bsums);
+      continue;
+    }
+    const float iscale = -127.0f / max;
+    out.d = 1.0f / iscale;
+    if (!(std::fabs(iscale) <= std::numeric_limits<float>::max())) {  // |max| < ~3.7e-37
+      std::memset(out.qs, 0, sizeof out.qs);
+      std::memset(out.bsums, 0, sizeof out.bsums);
+      continue;
+    }
+    for (std::size_t j = 0; j < qk_k; ++j) {
+      out.qs[j] = static_cast<std::int8_t>(std::min(127, quant_detail::nearest_int(iscale * x[j])));
+    }
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      int sum = 0;
+      for (std::size_t j = 0; j < 16; ++j) sum += out.qs[16 * g + j];
+      out.bsums[g] = static_cast<std::int16_t>(sum);
+    }
+  }
+}
+
+/// f32 -> Q4_K with ggml's reference search (quantize_row_q4_K_ref): per
+/// 32-element sub-block a weighted scale/min fit, 6-bit scales and mins
+/// relative to two f16 super-block scales, then requantization against the
+/// stored scales. Not a hot path (weights are quantized offline); every
+/// backend runs this function. n % 256 == 0.
+inline void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    std::uint8_t L[qk_k];
+    float weights[32], scales[8], mins[8];
+    float max_scale = 0.0f, max_min = 0.0f;
+    for (std::size_t j = 0; j < 8; ++j) {
+      const float* xs = x + 32 * j;
+      float sum_x2 = 0.0f;
+      for (std::size_t l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
+      const float av_x = std::sqrt(sum_x2 / 32.0f);
+      for (std::size_t l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
+      scales[j] = quant_detail::fit_scale_min(32, 15, xs, weights, L + 32 * j, mins[j], -1.0f, 0.1f, 20);
+      max_scale = std::max(max_scale, scales[j]);
+      max_min = std::max(max_min, mins[j]);
+    }
+    const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
+    const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
+    block_q4_k& out = y[b];
+    std::memset(out.scales, 0, sizeof out.scales);
+    for (std::size_t j = 0; j < 8; ++j) {
+      // ggml stores the int in a uint8_t first; a (never observed) negative
+      // scale would wrap there, so clamp both ends instead.
+      const auto ls = static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int(inv_scale * scales[j]), 0, 63));
+      const auto lm = static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int(inv_min * mins[j]), 0, 63));
+      if (j < 4) {
+        out.scales[j] = ls;
+        out.scales[j + 4] = lm;
+      } else {
+        out.scales[j + 4] = static_cast<std::uint8_t>((ls & 0x0Fu) | ((lm & 0x0Fu) << 4));
+        out.scales[j - 4] = static_cast<std::uint8_t>(out.scales[j - 4] | ((ls >> 4) << 6));
+        out.scales[j] = static_cast<std::uint8_t>(out.scales[j] | ((lm >> 4) << 6));
+      }
+    }
+    out.d = to_f16(max_scale / 63.0f);
+    out.dmin = to_f16(max_min / 63.0f);
+    const float d = to_float(out.d), dmin = to_float(out.dmin);
+    for (std::size_t j = 0; j < 8; ++j) {
+      std::uint8_t sc, m;
+      quant_detail::q4_k_scale_min(out.scales, j, sc, m);
+      const float ds = d * static_cast<float>(sc);
+      if (ds == 0.0f) continue;  // keep the fit's quants, as ggml does
+      const float dm = dmin * static_cast<float>(m);
+      for (std::size_t l = 0; l < 32; ++l) {
+        L[32 * j + l] = static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int((x[32 * j + l] + dm) / ds), 0, 15));
+      }
+    }
+    for (std::size_t g = 0; g < 4; ++g) {
+      for (std::size_t l = 0; l < 32; ++l) {
+        out.qs[32 * g + l] = static_cast<std::uint8_t>(L[64 * g + l] | (L[64 * g + 32 + l] << 4));
+      }
+    }
+  }
+}
+
+/// f32 -> Q6_K with ggml's reference search (quantize_row_q6_K_ref): per
+/// 16-element sub-block a symmetric x^2-weighted scale fit, int8 scales
+/// relative to one f16 super-block scale, then requantization. Not a hot
+/// path; every backend runs this function. n % 256 == 0.
+inline void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    std::int8_t L[qk_k];
+    float scales[qk_k / 16];
+    float max_scale = 0.0f, max_abs_scale = 0.0f;
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      scales[g] = quant_detail::fit_symmetric_scale(16, 32, x + 16 * g, L + 16 * g);
+      if (std::fabs(scales[g]) > max_abs_scale) {
+        max_abs_scale = std::fabs(scales[g]);
+        max_scale = scales[g];
+      }
+    }
+    block_q6_k& out = y[b];
+    if (max_abs_scale < 1e-15f) {
+      std::memset(&out, 0, sizeof out);
+      continue;
+    }
+    const float iscale = -128.0f / max_scale;
+    out.d = to_f16(1.0f / iscale);
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      out.scales[g] = static_cast<std::int8_t>(std::min(127, quant_detail::nearest_int(iscale * scales[g])));
+    }
+    const float d = to_float(out.d);
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      const float ds = d * static_cast<float>(out.scales[g]);
+      if (ds == 0.0f) continue;  // keep the fit's quants, as ggml does
+      for (std::size_t l = 0; l < 16; ++l) {
+        L[16 * g + l] = static_cast<std::int8_t>(std::clamp(quant_detail::nearest_int(x[16 * g + l] / ds), -32, 31) + 32);
+      }
+    }
+    for (std::size_t half = 0; half < 2; ++half) {
+      const std::int8_t* q = L + 128 * half;
+      std::uint8_t* ql = out.ql + 64 * half;
+      std::uint8_t* qh = out.qh + 32 * half;
+      for (std::size_t l = 0; l < 32; ++l) {
+        const auto u = [&](std::size_t e) { return static_cast<unsigned>(q[e]); };
+        ql[l] = static_cast<std::uint8_t>((u(l) & 0x0Fu) | ((u(l + 64) & 0x0Fu) << 4));
+        ql[l + 32] = static_cast<std::uint8_t>((u(l + 32) & 0x0Fu) | ((u(l + 96) & 0x0Fu) << 4));
+        qh[l] = static_cast<std::uint8_t>((u(l) >> 4) | ((u(l + 32) >> 4) << 2) | ((u(l + 64) >> 4) << 4) |
+                                          ((u(l + 96) >> 4) << 6));
+      }
+    }
+  }
+}
+
+// -------------------------------------------------------------- dequantizers
+
+/// Q8_0 -> f32: x = d * q. n % 32 == 0.
+inline void dequantize_q8_0(const block_q8_0* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk8_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk8_0; ++b) {
+    const float d = to_float(x[b].d);
+    for (std::size_t j = 0; j < quant_detail::qk8_0; ++j) *y++ = static_cast<float>(x[b].qs[j]) * d;
+  }
+}
+
+/// Q4_0 -> f32: x = d * (q - 8). n % 32 == 0.
+inline void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk4_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk4_0; ++b, y += quant_detail::qk4_0) {
+    const float d = to_float(x[b].d);
+    for (std::size_t j = 0; j < 16; ++j) {
+      y[j] = static_cast<float>((x[b].qs[j] & 0x0F) - 8) * d;
+      y[j + 16] = static_cast<float>((x[b].qs[j] >> 4) - 8) * d;
+    }
+  }
+}
+
+/// Q4_K -> f32, ggml's formula exactly: x = (d*sc) * q - (dmin*m). n % 256 == 0.
+inline void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const float d = to_float(x[b].d), dmin = to_float(x[b].dmin);
+    std::uint8_t sc[8], m[8];
+    quant_detail::q4_k_scales_mins(x[b], sc, m);
+    for (std::size_t g = 0; g < 4; ++g) {
+      const std::uint8_t* q = x[b].qs + 32 * g;
+      const float d1 = d * static_cast<float>(sc[2 * g]), m1 = dmin * static_cast<float>(m[2 * g]);
+      const float d2 = d * static_cast<float>(sc[2 * g + 1]), m2 = dmin * static_cast<float>(m[2 * g + 1]);
+      for (std::size_t l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0x0F) - m1;
+      for (std::size_t l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+    }
+  }
+}
+
+/// Q6_K -> f32, ggml's formula: x = (d * sc) * (q - 32). n % 256 == 0.
+inline void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const float d = to_float(x[b].d);
+    for (std::size_t e = 0; e < qk_k; ++e) {
+      *y++ = d * static_cast<float>(x[b].scales[e / 16]) * static_cast<float>(quant_detail::q6_k_quant(x[b], e) - 32);
+    }
+  }
+}
+
+/// Q8_K -> f32: x = d * q. n % 256 == 0.
+inline void dequantize_q8_k(const block_q8_k* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    for (std::size_t j = 0; j < qk_k; ++j) *y++ = x[b].d * static_cast<float>(x[b].qs[j]);
+  }
+}
+
+// ------------------------------------------------------ f16 / bf16 rows
+
+/// f32 -> f16 row with ruvllm::to_f16 (ties to even; see core/half.hpp).
+inline void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = to_f16(x[i]);
+}
+/// f16 -> f32 row (exact).
+inline void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = to_float(x[i]);
+}
+/// f32 -> bf16 row with ruvllm::to_bf16 (ties to even, denormals to ±0).
+inline void convert_f32_to_bf16(const float* x, bf16* y, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = to_bf16(x[i]);
+}
+/// bf16 -> f32 row (exact).
+inline void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = to_float(x[i]);
+}
+
+// -------------------------------------------------------------- dot products
+
+/// Q8_0 weights . Q8_0 activations (ggml_vec_dot_q8_0_q8_0): per block the
+/// exact int sum of q_w * q_a, then sum += sumi * (d_w * d_a). n % 32 == 0.
+[[nodiscard]] inline float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk8_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk8_0; ++b) {
+    int sumi = 0;
+    for (std::size_t j = 0; j < quant_detail::qk8_0; ++j) sumi += w[b].qs[j] * a[b].qs[j];
+    sum += static_cast<float>(sumi) * (to_float(w[b].d) * to_float(a[b].d));
+  }
+  return sum;
+}
+
+/// Q4_0 weights . Q8_0 activations (ggml_vec_dot_q4_0_q8_0): per block the
+/// exact int sum of (q_w - 8) * q_a, then sum += sumi * d_w * d_a. n % 32 == 0.
+[[nodiscard]] inline float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk4_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk4_0; ++b) {
+    int sumi = 0;
+    for (std::size_t j = 0; j < 16; ++j) {
+      sumi += ((w[b].qs[j] & 0x0F) - 8) * a[b].qs[j];
+      sumi += ((w[b].qs[j] >> 4) - 8) * a[b].qs[j + 16];
+    }
+    sum += static_cast<float>(sumi) * to_float(w[b].d) * to_float(a[b].d);
+  }
+  return sum;
+}
+
+namespace quant_detail {
+
+/// The exact integer parts of one Q4_K . Q8_K super-block: sum over
+/// sub-blocks of sc_j * sum(q * q_a), and sum of m_j times the activation sums
+/// of sub-block j (from bsums).
+struct q4_k_block_sums {
+  std::int32_t scaled;
+  std::int32_t mins;
+};
+
+[[nodiscard]] inline q4_k_block_sums q4_k_q8_k_sums(const block_q4_k& w, const block_q8_k& a) noexcept {
+  std::uint8_t sc[8], m[8];
+  q4_k_scales_mins(w, sc, m);
+  q4_k_block_sums s{0, 0};
+  for (std::size_t j = 0; j < 8; ++j) s.mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+  for (std::size_t g = 0; g < 4; ++g) {
+    int lo = 0, hi = 0;
+    for (std::size_t l = 0; l < 32; ++l) {
+      lo += (w.qs[32 * g + l] & 0x0F) * a.qs[64 * g + l];
+      hi += (w.qs[32 * g + l] >> 4) * a.qs[64 * g + 32 + l];
+    }
+    s.scaled += sc[2 * g] * lo + sc[2 * g + 1] * hi;
+  }
+  return s;
+}
+
+/// The exact integer sum of one Q6_K . Q8_K super-block: sum over 16-element
+/// sub-blocks of sc_g * sum((q - 32) * q_a).
+[[nodiscard]] inline std::int32_t q6_k_q8_k_sum(const block_q6_k& w, const block_q8_k& a) noexcept {
+  std::int32_t total = 0;
+  for (std::size_t g = 0; g < qk_k / 16; ++g) {
+    int sum = 0;
+    for (std::size_t l = 0; l < 16; ++l) sum += (q6_k_quant(w, 16 * g + l) - 32) * a.qs[16 * g + l];
+    total += w.scales[g] * sum;
+  }
+  return total;
+}
+
+}  // namespace quant_detail
+
+/// Q4_K weights . Q8_K activations (ggml_vec_dot_q4_K_q8_K): per super-block
+/// sum += (d_w d_a) * scaled - (dmin_w d_a) * mins with the exact integer sums
+/// above. n % 256 == 0.
+[[nodiscard]] inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const auto s = quant_detail::q4_k_q8_k_sums(w[b], a[b]);
+    const float d = to_float(w[b].d) * a[b].d;
+    const float dmin = to_float(w[b].dmin) * a[b].d;
+    sum += d * static_cast<float>(s.scaled) - dmin * static_cast<float>(s.mins);
+  }
+  return sum;
+}
+
+/// Q6_K weights . Q8_K activations (ggml_vec_dot_q6_K_q8_K): per super-block
+/// sum += (d_w d_a) * (exact integer sum above). n % 256 == 0.
+[[nodiscard]] inline float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    sum += to_float(w[b].d) * a[b].d * static_cast<float>(quant_detail::q6_k_q8_k_sum(w[b], a[b]));
+  }
+  return sum;
+}
+
+/// Batch forms: out[r] = dot(row r, a) for r < rows, where row r starts
+/// r * row_stride bytes after w (row_stride >= the row's bytes and a multiple
+/// of the block's alignment).
+inline void dot_q8_0_q8_0_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q8_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q6_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
+}
+
+}  // namespace scalar
+
+namespace detail {
+
+/// Checked, non-hot-path wrappers over a backend's quant entry points (Ops =
+/// quant_ops<B>): each validates its arguments, returns ruvllm::error naming
+/// the bad value and the limit, and otherwise calls the unchecked entry
+/// point. Only error results allocate. On an error from a quantizer's
+/// post-check (a non-finite block scale) the output has been written and must
+/// be discarded.
+template <class Ops>
+struct quant_checked {
+ private:
+  static result<void> check_length(std::string_view fn, std::string_view format, std::size_t n, std::size_t block) {
+    if (n % block != 0) {
+      return make_error(errc::invalid_argument, fn, ": n = ", n, " is not a multiple of the ", format,
+                        " block size ", block);
+    }
+    return {};
+  }
+
+  template <class P>
+  static result<void> check_quantize(std::string_view fn, const float* x, const void* y, std::size_t n) {
+    RUVLLM_TRY(check_length(fn, P::name, n, P::block_size));
+    if (n != 0 && (x == nullptr || y == nullptr)) return make_error(errc::invalid_argument, fn, ": null row pointer");
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!std::isfinite(x[i])) {
+        return make_error(errc::invalid_argument, fn, ": element ", i, " = ", x[i], " is not finite");
+      }
+    }
+    return {};
+  }
+
+  static result<void> check_scale(std::string_view fn, std::string_view format, std::size_t block, f16 scale) {
+    if (!std::isfinite(to_float(scale))) {
+      return make_error(errc::out_of_range, fn, ": block ", block, " needs a scale beyond the f16 range of ", format,
+                        " (65504); its values are too large for this format");
+    }
+    return {};
+  }
+
+  template <class P, class Block>
+  static result<void> check_rows(std::string_view fn, const Block* w, std::size_t row_stride, std::size_t rows,
+                                 std::size_t n) {
+    RUVLLM_TRY(check_length(fn, P::name, n, P::block_size));
+    if (rows > 1 && row_stride < row_bytes<P>(n)) {
+      return make_error(errc::invalid_argument, fn, ": row_stride = ", row_stride, " is smaller than a row of ", n,
+                        " elements (", row_bytes<P>(n), " bytes)");
+    }
+    if (row_stride % alignof(Block) != 0) {
+      return make_error(errc::invalid_argument, fn, ": row_stride = ", row_stride, " is not a multiple of ",
+                        alignof(Block), " (the alignment of a ", P::name, " block)");
+    }
+    if (reinterpret_cast<std::uintptr_t>(w) % alignof(Block) != 0) {
+      return make_error(errc::invalid_argument, fn, ": the first row is not aligned to ", alignof(Block), " bytes");
+    }
+    return {};
+  }
+
+ public:
+  /// Ops::quantize_q8_0 after checking n % 32, finite inputs, then finite scales.
+  static result<void> quantize_q8_0_checked(const float* x, block_q8_0* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q8_0>("quantize_q8_0", x, y, n));
+    Ops::quantize_q8_0(x, y, n);
+    for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_q8_0", "q8_0", b, y[b].d));
+    return {};
+  }
+  /// Ops::quantize_q4_0 after checking n % 32, finite inputs, then finite scales.
+  static result<void> quantize_q4_0_checked(const float* x, block_q4_0* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q4_0>("quantize_q4_0", x, y, n));
+    Ops::quantize_q4_0(x, y, n);
+    for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_q4_0", "q4_0", b, y[b].d));
+    return {};
+  }
+  /// Ops::quantize_q4_k after checking n % 256, finite inputs, then finite scales.
+  static result<void> quantize_q4_k_checked(const float* x, block_q4_k* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q4_k>("quantize_q4_k", x, y, n));
+    Ops::quantize_q4_k(x, y, n);
+    for (std::size_t b = 0; b < n / qk_k; ++b) {
+      RUVLLM_TRY(check_scale("quantize_q4_k", "q4_k", b, y[b].d));
+      RUVLLM_TRY(check_scale("quantize_q4_k", "q4_k", b, y[b].dmin));
+    }
+    return {};
+  }
+  /// Ops::quantize_q6_k after checking n % 256, finite inputs, then finite scales.
+  static result<void> quantize_q6_k_checked(const float* x, block_q6_k* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q6_k>("quantize_q6_k", x, y, n));
+    Ops::quantize_q6_k(x, y, n);
+    for (std::size_t b = 0; b < n / qk_k; ++b) RUVLLM_TRY(check_scale("quantize_q6_k", "q6_k", b, y[b].d));
+    return {};
+  }
+  /// Ops::quantize_q8_k after checking n % 256 and finite inputs.
+  static result<void> quantize_q8_k_checked(const float* x, block_q8_k* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q8_k>("quantize_q8_k", x, y, n));
+    Ops::quantize_q8_k(x, y, n);
+    return {};
+  }
+
+  /// Ops::dequantize_q8_0 after checking n % 32.
+  static result<void> dequantize_q8_0_checked(const block_q8_0* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q8_0", "q8_0", n, 32));
+    Ops::dequantize_q8_0(x, y, n);
+    return {};
+  }
+  /// Ops::dequantize_q4_0 after checking n % 32.
+  static result<void> dequantize_q4_0_checked(const block_q4_0* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q4_0", "q4_0", n, 32));
+    Ops::dequantize_q4_0(x, y, n);
+    return {};
+  }
+  /// Ops::dequantize_q4_k after checking n % 256.
+  static result<void> dequantize_q4_k_checked(const block_q4_k* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q4_k", "q4_k", n, qk_k));
+    Ops::dequantize_q4_k(x, y, n);
+    return {};
+  }
+  /// Ops::dequantize_q6_k after checking n % 256.
+  static result<void> dequantize_q6_k_checked(const block_q6_k* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q6_k", "q6_k", n, qk_k));
+    Ops::dequantize_q6_k(x, y, n);
+    return {};
+  }
+
+  /// Ops::dot_q8_0_q8_0 after checking n % 32.
+  static result<float> dot_q8_0_q8_0_checked(const block_q8_0* w, const block_q8_0* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q8_0_q8_0", "q8_0", n, 32));
+    return Ops::dot_q8_0_q8_0(w, a, n);
+  }
+  /// Ops::dot_q4_0_q8_0 after checking n % 32.
+  static result<float> dot_q4_0_q8_0_checked(const block_q4_0* w, const block_q8_0* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q4_0_q8_0", "q4_0", n, 32));
+    return Ops::dot_q4_0_q8_0(w, a, n);
+  }
+  /// Ops::dot_q4_k_q8_k after checking n % 256.
+  static result<float> dot_q4_k_q8_k_checked(const block_q4_k* w, const block_q8_k* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q4_k_q8_k", "q4_k", n, qk_k));
+    return Ops::dot_q4_k_q8_k(w, a, n);
+  }
+  /// Ops::dot_q6_k_q8_k after checking n % 256.
+  static result<float> dot_q6_k_q8_k_checked(const block_q6_k* w, const block_q8_k* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q6_k_q8_k", "q6_k", n, qk_k));
+    return Ops::dot_q6_k_q8_k(w, a, n);
+  }
+
+  /// Ops::dot_q8_0_q8_0_rows after checking n, the stride and the alignment.
+  static result<void> dot_q8_0_q8_0_rows_checked(const block_q8_0* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_0* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q8_0>("dot_q8_0_q8_0_rows", w, row_stride, rows, n));
+    Ops::dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
+  /// Ops::dot_q4_0_q8_0_rows after checking n, the stride and the alignment.
+  static result<void> dot_q4_0_q8_0_rows_checked(const block_q4_0* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_0* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q4_0>("dot_q4_0_q8_0_rows", w, row_stride, rows, n));
+    Ops::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
+  /// Ops::dot_q4_k_q8_k_rows after checking n, the stride and the alignment.
+  static result<void> dot_q4_k_q8_k_rows_checked(const block_q4_k* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_k* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q4_k>("dot_q4_k_q8_k_rows", w, row_stride, rows, n));
+    Ops::dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
+  /// Ops::dot_q6_k_q8_k_rows after checking n, the stride and the alignment.
+  static result<void> dot_q6_k_q8_k_rows_checked(const block_q6_k* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_k* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q6_k>("dot_q6_k_q8_k_rows", w, row_stride, rows, n));
+    Ops::dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
+};
+
+}  // namespace detail
+
+/// Scalar quant entry points: the reference (see the file comment for the
+/// formats, rounding and preconditions). Each entry point's doc is on the
+/// scalar:: function it calls; backends share the semantics.
+template <>
+struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::scalar>> {
+  static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept { scalar::quantize_q8_0(x, y, n); }
+  static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept { scalar::quantize_q4_0(x, y, n); }
+  static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
+  static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
+  static void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept { scalar::quantize_q8_k(x, y, n); }
+
+  static void dequantize_q8_0(const block_q8_0* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q8_0(x, y, n);
+  }
+  static void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q4_0(x, y, n);
+  }
+  static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q4_k(x, y, n);
+  }
+  static void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q6_k(x, y, n);
+  }
+  static void dequantize_q8_k(const block_q8_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q8_k(x, y, n);
+  }
+
+  static void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept { scalar::convert_f32_to_f16(x, y, n); }
+  static void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept { scalar::convert_f16_to_f32(x, y, n); }
+  static void convert_f32_to_bf16(const float* x, bf16* y, std::size_t n) noexcept {
+    scalar::convert_f32_to_bf16(x, y, n);
+  }
+  static void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept {
+    scalar::convert_bf16_to_f32(x, y, n);
+  }
+
+  [[nodiscard]] static float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    return scalar::dot_q8_0_q8_0(w, a, n);
+  }
+  [[nodiscard]] static float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    return scalar::dot_q4_0_q8_0(w, a, n);
+  }
+  [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    return scalar::dot_q4_k_q8_k(w, a, n);
+  }
+  [[nodiscard]] static float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    return scalar::dot_q6_k_q8_k(w, a, n);
+  }
+
+  static void dot_q8_0_q8_0_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_SCALAR_QUANT_HPP

@@ -1,0 +1,63 @@
+#ifndef RUVLLM_KERNELS_XSIMD_MATMUL_HPP
+#define RUVLLM_KERNELS_XSIMD_MATMUL_HPP
+
+// Matrix-vector kernels of backend::xsimd (see xsimd/arch.hpp on flags).
+// xsimd 8.1 has no f16/bf16 conversion, so those rows are widened with the
+// scalar helpers into a small stack tile, one vector at a time.
+
+#include <cstddef>
+#include <type_traits>
+
+#include "ruvllm/kernels/scalar/matmul.hpp"
+#include "ruvllm/kernels/xsimd/arch.hpp"
+
+namespace ruvllm::kernels {
+
+namespace xsimd_impl {
+inline namespace RUVLLM_XSIMD_ARCH_NS {
+
+template <class W>
+void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows, std::size_t cols) noexcept {
+  using batch = ::xsimd::batch<float>;
+  constexpr std::size_t lanes = batch::size;
+  const std::size_t full = cols / lanes * lanes;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const W* row = w + r * row_stride;
+    batch acc0(0.0f), acc1(0.0f);
+    std::size_t c = 0;
+    for (; c < full; c += lanes) {
+      batch wv;
+      if constexpr (std::is_same_v<W, float>) {
+        wv = batch::load_unaligned(row + c);
+      } else {
+        alignas(64) float tile[lanes];
+        for (std::size_t i = 0; i < lanes; ++i) tile[i] = scalar::detail::widen(row[c + i]);
+        wv = batch::load_aligned(tile);
+      }
+      if ((c / lanes) & 1)
+        acc1 = ::xsimd::fma(wv, batch::load_unaligned(x + c), acc1);
+      else
+        acc0 = ::xsimd::fma(wv, batch::load_unaligned(x + c), acc0);
+    }
+    float sum = ::xsimd::hadd(acc0 + acc1);
+    for (; c < cols; ++c) sum += scalar::detail::widen(row[c]) * x[c];
+    y[r] = sum;
+  }
+}
+
+}  // namespace RUVLLM_XSIMD_ARCH_NS
+}  // namespace xsimd_impl
+
+template <>
+struct matmul_ops<backend::xsimd> {
+  /// y[r] = dot(row r of w, x) for r < rows; rows are row_stride elements apart.
+  template <class W>
+  static void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                   std::size_t cols) noexcept {
+    xsimd_impl::gemv(w, row_stride, x, y, rows, cols);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_XSIMD_MATMUL_HPP
