@@ -3,6 +3,7 @@
 //  * f32 against OpenBLAS cblas_sgemv with the same thread count, measured
 //    in the same process on the same data (both should run at memory speed);
 //  * every row reports GBps and bw_frac of the weight bytes it streams;
+//  * gemm rows: prefill of 128 tokens against cblas_sgemm, in GFLOPs;
 //  * gemv_cotenant rows run beside a busy process pinned to the last core and
 //    compare 2 threads with 1 thread there (speedup >= 1: no collapse). Those
 //    rows time wall clock for both sides, since the co-tenant's theft of CPU
@@ -158,6 +159,40 @@ void register_cotenant(const std::shared_ptr<matrix>& m) {
   });
 }
 
+// Prefill-shaped GEMM, Y = X Wᵀ for 128 tokens, against cblas_sgemm; the
+// counter GFLOPs is 2 * rows * cols * tokens per iteration.
+void register_gemm(const std::shared_ptr<matrix>& m, std::size_t tokens) {
+  const auto x = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(tokens * m->cols, 13));
+  const auto y = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(tokens * m->rows, 14));
+  const double flops = 2.0 * static_cast<double>(m->rows * m->cols * tokens);
+  for (const unsigned threads : {1u, 2u}) {
+    const std::string ours = rb::row_name("kernels", "gemm", "f32", rb::shape({m->rows, m->cols, tokens}), threads);
+    const std::string base = rb::baseline_of(ours);
+    const auto ours_body = [m, x, y, tokens, threads] {
+      ruvllm::kernels::gemm<highway>(pool(threads), m->w.data(), m->cols, x->data(), m->cols, y->data(), m->rows,
+                                     m->rows, tokens, m->cols);
+      benchmark::ClobberMemory();
+    };
+    const auto blas_body = [m, x, y, tokens, threads] {
+      openblas_set_num_threads(static_cast<int>(threads));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(tokens), static_cast<int>(m->rows),
+                  static_cast<int>(m->cols), 1.0f, x->data(), static_cast<int>(m->cols), m->w.data(),
+                  static_cast<int>(m->cols), 0.0f, y->data(), static_cast<int>(m->rows));
+      benchmark::ClobberMemory();
+    };
+    benchmark::RegisterBenchmark(base.c_str(), [base, blas_body, flops, threads](benchmark::State& state) {
+      const double seconds = rb::timed_loop(state, blas_body, threads);
+      rb::record_baseline(state, base);
+      state.counters["GFLOPs"] = benchmark::Counter(flops / seconds / 1e9);
+    });
+    benchmark::RegisterBenchmark(ours.c_str(), [base, blas_body, ours_body, flops, threads](benchmark::State& state) {
+      const double seconds = rb::timed_loop(state, ours_body, threads);
+      rb::set_speedup(state, base, blas_body, threads);
+      state.counters["GFLOPs"] = benchmark::Counter(flops / seconds / 1e9);
+    });
+  }
+}
+
 [[maybe_unused]] const bool registered = [] {
   const auto square = std::make_shared<matrix>(4096, 4096);
   const auto ffn = std::make_shared<matrix>(11008, 4096);
@@ -167,6 +202,7 @@ void register_cotenant(const std::shared_ptr<matrix>& m) {
     register_shape<ruvllm::bf16>(m, "bf16");
   }
   register_cotenant(square);
+  register_gemm(square, 128);
   return true;
 }();
 

@@ -34,7 +34,10 @@ using vec = hn::Vec<D>;
 template <class D>
 HWY_INLINE vec<D> times_sigmoid(D d, vec<D> x, vec<D> z) {
   const auto e = hn::Exp(d, hn::Neg(hn::Abs(z)));
-  return hn::Div(hn::IfNegativeThenElse(z, hn::Mul(x, e), x), hn::Add(hn::Set(d, 1.0f), e));
+  // An explicit compare, not IfNegativeThenElse: Highway 1.0.3's SSSE3
+  // IfNegativeThenElse blends whole bit patterns (and/andnot), not by sign.
+  const auto negative = hn::Lt(z, hn::Zero(d));
+  return hn::Div(hn::IfThenElse(negative, hn::Mul(x, e), x), hn::Add(hn::Set(d, 1.0f), e));
 }
 
 template <class D>
@@ -105,27 +108,27 @@ HWY_INLINE float row_max(D d, const float* HWY_RESTRICT x, std::size_t n) {
   return hn::GetLane(hn::MaxOfLanes(d, m0));
 }
 
-// y[i] = exp(x[i] * scale - shift) for one row; returns the sum of y. The
-// tail's -inf padding contributes exp(-inf) = 0.
+// y[i] = exp((x[i] - max) * scale) for one row, the reference's rounding
+// (see scalar/activation.hpp); returns the sum of y. The tail's -inf padding
+// contributes exp(-inf) = 0.
 template <class D>
-HWY_INLINE float exp_row(D d, const float* x, float* y, std::size_t n, float scale, float shift) {
+HWY_INLINE float exp_row(D d, const float* x, float* y, std::size_t n, float scale, float max) {
   const std::size_t lanes = hn::Lanes(d);
   const auto vs = hn::Set(d, scale);
-  const auto vm = hn::Set(d, shift);
+  const auto vm = hn::Set(d, max);
   auto sum0 = hn::Zero(d);
   auto sum1 = hn::Zero(d);
   std::size_t i = 0;
   for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    // Mul then Sub, as the reference rounds: the max element gives exactly exp(0).
-    const auto e0 = hn::Exp(d, hn::Sub(hn::Mul(hn::LoadU(d, x + i), vs), vm));
-    const auto e1 = hn::Exp(d, hn::Sub(hn::Mul(hn::LoadU(d, x + i + lanes), vs), vm));
+    const auto e0 = hn::Exp(d, hn::Mul(hn::Sub(hn::LoadU(d, x + i), vm), vs));
+    const auto e1 = hn::Exp(d, hn::Mul(hn::Sub(hn::LoadU(d, x + i + lanes), vm), vs));
     hn::StoreU(e0, d, y + i);
     hn::StoreU(e1, d, y + i + lanes);
     sum0 = hn::Add(sum0, e0);
     sum1 = hn::Add(sum1, e1);
   }
   for (; i + lanes <= n; i += lanes) {
-    const auto e = hn::Exp(d, hn::Sub(hn::Mul(hn::LoadU(d, x + i), vs), vm));
+    const auto e = hn::Exp(d, hn::Mul(hn::Sub(hn::LoadU(d, x + i), vm), vs));
     hn::StoreU(e, d, y + i);
     sum0 = hn::Add(sum0, e);
   }
@@ -133,7 +136,7 @@ HWY_INLINE float exp_row(D d, const float* x, float* y, std::size_t n, float sca
     HWY_ALIGN float tail[HWY_MAX_BYTES / sizeof(float)];
     for (float& t : tail) t = -std::numeric_limits<float>::infinity();
     std::memcpy(tail, x + i, (n - i) * sizeof(float));
-    const auto e = hn::Exp(d, hn::Sub(hn::Mul(hn::Load(d, tail), vs), vm));
+    const auto e = hn::Exp(d, hn::Mul(hn::Sub(hn::Load(d, tail), vm), vs));
     hn::Store(e, d, tail);
     std::memcpy(y + i, tail, (n - i) * sizeof(float));
     sum1 = hn::Add(sum1, e);
@@ -159,7 +162,7 @@ inline void activation_softmax_f32(const float* x, float* y, std::size_t rows, s
       for (std::size_t i = 0; i < n; ++i) yr[i] = 1.0f / static_cast<float>(n);
       continue;
     }
-    const float sum = activation_detail::exp_row(d, xr, yr, n, scale, max * scale);
+    const float sum = activation_detail::exp_row(d, xr, yr, n, scale, max);
     const auto inv = hn::Set(d, 1.0f / sum);
     activation_detail::map2(d, yr, yr, yr, n, 0.0f, [inv](auto v, auto) HWY_ATTR { return hn::Mul(v, inv); });
   }

@@ -62,7 +62,9 @@
   /* activation-inl.h */             \
   RUVLLM_ACTIVATION_EXPORTED(X)      \
   /* rope-inl.h */                   \
-  RUVLLM_ROPE_EXPORTED(X)
+  RUVLLM_ROPE_EXPORTED(X)            \
+  /* quant-inl.h */                  \
+  RUVLLM_QUANT_EXPORTED(X)
 
 #if RUVLLM_KERNELS_EXPAND
 #if defined(RUVLLM_STATIC_DISPATCH) && !defined(HWY_COMPILE_ONLY_STATIC)

@@ -9,6 +9,7 @@
 #include "ruvllm/kernels/highway/norm.hpp"
 #include "ruvllm/kernels/highway/activation.hpp"
 #include "ruvllm/kernels/highway/rope.hpp"
+#include "ruvllm/kernels/highway/quant.hpp"
 
 namespace ruvllm::kernels {
 
@@ -17,7 +18,8 @@ struct ops<backend::highway> : distance_ops<backend::highway>,
                                matmul_ops<backend::highway>,
                                norm_ops<backend::highway>,
                                activation_ops<backend::highway>,
-                               rope_ops<backend::highway> {};
+                               rope_ops<backend::highway>,
+                               quant_ops<backend::highway> {};
 
 }  // namespace ruvllm::kernels
 

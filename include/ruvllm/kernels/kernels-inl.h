@@ -9,3 +9,4 @@
 #include "ruvllm/kernels/norm-inl.h"
 #include "ruvllm/kernels/activation-inl.h"
 #include "ruvllm/kernels/rope-inl.h"
+#include "ruvllm/kernels/quant-inl.h"

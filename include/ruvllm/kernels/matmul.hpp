@@ -1,8 +1,9 @@
 #ifndef RUVLLM_KERNELS_MATMUL_HPP
 #define RUVLLM_KERNELS_MATMUL_HPP
 
-// Multi-threaded GEMV over a thread_pool: y = W x for a row-major weight
-// matrix in f32, f16 or bf16 and f32 activations.
+// Multi-threaded GEMV and GEMM over a thread_pool: y = W x (decode) and
+// Y = X Wᵀ (prefill) for a row-major weight matrix in f32, f16 or bf16 and f32
+// activations.
 //
 // The rows are split into blocks of about 128 KiB of weights, claimed
 // dynamically by the pool's threads: large enough that the claim and the
@@ -34,6 +35,28 @@ void gemv(thread_pool& pool, const W* w, std::size_t row_stride, const float* x,
           std::size_t cols) noexcept {
   pool.run(rows, gemv_block_rows(cols * sizeof(W)), [&](std::size_t begin, std::size_t end, std::size_t) {
     ops<B>::gemv(w + begin * row_stride, row_stride, x, y + begin, end - begin, cols);
+  });
+}
+
+/// Y[t * y_stride + r] = sum_c w[r * w_stride + c] * x[t * x_stride + c] for
+/// r < rows and t < tokens, on every thread of `pool`. Work items are tiles
+/// of 64 rows x 64 tokens: 64 f32 rows of 4096 plus 64 tokens is 2 MiB, the
+/// working set of one item stays in L2/L3 while each weight byte serves 64
+/// tokens. Y must not alias X or W.
+template <Backend B, class W>
+void gemm(thread_pool& pool, const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+          std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+  constexpr std::size_t tile = 64;
+  const std::size_t row_tiles = (rows + tile - 1) / tile;
+  const std::size_t token_tiles = (tokens + tile - 1) / tile;
+  // Row tiles vary fastest so consecutive items share a token tile in cache.
+  pool.run(row_tiles * token_tiles, 1, [&](std::size_t begin, std::size_t end, std::size_t) {
+    for (std::size_t item = begin; item < end; ++item) {
+      const std::size_t r0 = item % row_tiles * tile;
+      const std::size_t t0 = item / row_tiles * tile;
+      ops<B>::gemm(w + r0 * w_stride, w_stride, x + t0 * x_stride, x_stride, y + t0 * y_stride + r0, y_stride,
+                   std::min(tile, rows - r0), std::min(tile, tokens - t0), cols);
+    }
   });
 }
 

@@ -9,6 +9,7 @@
 #include "ruvllm/kernels/scalar/norm.hpp"
 #include "ruvllm/kernels/scalar/activation.hpp"
 #include "ruvllm/kernels/scalar/rope.hpp"
+#include "ruvllm/kernels/scalar/quant.hpp"
 
 namespace ruvllm::kernels {
 
@@ -17,7 +18,8 @@ struct ops<backend::scalar> : distance_ops<backend::scalar>,
                               matmul_ops<backend::scalar>,
                               norm_ops<backend::scalar>,
                               activation_ops<backend::scalar>,
-                              rope_ops<backend::scalar> {};
+                              rope_ops<backend::scalar>,
+                              quant_ops<backend::scalar> {};
 
 }  // namespace ruvllm::kernels
 

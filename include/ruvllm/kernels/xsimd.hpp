@@ -11,6 +11,7 @@
 #include "ruvllm/kernels/xsimd/norm.hpp"
 #include "ruvllm/kernels/xsimd/activation.hpp"
 #include "ruvllm/kernels/xsimd/rope.hpp"
+#include "ruvllm/kernels/xsimd/quant.hpp"
 
 namespace ruvllm::kernels {
 
@@ -19,7 +20,8 @@ struct ops<backend::xsimd> : distance_ops<backend::xsimd>,
                              matmul_ops<backend::xsimd>,
                              norm_ops<backend::xsimd>,
                              activation_ops<backend::xsimd>,
-                             rope_ops<backend::xsimd> {};
+                             rope_ops<backend::xsimd>,
+                             quant_ops<backend::xsimd> {};
 
 }  // namespace ruvllm::kernels
 

@@ -26,6 +26,21 @@ struct matmul_ops<backend::highway> {
                    std::size_t cols) noexcept {
     dispatch::gemv_bf16(w, row_stride, x, y, rows, cols);
   }
+
+  /// Y[t * y_stride + r] = dot(row r of w, row t of x) for r < rows and
+  /// t < tokens. One dispatch per call: pass a whole tile.
+  static void gemm(const float* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+                   std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+    dispatch::gemm_f32(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
+  }
+  static void gemm(const ruvllm::f16* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+                   std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+    dispatch::gemm_f16(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
+  }
+  static void gemm(const ruvllm::bf16* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+                   std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+    dispatch::gemm_bf16(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
+  }
 };
 
 }  // namespace ruvllm::kernels

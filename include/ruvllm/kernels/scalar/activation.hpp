@@ -62,8 +62,8 @@ inline void check_swiglu_args([[maybe_unused]] const float* gate, [[maybe_unused
 
 namespace scalar {
 
-/// Softmax of `rows` contiguous rows of n floats: y = exp(s x - max(s x)) / sum,
-/// s = scale. A row whose every element is -inf comes out uniform (1/n), the
+/// Softmax of `rows` contiguous rows of n floats: y = exp((x - max x) * scale) / sum,
+/// the softmax of scale * x. A row whose every element is -inf comes out uniform (1/n), the
 /// limit of equal logits.
 inline void softmax_rows(const float* x, float* y, std::size_t rows, std::size_t n, float scale) noexcept {
   if (n == 0) return;
@@ -77,11 +77,13 @@ inline void softmax_rows(const float* x, float* y, std::size_t rows, std::size_t
       for (std::size_t i = 0; i < n; ++i) yr[i] = 1.0f / static_cast<float>(n);
       continue;
     }
-    // scale > 0, and rounding is monotonic, so scale * max is the max of scale * x.
-    const float shift = max * scale;
+    // (x - max) * scale rather than x * scale - max * scale: a subtraction
+    // followed by a multiply cannot be contracted into an FMA, so every
+    // backend and compiler flag computes the same arguments, and the max
+    // element gets exactly exp(0) = 1.
     float sum = 0.0f;
     for (std::size_t i = 0; i < n; ++i) {
-      const float e = std::exp(xr[i] * scale - shift);
+      const float e = std::exp((xr[i] - max) * scale);
       yr[i] = e;
       sum += e;
     }
@@ -127,7 +129,7 @@ inline void swiglu(const float* gate, const float* up, float* out, std::size_t n
 template <>
 struct activation_ops<backend::scalar> {
   /// Numerically stable softmax of one row of n floats into y (y may equal x):
-  /// y = exp(scale x - max(scale x)) / sum. `scale` (finite, > 0) is the inverse
+  /// y = exp((x - max x) * scale) / sum. `scale` (finite, > 0) is the inverse
   /// temperature, or 1/sqrt(d) for attention scores. A row of only -inf comes
   /// out uniform.
   static void softmax(const float* x, float* y, std::size_t n, float scale = 1.0f) noexcept {

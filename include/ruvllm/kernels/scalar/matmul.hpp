@@ -31,6 +31,11 @@ void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::siz
     y[r] = sum;
   }
 }
+template <class W>
+void gemm(const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
+          std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+  for (std::size_t t = 0; t < tokens; ++t) gemv(w, w_stride, x + t * x_stride, y + t * y_stride, rows, cols);
+}
 }  // namespace detail
 
 inline void gemv(const float* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
@@ -46,6 +51,13 @@ inline void gemv(const ruvllm::bf16* w, std::size_t row_stride, const float* x, 
   detail::gemv(w, row_stride, x, y, rows, cols);
 }
 
+/// Y[t][r] = dot(W row r, X row t): one GEMV per token.
+template <class W>
+void gemm(const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
+          std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+  detail::gemm(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
+}
+
 }  // namespace scalar
 
 template <>
@@ -55,6 +67,12 @@ struct matmul_ops<backend::scalar> {
   static void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
                    std::size_t cols) noexcept {
     scalar::gemv(w, row_stride, x, y, rows, cols);
+  }
+  /// Y[t * y_stride + r] = dot(row r of w, row t of x) for r < rows, t < tokens.
+  template <class W>
+  static void gemm(const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+                   std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+    scalar::gemm(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
   }
 };
 
@@ -70,6 +88,14 @@ struct matmul_ops<backend::scalar> {
     (w, stride, x, y, rows, cols))                                                                             \
   X(void, gemv_bf16,                                                                                           \
     (const ruvllm::bf16* w, std::size_t stride, const float* x, float* y, std::size_t rows, std::size_t cols), \
-    (w, stride, x, y, rows, cols))
+    (w, stride, x, y, rows, cols))                                                                             \
+  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_f32, float)                                                                \
+  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_f16, ruvllm::f16)                                                          \
+  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_bf16, ruvllm::bf16)
+#define RUVLLM_DETAIL_GEMM_EXPORT(X, NAME, W)                                                                \
+  X(void, NAME,                                                                                              \
+    (const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y, std::size_t y_stride, \
+     std::size_t rows, std::size_t tokens, std::size_t cols),                                                \
+    (w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols))
 
 #endif  // RUVLLM_KERNELS_SCALAR_MATMUL_HPP

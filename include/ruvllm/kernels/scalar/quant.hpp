@@ -886,4 +886,29 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
 
 }  // namespace ruvllm::kernels
 
+// The quant family's dispatched kernels (listed in RUVLLM_KERNELS_EXPORTED by
+// ruvllm/kernels/dispatch.hpp, which includes this header), in the form
+// X(return type, name, (parameters), (arguments)). Each name is defined per
+// target in quant-inl.h and called by kernels/highway/quant.hpp.
+#define RUVLLM_DETAIL_QUANT_ROW(X, NAME, IN, OUT) X(void, NAME, (const IN* x, OUT* y, std::size_t n), (x, y, n))
+#define RUVLLM_DETAIL_QUANT_ROWS(X, NAME, W, A)                                                                   \
+  X(void, NAME, (const W* w, std::size_t row_stride, std::size_t rows, const A* a, std::size_t n, float* out), \
+    (w, row_stride, rows, a, n, out))
+#define RUVLLM_QUANT_EXPORTED(X)                                                        \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q4_0, float, ruvllm::block_q4_0)            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_k, float, ruvllm::block_q8_k)            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q8_0, ruvllm::block_q8_0, float)          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_0, ruvllm::block_q4_0, float)          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_k, ruvllm::block_q4_k, float)          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q6_k, ruvllm::block_q6_k, float)          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_f16, float, ruvllm::f16)              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f16_to_f32, ruvllm::f16, float)              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_bf16, float, ruvllm::bf16)            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)            \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)
+
 #endif  // RUVLLM_KERNELS_SCALAR_QUANT_HPP

@@ -82,23 +82,22 @@ inline void map2(const float* a, const float* b, float* y, std::size_t n, float 
   return max;
 }
 
-/// y[i] = exp(x[i] * scale - shift); returns the sum of y. The tail's -inf
-/// padding contributes exp(-inf) = 0.
-[[nodiscard]] inline float exp_row(const float* x, float* y, std::size_t n, float scale, float shift) noexcept {
-  const batch vs(scale), vm(shift);
+/// y[i] = exp((x[i] - max) * scale), the reference's rounding; returns the
+/// sum of y. The tail's -inf padding contributes exp(-inf) = 0.
+[[nodiscard]] inline float exp_row(const float* x, float* y, std::size_t n, float scale, float max) noexcept {
+  const batch vs(scale), vm(max);
   batch sum0(0.0f), sum1(0.0f);
   std::size_t i = 0;
   for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    // Multiply, then subtract, as the reference rounds.
-    const batch e0 = ::xsimd::exp(batch::load_unaligned(x + i) * vs - vm);
-    const batch e1 = ::xsimd::exp(batch::load_unaligned(x + i + lanes) * vs - vm);
+    const batch e0 = ::xsimd::exp((batch::load_unaligned(x + i) - vm) * vs);
+    const batch e1 = ::xsimd::exp((batch::load_unaligned(x + i + lanes) - vm) * vs);
     e0.store_unaligned(y + i);
     e1.store_unaligned(y + i + lanes);
     sum0 += e0;
     sum1 += e1;
   }
   for (; i + lanes <= n; i += lanes) {
-    const batch e = ::xsimd::exp(batch::load_unaligned(x + i) * vs - vm);
+    const batch e = ::xsimd::exp((batch::load_unaligned(x + i) - vm) * vs);
     e.store_unaligned(y + i);
     sum0 += e;
   }
@@ -106,7 +105,7 @@ inline void map2(const float* a, const float* b, float* y, std::size_t n, float 
     alignas(64) float tail[lanes];
     for (float& t : tail) t = -std::numeric_limits<float>::infinity();
     std::memcpy(tail, x + i, (n - i) * sizeof(float));
-    const batch e = ::xsimd::exp(batch::load_aligned(tail) * vs - vm);
+    const batch e = ::xsimd::exp((batch::load_aligned(tail) - vm) * vs);
     e.store_aligned(tail);
     std::memcpy(y + i, tail, (n - i) * sizeof(float));
     sum1 += e;
@@ -124,7 +123,7 @@ inline void softmax_rows(const float* x, float* y, std::size_t rows, std::size_t
       for (std::size_t i = 0; i < n; ++i) yr[i] = 1.0f / static_cast<float>(n);
       continue;
     }
-    const batch inv(1.0f / exp_row(xr, yr, n, scale, max * scale));
+    const batch inv(1.0f / exp_row(xr, yr, n, scale, max));
     map2(yr, yr, yr, n, 0.0f, [inv](batch v, batch) { return v * inv; });
   }
 }

@@ -56,6 +56,13 @@ struct matmul_ops<backend::xsimd> {
                    std::size_t cols) noexcept {
     xsimd_impl::gemv(w, row_stride, x, y, rows, cols);
   }
+  /// Y[t * y_stride + r] = dot(row r of w, row t of x): one GEMV per token.
+  template <class W>
+  static void gemm(const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+                   std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+    for (std::size_t t = 0; t < tokens; ++t)
+      xsimd_impl::gemv(w, w_stride, x + t * x_stride, y + t * y_stride, rows, cols);
+  }
 };
 
 }  // namespace ruvllm::kernels

@@ -1,0 +1,809 @@
+// Highway attention kernels (flash prefill, paged decode), compiled once per
+// SIMD target. No include guard: the toggle below lets hwy/foreach_target.h
+// re-include this file for each target, through the umbrella
+// ruvllm/kernels/kernels-inl.h. The contract is at the top of
+// ruvllm/kernels/scalar/attention.hpp, the page layouts at the top of
+// ruvllm/kernels/paged_kv_view.hpp.
+//
+// Prefill (per work item: one KV head, attention_tile_rows rows of (query,
+// head-in-group), so a GQA group shares every K/V load):
+//   pack the tile's Q rows, pre-scaled, into a contiguous tile;
+//   for each block of attention_tile_keys keys:
+//     K block -> K^T tile [dim][key] (so scores are a plain GEMM micro-kernel);
+//     S = Q K^T with a 6-row x 2-vector register tile (12 accumulators, 2 loads
+//       and 6 broadcasts per 12 FMAs: FMA-bound on AVX2 and AVX-512);
+//     causal mask (only blocks that cross a row's position), online softmax per
+//       row (vector max, hn::Exp, sum), rescale the output rows by exp(m_old - m_new);
+//     O += P V with the same register tile over [row][dim] (V rows read in place).
+// Tiles: 64 rows x 128 dims of Q and O (32 KiB each) stay in L2; a 64-key
+// block of K^T (32 KiB) and the 16 KiB score tile stream through L1.
+//
+// Decode (per work item: one sequence, one KV head, a page range; heads of
+// the GQA group in register blocks of 8, 4, 2 or 1 so each K/V vector loaded
+// serves every head of the block), per page and head block:
+//   scores for the page's tokens, dequantizing in registers:
+//     f16 / q8_0 keys: dot products over dim (vector per 8-16 channels), 1-8
+//       tokens at a time, a q8_0 block's scale multiplied into the widened codes;
+//     KIVI keys (quantized per channel, codes along tokens): tokens in lanes,
+//       score = q.zero + sum_c (q_c scale_c) code_c -- the dequantization is
+//       folded into the query, one widening load + shift + mask per 4-8 codes;
+//   online softmax over the page (vector max, exp, sum), rescale the state;
+//   acc += sum_t p_t v_t over dim vectors, p_t times each block's scale
+//     folded into the broadcast weight, KIVI zeros added once per group.
+// Scale/zero f16 pairs are gathered into a small stack array and widened a
+// vector at a time; nothing larger than a page's scores or a group's folded
+// query (8 KiB) is ever dequantized into memory. The next page of the range
+// is prefetched while the current one is processed.
+//
+// Highway 1.0.3 facts this relies on:
+//  * PromoteTo(float, float16) is VCVTPH2PS on AVX2/AVX3/AVX3_DL (bit-exact
+//    ruvllm::to_float); elsewhere f16 is widened by f16_bits_to_f32 below.
+//  * hn::Exp (hwy/contrib/math) returns 0 below -104, so exp(-inf) == 0.
+//  * The SCALAR target (the g++ 12 fallback) has one lane and lacks ops: it
+//    forwards to the scalar reference.
+
+#if defined(RUVLLM_KERNELS_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RUVLLM_KERNELS_ATTENTION_INL_H_
+#undef RUVLLM_KERNELS_ATTENTION_INL_H_
+#else
+#define RUVLLM_KERNELS_ATTENTION_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+
+#include "hwy/cache_control.h"
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "ruvllm/core/half.hpp"
+#include "ruvllm/kernels/paged_kv_view.hpp"
+#include "ruvllm/kernels/scalar/attention.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace ruvllm::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET != HWY_SCALAR
+namespace attention_simd {
+
+using DF = hn::ScalableTag<float>;
+inline constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+
+// ------------------------------------------------------------ conversions
+
+/// Floats of the f16 bit patterns in the low 16 bits of the u32 lanes of h,
+/// bit for bit ruvllm::to_float: subnormals through an exact int-to-float
+/// conversion (so DAZ cannot flush them), inf kept, NaN made quiet.
+template <class D, class VU>
+HWY_INLINE hn::Vec<D> f16_bits_to_f32(D df, VU h) {
+  const hn::RebindToUnsigned<D> du;
+  const hn::RebindToSigned<D> di;
+  const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
+  const auto mag = hn::And(h, hn::Set(du, 0x7FFFu));
+  const auto mag_i = hn::BitCast(di, mag);
+  const auto rebias = hn::Set(du, 112u << 23);  // exponent 15 -> 127
+  const auto normal = hn::Add(hn::ShiftLeft<13>(mag), rebias);
+  const auto quiet =
+      hn::IfThenElseZero(hn::RebindMask(du, hn::Gt(mag_i, hn::Set(di, 0x7C00))), hn::Set(du, 0x0040'0000u));
+  const auto special = hn::Or(hn::Add(normal, rebias), quiet);  // exponent 31 -> 255
+  const auto subnormal = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, mag_i), hn::Set(df, 1.0f / 16777216.0f)));
+  auto bits = hn::IfThenElse(hn::RebindMask(du, hn::Gt(mag_i, hn::Set(di, 0x7BFF))), special, normal);
+  bits = hn::IfThenElse(hn::RebindMask(du, hn::Lt(mag_i, hn::Set(di, 0x0400))), subnormal, bits);
+  return hn::BitCast(df, hn::Or(bits, sign));
+}
+
+/// Lanes(d) f16 values from p (any alignment), widened exactly.
+template <class D>
+HWY_INLINE hn::Vec<D> load_f16(D d, const std::byte* HWY_RESTRICT p) {
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
+    !defined(HWY_DISABLE_F16C)
+  const hn::Rebind<hwy::float16_t, D> dh;
+  return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+#else
+  const hn::Rebind<std::uint16_t, D> d16;
+  const hn::RebindToUnsigned<D> du;
+  return f16_bits_to_f32(d, hn::PromoteTo(du, hn::LoadU(d16, reinterpret_cast<const std::uint16_t*>(p))));
+#endif
+}
+
+/// Lanes(d) int8 codes from p, as floats.
+template <class D>
+HWY_INLINE hn::Vec<D> load_i8(D d, const std::byte* HWY_RESTRICT p) {
+  const hn::Rebind<std::int8_t, D> d8;
+  const hn::RebindToSigned<D> di;
+  return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(p))));
+}
+
+/// Lanes(d) consecutive KIVI codes starting at byte `offset` of plane `plane`
+/// (bits [bits * plane, bits * plane + bits) of each byte), as floats.
+template <class D>
+HWY_INLINE hn::Vec<D> load_codes(D d, const std::uint8_t* HWY_RESTRICT bytes, int shift, hn::Vec<hn::RebindToUnsigned<D>> mask) {
+  const hn::Rebind<std::uint8_t, D> d8;
+  const hn::RebindToUnsigned<D> du;
+  const hn::RebindToSigned<D> di;
+  const auto wide = hn::PromoteTo(du, hn::LoadU(d8, bytes));
+  return hn::ConvertTo(d, hn::BitCast(di, hn::And(hn::ShiftRightSame(wide, shift), mask)));
+}
+
+template <class D>
+HWY_INLINE float reduce_sum(D d, hn::Vec<D> v) {
+  return hn::GetLane(hn::SumOfLanes(d, v));
+}
+
+/// Widens the f16 pairs (low half: first f16, high half: second) in
+/// pairs[0, n) to lo[] and hi[]; n is rounded up to whole vectors, so the
+/// arrays hold round_up(n, Lanes) entries (pairs beyond n must be readable).
+HWY_INLINE void widen_pairs(const std::uint32_t* HWY_RESTRICT pairs, std::size_t n, float* HWY_RESTRICT lo,
+                            float* HWY_RESTRICT hi) {
+  const DF d;
+  const hn::RebindToUnsigned<DF> du;
+  const std::size_t L = hn::Lanes(d);
+  const auto low_mask = hn::Set(du, 0xFFFFu);
+  for (std::size_t i = 0; i < n; i += L) {
+    const auto v = hn::LoadU(du, pairs + i);
+    hn::StoreU(f16_bits_to_f32(d, hn::And(v, low_mask)), d, lo + i);
+    if (hi != nullptr) hn::StoreU(f16_bits_to_f32(d, hn::ShiftRight<16>(v)), d, hi + i);
+  }
+}
+
+/// The 32 bits at p (an f16 pair, or an f16 and two code bytes).
+HWY_INLINE std::uint32_t load_u32(const std::byte* p) {
+  std::uint32_t x;
+  std::memcpy(&x, p, sizeof x);
+  return x;
+}
+
+// ================================================================ prefill
+
+inline constexpr std::size_t tile_rows = attention_tile_rows;
+inline constexpr std::size_t tile_keys = attention_tile_keys;
+
+/// s[r][j0 .. j0 + ncols) = qt[r] . kt[.][j] for MR rows; ncols a multiple of 2 * Lanes.
+template <std::size_t MR>
+HWY_INLINE void score_rows(const float* HWY_RESTRICT qt, std::size_t D, const float* HWY_RESTRICT kt,
+                           std::size_t ncols, float* HWY_RESTRICT s) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  using V = hn::Vec<DF>;
+  for (std::size_t j = 0; j < ncols; j += 2 * L) {
+    V c0[MR], c1[MR];
+    for (std::size_t r = 0; r < MR; ++r) c0[r] = c1[r] = hn::Zero(d);
+    const float* HWY_RESTRICT b = kt + j;
+    for (std::size_t k = 0; k < D; ++k, b += tile_keys) {
+      const V b0 = hn::Load(d, b);
+      const V b1 = hn::Load(d, b + L);
+      for (std::size_t r = 0; r < MR; ++r) {
+        const V a = hn::Set(d, qt[r * D + k]);
+        c0[r] = hn::MulAdd(a, b0, c0[r]);
+        c1[r] = hn::MulAdd(a, b1, c1[r]);
+      }
+    }
+    for (std::size_t r = 0; r < MR; ++r) {
+      hn::Store(c0[r], d, s + r * tile_keys + j);
+      hn::Store(c1[r], d, s + r * tile_keys + j + L);
+    }
+  }
+}
+
+/// o[r][c ..] += sum_{j < nkeys} p[r][j] v[j][c ..] for MR rows, over NV
+/// vectors of channels starting at c.
+template <std::size_t MR, std::size_t NV>
+HWY_INLINE void pv_rows(const float* HWY_RESTRICT p, std::size_t nkeys, const float* HWY_RESTRICT v,
+                        std::size_t v_stride, std::size_t c, float* HWY_RESTRICT o, std::size_t D) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  using V = hn::Vec<DF>;
+  V acc[MR][NV];
+  for (std::size_t r = 0; r < MR; ++r)
+    for (std::size_t n = 0; n < NV; ++n) acc[r][n] = hn::Load(d, o + r * D + c + n * L);
+  const float* HWY_RESTRICT vr = v + c;
+  for (std::size_t j = 0; j < nkeys; ++j, vr += v_stride) {
+    V b[NV];
+    for (std::size_t n = 0; n < NV; ++n) b[n] = hn::LoadU(d, vr + n * L);
+    for (std::size_t r = 0; r < MR; ++r) {
+      const V a = hn::Set(d, p[r * tile_keys + j]);
+      for (std::size_t n = 0; n < NV; ++n) acc[r][n] = hn::MulAdd(a, b[n], acc[r][n]);
+    }
+  }
+  for (std::size_t r = 0; r < MR; ++r)
+    for (std::size_t n = 0; n < NV; ++n) hn::Store(acc[r][n], d, o + r * D + c + n * L);
+}
+
+template <std::size_t MR>
+HWY_INLINE void pv_all(const float* p, std::size_t nkeys, const float* v, std::size_t v_stride, float* o,
+                       std::size_t D) {
+  const std::size_t L = hn::Lanes(DF());
+  std::size_t c = 0;
+  for (; c + 2 * L <= D; c += 2 * L) pv_rows<MR, 2>(p, nkeys, v, v_stride, c, o, D);
+  for (; c < D; c += L) pv_rows<MR, 1>(p, nkeys, v, v_stride, c, o, D);
+}
+
+inline constexpr std::size_t micro_rows = 6;
+
+/// Runs f.template operator()<MR>(r) over rows [0, nr) in blocks of micro_rows.
+template <class F>
+HWY_INLINE void for_row_blocks(std::size_t nr, F&& f) {
+  std::size_t r = 0;
+  for (; r + micro_rows <= nr; r += micro_rows) f.template operator()<micro_rows>(r);
+  switch (nr - r) {
+    case 5: f.template operator()<5>(r); break;
+    case 4: f.template operator()<4>(r); break;
+    case 3: f.template operator()<3>(r); break;
+    case 2: f.template operator()<2>(r); break;
+    case 1: f.template operator()<1>(r); break;
+    default: break;
+  }
+}
+
+inline void prefill_item(const attention_prefill_args& a, const kernels::attention_detail::prefill_tiles& t,
+                             std::size_t item) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t D = a.head_dim, G = a.n_heads / a.n_kv_heads;
+  const std::size_t tiles = kernels::attention_detail::prefill_row_tiles(a);
+  const std::size_t kvh = item / tiles, r0 = (item % tiles) * tile_rows;
+  const std::size_t nr = std::min(tile_rows, a.n_q * G - r0);
+
+  // Q rows, pre-scaled; output rows and softmax state cleared.
+  const auto scale = hn::Set(d, a.scale);
+  for (std::size_t r = 0; r < nr; ++r) {
+    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
+    const float* src = a.q + i * a.q_stride + head * D;
+    for (std::size_t c = 0; c < D; c += L) {
+      hn::Store(hn::Mul(hn::LoadU(d, src + c), scale), d, t.q + r * D + c);
+      hn::Store(hn::Zero(d), d, t.o + r * D + c);
+    }
+    t.m[r] = neg_inf;
+    t.l[r] = 0.0f;
+  }
+  const std::size_t pos_min = a.q_pos + r0 / G, pos_max = a.q_pos + (r0 + nr - 1) / G;
+  const std::size_t kv_end = a.causal ? std::min(a.n_kv, pos_max + 1) : a.n_kv;
+  const float* kbase = a.k + kvh * D;
+  const float* vbase = a.v + kvh * D;
+
+  for (std::size_t kb0 = 0; kb0 < kv_end; kb0 += tile_keys) {
+    const std::size_t nk = std::min(tile_keys, kv_end - kb0);
+    const std::size_t ncols = kernels::attention_detail::round_up(nk, 2 * L);
+    // K^T: kt[c][j] = K[kb0 + j][c]; zero columns past nk keep the padded
+    // scores finite (they are masked below).
+    for (std::size_t j = 0; j < nk; ++j) {
+      const float* krow = kbase + (kb0 + j) * a.k_stride;
+      for (std::size_t c = 0; c < D; ++c) t.kt[c * tile_keys + j] = krow[c];
+    }
+    for (std::size_t c = 0; c < D; ++c)
+      for (std::size_t j = nk; j < ncols; ++j) t.kt[c * tile_keys + j] = 0.0f;
+
+    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) HWY_ATTR {
+      score_rows<MR>(t.q + r * D, D, t.kt, ncols, t.s + r * tile_keys);
+    });
+
+    // Online softmax, row by row; P overwrites S.
+    const bool needs_mask = a.causal && kb0 + nk - 1 > pos_min;
+    for (std::size_t r = 0; r < nr; ++r) {
+      float* s = t.s + r * tile_keys;
+      std::size_t valid = nk;
+      if (needs_mask) {
+        const std::size_t pos = a.q_pos + (r0 + r) / G;
+        valid = pos + 1 <= kb0 ? 0 : std::min(nk, pos + 1 - kb0);
+      }
+      if (valid == 0) {  // every key of this block is in the row's future
+        for (std::size_t j = 0; j < ncols; j += L) hn::Store(hn::Zero(d), d, s + j);
+        t.alpha[r] = 1.0f;
+        continue;
+      }
+      auto vmax = hn::Set(d, neg_inf);
+      std::size_t j = 0;
+      for (; j + L <= valid; j += L) vmax = hn::Max(vmax, hn::Load(d, s + j));
+      if (j < valid) vmax = hn::Max(vmax, hn::IfThenElse(hn::FirstN(d, valid - j), hn::Load(d, s + j), vmax));
+      const float m_old = t.m[r];
+      const float m_new = std::max(m_old, hn::GetLane(hn::MaxOfLanes(d, vmax)));
+      const auto vm = hn::Set(d, m_new);
+      auto vsum = hn::Zero(d);
+      for (j = 0; j < ncols; j += L) {
+        auto p = hn::Exp(d, hn::Sub(hn::Load(d, s + j), vm));
+        if (j + L > valid) p = hn::IfThenElseZero(hn::FirstN(d, valid > j ? valid - j : 0), p);
+        hn::Store(p, d, s + j);
+        vsum = hn::Add(vsum, p);
+      }
+      const float alpha = std::exp(m_old - m_new);  // 0 on the first block
+      t.alpha[r] = alpha;
+      t.l[r] = t.l[r] * alpha + reduce_sum(d, vsum);
+      t.m[r] = m_new;
+      if (alpha != 1.0f) {
+        const auto va = hn::Set(d, alpha);
+        for (std::size_t c = 0; c < D; c += L) hn::Store(hn::Mul(hn::Load(d, t.o + r * D + c), va), d, t.o + r * D + c);
+      }
+    }
+
+    const float* vblock = vbase + kb0 * a.v_stride;
+    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) HWY_ATTR {
+      pv_all<MR>(t.s + r * tile_keys, nk, vblock, a.v_stride, t.o + r * D, D);
+    });
+  }
+
+  for (std::size_t r = 0; r < nr; ++r) {
+    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
+    float* dst = a.out + i * a.out_stride + head * D;
+    const auto inv = hn::Set(d, t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f);
+    for (std::size_t c = 0; c < D; c += L) hn::StoreU(hn::Mul(hn::Load(d, t.o + r * D + c), inv), d, dst + c);
+  }
+}
+
+// ================================================================= decode
+
+/// Stride of a head's row in the per-page score tile (a multiple of every
+/// target's lanes, so padded vector loops stay inside the row).
+inline constexpr std::size_t score_stride = kv_max_tokens_per_page + 16;
+
+/// What one head block of one page needs.
+struct page_ctx {
+  const float* q;        // HB rows of head_dim (the block's first head)
+  const std::byte* k;    // the page-head of keys
+  const std::byte* v;    // the page-head of values
+  std::size_t n;         // tokens in the page
+  std::size_t D;
+  float* s;              // HB rows of score_stride: scores, then probabilities
+  float* acc;            // HB rows of D
+};
+
+// ---- keys: s[h][t] = q_h . k_t (unscaled)
+
+/// Tokens per step of the dim-lane scorers: HB * TB accumulators.
+template <std::size_t HB>
+inline constexpr std::size_t tokens_per_step = HB >= 8 ? 1 : 8 / HB;
+
+// f16 keys, TB tokens from t0.
+template <std::size_t HB, std::size_t TB>
+HWY_INLINE void score_f16_step(const page_ctx& c, std::size_t t0) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  using V = hn::Vec<DF>;
+  V acc[HB][TB];
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::Zero(d);
+  const std::byte* row = c.k + 2 * t0 * c.D;
+  for (std::size_t x = 0; x < c.D; x += L) {
+    V k[TB];
+    for (std::size_t b = 0; b < TB; ++b) k[b] = load_f16(d, row + 2 * (b * c.D + x));
+    for (std::size_t h = 0; h < HB; ++h) {
+      const V qv = hn::Load(d, c.q + h * c.D + x);
+      for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::MulAdd(qv, k[b], acc[h][b]);
+    }
+  }
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < TB; ++b) c.s[h * score_stride + t0 + b] = reduce_sum(d, acc[h][b]);
+}
+
+template <std::size_t HB>
+HWY_INLINE void score_f16(const page_ctx& c) {
+  constexpr std::size_t TB = tokens_per_step<HB>;
+  std::size_t t = 0;
+  for (; t + TB <= c.n; t += TB) score_f16_step<HB, TB>(c, t);
+  for (; t < c.n; ++t) score_f16_step<HB, 1>(c, t);
+}
+
+// q8_0 keys: the widened codes of each 32-channel block times its scale
+// (from `scales`, [token][block]), TB tokens from t0.
+template <std::size_t HB, std::size_t TB>
+HWY_INLINE void score_q8_0_step(const page_ctx& c, const float* HWY_RESTRICT scales, std::size_t t0) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  using V = hn::Vec<DF>;
+  const std::size_t nb = c.D / 32, row_bytes = nb * sizeof(block_q8_0);
+  V acc[HB][TB];
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::Zero(d);
+  for (std::size_t blk = 0; blk < nb; ++blk) {
+    V sc[TB];
+    for (std::size_t b = 0; b < TB; ++b) sc[b] = hn::Set(d, scales[(t0 + b) * nb + blk]);
+    for (std::size_t x = 0; x < 32; x += L) {
+      V k[TB];
+      for (std::size_t b = 0; b < TB; ++b)
+        k[b] = hn::Mul(load_i8(d, c.k + (t0 + b) * row_bytes + blk * sizeof(block_q8_0) + 2 + x), sc[b]);
+      for (std::size_t h = 0; h < HB; ++h) {
+        const V qv = hn::Load(d, c.q + h * c.D + blk * 32 + x);
+        for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::MulAdd(qv, k[b], acc[h][b]);
+      }
+    }
+  }
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < TB; ++b) c.s[h * score_stride + t0 + b] = reduce_sum(d, acc[h][b]);
+}
+
+template <std::size_t HB>
+inline void score_q8_0(const page_ctx& c) {
+  // The page's block scales, widened once: n * D / 32 <= 2048 floats.
+  HWY_ALIGN std::uint32_t raw[kv_max_tokens_per_page * (kv_max_head_dim / 32)];
+  HWY_ALIGN float scales[kv_max_tokens_per_page * (kv_max_head_dim / 32)];
+  const std::size_t count = c.n * (c.D / 32);
+  const std::size_t padded = kernels::attention_detail::round_up(count, hn::Lanes(DF()));
+  for (std::size_t i = 0; i < count; ++i) raw[i] = load_u32(c.k + i * sizeof(block_q8_0));  // d + 2 code bytes
+  for (std::size_t i = count; i < padded; ++i) raw[i] = 0;
+  widen_pairs(raw, count, scales, nullptr);
+  constexpr std::size_t TB = tokens_per_step<HB>;
+  std::size_t t = 0;
+  for (; t + TB <= c.n; t += TB) score_q8_0_step<HB, TB>(c, scales, t);
+  for (; t < c.n; ++t) score_q8_0_step<HB, 1>(c, scales, t);
+}
+
+// KIVI keys: for group j, w[h][ch] = q_h[ch] * scale_ch and qz[h] = q_h . zero;
+// then the group's tokens sit in lanes: s[h][t] = qz[h] + sum_ch w[h][ch] code(ch, t).
+// DT has NT <= 8 lanes, NT dividing the plane P.
+template <class DT, std::size_t HB>
+inline void score_kivi(DT dt, const page_ctx& c, unsigned bits, std::size_t G) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d), NT = hn::Lanes(dt);
+  const std::size_t P = G * bits / 8, S = 4 + P, D = c.D;
+  const hn::RebindToUnsigned<DT> dtu;
+  const auto mask = hn::Set(dtu, (1u << bits) - 1u);
+  using VT = hn::Vec<DT>;
+  constexpr std::size_t TV = HB >= 8 ? 1 : 8 / HB;  // token vectors per pass
+  HWY_ALIGN std::uint32_t raw[kv_max_head_dim];
+  HWY_ALIGN float scale[kv_max_head_dim];
+  HWY_ALIGN float zero[kv_max_head_dim];
+  HWY_ALIGN float w[HB][kv_max_head_dim];
+  for (std::size_t j = 0; j * G < c.n; ++j) {
+    const std::byte* group = c.k + S * j * D;
+    for (std::size_t ch = 0; ch < D; ++ch) raw[ch] = load_u32(group + S * ch);
+    widen_pairs(raw, D, scale, zero);
+    float qz[HB];
+    for (std::size_t h = 0; h < HB; ++h) {
+      auto z = hn::Zero(d);
+      for (std::size_t x = 0; x < D; x += L) {
+        const auto qv = hn::Load(d, c.q + h * D + x);
+        hn::Store(hn::Mul(qv, hn::Load(d, scale + x)), d, w[h] + x);
+        z = hn::MulAdd(qv, hn::Load(d, zero + x), z);
+      }
+      qz[h] = reduce_sum(d, z);
+    }
+    const std::size_t vectors = G / NT;
+    for (std::size_t v0 = 0; v0 < vectors; v0 += TV) {
+      const std::size_t nv = std::min(TV, vectors - v0);
+      VT acc[HB][TV];
+      for (std::size_t h = 0; h < HB; ++h)
+        for (std::size_t b = 0; b < TV; ++b) acc[h][b] = hn::Set(dt, qz[h]);
+      int shift[TV];
+      std::size_t offset[TV];
+      for (std::size_t b = 0; b < TV; ++b) {
+        const std::size_t tok = (v0 + std::min(b, nv - 1)) * NT;
+        shift[b] = static_cast<int>(bits * (tok / P));
+        offset[b] = tok % P;
+      }
+      const std::uint8_t* codes = reinterpret_cast<const std::uint8_t*>(group + 4);
+      for (std::size_t ch = 0; ch < D; ++ch, codes += S) {
+        VT k[TV];
+        for (std::size_t b = 0; b < TV; ++b) k[b] = load_codes(dt, codes + offset[b], shift[b], mask);
+        for (std::size_t h = 0; h < HB; ++h) {
+          const VT wv = hn::Set(dt, w[h][ch]);
+          for (std::size_t b = 0; b < TV; ++b) acc[h][b] = hn::MulAdd(wv, k[b], acc[h][b]);
+        }
+      }
+      for (std::size_t h = 0; h < HB; ++h)
+        for (std::size_t b = 0; b < nv; ++b) hn::StoreU(acc[h][b], dt, c.s + h * score_stride + j * G + (v0 + b) * NT);
+    }
+  }
+}
+
+// ---- values: acc[h][ch] += sum_t p[h][t] v_t[ch]
+
+/// Channel vectors per pass of the value accumulators: HB * CV accumulators.
+template <std::size_t HB>
+inline constexpr std::size_t channel_vectors = HB >= 8 ? 1 : (HB >= 4 ? 2 : 4);
+
+// f16 values, NV channel vectors from x.
+template <std::size_t HB, std::size_t NV>
+HWY_INLINE void accum_f16_pass(const page_ctx& c, std::size_t x) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  using V = hn::Vec<DF>;
+  V acc[HB][NV];
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::Load(d, c.acc + h * c.D + x + b * L);
+  const std::byte* row = c.v + 2 * x;
+  for (std::size_t t = 0; t < c.n; ++t, row += 2 * c.D) {
+    V v[NV];
+    for (std::size_t b = 0; b < NV; ++b) v[b] = load_f16(d, row + 2 * b * L);
+    for (std::size_t h = 0; h < HB; ++h) {
+      const V p = hn::Set(d, c.s[h * score_stride + t]);
+      for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::MulAdd(p, v[b], acc[h][b]);
+    }
+  }
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < NV; ++b) hn::Store(acc[h][b], d, c.acc + h * c.D + x + b * L);
+}
+
+template <std::size_t HB>
+HWY_INLINE void accum_f16(const page_ctx& c) {
+  constexpr std::size_t CV = channel_vectors<HB>;
+  const std::size_t L = hn::Lanes(DF());
+  std::size_t x = 0;
+  for (; x + CV * L <= c.D; x += CV * L) accum_f16_pass<HB, CV>(c, x);
+  for (; x < c.D; x += L) accum_f16_pass<HB, 1>(c, x);
+}
+
+// q8_0 values: per 32-channel block, the weights p[h][t] * d[t] (in pw,
+// [h][t]), then NV channel vectors from x inside the block.
+template <std::size_t HB, std::size_t NV>
+HWY_INLINE void accum_q8_0_pass(const page_ctx& c, const float* HWY_RESTRICT pw, std::size_t blk, std::size_t x) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  using V = hn::Vec<DF>;
+  const std::size_t row_bytes = c.D / 32 * sizeof(block_q8_0);
+  V acc[HB][NV];
+  float* out = c.acc + blk * 32 + x;
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::Load(d, out + h * c.D + b * L);
+  const std::byte* codes = c.v + blk * sizeof(block_q8_0) + 2 + x;
+  for (std::size_t t = 0; t < c.n; ++t, codes += row_bytes) {
+    V v[NV];
+    for (std::size_t b = 0; b < NV; ++b) v[b] = load_i8(d, codes + b * L);
+    for (std::size_t h = 0; h < HB; ++h) {
+      const V p = hn::Set(d, pw[h * score_stride + t]);
+      for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::MulAdd(p, v[b], acc[h][b]);
+    }
+  }
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < NV; ++b) hn::Store(acc[h][b], d, out + h * c.D + b * L);
+}
+
+/// pw[h][t] = p[h][t] * scale[t] over whole vectors (scores are padded).
+template <std::size_t HB>
+HWY_INLINE void fold_weights(const page_ctx& c, const float* HWY_RESTRICT scale, float* HWY_RESTRICT pw) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t t = 0; t < c.n; t += L)
+      hn::Store(hn::Mul(hn::Load(d, c.s + h * score_stride + t), hn::Load(d, scale + t)), d, pw + h * score_stride + t);
+}
+
+template <std::size_t HB>
+inline void accum_q8_0(const page_ctx& c) {
+  const std::size_t L = hn::Lanes(DF());
+  constexpr std::size_t CV = channel_vectors<HB>;
+  const std::size_t nb = c.D / 32, row_bytes = nb * sizeof(block_q8_0);
+  const std::size_t padded = kernels::attention_detail::round_up(c.n, L);
+  HWY_ALIGN std::uint32_t raw[score_stride];
+  HWY_ALIGN float scale[score_stride];
+  HWY_ALIGN float pw[HB * score_stride];
+  for (std::size_t blk = 0; blk < nb; ++blk) {
+    for (std::size_t t = 0; t < c.n; ++t) raw[t] = load_u32(c.v + t * row_bytes + blk * sizeof(block_q8_0));
+    for (std::size_t t = c.n; t < padded; ++t) raw[t] = 0;
+    widen_pairs(raw, c.n, scale, nullptr);
+    fold_weights<HB>(c, scale, pw);
+    std::size_t x = 0;
+    for (; x + CV * L <= 32; x += CV * L) accum_q8_0_pass<HB, CV>(c, pw, blk, x);
+    for (; x < 32; x += L) accum_q8_0_pass<HB, 1>(c, pw, blk, x);
+  }
+}
+
+// KIVI values: per group j of G channels, pw[h][t] = p[h][t] * scale(t, j)
+// and zsum[h] = sum_t p[h][t] zero(t, j); NV channel vectors (NT lanes) from
+// channel vector v0 of the group. acc += pw * code, then + zsum per group.
+template <class DT, std::size_t HB, std::size_t NV>
+HWY_INLINE void accum_kivi_pass(DT dt, const page_ctx& c, const float* HWY_RESTRICT pw, unsigned bits, std::size_t G,
+                                std::size_t j, std::size_t v0) {
+  const std::size_t NT = hn::Lanes(dt);
+  const std::size_t P = G * bits / 8, S = 4 + P, groups = c.D / G;
+  const hn::RebindToUnsigned<DT> dtu;
+  const auto mask = hn::Set(dtu, (1u << bits) - 1u);
+  using VT = hn::Vec<DT>;
+  VT acc[HB][NV];
+  float* out = c.acc + j * G + v0 * NT;
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::LoadU(dt, out + h * c.D + b * NT);
+  int shift[NV];
+  std::size_t offset[NV];
+  for (std::size_t b = 0; b < NV; ++b) {
+    const std::size_t ch = (v0 + b) * NT;
+    shift[b] = static_cast<int>(bits * (ch / P));
+    offset[b] = ch % P;
+  }
+  const std::uint8_t* codes = reinterpret_cast<const std::uint8_t*>(c.v + S * j + 4);
+  for (std::size_t t = 0; t < c.n; ++t, codes += S * groups) {
+    VT v[NV];
+    for (std::size_t b = 0; b < NV; ++b) v[b] = load_codes(dt, codes + offset[b], shift[b], mask);
+    for (std::size_t h = 0; h < HB; ++h) {
+      const VT p = hn::Set(dt, pw[h * score_stride + t]);
+      for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::MulAdd(p, v[b], acc[h][b]);
+    }
+  }
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < NV; ++b) hn::StoreU(acc[h][b], dt, out + h * c.D + b * NT);
+}
+
+template <class DT, std::size_t HB>
+inline void accum_kivi(DT dt, const page_ctx& c, unsigned bits, std::size_t G) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d), NT = hn::Lanes(dt);
+  const std::size_t S = 4 + G * bits / 8, groups = c.D / G;
+  constexpr std::size_t CV = channel_vectors<HB>;
+  const std::size_t padded = kernels::attention_detail::round_up(c.n, L);
+  HWY_ALIGN std::uint32_t raw[score_stride];
+  HWY_ALIGN float scale[score_stride];
+  HWY_ALIGN float zero[score_stride];
+  HWY_ALIGN float pw[HB * score_stride];
+  for (std::size_t j = 0; j < groups; ++j) {
+    for (std::size_t t = 0; t < c.n; ++t) raw[t] = load_u32(c.v + S * (t * groups + j));
+    for (std::size_t t = c.n; t < padded; ++t) raw[t] = 0;
+    widen_pairs(raw, c.n, scale, zero);
+    fold_weights<HB>(c, scale, pw);
+    float zsum[HB];
+    for (std::size_t h = 0; h < HB; ++h) {
+      auto z = hn::Zero(d);
+      for (std::size_t t = 0; t < c.n; t += L)
+        z = hn::MulAdd(hn::Load(d, c.s + h * score_stride + t), hn::Load(d, zero + t), z);
+      zsum[h] = reduce_sum(d, z);
+    }
+    const std::size_t vectors = G / NT;
+    std::size_t v0 = 0;
+    for (; v0 + CV <= vectors; v0 += CV) accum_kivi_pass<DT, HB, CV>(dt, c, pw, bits, G, j, v0);
+    for (; v0 < vectors; ++v0) accum_kivi_pass<DT, HB, 1>(dt, c, pw, bits, G, j, v0);
+    for (std::size_t h = 0; h < HB; ++h) {
+      const auto z = hn::Set(d, zsum[h]);
+      float* out = c.acc + h * c.D + j * G;
+      for (std::size_t x = 0; x < G; x += L) {
+        if (x + L <= G) {
+          hn::StoreU(hn::Add(hn::LoadU(d, out + x), z), d, out + x);
+        } else {
+          for (std::size_t y = x; y < G; ++y) out[y] += zsum[h];
+        }
+      }
+    }
+  }
+}
+
+// ---- one head block of one page
+
+/// Runs f(dt) with the KIVI code tag for plane P: 8 lanes (capped to the
+/// target) when 8 divides P, else 4.
+template <class F>
+HWY_INLINE void with_code_tag(std::size_t plane, F&& f) {
+  if (plane % 8 == 0) {
+    f(hn::CappedTag<float, 8>());
+  } else {
+    f(hn::CappedTag<float, 4>());
+  }
+}
+
+template <std::size_t HB>
+inline void page_block(const paged_kv_desc& kv, const page_ctx& c, float scale, float* HWY_RESTRICT ml) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  switch (kv.k_format.format) {
+    case kv_format::f16: score_f16<HB>(c); break;
+    case kv_format::q8_0: score_q8_0<HB>(c); break;
+    case kv_format::kivi4:
+    case kv_format::kivi2: {
+      const unsigned bits = kv_bits(kv.k_format.format);
+      with_code_tag(kv.k_format.group * bits / 8,
+                    [&](auto dt) HWY_ATTR { score_kivi<decltype(dt), HB>(dt, c, bits, kv.k_format.group); });
+      break;
+    }
+  }
+  // Online softmax over the page: p = exp(scale * s - m_new), zero past n.
+  const std::size_t padded = kernels::attention_detail::round_up(c.n, L);
+  const auto vscale = hn::Set(d, scale);
+  for (std::size_t h = 0; h < HB; ++h) {
+    float* s = c.s + h * score_stride;
+    auto vmax = hn::Set(d, neg_inf);
+    std::size_t t = 0;
+    for (; t + L <= c.n; t += L) vmax = hn::Max(vmax, hn::Mul(hn::LoadU(d, s + t), vscale));
+    if (t < c.n)
+      vmax = hn::Max(vmax, hn::IfThenElse(hn::FirstN(d, c.n - t), hn::Mul(hn::LoadU(d, s + t), vscale), vmax));
+    const float m_old = ml[2 * h];
+    const float m_new = std::max(m_old, hn::GetLane(hn::MaxOfLanes(d, vmax)));
+    const auto vm = hn::Set(d, m_new);
+    auto vsum = hn::Zero(d);
+    for (t = 0; t < padded; t += L) {
+      auto p = hn::Exp(d, hn::MulSub(hn::LoadU(d, s + t), vscale, vm));
+      if (t + L > c.n) p = hn::IfThenElseZero(hn::FirstN(d, c.n - t), p);
+      hn::Store(p, d, s + t);
+      vsum = hn::Add(vsum, p);
+    }
+    const float alpha = std::exp(m_old - m_new);
+    ml[2 * h] = m_new;
+    ml[2 * h + 1] = ml[2 * h + 1] * alpha + reduce_sum(d, vsum);
+    if (alpha != 1.0f) {
+      const auto va = hn::Set(d, alpha);
+      float* acc = c.acc + h * c.D;
+      for (std::size_t x = 0; x < c.D; x += L) hn::Store(hn::Mul(hn::Load(d, acc + x), va), d, acc + x);
+    }
+  }
+  switch (kv.v_format.format) {
+    case kv_format::f16: accum_f16<HB>(c); break;
+    case kv_format::q8_0: accum_q8_0<HB>(c); break;
+    case kv_format::kivi4:
+    case kv_format::kivi2: {
+      const unsigned bits = kv_bits(kv.v_format.format);
+      with_code_tag(kv.v_format.group * bits / 8,
+                    [&](auto dt) HWY_ATTR { accum_kivi<decltype(dt), HB>(dt, c, bits, kv.v_format.group); });
+      break;
+    }
+  }
+}
+
+HWY_INLINE void prefetch_bytes(const std::byte* p, std::size_t bytes) {
+  for (std::size_t off = 0; off < bytes; off += 64) hwy::Prefetch(p + off);
+}
+
+inline void decode_item(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q,
+                            std::size_t i) {
+  const attention_decode_item& it = plan.items[i];
+  const std::size_t D = plan.head_dim, G = plan.group;
+  for (std::size_t h = 0; h < G; ++h) {
+    plan.ml(i, h)[0] = neg_inf;
+    plan.ml(i, h)[1] = 0.0f;
+    std::fill(plan.acc(i, h), plan.acc(i, h) + D, 0.0f);
+  }
+  HWY_ALIGN float s[8 * score_stride];
+  const float* qg = q + (std::size_t{it.seq} * plan.n_heads + std::size_t{it.kv_head} * G) * D;
+  for (std::uint32_t p = it.page_begin; p < it.page_end; ++p) {
+    page_ctx c;
+    c.k = kv.k_head(it.seq, p, it.kv_head);
+    c.v = kv.v_head(it.seq, p, it.kv_head);
+    c.n = kv.page_tokens(it.seq, p);
+    c.D = D;
+    c.s = s;
+    if (p + 1 < it.page_end) {
+      prefetch_bytes(kv.k_head(it.seq, p + 1, it.kv_head), kv.k_head_bytes);
+      prefetch_bytes(kv.v_head(it.seq, p + 1, it.kv_head), kv.v_head_bytes);
+    }
+    // Scores past n within a vector are computed from zero padding or
+    // ignored, never from memory past the page-head.
+    for (std::size_t h0 = 0; h0 < G;) {
+      c.q = qg + h0 * D;
+      c.acc = plan.acc(i, h0);
+      float* ml = plan.ml(i, h0);
+      const std::size_t left = G - h0;
+      if (left >= 8) {
+        page_block<8>(kv, c, plan.scale, ml);
+        h0 += 8;
+      } else if (left >= 4) {
+        page_block<4>(kv, c, plan.scale, ml);
+        h0 += 4;
+      } else if (left >= 2) {
+        page_block<2>(kv, c, plan.scale, ml);
+        h0 += 2;
+      } else {
+        page_block<1>(kv, c, plan.scale, ml);
+        h0 += 1;
+      }
+    }
+  }
+}
+
+}  // namespace attention_simd
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// ------------------------------------------------------------------ exports
+// One per dispatch-table entry in dispatch.hpp (RUVLLM_KERNELS_EXPORTED).
+
+inline void attention_prefill(const attention_prefill_args& a, std::byte* workspace, std::size_t begin,
+                              std::size_t end) {
+#if HWY_TARGET == HWY_SCALAR
+  scalar::attention_prefill(a, {}, begin, end);
+  (void)workspace;
+#else
+  const auto tiles = kernels::attention_detail::carve_prefill_tiles(workspace, a.head_dim);
+  for (std::size_t w = begin; w < end; ++w) attention_simd::prefill_item(a, tiles, w);
+#endif
+}
+
+inline void attention_decode(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q,
+                             std::size_t begin, std::size_t end) {
+#if HWY_TARGET == HWY_SCALAR
+  scalar::attention_decode(plan, kv, q, begin, end);
+#else
+  for (std::size_t i = begin; i < end; ++i) attention_simd::decode_item(plan, kv, q, i);
+#endif
+}
+
+}  // namespace ruvllm::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // RUVLLM_KERNELS_ATTENTION_INL_H_ toggle

@@ -1,0 +1,136 @@
+#ifndef RUVLLM_KERNELS_HIGHWAY_QUANT_HPP
+#define RUVLLM_KERNELS_HIGHWAY_QUANT_HPP
+
+// Quant entry points of backend::highway: the bodies in quant-inl.h through
+// runtime dispatch, one dispatched call per row or per batch of rows. The
+// single-row dots are the batch form with one row. Q4_K/Q6_K quantization
+// (offline, not a hot path) and Q8_K dequantization (tests only) run the
+// scalar reference. Semantics and preconditions: kernels/scalar/quant.hpp.
+
+#include <cstddef>
+
+#include "ruvllm/core/precision.hpp"
+#include "ruvllm/kernels/dispatch.hpp"
+#include "ruvllm/kernels/scalar/quant.hpp"
+
+namespace ruvllm::kernels {
+
+template <>
+struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::highway>> {
+  /// f32 -> Q8_0 (weights or activations), ggml's bytes; n % 32 == 0.
+  static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    dispatch::quant_quantize_q8_0(x, y, n);
+  }
+  /// f32 -> Q4_0, ggml's bytes; n % 32 == 0.
+  static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    dispatch::quant_quantize_q4_0(x, y, n);
+  }
+  /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
+  /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
+  /// f32 -> Q8_K activations with bsums, ggml's bytes; n % 256 == 0.
+  static void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    dispatch::quant_quantize_q8_k(x, y, n);
+  }
+
+  /// Q8_0 -> f32, bit-identical to the reference; n % 32 == 0.
+  static void dequantize_q8_0(const block_q8_0* x, float* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    dispatch::quant_dequantize_q8_0(x, y, n);
+  }
+  /// Q4_0 -> f32, bit-identical to the reference; n % 32 == 0.
+  static void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    dispatch::quant_dequantize_q4_0(x, y, n);
+  }
+  /// Q4_K -> f32, bit-identical to ggml's formula; n % 256 == 0.
+  static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    dispatch::quant_dequantize_q4_k(x, y, n);
+  }
+  /// Q6_K -> f32, bit-identical to ggml's formula; n % 256 == 0.
+  static void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    dispatch::quant_dequantize_q6_k(x, y, n);
+  }
+  /// Q8_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q8_k(const block_q8_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q8_k(x, y, n);
+  }
+
+  /// f32 -> f16 row, bit-identical to ruvllm::to_f16; any n.
+  static void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept {
+    dispatch::quant_convert_f32_to_f16(x, y, n);
+  }
+  /// f16 -> f32 row (exact); any n.
+  static void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept {
+    dispatch::quant_convert_f16_to_f32(x, y, n);
+  }
+  /// f32 -> bf16 row, bit-identical to ruvllm::to_bf16; any n.
+  static void convert_f32_to_bf16(const float* x, bf16* y, std::size_t n) noexcept {
+    dispatch::quant_convert_f32_to_bf16(x, y, n);
+  }
+  /// bf16 -> f32 row (exact); any n.
+  static void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept {
+    dispatch::quant_convert_bf16_to_f32(x, y, n);
+  }
+
+  /// One Q8_0 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    float out;
+    dot_q8_0_q8_0_rows(w, row_bytes<precision::q8_0>(n), 1, a, n, &out);
+    return out;
+  }
+  /// One Q4_0 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    float out;
+    dot_q4_0_q8_0_rows(w, row_bytes<precision::q4_0>(n), 1, a, n, &out);
+    return out;
+  }
+  /// One Q4_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    float out;
+    dot_q4_k_q8_k_rows(w, row_bytes<precision::q4_k>(n), 1, a, n, &out);
+    return out;
+  }
+  /// One Q6_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    float out;
+    dot_q6_k_q8_k_rows(w, row_bytes<precision::q6_k>(n), 1, a, n, &out);
+    return out;
+  }
+
+  /// out[r] = dot(row r, a) for r < rows; row r starts r * row_stride bytes
+  /// after w (row_stride >= row_bytes, a multiple of 2). One dispatch.
+  static void dot_q8_0_q8_0_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q8_0) == 0);
+    dispatch::quant_dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q4_0 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
+    dispatch::quant_dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q4_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
+  static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q4_k) == 0);
+    dispatch::quant_dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q6_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
+  static void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q6_k) == 0);
+    dispatch::quant_dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_HIGHWAY_QUANT_HPP

@@ -1,0 +1,669 @@
+// Highway quant kernels (GGUF blocks, f16/bf16 rows), compiled once per SIMD
+// target. No include guard: the toggle below lets hwy/foreach_target.h
+// re-include this file for each target, through the umbrella
+// ruvllm/kernels/kernels-inl.h. Semantics, formats and preconditions are those
+// of the scalar reference in ruvllm/kernels/scalar/quant.hpp.
+//
+// Integer dots: Highway 1.0.3 has no int8 dot op. The portable path widens
+// 16 int8 lanes to int16 (PromoteTo) and multiplies pairs into int32
+// (ReorderWidenMulAccumulate, pmaddwd on x86). On AVX3_DL the same primitives
+// use VPDPBUSD (u8 x s8 -> int32), the 512-bit form with avx512vnni added to
+// the target attribute: Highway's AVX3_DL target string names AVX-VNNI but not
+// AVX512-VNNI, and with it compilers emit the 256/128-bit VPDPBUSD in its VEX
+// (AVX-VNNI) encoding, which Ice Lake and Zen 4 lack. Signed weights use
+// |w| . (a * sign(w)), hence the [-127, 127] precondition on activations.
+// Every primitive returns the exact int32 partial sums of its group, whichever
+// path computes them, so block sums equal the scalar reference's exactly.
+//
+// Targets without fixed-width 128-bit vectors (HWY_SCALAR, the fallback with
+// g++ 12, and scalable SVE/RVV) forward to the scalar reference. f16 rows use
+// F16C on x86 AVX2+ targets (bit-identical to ruvllm::to_f16/to_float) and the
+// scalar reference elsewhere, because 1.0.3's emulated conversions neither
+// round to nearest nor handle inf/NaN. bf16 rows use integer ops everywhere
+// (1.0.3's DemoteTo truncates instead of rounding).
+
+#if defined(RUVLLM_KERNELS_QUANT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RUVLLM_KERNELS_QUANT_INL_H_
+#undef RUVLLM_KERNELS_QUANT_INL_H_
+#else
+#define RUVLLM_KERNELS_QUANT_INL_H_
+#endif
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "hwy/highway.h"
+#include "ruvllm/kernels/scalar/quant.hpp"
+
+// Per-target switches, redefined on every pass and undefined at the end.
+#if HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE
+#define RUVLLM_QUANT_SIMD 0
+#else
+#define RUVLLM_QUANT_SIMD 1
+#endif
+#if HWY_TARGET == HWY_AVX3_DL && defined(__GNUC__)
+#define RUVLLM_QUANT_VNNI 1
+#define RUVLLM_QUANT_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+#else
+#define RUVLLM_QUANT_VNNI 0
+#define RUVLLM_QUANT_ATTR
+#endif
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+#define RUVLLM_QUANT_F16C 1
+#else
+#define RUVLLM_QUANT_F16C 0
+#endif
+// 256-bit integer vectors (AVX2 and up); 128-bit otherwise.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+#define RUVLLM_QUANT_WIDE 1
+#else
+#define RUVLLM_QUANT_WIDE 0
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace ruvllm::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if RUVLLM_QUANT_SIMD
+namespace quant_simd {
+
+using DU8 = hn::Full128<std::uint8_t>;  // 16 packed bytes: one Q4_0 block, a Q4_K/Q6_K chunk
+using DI8 = hn::Full128<std::int8_t>;
+using VU8 = hn::Vec<DU8>;
+using VI8 = hn::Vec<DI8>;
+#if RUVLLM_QUANT_WIDE
+using D32 = hn::Full256<std::int32_t>;
+#else
+using D32 = hn::Full128<std::int32_t>;
+#endif
+using D16 = hn::Repartition<std::int16_t, D32>;
+using DF = hn::Repartition<float, D32>;
+using V32 = hn::Vec<D32>;
+
+/// f16 block scale -> float, bit-identical to ruvllm::to_float.
+RUVLLM_QUANT_ATTR HWY_INLINE float half_to_float(ruvllm::f16 h) {
+#if RUVLLM_QUANT_F16C
+  return _cvtsh_ss(h.bits);
+#else
+  return ruvllm::to_float(h);
+#endif
+}
+
+#if RUVLLM_QUANT_VNNI
+// Sums of u8 x s8 products over each group of four bytes. The narrow inputs
+// are widened with zero upper lanes by vector shuffles: GCC 12's
+// _mm512_zextsi256_si512 / _mm512_castsi512_si256 trip -Wmaybe-uninitialized.
+RUVLLM_QUANT_ATTR HWY_INLINE V32 vnni_dot512(__m512i u8, __m512i s8) {
+  const __m512i r = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u8, s8);
+  return V32{reinterpret_cast<__m256i>(__builtin_shufflevector(reinterpret_cast<__v8di>(r), reinterpret_cast<__v8di>(r), 0, 1, 2, 3))};
+}
+RUVLLM_QUANT_ATTR HWY_INLINE V32 vnni_dot256(__m256i u8, __m256i s8) {
+  const __v4di z = reinterpret_cast<__v4di>(_mm256_setzero_si256());
+  return vnni_dot512(
+      reinterpret_cast<__m512i>(__builtin_shufflevector(reinterpret_cast<__v4di>(u8), z, 0, 1, 2, 3, 4, 5, 6, 7)),
+      reinterpret_cast<__m512i>(__builtin_shufflevector(reinterpret_cast<__v4di>(s8), z, 0, 1, 2, 3, 4, 5, 6, 7)));
+}
+RUVLLM_QUANT_ATTR HWY_INLINE V32 vnni_dot128(__m128i u8, __m128i s8) {
+  const __v2di z = reinterpret_cast<__v2di>(_mm_setzero_si128());
+  return vnni_dot512(
+      reinterpret_cast<__m512i>(__builtin_shufflevector(reinterpret_cast<__v2di>(u8), z, 0, 1, 2, 3, 2, 3, 2, 3)),
+      reinterpret_cast<__m512i>(__builtin_shufflevector(reinterpret_cast<__v2di>(s8), z, 0, 1, 2, 3, 2, 3, 2, 3)));
+}
+RUVLLM_QUANT_ATTR HWY_INLINE __m256i load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+#endif
+
+/// Lanes summing to sum(q[i] * a[i]) over 16 signed bytes (portable path).
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot16_i8(VI8 q, const std::int8_t* HWY_RESTRICT a) {
+  const D32 d32;
+  const D16 d16;
+  // The widening multiply may split the pair sums between `even` and `odd`
+  // (x86 keeps them all in `even`); only their total is used.
+  V32 odd = hn::Zero(d32);
+#if RUVLLM_QUANT_WIDE
+  const V32 even = hn::ReorderWidenMulAccumulate(d32, hn::PromoteTo(d16, q), hn::PromoteTo(d16, hn::LoadU(DI8(), a)),
+                                                 hn::Zero(d32), odd);
+#else
+  const hn::Half<DI8> dh;
+  V32 even = hn::ReorderWidenMulAccumulate(d32, hn::PromoteTo(d16, hn::LowerHalf(dh, q)),
+                                           hn::PromoteTo(d16, hn::LoadU(dh, a)), hn::Zero(d32), odd);
+  even = hn::ReorderWidenMulAccumulate(d32, hn::PromoteTo(d16, hn::UpperHalf(dh, q)),
+                                       hn::PromoteTo(d16, hn::LoadU(dh, a + 8)), even, odd);
+#endif
+  return hn::Add(even, odd);
+}
+
+/// Lanes summing to sum(q[i] * a[i]) over 16 quants q in [0, 127].
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot16_u8(VU8 q, const std::int8_t* HWY_RESTRICT a) {
+#if RUVLLM_QUANT_VNNI
+  return vnni_dot128(q.raw, _mm_loadu_si128(reinterpret_cast<const __m128i*>(a)));
+#else
+  return dot16_i8(hn::BitCast(DI8(), q), a);
+#endif
+}
+
+/// Lanes summing to sum(q[i] * a[i]) over 32 quants q in [0, 127], given as
+/// the halves lo (elements 0-15) and hi (16-31).
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot32_u8(VU8 lo, VU8 hi, const std::int8_t* HWY_RESTRICT a) {
+#if RUVLLM_QUANT_VNNI
+  return vnni_dot256(_mm256_inserti128_si256(_mm256_castsi128_si256(lo.raw), hi.raw, 1), load256(a));
+#else
+  const DI8 di8;
+  return hn::Add(dot16_i8(hn::BitCast(di8, lo), a), dot16_i8(hn::BitCast(di8, hi), a + 16));
+#endif
+}
+
+/// Lanes summing to sum(w[i] * a[i]) over 32 int8 weights (a Q8_0 block).
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot32_q8_0(const std::int8_t* HWY_RESTRICT w, const std::int8_t* HWY_RESTRICT a) {
+#if RUVLLM_QUANT_VNNI
+  const __m256i wv = load256(w);
+  // |w| . (a * sign(w)) = w . a; a * sign(w) fits in int8 because a != -128.
+  return vnni_dot256(_mm256_abs_epi8(wv), _mm256_sign_epi8(load256(a), wv));
+#else
+  const DI8 di8;
+  return hn::Add(dot16_i8(hn::LoadU(di8, w), a), dot16_i8(hn::LoadU(di8, w + 16), a + 16));
+#endif
+}
+
+/// Lanes summing to sum((q[i] - 8) * a[i]) over one Q4_0 block's 16 packed
+/// bytes: element j in the low nibble of byte j, element j + 16 in the high.
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot32_q4_0(const std::uint8_t* HWY_RESTRICT qs, const std::int8_t* HWY_RESTRICT a) {
+  const DU8 du8;
+  const VU8 packed = hn::LoadU(du8, qs);
+  const VU8 lo = hn::And(packed, hn::Set(du8, 0x0F));
+  const VU8 hi = hn::ShiftRight<4>(packed);
+#if RUVLLM_QUANT_VNNI
+  // q in [0, 15] is already unsigned: sum(q a) - 8 sum(a).
+  const __m256i av = load256(a);
+  return hn::Sub(vnni_dot256(_mm256_inserti128_si256(_mm256_castsi128_si256(lo.raw), hi.raw, 1), av),
+                 vnni_dot256(_mm256_set1_epi8(8), av));
+#else
+  const DI8 di8;
+  const VU8 eight = hn::Set(du8, 8);
+  // q - 8 wraps to the int8 value in [-8, 7].
+  return hn::Add(dot16_i8(hn::BitCast(di8, hn::Sub(lo, eight)), a),
+                 dot16_i8(hn::BitCast(di8, hn::Sub(hi, eight)), a + 16));
+#endif
+}
+
+/// One Q4_K . Q8_K super-block, the same float expression as the reference.
+RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q8_k& a) {
+  const D32 d32;
+  const DU8 du8;
+  std::uint8_t sc[8], m[8];
+  scalar::quant_detail::q4_k_scales_mins(w, sc, m);
+  std::int32_t mins = 0;
+  for (std::size_t j = 0; j < 8; ++j) mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+  const VU8 mask = hn::Set(du8, 0x0F);
+  V32 acc = hn::Zero(d32);
+  for (std::size_t g = 0; g < 4; ++g) {
+    const std::uint8_t* q = w.qs + 32 * g;
+    const std::int8_t* q8 = a.qs + 64 * g;
+    const VU8 p0 = hn::LoadU(du8, q), p1 = hn::LoadU(du8, q + 16);
+    acc = hn::Add(acc, hn::Mul(dot32_u8(hn::And(p0, mask), hn::And(p1, mask), q8), hn::Set(d32, sc[2 * g])));
+    acc = hn::Add(acc, hn::Mul(dot32_u8(hn::ShiftRight<4>(p0), hn::ShiftRight<4>(p1), q8 + 32),
+                               hn::Set(d32, sc[2 * g + 1])));
+  }
+  const std::int32_t scaled = hn::GetLane(hn::SumOfLanes(d32, acc));
+  const float d = ruvllm::to_float(w.d) * a.d;
+  const float dmin = ruvllm::to_float(w.dmin) * a.d;
+  return d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
+}
+
+/// The 16 six-bit quants (0..63) of Q6_K sub-group `group` (0..3, elements
+/// 32 group + l0 + [0, 16) of a 128-element half) from that half's ql/qh.
+RUVLLM_QUANT_ATTR HWY_INLINE void q6_k_unpack16(const std::uint8_t* ql, const std::uint8_t* qh, std::size_t l0,
+                                               VU8 (&q)[4]) {
+  const DU8 du8;
+  const VU8 m4 = hn::Set(du8, 0x0F), m2 = hn::Set(du8, 0x03);
+  const VU8 l_a = hn::LoadU(du8, ql + l0), l_b = hn::LoadU(du8, ql + 32 + l0), h = hn::LoadU(du8, qh + l0);
+  q[0] = hn::Or(hn::And(l_a, m4), hn::ShiftLeft<4>(hn::And(h, m2)));
+  q[1] = hn::Or(hn::And(l_b, m4), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(h), m2)));
+  q[2] = hn::Or(hn::ShiftRight<4>(l_a), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(h), m2)));
+  q[3] = hn::Or(hn::ShiftRight<4>(l_b), hn::ShiftLeft<4>(hn::ShiftRight<6>(h)));
+}
+
+/// One Q6_K . Q8_K super-block: sum(sc (q - 32) a) = sum(sc q a) - 32 sum(sc
+/// bsum), the same float expression as the reference.
+RUVLLM_QUANT_ATTR HWY_INLINE float q6_k_block(const block_q6_k& w, const block_q8_k& a) {
+  const D32 d32;
+  V32 acc = hn::Zero(d32);
+  for (std::size_t half = 0; half < 2; ++half) {
+    const std::int8_t* q8 = a.qs + 128 * half;
+    const std::int8_t* sc = w.scales + 8 * half;
+    for (std::size_t l0 = 0; l0 < 32; l0 += 16) {
+      VU8 q[4];
+      q6_k_unpack16(w.ql + 64 * half, w.qh + 32 * half, l0, q);
+      for (std::size_t g = 0; g < 4; ++g) {
+        acc = hn::Add(acc, hn::Mul(dot16_u8(q[g], q8 + 32 * g + l0), hn::Set(d32, sc[2 * g + l0 / 16])));
+      }
+    }
+  }
+  std::int32_t bias = 0;
+  for (std::size_t g = 0; g < qk_k / 16; ++g) bias += w.scales[g] * a.bsums[g];
+  const std::int32_t total = hn::GetLane(hn::SumOfLanes(d32, acc)) - 32 * bias;
+  return ruvllm::to_float(w.d) * a.d * static_cast<float>(total);
+}
+
+/// roundf of every lane: ties away from zero, exact. p's only use is Abs, so
+/// no compiler contracts a producing multiply into a later add.
+template <class D, class V>
+RUVLLM_QUANT_ATTR HWY_INLINE V round_half_away(D d, V p) {
+  const V a = hn::Abs(p);
+  const V t = hn::Trunc(a);
+  const V r = hn::Add(t, hn::IfThenElseZero(hn::Ge(hn::Sub(a, t), hn::Set(d, 0.5f)), hn::Set(d, 1.0f)));
+  return hn::CopySignToAbs(r, p);
+}
+
+/// Largest |x[i]| over count floats (a multiple of the lane count).
+template <class D>
+RUVLLM_QUANT_ATTR HWY_INLINE float max_abs(D d, const float* HWY_RESTRICT x, std::size_t count) {
+  auto m = hn::Zero(d);
+  for (std::size_t k = 0; k < count; k += hn::Lanes(d)) m = hn::Max(m, hn::Abs(hn::LoadU(d, x + k)));
+  return hn::GetLane(hn::MaxOfLanes(d, m));
+}
+
+/// The first x[i] with |x[i]| == amax (> 0), as ggml's strict-> scan finds it.
+template <class D>
+RUVLLM_QUANT_ATTR HWY_INLINE float first_of_magnitude(D d, const float* HWY_RESTRICT x, std::size_t count, float amax) {
+  const auto target = hn::Set(d, amax);
+  for (std::size_t k = 0; k < count; k += hn::Lanes(d)) {
+    const auto hit = hn::Eq(hn::Abs(hn::LoadU(d, x + k)), target);
+    if (!hn::AllFalse(d, hit)) return x[k + static_cast<std::size_t>(hn::FindFirstTrue(d, hit))];
+  }
+  return 0.0f;  // unreachable for finite inputs
+}
+
+/// Writes 32 int8 quants (or 16 uint8) from int32 lanes of a dequantized
+/// group into y: float(q) * d, or d * q - m, through DF lanes.
+template <class Load>
+RUVLLM_QUANT_ATTR HWY_INLINE void scale_group(const Load& load, std::size_t count, float d, float m, float* y) {
+  const DF df;
+  const auto vd = hn::Set(df, d), vm = hn::Set(df, m);
+  for (std::size_t k = 0; k < count; k += hn::Lanes(df)) {
+    hn::StoreU(hn::MulSub(hn::ConvertTo(df, load(k)), vd, vm), df, y + k);
+  }
+}
+
+}  // namespace quant_simd
+#endif  // RUVLLM_QUANT_SIMD
+
+// ------------------------------------------------------------------ quantize
+
+RUVLLM_QUANT_ATTR inline void quant_quantize_q8_0(const float* HWY_RESTRICT x, block_q8_0* HWY_RESTRICT y,
+                                                  std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::quantize_q8_0(x, y, n);
+#else
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<std::int8_t, decltype(df)> d8;
+  for (std::size_t b = 0; b < n / 32; ++b, x += 32) {
+    const float amax = quant_simd::max_abs(df, x, 32);
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = ruvllm::to_f16(d);
+    if (!(std::fabs(id) <= std::numeric_limits<float>::max())) {
+      std::memset(y[b].qs, 0, sizeof y[b].qs);
+      continue;
+    }
+    const auto vid = hn::Set(df, id);
+    for (std::size_t k = 0; k < 32; k += hn::Lanes(df)) {
+      const auto q = hn::ConvertTo(di, quant_simd::round_half_away(df, hn::Mul(hn::LoadU(df, x + k), vid)));
+      hn::StoreU(hn::DemoteTo(d8, q), d8, y[b].qs + k);
+    }
+  }
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_quantize_q4_0(const float* HWY_RESTRICT x, block_q4_0* HWY_RESTRICT y,
+                                                  std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::quantize_q4_0(x, y, n);
+#else
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<std::uint8_t, decltype(df)> du8;
+  for (std::size_t b = 0; b < n / 32; ++b, x += 32) {
+    const float amax = quant_simd::max_abs(df, x, 32);
+    const float max = amax > 0.0f ? quant_simd::first_of_magnitude(df, x, 32, amax) : 0.0f;
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = ruvllm::to_f16(d);
+    if (!(std::fabs(id) <= std::numeric_limits<float>::max())) {
+      std::memset(y[b].qs, 0x88, sizeof y[b].qs);
+      continue;
+    }
+    const auto vid = hn::Set(df, id);
+    // min(15, trunc(min(p, 7.5) + 8.5)): see scalar::quant_detail::q4_0_nibble.
+    const auto nibbles = [&](const float* p) HWY_ATTR {
+      const auto t = hn::Add(hn::Min(hn::Mul(hn::LoadU(df, p), vid), hn::Set(df, 7.5f)), hn::Set(df, 8.5f));
+      return hn::Min(hn::ConvertTo(di, t), hn::Set(di, 15));
+    };
+    for (std::size_t j = 0; j < 16; j += hn::Lanes(df)) {
+      const auto packed = hn::Or(nibbles(x + j), hn::ShiftLeft<4>(nibbles(x + 16 + j)));
+      hn::StoreU(hn::DemoteTo(du8, packed), du8, y[b].qs + j);
+    }
+  }
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_quantize_q8_k(const float* HWY_RESTRICT x, block_q8_k* HWY_RESTRICT y,
+                                                  std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::quantize_q8_k(x, y, n);
+#else
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<std::int8_t, decltype(df)> d8;
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    block_q8_k& out = y[b];
+    const float amax = quant_simd::max_abs(df, x, qk_k);
+    if (amax == 0.0f) {
+      out.d = 0.0f;
+      std::memset(out.qs, 0, sizeof out.qs);
+      std::memset(out.bsums, 0, sizeof out.bsums);
+      continue;
+    }
+    const float max = quant_simd::first_of_magnitude(df, x, qk_k, amax);
+    const float iscale = -127.0f / max;
+    out.d = 1.0f / iscale;
+    if (!(std::fabs(iscale) <= std::numeric_limits<float>::max())) {
+      std::memset(out.qs, 0, sizeof out.qs);
+      std::memset(out.bsums, 0, sizeof out.bsums);
+      continue;
+    }
+    const auto vis = hn::Set(df, iscale);
+    const auto limit = hn::Set(df, scalar::quant_detail::nearest_int_limit);
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      auto sum = hn::Zero(di);
+      for (std::size_t k = 16 * g; k < 16 * g + 16; k += hn::Lanes(df)) {
+        // nearest_int: ties to even, saturated like the reference.
+        const auto p = hn::Min(hn::Max(hn::Mul(hn::LoadU(df, x + k), vis), hn::Neg(limit)), limit);
+        const auto q = hn::Min(hn::ConvertTo(di, hn::Round(p)), hn::Set(di, 127));
+        sum = hn::Add(sum, q);
+        hn::StoreU(hn::DemoteTo(d8, q), d8, out.qs + k);
+      }
+      out.bsums[g] = static_cast<std::int16_t>(hn::GetLane(hn::SumOfLanes(di, sum)));
+    }
+  }
+#endif
+}
+
+// ---------------------------------------------------------------- dequantize
+
+RUVLLM_QUANT_ATTR inline void quant_dequantize_q8_0(const block_q8_0* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                                                    std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dequantize_q8_0(x, y, n);
+#else
+  const quant_simd::D32 d32;
+  const hn::Rebind<std::int8_t, decltype(d32)> d8;
+  for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
+    const std::int8_t* qs = x[b].qs;
+    quant_simd::scale_group([&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, qs + k)); }, 32,
+                            ruvllm::to_float(x[b].d), 0.0f, y);
+  }
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dequantize_q4_0(const block_q4_0* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                                                    std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dequantize_q4_0(x, y, n);
+#else
+  const quant_simd::D32 d32;
+  const quant_simd::DU8 du8;
+  const quant_simd::DI8 di8;
+  const hn::Rebind<std::int8_t, decltype(d32)> d8;
+  for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
+    HWY_ALIGN std::int8_t q[32];
+    const auto packed = hn::LoadU(du8, x[b].qs);
+    const auto eight = hn::Set(du8, 8);
+    hn::Store(hn::BitCast(di8, hn::Sub(hn::And(packed, hn::Set(du8, 0x0F)), eight)), di8, q);
+    hn::Store(hn::BitCast(di8, hn::Sub(hn::ShiftRight<4>(packed), eight)), di8, q + 16);
+    quant_simd::scale_group([&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); }, 32,
+                            ruvllm::to_float(x[b].d), 0.0f, y);
+  }
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dequantize_q4_k(const block_q4_k* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                                                    std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dequantize_q4_k(x, y, n);
+#else
+  const quant_simd::D32 d32;
+  const quant_simd::DU8 du8;
+  const hn::Rebind<std::uint8_t, decltype(d32)> d8;
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const float d = ruvllm::to_float(x[b].d), dmin = ruvllm::to_float(x[b].dmin);
+    std::uint8_t sc[8], m[8];
+    scalar::quant_detail::q4_k_scales_mins(x[b], sc, m);
+    for (std::size_t g = 0; g < 4; ++g, y += 64) {
+      HWY_ALIGN std::uint8_t q[64];
+      for (std::size_t h = 0; h < 32; h += 16) {
+        const auto packed = hn::LoadU(du8, x[b].qs + 32 * g + h);
+        hn::Store(hn::And(packed, hn::Set(du8, 0x0F)), du8, q + h);
+        hn::Store(hn::ShiftRight<4>(packed), du8, q + 32 + h);
+      }
+      // d1 * q - m1 with d1 * q exact, so the fused form rounds like ggml's.
+      const auto load = [&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); };
+      quant_simd::scale_group(load, 32, d * static_cast<float>(sc[2 * g]), dmin * static_cast<float>(m[2 * g]), y);
+      const auto load_hi = [&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, q + 32 + k)); };
+      quant_simd::scale_group(load_hi, 32, d * static_cast<float>(sc[2 * g + 1]),
+                              dmin * static_cast<float>(m[2 * g + 1]), y + 32);
+    }
+  }
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dequantize_q6_k(const block_q6_k* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                                                    std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dequantize_q6_k(x, y, n);
+#else
+  const quant_simd::D32 d32;
+  const quant_simd::DU8 du8;
+  const hn::Rebind<std::uint8_t, decltype(d32)> d8;
+  for (std::size_t b = 0; b < n / qk_k; ++b, y += qk_k) {
+    HWY_ALIGN std::uint8_t q[qk_k];
+    for (std::size_t half = 0; half < 2; ++half) {
+      for (std::size_t l0 = 0; l0 < 32; l0 += 16) {
+        quant_simd::VU8 v[4];
+        quant_simd::q6_k_unpack16(x[b].ql + 64 * half, x[b].qh + 32 * half, l0, v);
+        for (std::size_t g = 0; g < 4; ++g) hn::Store(v[g], du8, q + 128 * half + 32 * g + l0);
+      }
+    }
+    const float d = ruvllm::to_float(x[b].d);
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      // (d * sc) * (q - 32): both products exact, as in ggml.
+      const auto load = [&](std::size_t k) HWY_ATTR {
+        return hn::Sub(hn::PromoteTo(d32, hn::LoadU(d8, q + 16 * g + k)), hn::Set(d32, 32));
+      };
+      quant_simd::scale_group(load, 16, d * static_cast<float>(x[b].scales[g]), 0.0f, y + 16 * g);
+    }
+  }
+#endif
+}
+
+// ------------------------------------------------------- f16 / bf16 rows
+
+RUVLLM_QUANT_ATTR inline void quant_convert_f32_to_f16(const float* HWY_RESTRICT x, ruvllm::f16* HWY_RESTRICT y,
+                                                       std::size_t n) {
+#if !RUVLLM_QUANT_SIMD || !RUVLLM_QUANT_F16C
+  scalar::convert_f32_to_f16(x, y, n);
+#else
+  const hn::ScalableTag<float> df;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  const std::size_t lanes = hn::Lanes(df);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, x + i)), dh, reinterpret_cast<hwy::float16_t*>(y + i));
+  }
+  scalar::convert_f32_to_f16(x + i, y + i, n - i);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_convert_f16_to_f32(const ruvllm::f16* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                                                       std::size_t n) {
+#if !RUVLLM_QUANT_SIMD || !RUVLLM_QUANT_F16C
+  scalar::convert_f16_to_f32(x, y, n);
+#else
+  const hn::ScalableTag<float> df;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  const std::size_t lanes = hn::Lanes(df);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(x + i))), df, y + i);
+  }
+  scalar::convert_f16_to_f32(x + i, y + i, n - i);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_convert_f32_to_bf16(const float* HWY_RESTRICT x, ruvllm::bf16* HWY_RESTRICT y,
+                                                        std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::convert_f32_to_bf16(x, y, n);
+#else
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<std::uint16_t, decltype(df)> du16;
+  const std::size_t lanes = hn::Lanes(df);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    // ruvllm::to_bf16 lane-wise: round to nearest even; NaN keeps its top
+    // bits and turns quiet; denormals become ±0.
+    const auto u = hn::BitCast(du, hn::LoadU(df, x + i));
+    const auto a = hn::BitCast(di, hn::And(u, hn::Set(du, 0x7FFF'FFFFu)));
+    const auto top = hn::ShiftRight<16>(u);
+    const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du, 0x7FFFu)), hn::And(top, hn::Set(du, 1u))));
+    const auto is_nan = hn::RebindMask(du, hn::Gt(a, hn::Set(di, 0x7F80'0000)));
+    const auto is_tiny = hn::RebindMask(du, hn::Lt(a, hn::Set(di, 0x0080'0000)));
+    const auto bits = hn::IfThenElse(is_nan, hn::Or(top, hn::Set(du, 0x0040u)),
+                                     hn::IfThenElse(is_tiny, hn::And(top, hn::Set(du, 0x8000u)), rounded));
+    hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, bits)), du16, reinterpret_cast<std::uint16_t*>(y + i));
+  }
+  scalar::convert_f32_to_bf16(x + i, y + i, n - i);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_convert_bf16_to_f32(const ruvllm::bf16* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                                                        std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::convert_bf16_to_f32(x, y, n);
+#else
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const hn::Rebind<std::uint16_t, decltype(df)> du16;
+  const std::size_t lanes = hn::Lanes(df);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto wide = hn::PromoteTo(du, hn::LoadU(du16, reinterpret_cast<const std::uint16_t*>(x + i)));
+    hn::StoreU(hn::BitCast(df, hn::ShiftLeft<16>(wide)), df, y + i);
+  }
+  scalar::convert_bf16_to_f32(x + i, y + i, n - i);
+#endif
+}
+
+// -------------------------------------------------------------- dot products
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_q8_0_rows(const block_q8_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_0* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
+#else
+  const quant_simd::DF df;
+  const std::size_t nb = n / 32;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const block_q8_0* row = scalar::quant_detail::row_at(w, row_stride, r);
+    auto acc0 = hn::Zero(df), acc1 = hn::Zero(df);
+    std::size_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      const float s0 = quant_simd::half_to_float(row[b].d) * quant_simd::half_to_float(a[b].d);
+      const float s1 = quant_simd::half_to_float(row[b + 1].d) * quant_simd::half_to_float(a[b + 1].d);
+      acc0 = hn::MulAdd(hn::ConvertTo(df, quant_simd::dot32_q8_0(row[b].qs, a[b].qs)), hn::Set(df, s0), acc0);
+      acc1 = hn::MulAdd(hn::ConvertTo(df, quant_simd::dot32_q8_0(row[b + 1].qs, a[b + 1].qs)), hn::Set(df, s1), acc1);
+    }
+    if (b < nb) {
+      const float s0 = quant_simd::half_to_float(row[b].d) * quant_simd::half_to_float(a[b].d);
+      acc0 = hn::MulAdd(hn::ConvertTo(df, quant_simd::dot32_q8_0(row[b].qs, a[b].qs)), hn::Set(df, s0), acc0);
+    }
+    out[r] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1)));
+  }
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_q8_0_rows(const block_q4_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_0* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+#else
+  const quant_simd::DF df;
+  const std::size_t nb = n / 32;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const block_q4_0* row = scalar::quant_detail::row_at(w, row_stride, r);
+    auto acc0 = hn::Zero(df), acc1 = hn::Zero(df);
+    std::size_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      const float s0 = quant_simd::half_to_float(row[b].d) * quant_simd::half_to_float(a[b].d);
+      const float s1 = quant_simd::half_to_float(row[b + 1].d) * quant_simd::half_to_float(a[b + 1].d);
+      acc0 = hn::MulAdd(hn::ConvertTo(df, quant_simd::dot32_q4_0(row[b].qs, a[b].qs)), hn::Set(df, s0), acc0);
+      acc1 = hn::MulAdd(hn::ConvertTo(df, quant_simd::dot32_q4_0(row[b + 1].qs, a[b + 1].qs)), hn::Set(df, s1), acc1);
+    }
+    if (b < nb) {
+      const float s0 = quant_simd::half_to_float(row[b].d) * quant_simd::half_to_float(a[b].d);
+      acc0 = hn::MulAdd(hn::ConvertTo(df, quant_simd::dot32_q4_0(row[b].qs, a[b].qs)), hn::Set(df, s0), acc0);
+    }
+    out[r] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1)));
+  }
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q4_k_q8_k_rows(const block_q4_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
+#else
+  for (std::size_t r = 0; r < rows; ++r) {
+    const block_q4_k* row = scalar::quant_detail::row_at(w, row_stride, r);
+    float sum = 0.0f;
+    for (std::size_t b = 0; b < n / qk_k; ++b) sum += quant_simd::q4_k_block(row[b], a[b]);
+    out[r] = sum;
+  }
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
+#else
+  for (std::size_t r = 0; r < rows; ++r) {
+    const block_q6_k* row = scalar::quant_detail::row_at(w, row_stride, r);
+    float sum = 0.0f;
+    for (std::size_t b = 0; b < n / qk_k; ++b) sum += quant_simd::q6_k_block(row[b], a[b]);
+    out[r] = sum;
+  }
+#endif
+}
+
+}  // namespace ruvllm::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#undef RUVLLM_QUANT_SIMD
+#undef RUVLLM_QUANT_VNNI
+#undef RUVLLM_QUANT_ATTR
+#undef RUVLLM_QUANT_F16C
+#undef RUVLLM_QUANT_WIDE
+
+#endif  // RUVLLM_KERNELS_QUANT_INL_H_ toggle

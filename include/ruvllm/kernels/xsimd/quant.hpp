@@ -1,0 +1,324 @@
+#ifndef RUVLLM_KERNELS_XSIMD_QUANT_HPP
+#define RUVLLM_KERNELS_XSIMD_QUANT_HPP
+
+// Quant kernels of backend::xsimd (see xsimd/arch.hpp on compile flags).
+// xsimd 8.1 has no int8 dot product, so quants are widened to int32 lanes on
+// load and multiplied there; each block's int32 sum is exact, and the float
+// accumulation is the reference's own expression, so results equal the
+// scalar reference's. Q8_0/Q4_0/Q8_K quantizers and Q8_0/Q4_0 dequantizers are
+// vectorized too; Q4_K/Q6_K quantizers, K-quant dequantizers and the f16/bf16
+// row conversions run the scalar reference. Semantics and preconditions:
+// kernels/scalar/quant.hpp.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "ruvllm/core/precision.hpp"
+#include "ruvllm/kernels/scalar/quant.hpp"
+#include "ruvllm/kernels/xsimd/arch.hpp"
+
+namespace ruvllm::kernels {
+
+namespace xsimd_impl {
+inline namespace RUVLLM_XSIMD_ARCH_NS {
+namespace quant {
+
+using i32 = ::xsimd::batch<std::int32_t>;
+using f32 = ::xsimd::batch<float>;
+
+/// sum(w[i] * a[i]) over count int8 values (a multiple of 16), widened to
+/// int32 lanes on load.
+[[nodiscard]] inline std::int32_t dot_i8(const std::int8_t* w, const std::int8_t* a, std::size_t count) noexcept {
+  i32 acc(0);
+  for (std::size_t k = 0; k < count; k += i32::size) acc += i32::load_unaligned(w + k) * i32::load_unaligned(a + k);
+  return ::xsimd::hadd(acc);
+}
+
+/// Largest |x[i]| over count floats (a multiple of 16).
+[[nodiscard]] inline float max_abs(const float* x, std::size_t count) noexcept {
+  f32 m(0.0f);
+  for (std::size_t k = 0; k < count; k += f32::size) m = ::xsimd::max(m, ::xsimd::abs(f32::load_unaligned(x + k)));
+  alignas(64) float lanes[f32::size];
+  m.store_aligned(lanes);
+  return *std::max_element(lanes, lanes + f32::size);
+}
+
+/// The first x[i] with |x[i]| == amax, as ggml's strict-> scan finds it.
+[[nodiscard]] inline float first_of_magnitude(const float* x, std::size_t count, float amax) noexcept {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (std::fabs(x[i]) == amax) return x[i];
+  }
+  return 0.0f;
+}
+
+/// The 32 quants of a Q4_0 block minus 8, in element order.
+inline void unpack_q4_0(const block_q4_0& b, std::int8_t* q) noexcept {
+  for (std::size_t j = 0; j < 16; ++j) {
+    q[j] = static_cast<std::int8_t>((b.qs[j] & 0x0F) - 8);
+    q[j + 16] = static_cast<std::int8_t>((b.qs[j] >> 4) - 8);
+  }
+}
+
+/// The 256 quants of a Q6_K block minus 32, in element order.
+inline void unpack_q6_k(const block_q6_k& b, std::int8_t* q) noexcept {
+  for (std::size_t half = 0; half < 2; ++half, q += 128) {
+    const std::uint8_t* ql = b.ql + 64 * half;
+    const std::uint8_t* qh = b.qh + 32 * half;
+    for (std::size_t l = 0; l < 32; ++l) {
+      q[l] = static_cast<std::int8_t>(((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32);
+      q[l + 32] = static_cast<std::int8_t>(((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32);
+      q[l + 64] = static_cast<std::int8_t>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+      q[l + 96] = static_cast<std::int8_t>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+    }
+  }
+}
+
+inline float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t n) noexcept {
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / 32; ++b) {
+    const std::int32_t sumi = dot_i8(w[b].qs, a[b].qs, 32);
+    sum += static_cast<float>(sumi) * (to_float(w[b].d) * to_float(a[b].d));
+  }
+  return sum;
+}
+
+inline float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
+  float sum = 0.0f;
+  alignas(64) std::int8_t q[32];
+  for (std::size_t b = 0; b < n / 32; ++b) {
+    unpack_q4_0(w[b], q);
+    const std::int32_t sumi = dot_i8(q, a[b].qs, 32);
+    sum += static_cast<float>(sumi) * to_float(w[b].d) * to_float(a[b].d);
+  }
+  return sum;
+}
+
+inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  float sum = 0.0f;
+  alignas(64) std::int8_t q[32];
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    std::uint8_t sc[8], m[8];
+    scalar::quant_detail::q4_k_scales_mins(w[b], sc, m);
+    std::int32_t mins = 0, scaled = 0;
+    for (std::size_t j = 0; j < 8; ++j) mins += m[j] * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
+    for (std::size_t j = 0; j < 8; ++j) {
+      const std::uint8_t* packed = w[b].qs + 32 * (j / 2);
+      for (std::size_t l = 0; l < 32; ++l) {
+        q[l] = static_cast<std::int8_t>((j % 2 == 0) ? (packed[l] & 0x0F) : (packed[l] >> 4));
+      }
+      scaled += sc[j] * dot_i8(q, a[b].qs + 32 * j, 32);
+    }
+    const float d = to_float(w[b].d) * a[b].d;
+    const float dmin = to_float(w[b].dmin) * a[b].d;
+    sum += d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
+  }
+  return sum;
+}
+
+inline float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  float sum = 0.0f;
+  alignas(64) std::int8_t q[qk_k];
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    unpack_q6_k(w[b], q);
+    std::int32_t total = 0;
+    for (std::size_t g = 0; g < qk_k / 16; ++g) total += w[b].scales[g] * dot_i8(q + 16 * g, a[b].qs + 16 * g, 16);
+    sum += to_float(w[b].d) * a[b].d * static_cast<float>(total);
+  }
+  return sum;
+}
+
+inline void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept {
+  for (std::size_t b = 0; b < n / 32; ++b, x += 32) {
+    const float d = max_abs(x, 32) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = to_f16(d);
+    if (!(std::fabs(id) <= std::numeric_limits<float>::max())) {
+      std::memset(y[b].qs, 0, sizeof y[b].qs);
+      continue;
+    }
+    for (std::size_t k = 0; k < 32; k += f32::size) {
+      // xsimd::round is roundf: ties away from zero, like ggml.
+      ::xsimd::batch_cast<std::int32_t>(::xsimd::round(f32::load_unaligned(x + k) * f32(id)))
+          .store_unaligned(y[b].qs + k);
+    }
+  }
+}
+
+inline void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept {
+  alignas(64) std::int32_t q[32];
+  for (std::size_t b = 0; b < n / 32; ++b, x += 32) {
+    const float amax = max_abs(x, 32);
+    const float max = amax > 0.0f ? first_of_magnitude(x, 32, amax) : 0.0f;
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = to_f16(d);
+    if (!(std::fabs(id) <= std::numeric_limits<float>::max())) {
+      std::memset(y[b].qs, 0x88, sizeof y[b].qs);
+      continue;
+    }
+    for (std::size_t k = 0; k < 32; k += f32::size) {
+      // min(15, trunc(min(p, 7.5) + 8.5)): see scalar::quant_detail::q4_0_nibble.
+      const f32 t = ::xsimd::min(f32::load_unaligned(x + k) * f32(id), f32(7.5f)) + f32(8.5f);
+      ::xsimd::min(::xsimd::batch_cast<std::int32_t>(t), i32(15)).store_aligned(q + k);
+    }
+    for (std::size_t j = 0; j < 16; ++j) y[b].qs[j] = static_cast<std::uint8_t>(q[j] | (q[j + 16] << 4));
+  }
+}
+
+inline void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept {
+  alignas(64) std::int32_t q[qk_k];
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    block_q8_k& out = y[b];
+    const float amax = max_abs(x, qk_k);
+    const float iscale = amax > 0.0f ? -127.0f / first_of_magnitude(x, qk_k, amax) : 0.0f;
+    out.d = amax > 0.0f ? 1.0f / iscale : 0.0f;
+    if (amax == 0.0f || !(std::fabs(iscale) <= std::numeric_limits<float>::max())) {
+      std::memset(out.qs, 0, sizeof out.qs);
+      std::memset(out.bsums, 0, sizeof out.bsums);
+      continue;
+    }
+    const f32 limit(scalar::quant_detail::nearest_int_limit);
+    for (std::size_t k = 0; k < qk_k; k += f32::size) {
+      // nearest_int: ties to even, saturated like the reference.
+      const f32 p = ::xsimd::min(::xsimd::max(f32::load_unaligned(x + k) * f32(iscale), -limit), limit);
+      ::xsimd::min(::xsimd::batch_cast<std::int32_t>(::xsimd::nearbyint(p)), i32(127)).store_aligned(q + k);
+    }
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      std::int32_t sum = 0;
+      for (std::size_t j = 0; j < 16; ++j) {
+        out.qs[16 * g + j] = static_cast<std::int8_t>(q[16 * g + j]);
+        sum += q[16 * g + j];
+      }
+      out.bsums[g] = static_cast<std::int16_t>(sum);
+    }
+  }
+}
+
+inline void dequantize_q8_0(const block_q8_0* x, float* y, std::size_t n) noexcept {
+  for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
+    const f32 d(to_float(x[b].d));
+    for (std::size_t k = 0; k < 32; k += f32::size) (f32::load_unaligned(x[b].qs + k) * d).store_unaligned(y + k);
+  }
+}
+
+inline void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
+  alignas(64) std::int8_t q[32];
+  for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
+    unpack_q4_0(x[b], q);
+    const f32 d(to_float(x[b].d));
+    for (std::size_t k = 0; k < 32; k += f32::size) (f32::load_unaligned(q + k) * d).store_unaligned(y + k);
+  }
+}
+
+}  // namespace quant
+}  // namespace RUVLLM_XSIMD_ARCH_NS
+}  // namespace xsimd_impl
+
+template <>
+struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsimd>> {
+  /// f32 -> Q8_0, ggml's bytes; n % 32 == 0.
+  static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    xsimd_impl::quant::quantize_q8_0(x, y, n);
+  }
+  /// f32 -> Q4_0, ggml's bytes; n % 32 == 0.
+  static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    xsimd_impl::quant::quantize_q4_0(x, y, n);
+  }
+  /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
+  /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
+  /// f32 -> Q8_K activations with bsums, ggml's bytes; n % 256 == 0.
+  static void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    xsimd_impl::quant::quantize_q8_k(x, y, n);
+  }
+
+  /// Q8_0 -> f32; n % 32 == 0.
+  static void dequantize_q8_0(const block_q8_0* x, float* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    xsimd_impl::quant::dequantize_q8_0(x, y, n);
+  }
+  /// Q4_0 -> f32; n % 32 == 0.
+  static void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    xsimd_impl::quant::dequantize_q4_0(x, y, n);
+  }
+  /// Q4_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q4_k(x, y, n);
+  }
+  /// Q6_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q6_k(x, y, n);
+  }
+  /// Q8_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q8_k(const block_q8_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q8_k(x, y, n);
+  }
+
+  /// f32 -> f16 row (scalar); any n.
+  static void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept { scalar::convert_f32_to_f16(x, y, n); }
+  /// f16 -> f32 row (scalar); any n.
+  static void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept { scalar::convert_f16_to_f32(x, y, n); }
+  /// f32 -> bf16 row (scalar); any n.
+  static void convert_f32_to_bf16(const float* x, bf16* y, std::size_t n) noexcept {
+    scalar::convert_f32_to_bf16(x, y, n);
+  }
+  /// bf16 -> f32 row (scalar); any n.
+  static void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept {
+    scalar::convert_bf16_to_f32(x, y, n);
+  }
+
+  /// One Q8_0 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    return xsimd_impl::quant::dot_q8_0_q8_0(w, a, n);
+  }
+  /// One Q4_0 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    return xsimd_impl::quant::dot_q4_0_q8_0(w, a, n);
+  }
+  /// One Q4_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    return xsimd_impl::quant::dot_q4_k_q8_k(w, a, n);
+  }
+  /// One Q6_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    return xsimd_impl::quant::dot_q6_k_q8_k(w, a, n);
+  }
+
+  /// out[r] = dot(row r, a); row r starts r * row_stride bytes after w.
+  static void dot_q8_0_q8_0_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q8_0_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q4_0 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q4_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
+  static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q6_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
+  static void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q6_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_XSIMD_QUANT_HPP
