@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ruvllm/ruvllm.hpp"
@@ -193,6 +194,31 @@ void register_gemm(const std::shared_ptr<matrix>& m, std::size_t tokens) {
   }
 }
 
+// Quantized GEMV: weights quantized once from the f32 matrix; GBps and
+// bw_frac count the weight bytes streamed per call (the quantity decode speed
+// is bound by).
+template <class Block, class Quantize>
+void register_quantized(const std::shared_ptr<matrix>& m, std::string_view precision, Quantize quantize) {
+  namespace k = ruvllm::kernels;
+  const std::size_t blocks = m->cols / (sizeof(Block) == sizeof(ruvllm::block_q4_k) ? ruvllm::qk_k : 32);
+  const auto w = std::make_shared<std::vector<Block>>(m->rows * blocks);
+  for (std::size_t r = 0; r < m->rows; ++r) quantize(m->w.data() + r * m->cols, w->data() + r * blocks, m->cols);
+  const auto act = std::make_shared<std::vector<k::activation_block_t<Block>>>(k::activation_blocks<Block>(m->cols));
+  const double bytes = static_cast<double>(w->size() * sizeof(Block));
+  for (const unsigned threads : {1u, 2u}) {
+    const std::string ours = rb::row_name("kernels", "gemv", precision, rb::shape({m->rows, m->cols}), threads);
+    const auto body = [m, w, act, blocks, threads] {
+      k::quantized_gemv<highway>(pool(threads), w->data(), blocks * sizeof(Block), m->x.data(), m->y.data(), m->rows,
+                                 m->cols, act->data());
+      benchmark::ClobberMemory();
+    };
+    benchmark::RegisterBenchmark(ours.c_str(), [body, bytes, threads](benchmark::State& state) {
+      rb::timed_loop(state, body, threads);
+      rb::set_bandwidth_counters(state, bytes, threads);
+    });
+  }
+}
+
 [[maybe_unused]] const bool registered = [] {
   const auto square = std::make_shared<matrix>(4096, 4096);
   const auto ffn = std::make_shared<matrix>(11008, 4096);
@@ -200,6 +226,10 @@ void register_gemm(const std::shared_ptr<matrix>& m, std::size_t tokens) {
     register_shape<float>(m, "f32");
     register_shape<ruvllm::f16>(m, "f16");
     register_shape<ruvllm::bf16>(m, "bf16");
+    using hw = ruvllm::kernels::ops<highway>;
+    register_quantized<ruvllm::block_q8_0>(m, "q8_0", hw::quantize_q8_0);
+    register_quantized<ruvllm::block_q4_0>(m, "q4_0", hw::quantize_q4_0);
+    register_quantized<ruvllm::block_q4_k>(m, "q4_k", hw::quantize_q4_k);
   }
   register_cotenant(square);
   register_gemm(square, 128);

@@ -16,6 +16,18 @@ namespace ruvllm::bench::baseline {
 /// Sum of a[i] * b[i], left to right in float.
 [[nodiscard]] float dot(const float* a, const float* b, std::size_t n) noexcept;
 
+/// RMSNorm of one row: y = (x * (1 / sqrt(mean(x^2) + eps))) * w (the scalar
+/// reference's loop: kernels/scalar/norm.hpp).
+void rms_norm(const float* x, const float* w, float* y, std::size_t n, float eps) noexcept;
+
+/// Softmax of one row: y = exp(x - max) / sum (kernels/scalar/activation.hpp).
+void softmax(const float* x, float* y, std::size_t n) noexcept;
+
+/// RoPE of `heads` contiguous vectors of d floats at one position, in place;
+/// `row` holds d/2 cosines then d/2 sines (kernels/scalar/rope.hpp). neox
+/// pairs (i, i + d/2), otherwise (2i, 2i + 1).
+void rope(const float* row, std::size_t d, bool neox, float* x, std::size_t heads) noexcept;
+
 }  // namespace ruvllm::bench::baseline
 
 #endif  // RUVLLM_BENCH_SUPPORT_SCALAR_BASELINE_HPP

@@ -1443,43 +1443,3751 @@ class mapped_file {
 
 #endif  // RUVLLM_CORE_MAPPED_FILE_HPP
 
+// ==== ruvllm/core/thread_pool.hpp
+#ifndef RUVLLM_CORE_THREAD_POOL_HPP
+#define RUVLLM_CORE_THREAD_POOL_HPP
+
+// A small pool of persistent worker threads for data-parallel kernel loops
+// (GEMV rows, attention heads). The calling thread always takes part, so a
+// pool of N threads starts N - 1 workers.
+//
+// Built for a shared edge machine, where another process may hold a core:
+//  * Work is claimed in chunks from a shared counter, so a worker that is
+//    descheduled simply claims less; nobody waits at a per-operation barrier
+//    for a thread that is not running (the failure that makes a 2-thread
+//    llama.cpp decode collapse to ~1 token/s beside a busy co-tenant).
+//  * Idle workers spin for a bounded time (back-to-back kernel calls find
+//    them awake) and then block on a futex (std::atomic::wait), so an idle
+//    pool costs no CPU.
+//  * The one unavoidable wait is for a chunk already claimed by a worker that
+//    was then descheduled. When the caller waits longer than
+//    options::straggler_wait for such a chunk, that worker sits out the next
+//    jobs (1, 2, 4, ... up to max_backoff_jobs), so a pool under a co-tenant
+//    degrades to the speed of the threads that actually run instead of
+//    stalling every call.
+//
+// Thread-safety: run() may be called by one thread at a time (the owner);
+// concurrent calls from several threads are serialized by the caller's
+// design, not by a lock. The body may run on any pool thread and must be
+// safe to call concurrently for disjoint ranges.
+// Allocation: the constructor allocates the workers; run() never allocates.
+// Errors: none at run time. The C++ runtime aborts if the OS refuses to
+// create a thread (std::thread cannot report it without exceptions).
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+
+namespace ruvllm {
+
+namespace detail {
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+}  // namespace detail
+
+/// Tuning of thread_pool; the defaults suit decode-step kernels of 10 µs to 10 ms.
+struct thread_pool_options {
+  /// How long an idle worker spins before blocking.
+  std::chrono::microseconds spin{200};
+  /// How long the caller waits for a claimed chunk before blaming its worker.
+  std::chrono::microseconds straggler_wait{300};
+  /// Longest exclusion of a straggling worker, in jobs.
+  std::uint32_t max_backoff_jobs = 64;
+};
+
+/// Counters for tests and diagnostics (monotonic, relaxed).
+struct thread_pool_stats {
+  std::uint64_t jobs = 0;
+  std::uint64_t chunks_by_caller = 0;
+  std::uint64_t chunks_by_workers = 0;
+  std::uint64_t straggler_waits = 0;  // jobs where the caller waited past straggler_wait
+  std::uint64_t exclusions = 0;       // workers benched after a straggler wait
+};
+
+/// Persistent worker threads plus the caller; see the file comment.
+class thread_pool {
+ public:
+  /// A pool of `threads` threads in total (at least 1; the caller is one).
+  explicit thread_pool(std::size_t threads, thread_pool_options options = {})
+      : options_(options), slots_(std::max<std::size_t>(threads, 1) - 1) {
+    RUVLLM_ASSERT(slots_.size() < 64);
+    workers_.reserve(slots_.size());
+    for (std::size_t w = 0; w < slots_.size(); ++w) workers_.emplace_back([this, w] { worker_loop(w); });
+  }
+
+  thread_pool(const thread_pool&) = delete;
+  thread_pool& operator=(const thread_pool&) = delete;
+
+  ~thread_pool() {
+    stop_.store(true, std::memory_order_relaxed);
+    epoch_.fetch_add(2, std::memory_order_release);
+    epoch_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+
+  /// Threads that can run a job, the caller included.
+  [[nodiscard]] std::size_t size() const noexcept { return slots_.size() + 1; }
+
+  /// Calls body(begin, end, thread) over [0, n) in chunks of `grain` items
+  /// (the last may be shorter); `thread` is 0 for the caller and 1.. for
+  /// workers. Returns when every chunk has run. Does not allocate.
+  template <class Body>
+  void run(std::size_t n, std::size_t grain, Body&& body) {
+    if (n == 0) return;
+    grain = std::max<std::size_t>(grain, 1);
+    const std::size_t chunks = (n + grain - 1) / grain;
+    using body_type = std::remove_reference_t<Body>;
+    const auto invoke = [](const void* ctx, std::size_t begin, std::size_t end, std::size_t thread) {
+      (*static_cast<body_type*>(const_cast<void*>(ctx)))(begin, end, thread);
+    };
+    ++job_count_;
+    const std::uint64_t participants = eligible_workers();
+    if (chunks == 1 || participants == 0) {
+      for (std::size_t c = 0; c < chunks; ++c) body(c * grain, std::min(n, (c + 1) * grain), std::size_t{0});
+      stats_.jobs++;
+      stats_.chunks_by_caller += chunks;
+      return;
+    }
+    // Publish the job like a seqlock: odd epoch while the descriptor changes,
+    // so a worker that wakes late never acts on a half-written one.
+    const std::uint64_t writing = epoch_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    job_.invoke.store(+invoke, std::memory_order_relaxed);
+    job_.ctx.store(static_cast<const void*>(&body), std::memory_order_relaxed);
+    job_.n.store(n, std::memory_order_relaxed);
+    job_.grain.store(grain, std::memory_order_relaxed);
+    job_.participants.store(participants, std::memory_order_relaxed);
+    const std::uint64_t epoch = writing + 1;
+    next_.store(pack(epoch, 0), std::memory_order_relaxed);
+    pending_.store(chunks, std::memory_order_relaxed);
+    // seq_cst pairs with the sleeper's increment-then-recheck: one of the two
+    // sides always sees the other, so no wake-up is lost.
+    epoch_.store(epoch, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) epoch_.notify_all();
+
+    std::uint64_t mine = 0;
+    std::size_t begin = 0, end = 0;
+    while (claim(epoch, n, grain, begin, end)) {
+      body(begin, end, std::size_t{0});
+      ++mine;
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    wait_for_stragglers();
+    stats_.jobs++;
+    stats_.chunks_by_caller += mine;
+    stats_.chunks_by_workers += chunks - mine;
+  }
+
+  [[nodiscard]] thread_pool_stats stats() const noexcept { return stats_; }
+
+ private:
+  struct alignas(64) worker_slot {
+    std::atomic<bool> in_chunk{false};    // set while running a chunk
+    std::uint64_t benched_until_job = 0;  // caller-owned: sits out jobs up to this one
+    std::uint32_t backoff = 1;            // caller-owned
+  };
+
+  struct job_descriptor {
+    std::atomic<void (*)(const void*, std::size_t, std::size_t, std::size_t)> invoke{nullptr};
+    std::atomic<const void*> ctx{nullptr};
+    std::atomic<std::size_t> n{0};
+    std::atomic<std::size_t> grain{1};
+    std::atomic<std::uint64_t> participants{0};
+  };
+
+  // The claim counter holds the job's epoch in its high half so a worker that
+  // is still finishing an old job can never claim a chunk of a new one.
+  static constexpr std::uint64_t pack(std::uint64_t epoch, std::uint64_t chunk) noexcept {
+    return (epoch << 32) | chunk;
+  }
+
+  bool claim(std::uint64_t epoch, std::size_t n, std::size_t grain, std::size_t& begin, std::size_t& end) noexcept {
+    std::uint64_t v = next_.load(std::memory_order_relaxed);
+    const std::uint64_t tag = epoch & 0xFFFFFFFFu;
+    for (;;) {
+      if ((v >> 32) != tag) return false;
+      const std::uint64_t chunk = v & 0xFFFFFFFFu;
+      if (chunk * grain >= n) return false;
+      if (next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        begin = static_cast<std::size_t>(chunk * grain);
+        end = std::min(n, begin + grain);
+        return true;
+      }
+    }
+  }
+
+  std::uint64_t eligible_workers() noexcept {
+    std::uint64_t mask = 0;
+    for (std::size_t w = 0; w < slots_.size(); ++w)
+      if (job_count_ > slots_[w].benched_until_job) mask |= std::uint64_t{1} << w;
+    return mask;
+  }
+
+  void wait_for_stragglers() noexcept {
+    if (pending_.load(std::memory_order_acquire) == 0) return;
+    const auto start = std::chrono::steady_clock::now();
+    bool blamed = false;
+    std::uint32_t spins = 0;
+    while (pending_.load(std::memory_order_acquire) != 0) {
+      if (blamed) {
+        // The straggler may share this core: give it the CPU.
+        std::this_thread::yield();
+        continue;
+      }
+      detail::cpu_relax();
+      if ((++spins & 63) != 0) continue;
+      if (std::chrono::steady_clock::now() - start < options_.straggler_wait) continue;
+      blamed = true;
+      stats_.straggler_waits++;
+      for (auto& slot : slots_) {
+        if (!slot.in_chunk.load(std::memory_order_relaxed)) continue;
+        slot.benched_until_job = job_count_ + slot.backoff;
+        slot.backoff = std::min(slot.backoff * 2, options_.max_backoff_jobs);
+        stats_.exclusions++;
+      }
+    }
+    if (!blamed)
+      for (auto& slot : slots_) slot.backoff = std::max<std::uint32_t>(1, slot.backoff / 2);
+  }
+
+  void worker_loop(std::size_t w) noexcept {
+    std::uint64_t seen = 0;
+    worker_slot& slot = slots_[w];
+    for (;;) {
+      const std::uint64_t epoch = wait_for_job(seen);
+      if (stop_.load(std::memory_order_relaxed)) return;
+      seen = epoch;
+      // Copy the descriptor, then confirm it was not republished meanwhile.
+      const auto invoke = job_.invoke.load(std::memory_order_relaxed);
+      const void* ctx = job_.ctx.load(std::memory_order_relaxed);
+      const std::size_t n = job_.n.load(std::memory_order_relaxed);
+      const std::size_t grain = job_.grain.load(std::memory_order_relaxed);
+      const std::uint64_t participants = job_.participants.load(std::memory_order_relaxed);
+      if (epoch_.load(std::memory_order_acquire) != epoch) continue;
+      if ((participants & (std::uint64_t{1} << w)) == 0) continue;
+      std::size_t begin = 0, end = 0;
+      for (;;) {
+        slot.in_chunk.store(true, std::memory_order_relaxed);
+        if (!claim(epoch, n, grain, begin, end)) break;
+        invoke(ctx, begin, end, w + 1);
+        pending_.fetch_sub(1, std::memory_order_acq_rel);
+      }
+      slot.in_chunk.store(false, std::memory_order_relaxed);
+    }
+  }
+
+  // Returns the first even (published) epoch after `seen`.
+  std::uint64_t wait_for_job(std::uint64_t seen) noexcept {
+    const auto start = std::chrono::steady_clock::now();
+    std::uint32_t spins = 0;
+    for (;;) {
+      const std::uint64_t e = epoch_.load(std::memory_order_acquire);
+      if (e != seen && (e & 1) == 0) return e;
+      if (stop_.load(std::memory_order_relaxed)) return e;
+      if ((++spins & 63) == 0 && std::chrono::steady_clock::now() - start > options_.spin) {
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        // Re-check after announcing: a job published before the increment
+        // would otherwise be missed with no notify coming.
+        if (epoch_.load(std::memory_order_seq_cst) == e) epoch_.wait(e, std::memory_order_acquire);
+        sleepers_.fetch_sub(1, std::memory_order_acq_rel);
+        spins = 0;
+        continue;
+      }
+      detail::cpu_relax();
+    }
+  }
+
+  thread_pool_options options_;
+  std::vector<worker_slot> slots_;
+  std::vector<std::thread> workers_;
+  job_descriptor job_;
+  alignas(64) std::atomic<std::uint64_t> epoch_{0};
+  alignas(64) std::atomic<std::uint64_t> next_{0};
+  alignas(64) std::atomic<std::size_t> pending_{0};
+  alignas(64) std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::uint64_t job_count_ = 0;  // caller-owned
+  thread_pool_stats stats_{};    // caller-owned
+};
+
+}  // namespace ruvllm
+
+#endif  // RUVLLM_CORE_THREAD_POOL_HPP
+
 // ==== ruvllm/kernels/scalar/distance.hpp
 #ifndef RUVLLM_KERNELS_SCALAR_DISTANCE_HPP
 #define RUVLLM_KERNELS_SCALAR_DISTANCE_HPP
 
 // Scalar reference distance kernels: the results every SIMD backend is
-// tested against, so they favour the obvious loop over speed.
+// tested against, so they favour the obvious loop over speed. Also the
+// contract of the whole family, which every backend's distance_ops shares:
+//
+// Kernels, for vectors a and b of n elements:
+//   dot(a, b)    = sum a[i] * b[i]
+//   l2sq(a, b)   = sum (a[i] - b[i])^2        (squared Euclidean distance)
+//   l1(a, b)     = sum |a[i] - b[i]|          (Manhattan distance)
+//   cosine(a, b) = dot(a, b) / sqrt(dot(a, a) * dot(b, b)), a similarity
+//                  clamped to [-1, 1]; 0 when either vector is zero (its sum
+//                  of squares is 0, which includes vectors so small that
+//                  every square underflows in float)
+//   hamming(a, b) = number of differing bits of two bit-packed vectors
+//
+// Element types (overloads on the pointer type):
+//   float, ruvllm::f16, ruvllm::bf16: halves are widened exactly to float
+//     (ruvllm::to_float) and every sum is accumulated in float, so results
+//     of different backends and targets differ only by rounding, within
+//     n * eps * sum of |terms| (summation order and FMA differ). cosine's
+//     final division is done in double from the three float sums.
+//   std::int8_t: exact integer arithmetic; dot, l2sq and l1 return
+//     std::int32_t, cosine returns float computed in double from the exact
+//     integer sums, so every backend returns identical bits. int32 is exact
+//     up to the lengths in int8_*_max_length below (a precondition, checked
+//     in debug builds; longer vectors overflow the 32-bit accumulators).
+//   hamming: std::uint64_t words; bit j of the vector is bit j % 64 of word
+//     j / 64 (the natural order of std::bitset or of packing with shifts on
+//     a little-endian machine); n counts words, and unused bits of the last
+//     word must be equal (e.g. zero) in both vectors. Returns std::uint64_t.
+//
+// Forms:
+//   one-to-one:  f(a, b, n)
+//   one-to-many: f_many(query, rows, n, row_count, row_stride, out) writes
+//     out[r] = f(query, rows + r * row_stride, n) for r < row_count, with the
+//     same bits as the one-to-one call on that backend (and target). One call
+//     per batch: the Highway backend pays its dispatch (~1.3 ns) once, not
+//     per row; cosine_many computes the query's norm once. row_stride is in
+//     elements (words for hamming) and is >= n when row_count > 1; out must
+//     not overlap the inputs.
+//
+// Common preconditions: pointers may be null only when n == 0 (rows and out
+// only when row_count == 0); any alignment. Non-finite inputs give
+// non-finite or unspecified results. No kernel allocates, throws or reads
+// past the n elements (row_count rows) it was given.
+
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+
+namespace ruvllm::kernels {
+
+/// Distance entry points of backend B (one specialization per backend); the
+/// contract is at the top of ruvllm/kernels/scalar/distance.hpp.
+template <Backend B>
+struct distance_ops;
+
+/// Longest int8 vectors whose dot product, and cosine's three sums, are
+/// exact in std::int32_t for any values: |a[i] * b[i]| <= 128 * 128.
+inline constexpr std::size_t int8_dot_max_length = 131071;
+/// Longest int8 vectors whose l2sq is exact in std::int32_t: (a - b)^2 <= 255^2.
+inline constexpr std::size_t int8_l2sq_max_length = 33025;
+/// Longest int8 vectors whose l1 is exact in std::int32_t: |a - b| <= 255.
+inline constexpr std::size_t int8_l1_max_length = 8421504;
+
+namespace distance_detail {
+
+inline constexpr std::int64_t int32_max = std::numeric_limits<std::int32_t>::max();
+
+// Each limit is the largest length whose worst case still fits.
+static_assert(int8_dot_max_length * 128 * 128 <= int32_max && (int8_dot_max_length + 1) * 128 * 128 > int32_max);
+static_assert(int8_l2sq_max_length * 255 * 255 <= int32_max && (int8_l2sq_max_length + 1) * 255 * 255 > int32_max);
+static_assert(int8_l1_max_length * 255 <= int32_max && (int8_l1_max_length + 1) * 255 > int32_max);
+
+/// The cosine similarity from its three sums, shared by every backend so
+/// that equal sums give equal bits: in double, so that the product of two
+/// large float norms cannot overflow; clamped to [-1, 1], which rounding
+/// can otherwise leave by an ulp; 0 for a zero vector. NaN propagates.
+[[nodiscard]] inline float cosine_from_sums(double dot, double norm_a, double norm_b) noexcept {
+  if (norm_a == 0.0 || norm_b == 0.0) return 0.0f;
+  const double c = dot / std::sqrt(norm_a * norm_b);
+  if (c > 1.0) return 1.0f;
+  if (c < -1.0) return -1.0f;
+  return static_cast<float>(c);
+}
+
+/// The one-to-many shape precondition: rows do not overlap each other.
+[[nodiscard]] constexpr bool rows_fit(std::size_t n, std::size_t row_count, std::size_t row_stride) noexcept {
+  return row_count <= 1 || row_stride >= n;
+}
+
+[[nodiscard]] constexpr float widen(float x) noexcept { return x; }
+[[nodiscard]] constexpr float widen(f16 x) noexcept { return to_float(x); }
+[[nodiscard]] constexpr float widen(bf16 x) noexcept { return to_float(x); }
+
+template <class T>
+[[nodiscard]] float dot(const T* a, const T* b, std::size_t n) noexcept {
+  float sum = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) sum += widen(a[i]) * widen(b[i]);
+  return sum;
+}
+
+template <class T>
+[[nodiscard]] float l2sq(const T* a, const T* b, std::size_t n) noexcept {
+  float sum = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float d = widen(a[i]) - widen(b[i]);
+    sum += d * d;
+  }
+  return sum;
+}
+
+template <class T>
+[[nodiscard]] float l1(const T* a, const T* b, std::size_t n) noexcept {
+  float sum = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) sum += std::fabs(widen(a[i]) - widen(b[i]));
+  return sum;
+}
+
+template <class T>
+[[nodiscard]] float squared_norm(const T* a, std::size_t n) noexcept {
+  float sum = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) sum += widen(a[i]) * widen(a[i]);
+  return sum;
+}
+
+// cosine computes its three sums in one pass; each sum runs left to right
+// on its own, so cosine_many's separately computed query norm has the same
+// bits as the one cosine computes.
+template <class T>
+[[nodiscard]] float cosine(const T* a, const T* b, std::size_t n) noexcept {
+  float ab = 0.0f, aa = 0.0f, bb = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float x = widen(a[i]), y = widen(b[i]);
+    ab += x * y;
+    aa += x * x;
+    bb += y * y;
+  }
+  return cosine_from_sums(ab, aa, bb);
+}
+
+template <class T>
+void cosine_many(const T* query, const T* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                 float* out) noexcept {
+  const float qq = squared_norm(query, n);
+  for (std::size_t r = 0; r < row_count; ++r) {
+    const T* row = rows + r * row_stride;
+    float ab = 0.0f, bb = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float x = widen(query[i]), y = widen(row[i]);
+      ab += x * y;
+      bb += y * y;
+    }
+    out[r] = cosine_from_sums(ab, qq, bb);
+  }
+}
+
+// int8: products and sums in int64, which cannot overflow for any length
+// that fits in memory; the results fit int32 under the documented limits.
+[[nodiscard]] inline std::int64_t dot_i64(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+  std::int64_t sum = 0;
+  for (std::size_t i = 0; i < n; ++i) sum += std::int64_t{a[i]} * b[i];
+  return sum;
+}
+
+[[nodiscard]] inline float cosine_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+  return cosine_from_sums(static_cast<double>(dot_i64(a, b, n)), static_cast<double>(dot_i64(a, a, n)),
+                          static_cast<double>(dot_i64(b, b, n)));
+}
+
+}  // namespace distance_detail
+
+namespace scalar {
+
+// The references, one overload per element type; see the file comment.
+
+/// Sum of a[i] * b[i], accumulated left to right in float.
+[[nodiscard]] inline float dot(const float* a, const float* b, std::size_t n) noexcept {
+  return distance_detail::dot(a, b, n);
+}
+[[nodiscard]] inline float dot(const f16* a, const f16* b, std::size_t n) noexcept {
+  return distance_detail::dot(a, b, n);
+}
+[[nodiscard]] inline float dot(const bf16* a, const bf16* b, std::size_t n) noexcept {
+  return distance_detail::dot(a, b, n);
+}
+[[nodiscard]] inline std::int32_t dot(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+  return static_cast<std::int32_t>(distance_detail::dot_i64(a, b, n));
+}
+
+/// Sum of (a[i] - b[i])^2, left to right in float (exact for int8).
+[[nodiscard]] inline float l2sq(const float* a, const float* b, std::size_t n) noexcept {
+  return distance_detail::l2sq(a, b, n);
+}
+[[nodiscard]] inline float l2sq(const f16* a, const f16* b, std::size_t n) noexcept {
+  return distance_detail::l2sq(a, b, n);
+}
+[[nodiscard]] inline float l2sq(const bf16* a, const bf16* b, std::size_t n) noexcept {
+  return distance_detail::l2sq(a, b, n);
+}
+[[nodiscard]] inline std::int32_t l2sq(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+  std::int64_t sum = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t d = std::int64_t{a[i]} - b[i];
+    sum += d * d;
+  }
+  return static_cast<std::int32_t>(sum);
+}
+
+/// Sum of |a[i] - b[i]|, left to right in float (exact for int8).
+[[nodiscard]] inline float l1(const float* a, const float* b, std::size_t n) noexcept {
+  return distance_detail::l1(a, b, n);
+}
+[[nodiscard]] inline float l1(const f16* a, const f16* b, std::size_t n) noexcept {
+  return distance_detail::l1(a, b, n);
+}
+[[nodiscard]] inline float l1(const bf16* a, const bf16* b, std::size_t n) noexcept {
+  return distance_detail::l1(a, b, n);
+}
+[[nodiscard]] inline std::int32_t l1(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+  std::int64_t sum = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t d = std::int64_t{a[i]} - b[i];
+    sum += d < 0 ? -d : d;
+  }
+  return static_cast<std::int32_t>(sum);
+}
+
+/// Cosine similarity in [-1, 1] (0 for a zero vector) from three float sums
+/// run left to right (exact integer sums for int8).
+[[nodiscard]] inline float cosine(const float* a, const float* b, std::size_t n) noexcept {
+  return distance_detail::cosine(a, b, n);
+}
+[[nodiscard]] inline float cosine(const f16* a, const f16* b, std::size_t n) noexcept {
+  return distance_detail::cosine(a, b, n);
+}
+[[nodiscard]] inline float cosine(const bf16* a, const bf16* b, std::size_t n) noexcept {
+  return distance_detail::cosine(a, b, n);
+}
+[[nodiscard]] inline float cosine(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+  return distance_detail::cosine_i8(a, b, n);
+}
+
+/// Number of differing bits of `words` 64-bit words.
+[[nodiscard]] inline std::uint64_t hamming(const std::uint64_t* a, const std::uint64_t* b, std::size_t words) noexcept {
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < words; ++i) sum += static_cast<std::uint64_t>(std::popcount(a[i] ^ b[i]));
+  return sum;
+}
+
+/// One-to-many forms: out[r] = f(query, rows + r * row_stride, n).
+template <class T, class R>
+void dot_many(const T* query, const T* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+              R* out) noexcept {
+  for (std::size_t r = 0; r < row_count; ++r) out[r] = dot(query, rows + r * row_stride, n);
+}
+template <class T, class R>
+void l2sq_many(const T* query, const T* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+               R* out) noexcept {
+  for (std::size_t r = 0; r < row_count; ++r) out[r] = l2sq(query, rows + r * row_stride, n);
+}
+template <class T, class R>
+void l1_many(const T* query, const T* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+             R* out) noexcept {
+  for (std::size_t r = 0; r < row_count; ++r) out[r] = l1(query, rows + r * row_stride, n);
+}
+template <class T>
+void cosine_many(const T* query, const T* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                 float* out) noexcept {
+  distance_detail::cosine_many(query, rows, n, row_count, row_stride, out);
+}
+inline void cosine_many(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                        std::size_t row_stride, float* out) noexcept {
+  const auto qq = static_cast<double>(distance_detail::dot_i64(query, query, n));
+  for (std::size_t r = 0; r < row_count; ++r) {
+    const std::int8_t* row = rows + r * row_stride;
+    out[r] = distance_detail::cosine_from_sums(static_cast<double>(distance_detail::dot_i64(query, row, n)), qq,
+                                               static_cast<double>(distance_detail::dot_i64(row, row, n)));
+  }
+}
+inline void hamming_many(const std::uint64_t* query, const std::uint64_t* rows, std::size_t words,
+                         std::size_t row_count, std::size_t row_stride, std::uint64_t* out) noexcept {
+  for (std::size_t r = 0; r < row_count; ++r) out[r] = hamming(query, rows + r * row_stride, words);
+}
+
+}  // namespace scalar
+
+// The entry points of backend::scalar; every backend's distance_ops has the
+// same overloads with the same contract (file comment). The precondition
+// checks live here, at the entry points, so the kernels stay branch-free.
+template <>
+struct distance_ops<backend::scalar> {
+  // ---- dot: sum a[i] * b[i]
+  /// Dot product of two float vectors of n elements.
+  [[nodiscard]] static float dot(const float* a, const float* b, std::size_t n) noexcept {
+    return scalar::dot(a, b, n);
+  }
+  /// Dot product of two f16 vectors, accumulated in float.
+  [[nodiscard]] static float dot(const f16* a, const f16* b, std::size_t n) noexcept { return scalar::dot(a, b, n); }
+  /// Dot product of two bf16 vectors, accumulated in float.
+  [[nodiscard]] static float dot(const bf16* a, const bf16* b, std::size_t n) noexcept { return scalar::dot(a, b, n); }
+  /// Exact dot product of two int8 vectors; n <= int8_dot_max_length.
+  [[nodiscard]] static std::int32_t dot(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n <= int8_dot_max_length);
+    return scalar::dot(a, b, n);
+  }
+
+  // ---- l2sq: sum (a[i] - b[i])^2
+  /// Squared Euclidean distance of two float vectors.
+  [[nodiscard]] static float l2sq(const float* a, const float* b, std::size_t n) noexcept {
+    return scalar::l2sq(a, b, n);
+  }
+  /// Squared Euclidean distance of two f16 vectors, accumulated in float.
+  [[nodiscard]] static float l2sq(const f16* a, const f16* b, std::size_t n) noexcept { return scalar::l2sq(a, b, n); }
+  /// Squared Euclidean distance of two bf16 vectors, accumulated in float.
+  [[nodiscard]] static float l2sq(const bf16* a, const bf16* b, std::size_t n) noexcept {
+    return scalar::l2sq(a, b, n);
+  }
+  /// Exact squared Euclidean distance of two int8 vectors; n <= int8_l2sq_max_length.
+  [[nodiscard]] static std::int32_t l2sq(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n <= int8_l2sq_max_length);
+    return scalar::l2sq(a, b, n);
+  }
+
+  // ---- l1: sum |a[i] - b[i]|
+  /// Manhattan distance of two float vectors.
+  [[nodiscard]] static float l1(const float* a, const float* b, std::size_t n) noexcept { return scalar::l1(a, b, n); }
+  /// Manhattan distance of two f16 vectors, accumulated in float.
+  [[nodiscard]] static float l1(const f16* a, const f16* b, std::size_t n) noexcept { return scalar::l1(a, b, n); }
+  /// Manhattan distance of two bf16 vectors, accumulated in float.
+  [[nodiscard]] static float l1(const bf16* a, const bf16* b, std::size_t n) noexcept { return scalar::l1(a, b, n); }
+  /// Exact Manhattan distance of two int8 vectors; n <= int8_l1_max_length.
+  [[nodiscard]] static std::int32_t l1(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n <= int8_l1_max_length);
+    return scalar::l1(a, b, n);
+  }
+
+  // ---- cosine: similarity in [-1, 1], 0 for a zero vector
+  /// Cosine similarity of two float vectors.
+  [[nodiscard]] static float cosine(const float* a, const float* b, std::size_t n) noexcept {
+    return scalar::cosine(a, b, n);
+  }
+  /// Cosine similarity of two f16 vectors (sums in float).
+  [[nodiscard]] static float cosine(const f16* a, const f16* b, std::size_t n) noexcept {
+    return scalar::cosine(a, b, n);
+  }
+  /// Cosine similarity of two bf16 vectors (sums in float).
+  [[nodiscard]] static float cosine(const bf16* a, const bf16* b, std::size_t n) noexcept {
+    return scalar::cosine(a, b, n);
+  }
+  /// Cosine similarity of two int8 vectors (exact integer sums); n <= int8_dot_max_length.
+  [[nodiscard]] static float cosine(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n <= int8_dot_max_length);
+    return scalar::cosine(a, b, n);
+  }
+
+  // ---- hamming: differing bits of bit-packed vectors of `words` uint64 words
+  /// Number of differing bits.
+  [[nodiscard]] static std::uint64_t hamming(const std::uint64_t* a, const std::uint64_t* b,
+                                             std::size_t words) noexcept {
+    return scalar::hamming(a, b, words);
+  }
+
+  // ---- one-to-many: out[r] = f(query, rows + r * row_stride, n), r < row_count
+  /// dot of query against each of row_count rows (row_stride elements apart).
+  static void dot_many(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                       std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    scalar::dot_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// dot of an f16 query against each of row_count f16 rows.
+  static void dot_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                       float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    scalar::dot_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// dot of a bf16 query against each of row_count bf16 rows.
+  static void dot_many(const bf16* query, const bf16* rows, std::size_t n, std::size_t row_count,
+                       std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    scalar::dot_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// Exact dot of an int8 query against each of row_count int8 rows.
+  static void dot_many(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                       std::size_t row_stride, std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride) && n <= int8_dot_max_length);
+    scalar::dot_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// l2sq of query against each of row_count rows.
+  static void l2sq_many(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                        std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    scalar::l2sq_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// l2sq of an f16 query against each of row_count f16 rows.
+  static void l2sq_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                        float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    scalar::l2sq_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// l2sq of a bf16 query against each of row_count bf16 rows.
+  static void l2sq_many(const bf16* query, const bf16* rows, std::size_t n, std::size_t row_count,
+                        std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    scalar::l2sq_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// Exact l2sq of an int8 query against each of row_count int8 rows.
+  static void l2sq_many(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                        std::size_t row_stride, std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride) && n <= int8_l2sq_max_length);
+    scalar::l2sq_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// l1 of query against each of row_count rows.
+  static void l1_many(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                      std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    scalar::l1_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// l1 of an f16 query against each of row_count f16 rows.
+  static void l1_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                      float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    scalar::l1_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// l1 of a bf16 query against each of row_count bf16 rows.
+  static void l1_many(const bf16* query, const bf16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                      float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    scalar::l1_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// Exact l1 of an int8 query against each of row_count int8 rows.
+  static void l1_many(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                      std::size_t row_stride, std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride) && n <= int8_l1_max_length);
+    scalar::l1_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// Cosine of query against each of row_count rows; the query norm is computed once.
+  static void cosine_many(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                          std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    scalar::cosine_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// Cosine of an f16 query against each of row_count f16 rows.
+  static void cosine_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count,
+                          std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    scalar::cosine_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// Cosine of a bf16 query against each of row_count bf16 rows.
+  static void cosine_many(const bf16* query, const bf16* rows, std::size_t n, std::size_t row_count,
+                          std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    scalar::cosine_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// Cosine of an int8 query against each of row_count int8 rows.
+  static void cosine_many(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                          std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride) && n <= int8_dot_max_length);
+    scalar::cosine_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// Hamming distance of query against each of row_count rows (row_stride words apart).
+  static void hamming_many(const std::uint64_t* query, const std::uint64_t* rows, std::size_t words,
+                           std::size_t row_count, std::size_t row_stride, std::uint64_t* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(words, row_count, row_stride));
+    scalar::hamming_many(query, rows, words, row_count, row_stride, out);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+// The family's rows of the Highway dispatch table (RUVLLM_KERNELS_EXPORTED in
+// ruvllm/kernels/dispatch.hpp, which includes this header), in the form
+// X(return type, name, (parameters), (arguments)). Each name is defined per
+// target in distance-inl.h and called by kernels/highway/distance.hpp.
+#define RUVLLM_DETAIL_DISTANCE_PAIR(X, R, NAME, T) X(R, NAME, (const T* a, const T* b, std::size_t n), (a, b, n))
+#define RUVLLM_DETAIL_DISTANCE_MANY(X, R, NAME, T)                                                                     \
+  X(void, NAME, (const T* query, const T* rows, std::size_t n, std::size_t row_count, std::size_t row_stride, R* out), \
+    (query, rows, n, row_count, row_stride, out))
+#define RUVLLM_DETAIL_DISTANCE_METRIC(X, METRIC, R_I8)                               \
+  RUVLLM_DETAIL_DISTANCE_PAIR(X, float, distance_##METRIC##_f32, float)              \
+  RUVLLM_DETAIL_DISTANCE_PAIR(X, float, distance_##METRIC##_f16, ruvllm::f16)        \
+  RUVLLM_DETAIL_DISTANCE_PAIR(X, float, distance_##METRIC##_bf16, ruvllm::bf16)      \
+  RUVLLM_DETAIL_DISTANCE_PAIR(X, R_I8, distance_##METRIC##_i8, std::int8_t)          \
+  RUVLLM_DETAIL_DISTANCE_MANY(X, float, distance_##METRIC##_many_f32, float)         \
+  RUVLLM_DETAIL_DISTANCE_MANY(X, float, distance_##METRIC##_many_f16, ruvllm::f16)   \
+  RUVLLM_DETAIL_DISTANCE_MANY(X, float, distance_##METRIC##_many_bf16, ruvllm::bf16) \
+  RUVLLM_DETAIL_DISTANCE_MANY(X, R_I8, distance_##METRIC##_many_i8, std::int8_t)
+#define RUVLLM_DISTANCE_EXPORTED(X)                                                                           \
+  RUVLLM_DETAIL_DISTANCE_METRIC(X, dot, std::int32_t)                                                         \
+  RUVLLM_DETAIL_DISTANCE_METRIC(X, l2sq, std::int32_t)                                                        \
+  RUVLLM_DETAIL_DISTANCE_METRIC(X, l1, std::int32_t)                                                          \
+  RUVLLM_DETAIL_DISTANCE_METRIC(X, cosine, float)                                                             \
+  X(std::uint64_t, distance_hamming_u64, (const std::uint64_t* a, const std::uint64_t* b, std::size_t words), \
+    (a, b, words))                                                                                            \
+  X(void, distance_hamming_many_u64,                                                                          \
+    (const std::uint64_t* query, const std::uint64_t* rows, std::size_t words, std::size_t row_count,         \
+     std::size_t row_stride, std::uint64_t* out),                                                             \
+    (query, rows, words, row_count, row_stride, out))
+
+#endif  // RUVLLM_KERNELS_SCALAR_DISTANCE_HPP
+
+// ==== ruvllm/kernels/scalar/matmul.hpp
+#ifndef RUVLLM_KERNELS_SCALAR_MATMUL_HPP
+#define RUVLLM_KERNELS_SCALAR_MATMUL_HPP
+
+// Scalar reference GEMV: y[r] = sum_c W[r][c] * x[c] for weights stored in
+// f32, f16 or bf16 and f32 activations. Rows are `row_stride` elements apart.
 
 #include <cstddef>
 
 
 namespace ruvllm::kernels {
 
-/// Distance entry points of backend B (one specialization per backend).
+/// Matrix-vector entry points of backend B (one specialization per backend).
 template <Backend B>
-struct distance_ops;
+struct matmul_ops;
 
 namespace scalar {
 
-/// Sum of a[i] * b[i], accumulated left to right in float.
-[[nodiscard]] inline float dot(const float* a, const float* b, std::size_t n) noexcept {
-  float sum = 0.0f;
-  for (std::size_t i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
+namespace detail {
+inline float widen(float v) noexcept { return v; }
+inline float widen(ruvllm::f16 v) noexcept { return to_float(v); }
+inline float widen(ruvllm::bf16 v) noexcept { return to_float(v); }
+
+template <class W>
+void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows, std::size_t cols) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const W* row = w + r * row_stride;
+    float sum = 0.0f;
+    for (std::size_t c = 0; c < cols; ++c) sum += widen(row[c]) * x[c];
+    y[r] = sum;
+  }
+}
+template <class W>
+void gemm(const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
+          std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+  for (std::size_t t = 0; t < tokens; ++t) gemv(w, w_stride, x + t * x_stride, y + t * y_stride, rows, cols);
+}
+}  // namespace detail
+
+inline void gemv(const float* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                 std::size_t cols) noexcept {
+  detail::gemv(w, row_stride, x, y, rows, cols);
+}
+inline void gemv(const ruvllm::f16* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                 std::size_t cols) noexcept {
+  detail::gemv(w, row_stride, x, y, rows, cols);
+}
+inline void gemv(const ruvllm::bf16* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                 std::size_t cols) noexcept {
+  detail::gemv(w, row_stride, x, y, rows, cols);
+}
+
+/// Y[t][r] = dot(W row r, X row t): one GEMV per token.
+template <class W>
+void gemm(const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
+          std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+  detail::gemm(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
 }
 
 }  // namespace scalar
 
 template <>
-struct distance_ops<backend::scalar> {
-  [[nodiscard]] static float dot(const float* a, const float* b, std::size_t n) noexcept {
-    return scalar::dot(a, b, n);
+struct matmul_ops<backend::scalar> {
+  /// y[r] = dot(row r of w, x) for r < rows; rows are row_stride elements apart.
+  template <class W>
+  static void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                   std::size_t cols) noexcept {
+    scalar::gemv(w, row_stride, x, y, rows, cols);
+  }
+  /// Y[t * y_stride + r] = dot(row r of w, row t of x) for r < rows, t < tokens.
+  template <class W>
+  static void gemm(const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+                   std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+    scalar::gemm(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
   }
 };
 
 }  // namespace ruvllm::kernels
 
-#endif  // RUVLLM_KERNELS_SCALAR_DISTANCE_HPP
+// The dispatched matmul kernels, for RUVLLM_KERNELS_EXPORTED in dispatch.hpp.
+#define RUVLLM_MATMUL_EXPORTED(X)                                                                              \
+  X(void, gemv_f32,                                                                                            \
+    (const float* w, std::size_t stride, const float* x, float* y, std::size_t rows, std::size_t cols),        \
+    (w, stride, x, y, rows, cols))                                                                             \
+  X(void, gemv_f16,                                                                                            \
+    (const ruvllm::f16* w, std::size_t stride, const float* x, float* y, std::size_t rows, std::size_t cols),  \
+    (w, stride, x, y, rows, cols))                                                                             \
+  X(void, gemv_bf16,                                                                                           \
+    (const ruvllm::bf16* w, std::size_t stride, const float* x, float* y, std::size_t rows, std::size_t cols), \
+    (w, stride, x, y, rows, cols))                                                                             \
+  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_f32, float)                                                                \
+  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_f16, ruvllm::f16)                                                          \
+  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_bf16, ruvllm::bf16)
+#define RUVLLM_DETAIL_GEMM_EXPORT(X, NAME, W)                                                                \
+  X(void, NAME,                                                                                              \
+    (const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y, std::size_t y_stride, \
+     std::size_t rows, std::size_t tokens, std::size_t cols),                                                \
+    (w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols))
+
+#endif  // RUVLLM_KERNELS_SCALAR_MATMUL_HPP
+
+// ==== ruvllm/kernels/scalar/norm.hpp
+#ifndef RUVLLM_KERNELS_SCALAR_NORM_HPP
+#define RUVLLM_KERNELS_SCALAR_NORM_HPP
+
+// Scalar reference normalization kernels (RMSNorm, LayerNorm): the results
+// every SIMD backend is tested against, so they favour the obvious loop over
+// speed. Sums run left to right in float, as llama.cpp's float paths do apart
+// from its double accumulator; the SIMD backends use several float
+// accumulators and are tested against these within the float summation bound.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+
+namespace ruvllm::kernels {
+
+/// Normalization entry points of backend B (one specialization per backend).
+template <Backend B>
+struct norm_ops;
+
+namespace detail {
+
+/// True when [a, a + n) and [b, b + n) are the same range or do not overlap:
+/// the kernels allow exact in-place use (y == x) but not shifted overlaps.
+[[nodiscard]] inline bool same_or_disjoint(const float* a, const float* b, std::size_t n) noexcept {
+  const auto pa = reinterpret_cast<std::uintptr_t>(a);
+  const auto pb = reinterpret_cast<std::uintptr_t>(b);
+  const std::uintptr_t bytes = n * sizeof(float);
+  return pa == pb || pa + bytes <= pb || pb + bytes <= pa;
+}
+
+// Hot-path preconditions shared by every backend's entry points (debug
+// builds only).
+inline void check_rms_norm_args([[maybe_unused]] const float* x, [[maybe_unused]] const float* weight,
+                                [[maybe_unused]] const float* y, [[maybe_unused]] std::size_t rows,
+                                [[maybe_unused]] std::size_t n, [[maybe_unused]] float eps) noexcept {
+  RUVLLM_ASSERT(rows == 0 || n == 0 || (x != nullptr && weight != nullptr && y != nullptr));
+  RUVLLM_ASSERT(eps >= 0.0f && eps <= std::numeric_limits<float>::max());
+  RUVLLM_ASSERT(rows == 0 || n <= std::numeric_limits<std::size_t>::max() / sizeof(float) / rows);
+  RUVLLM_ASSERT(same_or_disjoint(x, y, rows * n));
+}
+
+inline void check_layer_norm_args([[maybe_unused]] const float* x, [[maybe_unused]] const float* weight,
+                                  [[maybe_unused]] const float* bias, [[maybe_unused]] const float* y,
+                                  [[maybe_unused]] std::size_t rows, [[maybe_unused]] std::size_t n,
+                                  [[maybe_unused]] float eps) noexcept {
+  check_rms_norm_args(x, weight, y, rows, n, eps);
+  RUVLLM_ASSERT(rows == 0 || n == 0 || bias != nullptr);
+}
+
+}  // namespace detail
+
+namespace scalar {
+
+/// RMSNorm of `rows` contiguous rows of n floats (llama.cpp semantics):
+/// y = (x * (1 / sqrt(mean(x^2) + eps))) * weight, the weight shared by all rows.
+inline void rms_norm_rows(const float* x, const float* weight, float* y, std::size_t rows, std::size_t n,
+                          float eps) noexcept {
+  if (n == 0) return;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    float sum = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) sum += xr[i] * xr[i];
+    const float scale = 1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
+    for (std::size_t i = 0; i < n; ++i) yr[i] = (xr[i] * scale) * weight[i];
+  }
+}
+
+/// LayerNorm of `rows` contiguous rows of n floats, with the variance taken
+/// about the mean in a second pass (no E[x^2] - E[x]^2 cancellation):
+/// y = ((x - mean) * (1 / sqrt(var + eps))) * weight + bias.
+inline void layer_norm_rows(const float* x, const float* weight, const float* bias, float* y, std::size_t rows,
+                            std::size_t n, float eps) noexcept {
+  if (n == 0) return;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    float sum = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) sum += xr[i];
+    const float mean = sum / static_cast<float>(n);
+    float sq = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) sq += (xr[i] - mean) * (xr[i] - mean);
+    const float scale = 1.0f / std::sqrt(sq / static_cast<float>(n) + eps);
+    for (std::size_t i = 0; i < n; ++i) yr[i] = ((xr[i] - mean) * scale) * weight[i] + bias[i];
+  }
+}
+
+}  // namespace scalar
+
+/// The scalar reference. Every backend's norm_ops has these entry points with
+/// the same contract:
+///  * rows are contiguous, n floats each (row r starts at x + r * n);
+///  * y may equal x (in place) but must not otherwise overlap it;
+///  * weight and bias hold n floats, shared by every row;
+///  * eps is finite and >= 0 (with eps == 0, an all-zero row (RMSNorm) or a
+///    constant row (LayerNorm) divides by zero);
+///  * sums of squares must stay finite in float (|x| up to ~1e17 at n = 4096);
+///  * no allocation; preconditions are checked by RUVLLM_ASSERT in debug builds.
+/// Call the _rows forms for a batch (e.g. every token of a prefill): each call
+/// of a runtime-dispatched backend costs one indirect jump.
+template <>
+struct norm_ops<backend::scalar> {
+  /// RMSNorm of one row: y = x / sqrt(mean(x^2) + eps) * weight.
+  static void rms_norm(const float* x, const float* weight, float* y, std::size_t n, float eps) noexcept {
+    rms_norm_rows(x, weight, y, 1, n, eps);
+  }
+  /// RMSNorm of `rows` contiguous rows of n floats.
+  static void rms_norm_rows(const float* x, const float* weight, float* y, std::size_t rows, std::size_t n,
+                            float eps) noexcept {
+    detail::check_rms_norm_args(x, weight, y, rows, n, eps);
+    scalar::rms_norm_rows(x, weight, y, rows, n, eps);
+  }
+  /// LayerNorm of one row: y = (x - mean) / sqrt(var + eps) * weight + bias.
+  static void layer_norm(const float* x, const float* weight, const float* bias, float* y, std::size_t n,
+                         float eps) noexcept {
+    layer_norm_rows(x, weight, bias, y, 1, n, eps);
+  }
+  /// LayerNorm of `rows` contiguous rows of n floats.
+  static void layer_norm_rows(const float* x, const float* weight, const float* bias, float* y, std::size_t rows,
+                              std::size_t n, float eps) noexcept {
+    detail::check_layer_norm_args(x, weight, bias, y, rows, n, eps);
+    scalar::layer_norm_rows(x, weight, bias, y, rows, n, eps);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+// The dispatched norm kernels, for RUVLLM_KERNELS_EXPORTED in dispatch.hpp.
+#define RUVLLM_NORM_EXPORTED(X)                                                                                      \
+  X(void, norm_rms_f32, (const float* x, const float* weight, float* y, std::size_t rows, std::size_t n, float eps), \
+    (x, weight, y, rows, n, eps))                                                                                    \
+  X(void, norm_layer_f32,                                                                                            \
+    (const float* x, const float* weight, const float* bias, float* y, std::size_t rows, std::size_t n, float eps),  \
+    (x, weight, bias, y, rows, n, eps))
+
+#endif  // RUVLLM_KERNELS_SCALAR_NORM_HPP
+
+// ==== ruvllm/kernels/scalar/activation.hpp
+#ifndef RUVLLM_KERNELS_SCALAR_ACTIVATION_HPP
+#define RUVLLM_KERNELS_SCALAR_ACTIVATION_HPP
+
+// Scalar reference activation kernels: softmax, SiLU, GELU and SwiGLU. They
+// are the results every SIMD backend is tested against, so they favour the
+// obvious loop over speed; the formulas below are shared by every backend.
+//
+// Logistic functions are evaluated as
+//   sigmoid(z) = (z >= 0 ? 1 : e) / (1 + e),  e = exp(-|z|),
+// so exp never overflows (its argument is <= 0) and no 1 - (almost 1)
+// cancellation occurs for negative z:
+//   silu(x) = x * sigmoid(x)
+//   gelu(x) = 0.5 x (1 + tanh(u)) = x * sigmoid(2u),  u = sqrt(2/pi) (x + 0.044715 x^3)
+// GELU is the tanh approximation ggml's gelu uses; the identity
+// 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)) turns it into the logistic form,
+// which keeps full relative accuracy in the negative tail where 1 + tanh(u)
+// cancels (at x = -5, 1 + tanh(u) ~ 2.9e-4 loses ~12 bits).
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+
+
+namespace ruvllm::kernels {
+
+/// Activation entry points of backend B (one specialization per backend).
+template <Backend B>
+struct activation_ops;
+
+namespace detail {
+
+// GELU's 2u = x * (gelu_k0 + gelu_k1 * x^2): 2 sqrt(2/pi) and 2 sqrt(2/pi) * 0.044715.
+inline constexpr float gelu_k0 = 1.5957691216057308f;
+inline constexpr float gelu_k1 = 0.07135481627260025f;
+
+inline void check_softmax_args([[maybe_unused]] const float* x, [[maybe_unused]] const float* y,
+                               [[maybe_unused]] std::size_t rows, [[maybe_unused]] std::size_t n,
+                               [[maybe_unused]] float scale) noexcept {
+  RUVLLM_ASSERT(rows == 0 || n == 0 || (x != nullptr && y != nullptr));
+  RUVLLM_ASSERT(scale > 0.0f && scale <= std::numeric_limits<float>::max());
+  RUVLLM_ASSERT(rows == 0 || n <= std::numeric_limits<std::size_t>::max() / sizeof(float) / rows);
+  RUVLLM_ASSERT(same_or_disjoint(x, y, rows * n));
+}
+
+inline void check_unary_args([[maybe_unused]] const float* x, [[maybe_unused]] const float* y,
+                             [[maybe_unused]] std::size_t n) noexcept {
+  RUVLLM_ASSERT(n == 0 || (x != nullptr && y != nullptr));
+  RUVLLM_ASSERT(same_or_disjoint(x, y, n));
+}
+
+inline void check_swiglu_args([[maybe_unused]] const float* gate, [[maybe_unused]] const float* up,
+                              [[maybe_unused]] const float* out, [[maybe_unused]] std::size_t n) noexcept {
+  check_unary_args(gate, out, n);
+  RUVLLM_ASSERT(n == 0 || up != nullptr);
+  RUVLLM_ASSERT(same_or_disjoint(up, out, n));
+}
+
+}  // namespace detail
+
+namespace scalar {
+
+/// Softmax of `rows` contiguous rows of n floats: y = exp((x - max x) * scale) / sum,
+/// the softmax of scale * x. A row whose every element is -inf comes out uniform (1/n), the
+/// limit of equal logits.
+inline void softmax_rows(const float* x, float* y, std::size_t rows, std::size_t n, float scale) noexcept {
+  if (n == 0) return;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    float max = xr[0];
+    for (std::size_t i = 1; i < n; ++i)
+      if (xr[i] > max) max = xr[i];
+    if (!(max > -std::numeric_limits<float>::infinity())) {
+      for (std::size_t i = 0; i < n; ++i) yr[i] = 1.0f / static_cast<float>(n);
+      continue;
+    }
+    // (x - max) * scale rather than x * scale - max * scale: a subtraction
+    // followed by a multiply cannot be contracted into an FMA, so every
+    // backend and compiler flag computes the same arguments, and the max
+    // element gets exactly exp(0) = 1.
+    float sum = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float e = std::exp((xr[i] - max) * scale);
+      yr[i] = e;
+      sum += e;
+    }
+    const float inv = 1.0f / sum;  // sum >= 1: the max element contributes exp(0)
+    for (std::size_t i = 0; i < n; ++i) yr[i] *= inv;
+  }
+}
+
+/// x * sigmoid(x) in the overflow-free logistic form (see the top of this file).
+[[nodiscard]] inline float silu(float x) noexcept {
+  const float e = std::exp(-std::fabs(x));
+  return (x >= 0.0f ? x : x * e) / (1.0f + e);
+}
+
+/// ggml's tanh-approximation GELU, as x * sigmoid(2u) (see the top of this file).
+[[nodiscard]] inline float gelu(float x) noexcept {
+  const float z = x * (kernels::detail::gelu_k0 + kernels::detail::gelu_k1 * (x * x));
+  const float e = std::exp(-std::fabs(z));
+  return (z >= 0.0f ? x : x * e) / (1.0f + e);
+}
+
+inline void silu(const float* x, float* y, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = silu(x[i]);
+}
+
+inline void gelu(const float* x, float* y, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = gelu(x[i]);
+}
+
+inline void swiglu(const float* gate, const float* up, float* out, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = silu(gate[i]) * up[i];
+}
+
+}  // namespace scalar
+
+/// The scalar reference. Every backend's activation_ops has these entry
+/// points with the same contract:
+///  * outputs may equal an input (in place) but must not otherwise overlap it;
+///  * inputs are finite, except that softmax accepts -inf (masked logits);
+///  * no allocation; preconditions are checked by RUVLLM_ASSERT in debug builds.
+/// Call each once per batch (all rows, the whole FFN width): each call of a
+/// runtime-dispatched backend costs one indirect jump.
+template <>
+struct activation_ops<backend::scalar> {
+  /// Numerically stable softmax of one row of n floats into y (y may equal x):
+  /// y = exp((x - max x) * scale) / sum. `scale` (finite, > 0) is the inverse
+  /// temperature, or 1/sqrt(d) for attention scores. A row of only -inf comes
+  /// out uniform.
+  static void softmax(const float* x, float* y, std::size_t n, float scale = 1.0f) noexcept {
+    softmax_rows(x, y, 1, n, scale);
+  }
+  /// Softmax of one row in place.
+  static void softmax(float* x, std::size_t n, float scale = 1.0f) noexcept { softmax_rows(x, x, 1, n, scale); }
+  /// Softmax of each of `rows` contiguous rows of n floats (row r at x + r * n).
+  static void softmax_rows(const float* x, float* y, std::size_t rows, std::size_t n, float scale = 1.0f) noexcept {
+    detail::check_softmax_args(x, y, rows, n, scale);
+    scalar::softmax_rows(x, y, rows, n, scale);
+  }
+  /// y[i] = silu(x[i]) = x[i] / (1 + exp(-x[i])), for n floats.
+  static void silu(const float* x, float* y, std::size_t n) noexcept {
+    detail::check_unary_args(x, y, n);
+    scalar::silu(x, y, n);
+  }
+  /// y[i] = gelu(x[i]), ggml's tanh approximation
+  /// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), for n floats.
+  static void gelu(const float* x, float* y, std::size_t n) noexcept {
+    detail::check_unary_args(x, y, n);
+    scalar::gelu(x, y, n);
+  }
+  /// Fused SwiGLU: out[i] = silu(gate[i]) * up[i], for n floats (out may equal
+  /// gate or up).
+  static void swiglu(const float* gate, const float* up, float* out, std::size_t n) noexcept {
+    detail::check_swiglu_args(gate, up, out, n);
+    scalar::swiglu(gate, up, out, n);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+// The dispatched activation kernels, for RUVLLM_KERNELS_EXPORTED in dispatch.hpp.
+#define RUVLLM_ACTIVATION_EXPORTED(X)                                                                       \
+  X(void, activation_softmax_f32, (const float* x, float* y, std::size_t rows, std::size_t n, float scale), \
+    (x, y, rows, n, scale))                                                                                 \
+  X(void, activation_silu_f32, (const float* x, float* y, std::size_t n), (x, y, n))                        \
+  X(void, activation_gelu_f32, (const float* x, float* y, std::size_t n), (x, y, n))                        \
+  X(void, activation_swiglu_f32, (const float* gate, const float* up, float* out, std::size_t n), (gate, up, out, n))
+
+#endif  // RUVLLM_KERNELS_SCALAR_ACTIVATION_HPP
+
+// ==== ruvllm/kernels/scalar/rope.hpp
+#ifndef RUVLLM_KERNELS_SCALAR_ROPE_HPP
+#define RUVLLM_KERNELS_SCALAR_ROPE_HPP
+
+// Rotary position embedding (RoPE): the precomputed cos/sin table every
+// backend reads, and the scalar reference rotation.
+//
+// Frequencies. For head dimension d (even), pair index i in [0, d/2) and
+// position p, the rotation angle is
+//   theta(p, i) = (p / s_lin) * base'^(-2i/d)
+// with the scaling chosen when the table is built:
+//   none:   s_lin = 1, base' = base
+//   linear: s_lin = s, base' = base                  (position interpolation:
+//           positions are compressed by s, so s * trained_context positions
+//           map onto the trained angle range)
+//   ntk:    s_lin = 1, base' = base * s^(d / (d - 2)) ("NTK-aware": the
+//           lowest frequency i = d/2 - 1 is stretched by exactly s, like
+//           linear scaling, while the highest (i = 0) is unchanged; needs d > 2)
+// The table holds cos(theta) and sin(theta) computed in double and rounded
+// once to float, so its error is half an ulp of float (plus ~1e-14) at every
+// position; llama.cpp's running float product drifts with i and p instead.
+//
+// Layouts, for a vector v of d floats and c = cos(theta(p, i)), s = sin(theta(p, i)):
+//   normal (llama / GPT-J): pairs (v[2i], v[2i+1])
+//   neox   (GPT-NeoX):      pairs (v[i], v[i + d/2])
+// and each pair (a, b) becomes (a c - b s, a s + b c).
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <utility>
+
+
+namespace ruvllm::kernels {
+
+/// RoPE entry points of backend B (one specialization per backend).
+template <Backend B>
+struct rope_ops;
+
+/// Which elements of a head vector are rotated together (see the top of this file).
+enum class rope_layout : std::uint8_t {
+  normal,  ///< llama / GPT-J: adjacent pairs (v[2i], v[2i+1])
+  neox,    ///< GPT-NeoX: pairs (v[i], v[i + d/2])
+};
+
+/// How positions beyond the trained context are fitted (see the top of this file).
+enum class rope_scaling : std::uint8_t {
+  none,    ///< theta = p * base^(-2i/d)
+  linear,  ///< theta = (p / s) * base^(-2i/d)
+  ntk,     ///< theta = p * (base * s^(d/(d-2)))^(-2i/d)
+};
+
+/// What a rope_table is built for.
+struct rope_params {
+  std::size_t head_dim = 0;       ///< rotated dimensions per head d: even, > 0
+  std::size_t max_positions = 0;  ///< positions 0 .. max_positions - 1 are tabulated: > 0
+  double base = 10000.0;          ///< theta base (GGUF rope.freq_base): finite, > 0
+  rope_scaling scaling = rope_scaling::none;
+  double scaling_factor = 1.0;  ///< s: finite, >= 1 (ignored by none; 1 means no scaling)
+};
+
+/// The cos/sin table of one RoPE configuration, built once and shared by
+/// every layer and request (read-only, so any number of threads may apply it
+/// concurrently). Move-only.
+///
+/// Layout: one row of head_dim floats per position p, cos(theta(p, i)) for
+/// i < d/2 followed by sin(theta(p, i)); 64-byte aligned; rows are contiguous,
+/// so consecutive positions are consecutive rows.
+/// Allocation: build() allocates max_positions * head_dim floats; nothing
+/// else allocates.
+class rope_table {
+ public:
+  /// Largest head_dim * max_positions build() accepts.
+  static constexpr std::size_t max_entries = aligned_buffer<float>::max_count;
+
+  rope_table() noexcept = default;
+
+  /// Computes the table in double and rounds each entry once to float
+  /// (within half an ulp plus ~1e-14). Errors
+  /// (errc::invalid_argument, naming the value and the limit): head_dim 0 or
+  /// odd, max_positions 0, base not finite or <= 0, scaling_factor not finite
+  /// or < 1, ntk scaling with head_dim 2, a scaled base that overflows;
+  /// errc::out_of_memory when the table exceeds max_entries or cannot be
+  /// allocated.
+  [[nodiscard]] static result<rope_table> build(const rope_params& params) {
+    RUVLLM_TRY(validate(params));
+    const std::size_t d = params.head_dim;
+    const std::size_t half = d / 2;
+    const double base = effective_base(params);
+    RUVLLM_TRY_ASSIGN(auto values, aligned_buffer<float>::allocate(d * params.max_positions));
+    // Per pair i: inverse frequency, the (cos, sin) of one position step,
+    // and the running (cos, sin). Rotating the previous position's pair by
+    // the step costs four multiplies where cos and sin of a large angle cost
+    // ~100 ns; recomputing them directly every reseed_interval positions
+    // keeps the drift below ~1e-14, far under float's half ulp (3e-8).
+    constexpr std::size_t reseed_interval = 64;
+    RUVLLM_TRY_ASSIGN(auto scratch, aligned_buffer<double>::allocate(5 * half));
+    double* inv_freq = scratch.data();
+    double* step_cos = inv_freq + half;
+    double* step_sin = step_cos + half;
+    double* cur_cos = step_sin + half;
+    double* cur_sin = cur_cos + half;
+    const double position_scale = params.scaling == rope_scaling::linear ? 1.0 / params.scaling_factor : 1.0;
+    for (std::size_t i = 0; i < half; ++i) {
+      inv_freq[i] = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+      step_cos[i] = std::cos(position_scale * inv_freq[i]);
+      step_sin[i] = std::sin(position_scale * inv_freq[i]);
+    }
+    for (std::size_t p = 0; p < params.max_positions; ++p) {
+      float* row = values.data() + p * d;
+      if (p % reseed_interval == 0) {
+        const double position = static_cast<double>(p) * position_scale;
+        for (std::size_t i = 0; i < half; ++i) {
+          cur_cos[i] = std::cos(position * inv_freq[i]);
+          cur_sin[i] = std::sin(position * inv_freq[i]);
+        }
+      } else {
+        for (std::size_t i = 0; i < half; ++i) {
+          const double c = cur_cos[i] * step_cos[i] - cur_sin[i] * step_sin[i];
+          cur_sin[i] = cur_sin[i] * step_cos[i] + cur_cos[i] * step_sin[i];
+          cur_cos[i] = c;
+        }
+      }
+      for (std::size_t i = 0; i < half; ++i) {
+        row[i] = static_cast<float>(cur_cos[i]);
+        row[half + i] = static_cast<float>(cur_sin[i]);
+      }
+    }
+    rope_table table;
+    table.params_ = params;
+    table.values_ = std::move(values);
+    return table;
+  }
+
+  /// The base build() uses after scaling: base * s^(d/(d-2)) for ntk, else base.
+  [[nodiscard]] static double effective_base(const rope_params& params) noexcept {
+    if (params.scaling != rope_scaling::ntk || params.head_dim <= 2) return params.base;
+    const double d = static_cast<double>(params.head_dim);
+    return params.base * std::pow(params.scaling_factor, d / (d - 2.0));
+  }
+
+  /// Checks params as build() does, without building.
+  [[nodiscard]] static result<void> validate(const rope_params& params) {
+    if (params.head_dim == 0 || params.head_dim % 2 != 0)
+      return make_error(errc::invalid_argument, "rope_table: head_dim ", params.head_dim,
+                        " must be even and greater than 0");
+    if (params.max_positions == 0)
+      return make_error(errc::invalid_argument, "rope_table: max_positions 0 must be greater than 0");
+    if (!std::isfinite(params.base) || !(params.base > 0.0))
+      return make_error(errc::invalid_argument, "rope_table: base ", params.base, " must be finite and greater than 0");
+    if (!std::isfinite(params.scaling_factor) || !(params.scaling_factor >= 1.0))
+      return make_error(errc::invalid_argument, "rope_table: scaling_factor ", params.scaling_factor,
+                        " must be finite and at least 1");
+    if (params.scaling != rope_scaling::none && params.scaling != rope_scaling::linear &&
+        params.scaling != rope_scaling::ntk)
+      return make_error(errc::invalid_argument, "rope_table: scaling ", params.scaling,
+                        " is not none (0), linear (1) or ntk (2)");
+    if (params.scaling == rope_scaling::ntk && params.head_dim <= 2)
+      return make_error(errc::invalid_argument, "rope_table: ntk scaling needs head_dim greater than 2 (got ",
+                        params.head_dim, "): its exponent d/(d-2) is undefined at 2");
+    if (const double base = effective_base(params); !std::isfinite(base))
+      return make_error(errc::invalid_argument, "rope_table: the ntk-scaled base ", params.base, " * ",
+                        params.scaling_factor, "^(", params.head_dim, "/", params.head_dim - 2, ") overflows double");
+    if (params.max_positions > max_entries / params.head_dim)
+      return make_error(errc::out_of_memory, "rope_table: ", params.max_positions, " positions of ", params.head_dim,
+                        " floats exceed the limit of ", max_entries, " entries");
+    return {};
+  }
+
+  [[nodiscard]] const rope_params& params() const noexcept { return params_; }
+  [[nodiscard]] std::size_t head_dim() const noexcept { return params_.head_dim; }
+  [[nodiscard]] std::size_t max_positions() const noexcept { return params_.max_positions; }
+  /// False for a default-constructed (or moved-from) table.
+  [[nodiscard]] bool empty() const noexcept { return values_.empty(); }
+
+  /// Row of `position`: head_dim / 2 cosines, then head_dim / 2 sines.
+  [[nodiscard]] const float* row(std::size_t position) const noexcept {
+    RUVLLM_ASSERT(position < max_positions());
+    return values_.data() + position * params_.head_dim;
+  }
+  [[nodiscard]] std::span<const float> cos(std::size_t position) const noexcept {
+    return {row(position), params_.head_dim / 2};
+  }
+  [[nodiscard]] std::span<const float> sin(std::size_t position) const noexcept {
+    return {row(position) + params_.head_dim / 2, params_.head_dim / 2};
+  }
+
+ private:
+  rope_params params_{};
+  aligned_buffer<float> values_;
+};
+
+/// Where the vectors one rope_apply call rotates live, in floats: head h of
+/// token t starts at x + t * token + h * head.
+struct rope_strides {
+  std::size_t head = 0;
+  std::size_t token = 0;
+};
+
+namespace detail {
+
+/// Pairs the SIMD backends expand at a time for the normal layout (bounds
+/// their stack buffers at 2 x 2 KiB, and covers head_dim <= 512 in one go).
+inline constexpr std::size_t rope_expand_chunk = 256;
+
+/// Expands pairs [first, first + count) of a table row (half = head_dim / 2)
+/// into per-lane factors of the normal layout: cos_dup[2k] = cos_dup[2k + 1] =
+/// c, sin_alt[2k] = -s, sin_alt[2k + 1] = s, with c, s of pair first + k, so
+/// that v' = v * cos_dup + swap_adjacent(v) * sin_alt.
+inline void rope_expand_pairs(const float* row, std::size_t half, std::size_t first, std::size_t count, float* cos_dup,
+                              float* sin_alt) noexcept {
+  for (std::size_t k = 0; k < count; ++k) {
+    const float c = row[first + k];
+    const float s = row[half + first + k];
+    cos_dup[2 * k] = c;
+    cos_dup[2 * k + 1] = c;
+    sin_alt[2 * k] = -s;
+    sin_alt[2 * k + 1] = s;
+  }
+}
+
+inline void check_rope_args([[maybe_unused]] const rope_table& table, [[maybe_unused]] rope_layout layout,
+                            [[maybe_unused]] const float* x, [[maybe_unused]] std::size_t tokens,
+                            [[maybe_unused]] std::size_t heads, [[maybe_unused]] std::size_t first_position,
+                            [[maybe_unused]] rope_strides strides) noexcept {
+  RUVLLM_ASSERT(layout == rope_layout::normal || layout == rope_layout::neox);
+  if (tokens == 0 || heads == 0) return;
+  RUVLLM_ASSERT(!table.empty() && x != nullptr);
+  RUVLLM_ASSERT(first_position < table.max_positions() && tokens <= table.max_positions() - first_position);
+  RUVLLM_ASSERT(heads == 1 || strides.head >= table.head_dim());
+  RUVLLM_ASSERT(tokens == 1 || strides.token >= (heads - 1) * strides.head + table.head_dim());
+}
+
+}  // namespace detail
+
+namespace scalar {
+
+/// Rotates `heads` head vectors of each of `tokens` tokens, token t at
+/// position first_position + t; `rows` is the table row of first_position.
+inline void rope_apply(const float* rows, std::size_t head_dim, rope_layout layout, float* x, std::size_t tokens,
+                       std::size_t heads, std::size_t head_stride, std::size_t token_stride) noexcept {
+  const std::size_t half = head_dim / 2;
+  for (std::size_t t = 0; t < tokens; ++t) {
+    const float* cos = rows + t * head_dim;
+    const float* sin = cos + half;
+    for (std::size_t h = 0; h < heads; ++h) {
+      float* v = x + t * token_stride + h * head_stride;
+      for (std::size_t i = 0; i < half; ++i) {
+        // Pair (a, b) at (2i, 2i + 1) or (i, i + half).
+        const std::size_t ia = layout == rope_layout::normal ? 2 * i : i;
+        const std::size_t ib = layout == rope_layout::normal ? 2 * i + 1 : i + half;
+        const float a = v[ia];
+        const float b = v[ib];
+        v[ia] = a * cos[i] - b * sin[i];
+        v[ib] = a * sin[i] + b * cos[i];
+      }
+    }
+  }
+}
+
+}  // namespace scalar
+
+/// The scalar reference. Every backend's rope_ops has these entry points with
+/// the same contract:
+///  * rotates in place `heads` vectors of table.head_dim() floats for each of
+///    `tokens` tokens; token t is at position first_position + t (one token
+///    of a decode step: tokens = 1; a prefill chunk: tokens = its length);
+///  * first_position + tokens <= table.max_positions();
+///  * the vectors must not overlap (head stride >= head_dim, token stride >=
+///    (heads - 1) * head stride + head_dim);
+///  * no allocation; preconditions are checked by RUVLLM_ASSERT in debug builds.
+/// One call rotates the whole batch: each call of a runtime-dispatched backend
+/// costs one indirect jump.
+template <>
+struct rope_ops<backend::scalar> {
+  /// Dense batch: head h of token t at x + (t * heads + h) * head_dim (a Q or K
+  /// projection output laid out [tokens][heads][head_dim]).
+  static void rope_apply(const rope_table& table, rope_layout layout, float* x, std::size_t tokens, std::size_t heads,
+                         std::size_t first_position) noexcept {
+    rope_apply(table, layout, x, tokens, heads, first_position,
+               rope_strides{table.head_dim(), heads * table.head_dim()});
+  }
+  /// Strided batch: head h of token t at x + t * strides.token + h * strides.head
+  /// (e.g. Q inside a fused QKV buffer, or partial rotation of the first
+  /// head_dim floats of wider heads).
+  static void rope_apply(const rope_table& table, rope_layout layout, float* x, std::size_t tokens, std::size_t heads,
+                         std::size_t first_position, rope_strides strides) noexcept {
+    detail::check_rope_args(table, layout, x, tokens, heads, first_position, strides);
+    if (tokens == 0 || heads == 0) return;
+    scalar::rope_apply(table.row(first_position), table.head_dim(), layout, x, tokens, heads, strides.head,
+                       strides.token);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+// The dispatched RoPE kernel, for RUVLLM_KERNELS_EXPORTED in dispatch.hpp.
+#define RUVLLM_ROPE_EXPORTED(X)                                                                                  \
+  X(void, rope_apply_f32,                                                                                        \
+    (const float* rows, std::size_t head_dim, ruvllm::kernels::rope_layout layout, float* x, std::size_t tokens, \
+     std::size_t heads, std::size_t head_stride, std::size_t token_stride),                                      \
+    (rows, head_dim, layout, x, tokens, heads, head_stride, token_stride))
+
+#endif  // RUVLLM_KERNELS_SCALAR_ROPE_HPP
+
+// ==== ruvllm/kernels/scalar/quant.hpp
+#ifndef RUVLLM_KERNELS_SCALAR_QUANT_HPP
+#define RUVLLM_KERNELS_SCALAR_QUANT_HPP
+
+// Scalar reference for the quant kernel family: GGUF block formats (Q8_0,
+// Q4_0, Q4_K, Q6_K, and Q8_K for activations), f16/bf16 rows, and the dot
+// products of a quantized weight row with quantized activations. Every SIMD
+// backend is tested against these functions, so they favour the obvious loop
+// and spell out ggml's arithmetic (formats and rounding read from ggml's
+// ggml-quants.c; the code is ours).
+//
+// Conventions shared by every entry point:
+//  * n counts elements and must be a multiple of the format's block size
+//    (32 for Q8_0/Q4_0, 256 for Q4_K/Q6_K/Q8_K); RUVLLM_ASSERT checks it in
+//    debug builds. The *_checked wrappers (quant_checked below) validate it at
+//    API boundaries and return ruvllm::result instead.
+//  * Nothing allocates; outputs are written in full, never read.
+//  * Inputs to quantizers must be finite. The f16 block scales of Q8_0/Q4_0/
+//    Q4_K/Q6_K overflow (become inf) once a block's largest magnitude exceeds
+//    what the format can scale to (about 8.3e6 for Q8_0, 5.2e5 for Q4_0, 6e7
+//    for Q4_K, 2.6e8 for Q6_K), exactly as in ggml; the checked wrappers report
+//    that instead of returning such blocks.
+//
+// Bit compatibility with ggml's reference quantizers (quantize_row_*_ref):
+//  * Q8_0: d = amax / 127, q = roundf(x * (1/d)) (ties away from zero), the
+//    scale stored as f16 of the unrounded d. Same bytes as ggml.
+//  * Q4_0: d = m / -8 where m is the first element of largest magnitude,
+//    q = min(15, trunc(x * (1/d) + 8.5)). Same bytes as ggml; an all-zero
+//    block therefore stores d = -0 (0x8000) and nibbles 8, as ggml does.
+//  * Q8_K: iscale = -127 / m, q = min(127, nearest_int(iscale * x)),
+//    d = 1 / iscale, bsums = sums of 16 quants. Same bytes as ggml, and bsums
+//    are also written for all-zero blocks (ggml leaves them unset).
+//  * Q4_K / Q6_K: ggml's reference search (make_qkx2_quants with weights
+//    av_x + |x| for Q4_K; make_qx_quants with weights x^2 for Q6_K), then the
+//    same scale packing and requantization, so the error is that of ggml's
+//    reference quantizer. Bytes agree with ggml when both are compiled
+//    without fused multiply-add contraction; they are not promised to.
+//  * Where ggml's arithmetic is undefined (1/d overflowing for blocks whose
+//    magnitudes are all below ~3.7e-37, a float-to-int8 conversion of inf or
+//    NaN), these functions write the quants of zero (q = 0, or nibble 8) with
+//    ggml's scale, which is then 0 or a denormal that f16 rounds to 0.
+//
+// Dequantizers are ggml's formulas (Q4_K: x = d*sc*q - dmin*m; Q6_K:
+// x = d*sc*q); every product involved is exact in float, so the results are
+// ggml's bit for bit however a compiler contracts or reorders them.
+//
+// Dot products follow llama.cpp's generic CPU code: exact int32 sums of
+// quant products per block (Q4_K/Q6_K: per super-block, weighted by the 6- or
+// 8-bit sub-block scales, with Q4_K's min term from the activation bsums),
+// then one float multiply-accumulate per block. Activation quants must lie in
+// [-127, 127], which every activation quantizer here guarantees (-128 is
+// excluded because SIMD backends take |a| of it).
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string_view>
+
+
+namespace ruvllm::kernels {
+
+/// Quant entry points of backend B (one specialization per backend), reached
+/// through kernels::ops<B>.
+template <Backend B>
+struct quant_ops;
+
+namespace scalar {
+
+namespace quant_detail {
+
+inline constexpr std::size_t qk8_0 = precision::q8_0::block_size;
+inline constexpr std::size_t qk4_0 = precision::q4_0::block_size;
+
+/// Largest |x| ggml's nearest_int is defined for (its magic-number trick
+/// needs |x| < 2^22).
+inline constexpr float nearest_int_limit = 4194303.0f;
+
+/// ggml's nearest_int: round to nearest, ties to even (in the default
+/// rounding mode). Saturates at ±(2^22 - 1) and maps NaN to 0 where ggml's
+/// trick is undefined; every caller clamps to a narrower range afterwards.
+/// The clamp also keeps a compiler from fusing a caller's x = a * b into the
+/// addition below, which would round differently.
+[[nodiscard]] inline int nearest_int(float x) noexcept {
+  if (!(x == x)) return 0;
+  x = x > nearest_int_limit ? nearest_int_limit : (x < -nearest_int_limit ? -nearest_int_limit : x);
+  // Adding 1.5 * 2^23 leaves the rounded integer in the low mantissa bits.
+  const float shifted = x + 12582912.0f;
+  std::uint32_t bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  return static_cast<int>(bits & 0x007F'FFFFu) - 0x0040'0000;
+}
+
+/// Q4_0's quant of p = x / d: min(15, trunc(p + 8.5)). p <= 8 (1 + 2^-22)
+/// for finite inputs, so clamping it to 7.5 first changes nothing (both give
+/// 15) but stops a compiler from fusing p = x * id into the addition.
+[[nodiscard]] inline std::uint8_t q4_0_nibble(float p) noexcept {
+  p = p < 7.5f ? p : 7.5f;
+  const int q = static_cast<int>(p + 8.5f);
+  return static_cast<std::uint8_t>(q < 15 ? q : 15);
+}
+
+/// The 6-bit scale and min of sub-block j (0..7) of a Q4_K super-block:
+/// sub-blocks 0-3 keep them in the low 6 bits of bytes j and j + 4; sub-blocks
+/// 4-7 keep their low 4 bits in byte j + 4 and their top 2 bits in the top
+/// bits of bytes j - 4 (scale) and j (min).
+inline void q4_k_scale_min(const std::uint8_t* scales, std::size_t j, std::uint8_t& sc, std::uint8_t& m) noexcept {
+  if (j < 4) {
+    sc = scales[j] & 63u;
+    m = scales[j + 4] & 63u;
+  } else {
+    sc = static_cast<std::uint8_t>((scales[j + 4] & 0x0Fu) | ((scales[j - 4] >> 6) << 4));
+    m = static_cast<std::uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
+  }
+}
+
+/// Unpacks all eight Q4_K scales and mins.
+inline void q4_k_scales_mins(const block_q4_k& b, std::uint8_t* sc, std::uint8_t* m) noexcept {
+  for (std::size_t j = 0; j < 8; ++j) q4_k_scale_min(b.scales, j, sc[j], m[j]);
+}
+
+/// The 6-bit Q6_K quant (0..63) of element e (0..255) of a super-block: the
+/// low 4 bits sit in ql, the high 2 in qh; each 128-element half uses 64 ql
+/// bytes (elements l and l+64 share byte l, l+32 and l+96 share byte l+32) and
+/// 32 qh bytes (bits 0-1, 2-3, 4-5, 6-7 for l, l+32, l+64, l+96).
+[[nodiscard]] inline int q6_k_quant(const block_q6_k& b, std::size_t e) noexcept {
+  const std::size_t half = e / 128, r = e % 128, group = r / 32, l = r % 32;
+  const std::uint8_t low_byte = b.ql[half * 64 + l + (group & 1u) * 32];
+  const unsigned low = (group < 2) ? (low_byte & 0x0Fu) : (low_byte >> 4);
+  const unsigned high = (b.qh[half * 32 + l] >> (2 * group)) & 3u;
+  return static_cast<int>(low | (high << 4));
+}
+
+/// ggml's make_qkx2_quants: fits x[i] ~ scale * L[i] - min with L in
+/// [0, nmax] and min >= 0 by a weighted least-squares search over nstep + 1
+/// candidate inverse scales; returns the scale and stores the min. L receives
+/// the best quants. n <= 32.
+inline float fit_scale_min(std::size_t n, int nmax, const float* x, const float* w, std::uint8_t* L,
+                           float& the_min, float rmin, float rdelta, int nstep) noexcept {
+  float min = x[0], max = x[0];
+  float sum_w = 0.0f, sum_x = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    min = std::min(min, x[i]);
+    max = std::max(max, x[i]);
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  if (min > 0.0f) min = 0.0f;
+  if (max == min) {
+    for (std::size_t i = 0; i < n; ++i) L[i] = 0;
+    the_min = -min;
+    return 0.0f;
+  }
+  const auto quant = [nmax](float v) { return static_cast<std::uint8_t>(std::clamp(nearest_int(v), 0, nmax)); };
+  float iscale = static_cast<float>(nmax) / (max - min);
+  float scale = 1.0f / iscale;
+  float best_error = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    L[i] = quant(iscale * (x[i] - min));
+    const float diff = scale * static_cast<float>(L[i]) + min - x[i];
+    best_error += w[i] * (diff * diff);
+  }
+  std::uint8_t trial[32];
+  for (int step = 0; step <= nstep; ++step) {
+    iscale = (rmin + rdelta * static_cast<float>(step) + static_cast<float>(nmax)) / (max - min);
+    float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+      trial[i] = quant(iscale * (x[i] - min));
+      const float l = static_cast<float>(trial[i]);
+      sum_l += w[i] * l;
+      sum_l2 += w[i] * l * l;
+      sum_xl += w[i] * l * x[i];
+    }
+    const float det = sum_w * sum_l2 - sum_l * sum_l;
+    if (!(det > 0.0f)) continue;
+    float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+    float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+    if (this_min > 0.0f) {
+      this_min = 0.0f;
+      this_scale = sum_xl / sum_l2;
+    }
+    float error = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float diff = this_scale * static_cast<float>(trial[i]) + this_min - x[i];
+      error += w[i] * (diff * diff);
+    }
+    if (error < best_error) {
+      std::copy(trial, trial + n, L);
+      best_error = error;
+      scale = this_scale;
+      min = this_min;
+    }
+  }
+  the_min = -min;
+  return scale;
+}
+
+/// ggml's make_qx_quants with x^2 weights (rmse_type 1): symmetric quants
+/// L in [0, 2 nmax) (stored with the +nmax offset) and the least-squares
+/// scale, searched over 19 inverse scales around -nmax / m. n <= 16.
+inline float fit_symmetric_scale(std::size_t n, int nmax, const float* x, std::int8_t* L) noexcept {
+  float max = 0.0f, amax = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < 1e-15f) {  // ggml's GROUP_MAX_EPS: treat as all zero
+    for (std::size_t i = 0; i < n; ++i) L[i] = 0;
+    return 0.0f;
+  }
+  const auto quant = [nmax](float v) { return std::clamp(nearest_int(v), -nmax, nmax - 1); };
+  float iscale = -static_cast<float>(nmax) / max;
+  float sumlx = 0.0f, suml2 = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    const int l = quant(iscale * x[i]);
+    L[i] = static_cast<std::int8_t>(l + nmax);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * static_cast<float>(l);
+    suml2 += w * static_cast<float>(l) * static_cast<float>(l);
+  }
+  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx;
+  for (int step = -9; step <= 9; ++step) {
+    if (step == 0) continue;
+    iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(step)) / max;
+    sumlx = suml2 = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+      const int l = quant(iscale * x[i]);
+      const float w = x[i] * x[i];
+      sumlx += w * x[i] * static_cast<float>(l);
+      suml2 += w * static_cast<float>(l) * static_cast<float>(l);
+    }
+    if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
+      for (std::size_t i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(quant(iscale * x[i]) + nmax);
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+/// Row r of a weight matrix whose rows start row_stride bytes apart.
+template <class Block>
+[[nodiscard]] inline const Block* row_at(const Block* w, std::size_t row_stride, std::size_t r) noexcept {
+  return reinterpret_cast<const Block*>(reinterpret_cast<const unsigned char*>(w) + r * row_stride);
+}
+
+}  // namespace quant_detail
+
+// ---------------------------------------------------------------- quantizers
+
+/// f32 -> Q8_0, byte-identical to ggml's quantize_row_q8_0_ref (see the file
+/// comment); n % 32 == 0.
+inline void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk8_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk8_0; ++b, x += quant_detail::qk8_0) {
+    float amax = 0.0f;
+    for (std::size_t j = 0; j < quant_detail::qk8_0; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = to_f16(d);
+    const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
+    for (std::size_t j = 0; j < quant_detail::qk8_0; ++j) {
+      y[b].qs[j] = usable ? static_cast<std::int8_t>(std::round(x[j] * id)) : std::int8_t{0};
+    }
+  }
+}
+
+/// f32 -> Q4_0, byte-identical to ggml's quantize_row_q4_0_ref; n % 32 == 0.
+inline void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk4_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk4_0; ++b, x += quant_detail::qk4_0) {
+    float amax = 0.0f, max = 0.0f;
+    for (std::size_t j = 0; j < quant_detail::qk4_0; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = to_f16(d);
+    const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
+    for (std::size_t j = 0; j < 16; ++j) {
+      const std::uint8_t lo = usable ? quant_detail::q4_0_nibble(x[j] * id) : std::uint8_t{8};
+      const std::uint8_t hi = usable ? quant_detail::q4_0_nibble(x[j + 16] * id) : std::uint8_t{8};
+      y[b].qs[j] = static_cast<std::uint8_t>(lo | (hi << 4));
+    }
+  }
+}
+
+/// f32 -> Q8_K (activations for the K-quant dots), byte-identical to ggml's
+/// quantize_row_q8_K_ref, bsums included; n % 256 == 0.
+inline void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    float amax = 0.0f, max = 0.0f;
+    for (std::size_t j = 0; j < qk_k; ++j) {
+      const float ax = std::fabs(x[j]);
+      if (ax > amax) {
+        amax = ax;
+        max = x[j];
+      }
+    }
+    block_q8_k& out = y[b];
+    if (amax == 0.0f) {
+      out.d = 0.0f;
+      std::memset(out.qs, 0, sizeof out.qs);
+      std::memset(out.bsums, 0, sizeof out.bsums);
+      continue;
+    }
+    const float iscale = -127.0f / max;
+    out.d = 1.0f / iscale;
+    if (!(std::fabs(iscale) <= std::numeric_limits<float>::max())) {  // |max| < ~3.7e-37
+      std::memset(out.qs, 0, sizeof out.qs);
+      std::memset(out.bsums, 0, sizeof out.bsums);
+      continue;
+    }
+    for (std::size_t j = 0; j < qk_k; ++j) {
+      out.qs[j] = static_cast<std::int8_t>(std::min(127, quant_detail::nearest_int(iscale * x[j])));
+    }
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      int sum = 0;
+      for (std::size_t j = 0; j < 16; ++j) sum += out.qs[16 * g + j];
+      out.bsums[g] = static_cast<std::int16_t>(sum);
+    }
+  }
+}
+
+/// f32 -> Q4_K with ggml's reference search (quantize_row_q4_K_ref): per
+/// 32-element sub-block a weighted scale/min fit, 6-bit scales and mins
+/// relative to two f16 super-block scales, then requantization against the
+/// stored scales. Not a hot path (weights are quantized offline); every
+/// backend runs this function. n % 256 == 0.
+inline void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    std::uint8_t L[qk_k];
+    float weights[32], scales[8], mins[8];
+    float max_scale = 0.0f, max_min = 0.0f;
+    for (std::size_t j = 0; j < 8; ++j) {
+      const float* xs = x + 32 * j;
+      float sum_x2 = 0.0f;
+      for (std::size_t l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
+      const float av_x = std::sqrt(sum_x2 / 32.0f);
+      for (std::size_t l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
+      scales[j] = quant_detail::fit_scale_min(32, 15, xs, weights, L + 32 * j, mins[j], -1.0f, 0.1f, 20);
+      max_scale = std::max(max_scale, scales[j]);
+      max_min = std::max(max_min, mins[j]);
+    }
+    const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
+    const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
+    block_q4_k& out = y[b];
+    std::memset(out.scales, 0, sizeof out.scales);
+    for (std::size_t j = 0; j < 8; ++j) {
+      // ggml stores the int in a uint8_t first; a (never observed) negative
+      // scale would wrap there, so clamp both ends instead.
+      const auto ls = static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int(inv_scale * scales[j]), 0, 63));
+      const auto lm = static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int(inv_min * mins[j]), 0, 63));
+      if (j < 4) {
+        out.scales[j] = ls;
+        out.scales[j + 4] = lm;
+      } else {
+        out.scales[j + 4] = static_cast<std::uint8_t>((ls & 0x0Fu) | ((lm & 0x0Fu) << 4));
+        out.scales[j - 4] = static_cast<std::uint8_t>(out.scales[j - 4] | ((ls >> 4) << 6));
+        out.scales[j] = static_cast<std::uint8_t>(out.scales[j] | ((lm >> 4) << 6));
+      }
+    }
+    out.d = to_f16(max_scale / 63.0f);
+    out.dmin = to_f16(max_min / 63.0f);
+    const float d = to_float(out.d), dmin = to_float(out.dmin);
+    for (std::size_t j = 0; j < 8; ++j) {
+      std::uint8_t sc, m;
+      quant_detail::q4_k_scale_min(out.scales, j, sc, m);
+      const float ds = d * static_cast<float>(sc);
+      if (ds == 0.0f) continue;  // keep the fit's quants, as ggml does
+      const float dm = dmin * static_cast<float>(m);
+      for (std::size_t l = 0; l < 32; ++l) {
+        L[32 * j + l] = static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int((x[32 * j + l] + dm) / ds), 0, 15));
+      }
+    }
+    for (std::size_t g = 0; g < 4; ++g) {
+      for (std::size_t l = 0; l < 32; ++l) {
+        out.qs[32 * g + l] = static_cast<std::uint8_t>(L[64 * g + l] | (L[64 * g + 32 + l] << 4));
+      }
+    }
+  }
+}
+
+/// f32 -> Q6_K with ggml's reference search (quantize_row_q6_K_ref): per
+/// 16-element sub-block a symmetric x^2-weighted scale fit, int8 scales
+/// relative to one f16 super-block scale, then requantization. Not a hot
+/// path; every backend runs this function. n % 256 == 0.
+inline void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    std::int8_t L[qk_k];
+    float scales[qk_k / 16];
+    float max_scale = 0.0f, max_abs_scale = 0.0f;
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      scales[g] = quant_detail::fit_symmetric_scale(16, 32, x + 16 * g, L + 16 * g);
+      if (std::fabs(scales[g]) > max_abs_scale) {
+        max_abs_scale = std::fabs(scales[g]);
+        max_scale = scales[g];
+      }
+    }
+    block_q6_k& out = y[b];
+    if (max_abs_scale < 1e-15f) {
+      std::memset(&out, 0, sizeof out);
+      continue;
+    }
+    const float iscale = -128.0f / max_scale;
+    out.d = to_f16(1.0f / iscale);
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      out.scales[g] = static_cast<std::int8_t>(std::min(127, quant_detail::nearest_int(iscale * scales[g])));
+    }
+    const float d = to_float(out.d);
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      const float ds = d * static_cast<float>(out.scales[g]);
+      if (ds == 0.0f) continue;  // keep the fit's quants, as ggml does
+      for (std::size_t l = 0; l < 16; ++l) {
+        L[16 * g + l] = static_cast<std::int8_t>(std::clamp(quant_detail::nearest_int(x[16 * g + l] / ds), -32, 31) + 32);
+      }
+    }
+    for (std::size_t half = 0; half < 2; ++half) {
+      const std::int8_t* q = L + 128 * half;
+      std::uint8_t* ql = out.ql + 64 * half;
+      std::uint8_t* qh = out.qh + 32 * half;
+      for (std::size_t l = 0; l < 32; ++l) {
+        const auto u = [&](std::size_t e) { return static_cast<unsigned>(q[e]); };
+        ql[l] = static_cast<std::uint8_t>((u(l) & 0x0Fu) | ((u(l + 64) & 0x0Fu) << 4));
+        ql[l + 32] = static_cast<std::uint8_t>((u(l + 32) & 0x0Fu) | ((u(l + 96) & 0x0Fu) << 4));
+        qh[l] = static_cast<std::uint8_t>((u(l) >> 4) | ((u(l + 32) >> 4) << 2) | ((u(l + 64) >> 4) << 4) |
+                                          ((u(l + 96) >> 4) << 6));
+      }
+    }
+  }
+}
+
+// -------------------------------------------------------------- dequantizers
+
+/// Q8_0 -> f32: x = d * q. n % 32 == 0.
+inline void dequantize_q8_0(const block_q8_0* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk8_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk8_0; ++b) {
+    const float d = to_float(x[b].d);
+    for (std::size_t j = 0; j < quant_detail::qk8_0; ++j) *y++ = static_cast<float>(x[b].qs[j]) * d;
+  }
+}
+
+/// Q4_0 -> f32: x = d * (q - 8). n % 32 == 0.
+inline void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk4_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk4_0; ++b, y += quant_detail::qk4_0) {
+    const float d = to_float(x[b].d);
+    for (std::size_t j = 0; j < 16; ++j) {
+      y[j] = static_cast<float>((x[b].qs[j] & 0x0F) - 8) * d;
+      y[j + 16] = static_cast<float>((x[b].qs[j] >> 4) - 8) * d;
+    }
+  }
+}
+
+/// Q4_K -> f32, ggml's formula exactly: x = (d*sc) * q - (dmin*m). n % 256 == 0.
+inline void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const float d = to_float(x[b].d), dmin = to_float(x[b].dmin);
+    std::uint8_t sc[8], m[8];
+    quant_detail::q4_k_scales_mins(x[b], sc, m);
+    for (std::size_t g = 0; g < 4; ++g) {
+      const std::uint8_t* q = x[b].qs + 32 * g;
+      const float d1 = d * static_cast<float>(sc[2 * g]), m1 = dmin * static_cast<float>(m[2 * g]);
+      const float d2 = d * static_cast<float>(sc[2 * g + 1]), m2 = dmin * static_cast<float>(m[2 * g + 1]);
+      for (std::size_t l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0x0F) - m1;
+      for (std::size_t l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+    }
+  }
+}
+
+/// Q6_K -> f32, ggml's formula: x = (d * sc) * (q - 32). n % 256 == 0.
+inline void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const float d = to_float(x[b].d);
+    for (std::size_t e = 0; e < qk_k; ++e) {
+      *y++ = d * static_cast<float>(x[b].scales[e / 16]) * static_cast<float>(quant_detail::q6_k_quant(x[b], e) - 32);
+    }
+  }
+}
+
+/// Q8_K -> f32: x = d * q. n % 256 == 0.
+inline void dequantize_q8_k(const block_q8_k* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    for (std::size_t j = 0; j < qk_k; ++j) *y++ = x[b].d * static_cast<float>(x[b].qs[j]);
+  }
+}
+
+// ------------------------------------------------------ f16 / bf16 rows
+
+/// f32 -> f16 row with ruvllm::to_f16 (ties to even; see core/half.hpp).
+inline void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = to_f16(x[i]);
+}
+/// f16 -> f32 row (exact).
+inline void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = to_float(x[i]);
+}
+/// f32 -> bf16 row with ruvllm::to_bf16 (ties to even, denormals to ±0).
+inline void convert_f32_to_bf16(const float* x, bf16* y, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = to_bf16(x[i]);
+}
+/// bf16 -> f32 row (exact).
+inline void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = to_float(x[i]);
+}
+
+// -------------------------------------------------------------- dot products
+
+/// Q8_0 weights . Q8_0 activations (ggml_vec_dot_q8_0_q8_0): per block the
+/// exact int sum of q_w * q_a, then sum += sumi * (d_w * d_a). n % 32 == 0.
+[[nodiscard]] inline float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk8_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk8_0; ++b) {
+    int sumi = 0;
+    for (std::size_t j = 0; j < quant_detail::qk8_0; ++j) sumi += w[b].qs[j] * a[b].qs[j];
+    sum += static_cast<float>(sumi) * (to_float(w[b].d) * to_float(a[b].d));
+  }
+  return sum;
+}
+
+/// Q4_0 weights . Q8_0 activations (ggml_vec_dot_q4_0_q8_0): per block the
+/// exact int sum of (q_w - 8) * q_a, then sum += sumi * d_w * d_a. n % 32 == 0.
+[[nodiscard]] inline float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk4_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk4_0; ++b) {
+    int sumi = 0;
+    for (std::size_t j = 0; j < 16; ++j) {
+      sumi += ((w[b].qs[j] & 0x0F) - 8) * a[b].qs[j];
+      sumi += ((w[b].qs[j] >> 4) - 8) * a[b].qs[j + 16];
+    }
+    sum += static_cast<float>(sumi) * to_float(w[b].d) * to_float(a[b].d);
+  }
+  return sum;
+}
+
+namespace quant_detail {
+
+/// The exact integer parts of one Q4_K . Q8_K super-block: sum over
+/// sub-blocks of sc_j * sum(q * q_a), and sum of m_j times the activation sums
+/// of sub-block j (from bsums).
+struct q4_k_block_sums {
+  std::int32_t scaled;
+  std::int32_t mins;
+};
+
+[[nodiscard]] inline q4_k_block_sums q4_k_q8_k_sums(const block_q4_k& w, const block_q8_k& a) noexcept {
+  std::uint8_t sc[8], m[8];
+  q4_k_scales_mins(w, sc, m);
+  q4_k_block_sums s{0, 0};
+  for (std::size_t j = 0; j < 8; ++j) s.mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+  for (std::size_t g = 0; g < 4; ++g) {
+    int lo = 0, hi = 0;
+    for (std::size_t l = 0; l < 32; ++l) {
+      lo += (w.qs[32 * g + l] & 0x0F) * a.qs[64 * g + l];
+      hi += (w.qs[32 * g + l] >> 4) * a.qs[64 * g + 32 + l];
+    }
+    s.scaled += sc[2 * g] * lo + sc[2 * g + 1] * hi;
+  }
+  return s;
+}
+
+/// The exact integer sum of one Q6_K . Q8_K super-block: sum over 16-element
+/// sub-blocks of sc_g * sum((q - 32) * q_a).
+[[nodiscard]] inline std::int32_t q6_k_q8_k_sum(const block_q6_k& w, const block_q8_k& a) noexcept {
+  std::int32_t total = 0;
+  for (std::size_t g = 0; g < qk_k / 16; ++g) {
+    int sum = 0;
+    for (std::size_t l = 0; l < 16; ++l) sum += (q6_k_quant(w, 16 * g + l) - 32) * a.qs[16 * g + l];
+    total += w.scales[g] * sum;
+  }
+  return total;
+}
+
+}  // namespace quant_detail
+
+/// Q4_K weights . Q8_K activations (ggml_vec_dot_q4_K_q8_K): per super-block
+/// sum += (d_w d_a) * scaled - (dmin_w d_a) * mins with the exact integer sums
+/// above. n % 256 == 0.
+[[nodiscard]] inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const auto s = quant_detail::q4_k_q8_k_sums(w[b], a[b]);
+    const float d = to_float(w[b].d) * a[b].d;
+    const float dmin = to_float(w[b].dmin) * a[b].d;
+    sum += d * static_cast<float>(s.scaled) - dmin * static_cast<float>(s.mins);
+  }
+  return sum;
+}
+
+/// Q6_K weights . Q8_K activations (ggml_vec_dot_q6_K_q8_K): per super-block
+/// sum += (d_w d_a) * (exact integer sum above). n % 256 == 0.
+[[nodiscard]] inline float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    sum += to_float(w[b].d) * a[b].d * static_cast<float>(quant_detail::q6_k_q8_k_sum(w[b], a[b]));
+  }
+  return sum;
+}
+
+/// Batch forms: out[r] = dot(row r, a) for r < rows, where row r starts
+/// r * row_stride bytes after w (row_stride >= the row's bytes and a multiple
+/// of the block's alignment).
+inline void dot_q8_0_q8_0_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q8_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q6_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
+}
+
+}  // namespace scalar
+
+namespace detail {
+
+/// Checked, non-hot-path wrappers over a backend's quant entry points (Ops =
+/// quant_ops<B>): each validates its arguments, returns ruvllm::error naming
+/// the bad value and the limit, and otherwise calls the unchecked entry
+/// point. Only error results allocate. On an error from a quantizer's
+/// post-check (a non-finite block scale) the output has been written and must
+/// be discarded.
+template <class Ops>
+struct quant_checked {
+ private:
+  static result<void> check_length(std::string_view fn, std::string_view format, std::size_t n, std::size_t block) {
+    if (n % block != 0) {
+      return make_error(errc::invalid_argument, fn, ": n = ", n, " is not a multiple of the ", format,
+                        " block size ", block);
+    }
+    return {};
+  }
+
+  template <class P>
+  static result<void> check_quantize(std::string_view fn, const float* x, const void* y, std::size_t n) {
+    RUVLLM_TRY(check_length(fn, P::name, n, P::block_size));
+    if (n != 0 && (x == nullptr || y == nullptr)) return make_error(errc::invalid_argument, fn, ": null row pointer");
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!std::isfinite(x[i])) {
+        return make_error(errc::invalid_argument, fn, ": element ", i, " = ", x[i], " is not finite");
+      }
+    }
+    return {};
+  }
+
+  static result<void> check_scale(std::string_view fn, std::string_view format, std::size_t block, f16 scale) {
+    if (!std::isfinite(to_float(scale))) {
+      return make_error(errc::out_of_range, fn, ": block ", block, " needs a scale beyond the f16 range of ", format,
+                        " (65504); its values are too large for this format");
+    }
+    return {};
+  }
+
+  template <class P, class Block>
+  static result<void> check_rows(std::string_view fn, const Block* w, std::size_t row_stride, std::size_t rows,
+                                 std::size_t n) {
+    RUVLLM_TRY(check_length(fn, P::name, n, P::block_size));
+    if (rows > 1 && row_stride < row_bytes<P>(n)) {
+      return make_error(errc::invalid_argument, fn, ": row_stride = ", row_stride, " is smaller than a row of ", n,
+                        " elements (", row_bytes<P>(n), " bytes)");
+    }
+    if (row_stride % alignof(Block) != 0) {
+      return make_error(errc::invalid_argument, fn, ": row_stride = ", row_stride, " is not a multiple of ",
+                        alignof(Block), " (the alignment of a ", P::name, " block)");
+    }
+    if (reinterpret_cast<std::uintptr_t>(w) % alignof(Block) != 0) {
+      return make_error(errc::invalid_argument, fn, ": the first row is not aligned to ", alignof(Block), " bytes");
+    }
+    return {};
+  }
+
+ public:
+  /// Ops::quantize_q8_0 after checking n % 32, finite inputs, then finite scales.
+  static result<void> quantize_q8_0_checked(const float* x, block_q8_0* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q8_0>("quantize_q8_0", x, y, n));
+    Ops::quantize_q8_0(x, y, n);
+    for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_q8_0", "q8_0", b, y[b].d));
+    return {};
+  }
+  /// Ops::quantize_q4_0 after checking n % 32, finite inputs, then finite scales.
+  static result<void> quantize_q4_0_checked(const float* x, block_q4_0* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q4_0>("quantize_q4_0", x, y, n));
+    Ops::quantize_q4_0(x, y, n);
+    for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_q4_0", "q4_0", b, y[b].d));
+    return {};
+  }
+  /// Ops::quantize_q4_k after checking n % 256, finite inputs, then finite scales.
+  static result<void> quantize_q4_k_checked(const float* x, block_q4_k* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q4_k>("quantize_q4_k", x, y, n));
+    Ops::quantize_q4_k(x, y, n);
+    for (std::size_t b = 0; b < n / qk_k; ++b) {
+      RUVLLM_TRY(check_scale("quantize_q4_k", "q4_k", b, y[b].d));
+      RUVLLM_TRY(check_scale("quantize_q4_k", "q4_k", b, y[b].dmin));
+    }
+    return {};
+  }
+  /// Ops::quantize_q6_k after checking n % 256, finite inputs, then finite scales.
+  static result<void> quantize_q6_k_checked(const float* x, block_q6_k* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q6_k>("quantize_q6_k", x, y, n));
+    Ops::quantize_q6_k(x, y, n);
+    for (std::size_t b = 0; b < n / qk_k; ++b) RUVLLM_TRY(check_scale("quantize_q6_k", "q6_k", b, y[b].d));
+    return {};
+  }
+  /// Ops::quantize_q8_k after checking n % 256 and finite inputs.
+  static result<void> quantize_q8_k_checked(const float* x, block_q8_k* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q8_k>("quantize_q8_k", x, y, n));
+    Ops::quantize_q8_k(x, y, n);
+    return {};
+  }
+
+  /// Ops::dequantize_q8_0 after checking n % 32.
+  static result<void> dequantize_q8_0_checked(const block_q8_0* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q8_0", "q8_0", n, 32));
+    Ops::dequantize_q8_0(x, y, n);
+    return {};
+  }
+  /// Ops::dequantize_q4_0 after checking n % 32.
+  static result<void> dequantize_q4_0_checked(const block_q4_0* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q4_0", "q4_0", n, 32));
+    Ops::dequantize_q4_0(x, y, n);
+    return {};
+  }
+  /// Ops::dequantize_q4_k after checking n % 256.
+  static result<void> dequantize_q4_k_checked(const block_q4_k* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q4_k", "q4_k", n, qk_k));
+    Ops::dequantize_q4_k(x, y, n);
+    return {};
+  }
+  /// Ops::dequantize_q6_k after checking n % 256.
+  static result<void> dequantize_q6_k_checked(const block_q6_k* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q6_k", "q6_k", n, qk_k));
+    Ops::dequantize_q6_k(x, y, n);
+    return {};
+  }
+
+  /// Ops::dot_q8_0_q8_0 after checking n % 32.
+  static result<float> dot_q8_0_q8_0_checked(const block_q8_0* w, const block_q8_0* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q8_0_q8_0", "q8_0", n, 32));
+    return Ops::dot_q8_0_q8_0(w, a, n);
+  }
+  /// Ops::dot_q4_0_q8_0 after checking n % 32.
+  static result<float> dot_q4_0_q8_0_checked(const block_q4_0* w, const block_q8_0* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q4_0_q8_0", "q4_0", n, 32));
+    return Ops::dot_q4_0_q8_0(w, a, n);
+  }
+  /// Ops::dot_q4_k_q8_k after checking n % 256.
+  static result<float> dot_q4_k_q8_k_checked(const block_q4_k* w, const block_q8_k* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q4_k_q8_k", "q4_k", n, qk_k));
+    return Ops::dot_q4_k_q8_k(w, a, n);
+  }
+  /// Ops::dot_q6_k_q8_k after checking n % 256.
+  static result<float> dot_q6_k_q8_k_checked(const block_q6_k* w, const block_q8_k* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q6_k_q8_k", "q6_k", n, qk_k));
+    return Ops::dot_q6_k_q8_k(w, a, n);
+  }
+
+  /// Ops::dot_q8_0_q8_0_rows after checking n, the stride and the alignment.
+  static result<void> dot_q8_0_q8_0_rows_checked(const block_q8_0* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_0* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q8_0>("dot_q8_0_q8_0_rows", w, row_stride, rows, n));
+    Ops::dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
+  /// Ops::dot_q4_0_q8_0_rows after checking n, the stride and the alignment.
+  static result<void> dot_q4_0_q8_0_rows_checked(const block_q4_0* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_0* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q4_0>("dot_q4_0_q8_0_rows", w, row_stride, rows, n));
+    Ops::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
+  /// Ops::dot_q4_k_q8_k_rows after checking n, the stride and the alignment.
+  static result<void> dot_q4_k_q8_k_rows_checked(const block_q4_k* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_k* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q4_k>("dot_q4_k_q8_k_rows", w, row_stride, rows, n));
+    Ops::dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
+  /// Ops::dot_q6_k_q8_k_rows after checking n, the stride and the alignment.
+  static result<void> dot_q6_k_q8_k_rows_checked(const block_q6_k* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_k* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q6_k>("dot_q6_k_q8_k_rows", w, row_stride, rows, n));
+    Ops::dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
+};
+
+}  // namespace detail
+
+/// Scalar quant entry points: the reference (see the file comment for the
+/// formats, rounding and preconditions). Each entry point's doc is on the
+/// scalar:: function it calls; backends share the semantics.
+template <>
+struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::scalar>> {
+  static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept { scalar::quantize_q8_0(x, y, n); }
+  static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept { scalar::quantize_q4_0(x, y, n); }
+  static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
+  static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
+  static void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept { scalar::quantize_q8_k(x, y, n); }
+
+  static void dequantize_q8_0(const block_q8_0* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q8_0(x, y, n);
+  }
+  static void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q4_0(x, y, n);
+  }
+  static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q4_k(x, y, n);
+  }
+  static void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q6_k(x, y, n);
+  }
+  static void dequantize_q8_k(const block_q8_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q8_k(x, y, n);
+  }
+
+  static void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept { scalar::convert_f32_to_f16(x, y, n); }
+  static void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept { scalar::convert_f16_to_f32(x, y, n); }
+  static void convert_f32_to_bf16(const float* x, bf16* y, std::size_t n) noexcept {
+    scalar::convert_f32_to_bf16(x, y, n);
+  }
+  static void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept {
+    scalar::convert_bf16_to_f32(x, y, n);
+  }
+
+  [[nodiscard]] static float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    return scalar::dot_q8_0_q8_0(w, a, n);
+  }
+  [[nodiscard]] static float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    return scalar::dot_q4_0_q8_0(w, a, n);
+  }
+  [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    return scalar::dot_q4_k_q8_k(w, a, n);
+  }
+  [[nodiscard]] static float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    return scalar::dot_q6_k_q8_k(w, a, n);
+  }
+
+  static void dot_q8_0_q8_0_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+// The quant family's dispatched kernels (listed in RUVLLM_KERNELS_EXPORTED by
+// ruvllm/kernels/dispatch.hpp, which includes this header), in the form
+// X(return type, name, (parameters), (arguments)). Each name is defined per
+// target in quant-inl.h and called by kernels/highway/quant.hpp.
+#define RUVLLM_DETAIL_QUANT_ROW(X, NAME, IN, OUT) X(void, NAME, (const IN* x, OUT* y, std::size_t n), (x, y, n))
+#define RUVLLM_DETAIL_QUANT_ROWS(X, NAME, W, A)                                                                   \
+  X(void, NAME, (const W* w, std::size_t row_stride, std::size_t rows, const A* a, std::size_t n, float* out), \
+    (w, row_stride, rows, a, n, out))
+#define RUVLLM_QUANT_EXPORTED(X)                                                        \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q4_0, float, ruvllm::block_q4_0)            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_k, float, ruvllm::block_q8_k)            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q8_0, ruvllm::block_q8_0, float)          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_0, ruvllm::block_q4_0, float)          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_k, ruvllm::block_q4_k, float)          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q6_k, ruvllm::block_q6_k, float)          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_f16, float, ruvllm::f16)              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f16_to_f32, ruvllm::f16, float)              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_bf16, float, ruvllm::bf16)            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)            \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)
+
+#endif  // RUVLLM_KERNELS_SCALAR_QUANT_HPP
+
+// ==== ruvllm/kernels/paged_kv_view.hpp
+#ifndef RUVLLM_KERNELS_PAGED_KV_VIEW_HPP
+#define RUVLLM_KERNELS_PAGED_KV_VIEW_HPP
+
+// The paged KV cache as the attention kernels see it: a non-owning view of
+// page tables over two page pools (keys and values), plus the byte layout of
+// a page in every KV storage format. The kv layer owns the pages and builds
+// these views; kernels only read through them (after FlashInfer's paged_kv_t:
+// page table + last-page length + layout tag).
+//
+// ---------------------------------------------------------------- addressing
+// A batch of `batch` sequences. Sequence s owns the pages
+//   page_ids[page_indptr[s] .. page_indptr[s + 1])
+// in order (a CSR page table: page_indptr has batch + 1 entries, starting at
+// any value). Page ids index two pools: the keys of page p start at
+// k_pages + p * k_page_bytes and its values at v_pages + p * v_page_bytes, so
+// one id names both halves of a block whatever their precisions. Ids need not
+// be contiguous, sorted or distinct across sequences (a shared prefix may
+// appear in many page tables). A sequence with n >= 1 pages holds
+//   (n - 1) * TokensPerBlock + last_page_len[s]   tokens, 1 <= last_page_len[s] <= TokensPerBlock;
+// a sequence with no pages holds 0 tokens and has last_page_len[s] == 0.
+//
+// ------------------------------------------------------------------- layout
+// kv_layout::head_token_dim: a page is n_kv_heads "page-heads", head-major,
+// each holding that head's TokensPerBlock tokens token-major with the channel
+// (dim) innermost:
+//   page = [kv_head][token][dim]   (head h at byte h * head_bytes of the page)
+// Why: decode attention runs one KV head (and every query head of its GQA
+// group) at a time over all of a sequence's tokens, so the bytes it needs
+// from a page are one contiguous run of head_bytes -- whole cache lines,
+// sequential hardware prefetch, one software prefetch stream per page --
+// instead of n_kv_heads short runs at a stride (the token-major layout
+// [token][kv_head][dim] that appending one token would favour). Appending a
+// token writes n_kv_heads short rows instead, which happens once per token
+// while attention reads every row at every step.
+//
+// ------------------------------------------------------ page-head byte layouts
+// T = TokensPerBlock, D = head_dim; offsets in bytes from the page-head start.
+// Every format stores whole tokens of whole channels; the page-head sizes are
+// kv_page_head_bytes().
+//  * f16 (precision::f16): T x D ruvllm::f16, element (t, c) at 2 * (t * D + c).
+//    Exact for every value an f16 holds. D % 16 == 0.
+//  * q8_0 (precision::q8_0): T x (D / 32) block_q8_0 (34 bytes: f16 d, int8
+//    qs[32]); block (t, b) at 34 * (t * (D / 32) + b) holds channels
+//    32b .. 32b + 31 of token t; x = d * qs[i] (GGUF Q8_0 blocks). D % 32 == 0.
+//  * KIVI keys (precision::kivi<Bits, G> as KPrecision): quantized per
+//    channel, a group spans G consecutive tokens of one channel (outliers in
+//    keys are per channel, KIVI's observation). (T / G) x D block_kivi<Bits, G>;
+//    block (j, c) at S * (j * D + c), S = sizeof(block_kivi<Bits, G>), holds
+//    tokens jG .. jG + G - 1 of channel c. G divides T.
+//  * KIVI values (precision::kivi<Bits, G> as VPrecision): quantized per token,
+//    a group spans G consecutive channels of one token. T x (D / G)
+//    block_kivi<Bits, G>; block (t, j) at S * (t * (D / G) + j) holds channels
+//    jG .. jG + G - 1 of token t. G divides D.
+//  * Inside a block_kivi<Bits, G> (both roles): x = zero + scale * code with
+//    f16 scale and zero and codes in [0, 2^Bits - 1]. The codes are planar:
+//    with P = G * Bits / 8 (the bytes of qs), element i of the group is in
+//    byte i % P at bits [Bits * (i / P), Bits * (i / P) + Bits). So the low
+//    Bits of the P bytes are elements 0 .. P - 1, the next Bits elements
+//    P .. 2P - 1, and so on (for 4 bits this is Q4_0's nibble order). A SIMD
+//    kernel turns P consecutive bytes into P consecutive elements with one
+//    widening load, a shift and a mask -- no shuffles. P % 4 == 0 (G * Bits
+//    a multiple of 32): 2-bit groups of 16, 32, 48, 64 ...; 4-bit of 8, 16, ...
+//
+// Bytes per token and KV head, K + V, at D = 128 and G = 32: f16 512,
+// q8_0 272, KIVI-4 160, KIVI-2 96 (f16 / KIVI-2 = 5.3x).
+//
+// Thread-safety: a view is a value (pointers and sizes). Any number of
+// kernels may read through views of the same pages concurrently; whoever
+// writes a page (the kv layer) must not do so while a kernel reads it.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+
+
+namespace ruvllm::kernels {
+
+/// A KV storage format as a run-time value: what the type-erased kernels
+/// switch on once per page (never per element).
+enum class kv_format : std::uint8_t {
+  f16 = 1,    // precision::f16
+  q8_0 = 2,   // precision::q8_0
+  kivi4 = 3,  // precision::kivi<4, G>
+  kivi2 = 4,  // precision::kivi<2, G>
+};
+
+/// Which half of a block a page pool holds; KIVI groups keys per channel and
+/// values per token.
+enum class kv_role : std::uint8_t { key, value };
+
+/// Order of the axes of a page, outermost first (see the file comment).
+enum class kv_layout : std::uint8_t { head_token_dim };
+
+/// Widest head supported (stack tiles in the kernels are sized for it).
+inline constexpr std::size_t kv_max_head_dim = 256;
+/// Every head_dim must be a multiple of this (full SIMD vectors, up to 16 float lanes).
+inline constexpr std::size_t kv_head_dim_multiple = 16;
+/// Largest TokensPerBlock (the decode kernels keep one page of scores per head on the stack).
+inline constexpr std::size_t kv_max_tokens_per_page = 256;
+
+/// One stored format: the format and its group (elements per scale: 1 for
+/// f16, 32 for q8_0, G for KIVI).
+struct kv_format_desc {
+  kv_format format = kv_format::f16;
+  std::uint32_t group = 1;
+
+  friend constexpr bool operator==(kv_format_desc, kv_format_desc) noexcept = default;
+};
+
+/// Bits per code of a format (16 for f16).
+[[nodiscard]] constexpr unsigned kv_bits(kv_format f) noexcept {
+  switch (f) {
+    case kv_format::f16: return 16;
+    case kv_format::q8_0: return 8;
+    case kv_format::kivi4: return 4;
+    case kv_format::kivi2: return 2;
+  }
+  return 0;
+}
+
+/// Bytes of one block of a KIVI format with `group` elements: f16 scale, f16 zero, codes.
+[[nodiscard]] constexpr std::size_t kv_kivi_block_bytes(unsigned bits, std::size_t group) noexcept {
+  return 4 + group * bits / 8;
+}
+
+/// Bytes of one page-head (one KV head of one page) holding `tokens` tokens
+/// of head_dim channels in format f and role r; the layouts are in the file
+/// comment. Preconditions (checked by kv_format_check): as there.
+[[nodiscard]] constexpr std::size_t kv_page_head_bytes(kv_format_desc f, kv_role r, std::size_t tokens,
+                                                       std::size_t head_dim) noexcept {
+  switch (f.format) {
+    case kv_format::f16: return tokens * head_dim * sizeof(f16);
+    case kv_format::q8_0: return tokens * (head_dim / 32) * sizeof(block_q8_0);
+    case kv_format::kivi4:
+    case kv_format::kivi2: {
+      const std::size_t block = kv_kivi_block_bytes(kv_bits(f.format), f.group);
+      return r == kv_role::key ? (tokens / f.group) * head_dim * block : tokens * (head_dim / f.group) * block;
+    }
+  }
+  return 0;
+}
+
+/// Checks that format f in role r can store pages of tokens_per_page tokens
+/// of head_dim channels; the error names the value and the limit.
+[[nodiscard]] inline result<void> kv_format_check(kv_format_desc f, kv_role r, std::size_t tokens_per_page,
+                                                  std::size_t head_dim) {
+  if (head_dim == 0 || head_dim > kv_max_head_dim || head_dim % kv_head_dim_multiple != 0)
+    return make_error(errc::invalid_argument, "head_dim ", head_dim, " must be a multiple of ", kv_head_dim_multiple,
+                      " in [", kv_head_dim_multiple, ", ", kv_max_head_dim, "]");
+  if (tokens_per_page == 0 || tokens_per_page > kv_max_tokens_per_page)
+    return make_error(errc::invalid_argument, "tokens per page ", tokens_per_page, " must be in [1, ",
+                      kv_max_tokens_per_page, "]");
+  switch (f.format) {
+    case kv_format::f16:
+      if (f.group != 1) return make_error(errc::invalid_argument, "f16 KV group ", f.group, " must be 1");
+      return {};
+    case kv_format::q8_0:
+      if (f.group != 32) return make_error(errc::invalid_argument, "q8_0 KV group ", f.group, " must be 32");
+      if (head_dim % 32 != 0)
+        return make_error(errc::invalid_argument, "q8_0 KV needs head_dim ", head_dim, " to be a multiple of 32");
+      return {};
+    case kv_format::kivi4:
+    case kv_format::kivi2: {
+      const unsigned bits = kv_bits(f.format);
+      if (f.group == 0 || (f.group * bits) % 32 != 0)
+        return make_error(errc::invalid_argument, "KIVI-", bits, " group ", f.group, " must be a positive multiple of ",
+                          32 / bits, " (whole 32-bit code planes)");
+      if (r == kv_role::key && tokens_per_page % f.group != 0)
+        return make_error(errc::invalid_argument, "KIVI key group ", f.group, " must divide the tokens per page ",
+                          tokens_per_page);
+      if (r == kv_role::value && head_dim % f.group != 0)
+        return make_error(errc::invalid_argument, "KIVI value group ", f.group, " must divide head_dim ", head_dim);
+      return {};
+    }
+  }
+  return make_error(errc::invalid_argument, "unknown KV format ", static_cast<unsigned>(f.format));
+}
+
+namespace detail {
+template <class P>
+struct kv_precision_map {
+  static constexpr bool supported = false;
+};
+template <>
+struct kv_precision_map<precision::f16> {
+  static constexpr bool supported = true;
+  static constexpr kv_format_desc desc{kv_format::f16, 1};
+};
+template <>
+struct kv_precision_map<precision::q8_0> {
+  static constexpr bool supported = true;
+  static constexpr kv_format_desc desc{kv_format::q8_0, 32};
+};
+template <int Bits, std::size_t Group>
+struct kv_precision_map<precision::kivi<Bits, Group>> {
+  static constexpr bool supported = true;
+  static constexpr kv_format_desc desc{Bits == 4 ? kv_format::kivi4 : kv_format::kivi2,
+                                       static_cast<std::uint32_t>(Group)};
+};
+}  // namespace detail
+
+/// Precisions a KV page may be stored in: precision::f16, precision::q8_0,
+/// precision::kivi<4, G> and precision::kivi<2, G>.
+template <class P>
+concept KvPrecision = Precision<P> && detail::kv_precision_map<P>::supported;
+
+/// The run-time descriptor of KV precision P.
+template <KvPrecision P>
+inline constexpr kv_format_desc kv_format_of = detail::kv_precision_map<P>::desc;
+
+namespace detail {
+// The descriptor of P, or f16's for an unsupported P so that only
+// paged_kv_view's static_assert reports it.
+template <class P>
+[[nodiscard]] constexpr kv_format_desc kv_format_or_f16() noexcept {
+  if constexpr (KvPrecision<P>) {
+    return kv_precision_map<P>::desc;
+  } else {
+    return kv_format_desc{};
+  }
+}
+}  // namespace detail
+
+/// The type-erased paged view the dispatched kernels take (the template
+/// paged_kv_view converts to it with desc()). Same fields and contract as
+/// paged_kv_view, with the formats and page sizes as values.
+struct paged_kv_desc {
+  const std::byte* k_pages = nullptr;
+  const std::byte* v_pages = nullptr;
+  const std::uint32_t* page_indptr = nullptr;  // batch + 1 entries
+  const std::uint32_t* page_ids = nullptr;
+  const std::uint32_t* last_page_len = nullptr;  // batch entries
+  std::uint32_t batch = 0;
+  std::uint32_t n_kv_heads = 0;
+  std::uint32_t head_dim = 0;
+  std::uint32_t tokens_per_page = 0;
+  kv_format_desc k_format{};
+  kv_format_desc v_format{};
+  std::size_t k_head_bytes = 0;  // one page-head of keys
+  std::size_t v_head_bytes = 0;
+  std::size_t k_page_bytes = 0;  // n_kv_heads * k_head_bytes
+  std::size_t v_page_bytes = 0;
+
+  /// Pages of sequence s.
+  [[nodiscard]] std::uint32_t pages(std::size_t s) const noexcept { return page_indptr[s + 1] - page_indptr[s]; }
+  /// Tokens held by sequence s.
+  [[nodiscard]] std::size_t seq_len(std::size_t s) const noexcept {
+    const std::uint32_t n = pages(s);
+    return n == 0 ? 0 : std::size_t{n - 1} * tokens_per_page + last_page_len[s];
+  }
+  /// Tokens held by page `i` (0-based within sequence s).
+  [[nodiscard]] std::size_t page_tokens(std::size_t s, std::uint32_t i) const noexcept {
+    return i + 1 == pages(s) ? std::size_t{last_page_len[s]} : std::size_t{tokens_per_page};
+  }
+  /// The keys of KV head h in page i of sequence s.
+  [[nodiscard]] const std::byte* k_head(std::size_t s, std::uint32_t i, std::size_t h) const noexcept {
+    return k_pages + std::size_t{page_ids[page_indptr[s] + i]} * k_page_bytes + h * k_head_bytes;
+  }
+  /// The values of KV head h in page i of sequence s.
+  [[nodiscard]] const std::byte* v_head(std::size_t s, std::uint32_t i, std::size_t h) const noexcept {
+    return v_pages + std::size_t{page_ids[page_indptr[s] + i]} * v_page_bytes + h * v_head_bytes;
+  }
+};
+
+/// Non-owning view of a batch of sequences' paged KV cache, as produced by
+/// the kv layer and read by the attention kernels.
+///
+/// Template parameters: KPrecision and VPrecision, each one of precision::f16,
+/// precision::q8_0, precision::kivi<4, G>, precision::kivi<2, G>, chosen
+/// independently (keys tolerate quantization worse than values, so a cold
+/// tier may keep q8_0 keys with KIVI-2 values); TokensPerBlock, the tokens of
+/// one page (1 .. kv_max_tokens_per_page; a multiple of a KIVI key group).
+/// Addressing and byte layouts: the top of ruvllm/kernels/paged_kv_view.hpp.
+///
+/// Fields are public so the kv layer can fill them directly in its hot path;
+/// make() checks every precondition once (a boundary: O(batch + pages)).
+/// Pool bases must be 2-byte aligned (64 recommended). Trivially copyable; no
+/// call allocates except make() on failure (the error message); thread-safety
+/// as for any value.
+template <class KPrecision, class VPrecision, std::size_t TokensPerBlock>
+struct paged_kv_view {
+  static_assert(KvPrecision<KPrecision> && KvPrecision<VPrecision>,
+                "paged_kv_view<KPrecision, VPrecision, TokensPerBlock>: KV pages are stored as precision::f16, "
+                "precision::q8_0, precision::kivi<4, G> or precision::kivi<2, G>");
+  static_assert(TokensPerBlock >= 1 && TokensPerBlock <= kv_max_tokens_per_page,
+                "paged_kv_view: TokensPerBlock must be in [1, kv_max_tokens_per_page]");
+  static_assert(detail::kv_format_or_f16<KPrecision>().format == kv_format::f16 ||
+                    detail::kv_format_or_f16<KPrecision>().format == kv_format::q8_0 ||
+                    TokensPerBlock % detail::kv_format_or_f16<KPrecision>().group == 0,
+                "paged_kv_view: a KIVI key group spans tokens and must divide TokensPerBlock");
+
+  using k_precision = KPrecision;
+  using v_precision = VPrecision;
+  static constexpr std::size_t tokens_per_block = TokensPerBlock;
+  static constexpr kv_layout layout = kv_layout::head_token_dim;
+  static constexpr kv_format_desc k_format = detail::kv_format_or_f16<KPrecision>();
+  static constexpr kv_format_desc v_format = detail::kv_format_or_f16<VPrecision>();
+
+  const std::byte* k_pages = nullptr;
+  const std::byte* v_pages = nullptr;
+  const std::uint32_t* page_indptr = nullptr;
+  const std::uint32_t* page_ids = nullptr;
+  const std::uint32_t* last_page_len = nullptr;
+  std::uint32_t batch = 0;
+  std::uint32_t n_kv_heads = 0;
+  std::uint32_t head_dim = 0;
+
+  /// Bytes of one page-head of keys (values) for head_dim channels.
+  [[nodiscard]] static constexpr std::size_t k_head_bytes(std::size_t head_dim) noexcept {
+    return kv_page_head_bytes(k_format, kv_role::key, TokensPerBlock, head_dim);
+  }
+  [[nodiscard]] static constexpr std::size_t v_head_bytes(std::size_t head_dim) noexcept {
+    return kv_page_head_bytes(v_format, kv_role::value, TokensPerBlock, head_dim);
+  }
+  /// Bytes of one page in the key (value) pool.
+  [[nodiscard]] static constexpr std::size_t k_page_bytes(std::size_t n_kv_heads, std::size_t head_dim) noexcept {
+    return n_kv_heads * k_head_bytes(head_dim);
+  }
+  [[nodiscard]] static constexpr std::size_t v_page_bytes(std::size_t n_kv_heads, std::size_t head_dim) noexcept {
+    return n_kv_heads * v_head_bytes(head_dim);
+  }
+
+  /// A checked view: head_dim and groups as in kv_format_check; n_kv_heads
+  /// >= 1; page_indptr non-decreasing; every page id < page_count (the pages
+  /// in each pool); last_page_len as in the file comment; pointers non-null
+  /// when they are read and pool bases 2-byte aligned.
+  [[nodiscard]] static result<paged_kv_view> make(const std::byte* k_pages, const std::byte* v_pages,
+                                                  std::size_t page_count, std::span<const std::uint32_t> page_indptr,
+                                                  std::span<const std::uint32_t> page_ids,
+                                                  std::span<const std::uint32_t> last_page_len,
+                                                  std::size_t n_kv_heads, std::size_t head_dim) {
+    RUVLLM_TRY(kv_format_check(k_format, kv_role::key, TokensPerBlock, head_dim));
+    RUVLLM_TRY(kv_format_check(v_format, kv_role::value, TokensPerBlock, head_dim));
+    if (n_kv_heads == 0 || n_kv_heads > 0xFFFF)
+      return make_error(errc::invalid_argument, "n_kv_heads ", n_kv_heads, " must be in [1, 65535]");
+    if (page_indptr.empty())
+      return make_error(errc::invalid_argument, "page_indptr needs batch + 1 entries, got 0");
+    const std::size_t batch = page_indptr.size() - 1;
+    if (last_page_len.size() != batch)
+      return make_error(errc::invalid_argument, "last_page_len has ", last_page_len.size(), " entries, expected batch ",
+                        batch);
+    if (page_indptr.back() > page_ids.size())
+      return make_error(errc::out_of_range, "page_indptr ends at ", page_indptr.back(), " past the ", page_ids.size(),
+                        " page ids");
+    for (std::size_t s = 0; s < batch; ++s) {
+      if (page_indptr[s + 1] < page_indptr[s])
+        return make_error(errc::invalid_argument, "page_indptr decreases at sequence ", s);
+      const std::uint32_t len = last_page_len[s];
+      const bool empty = page_indptr[s + 1] == page_indptr[s];
+      if (empty ? len != 0 : (len == 0 || len > TokensPerBlock))
+        return make_error(errc::invalid_argument, "last_page_len ", len, " of sequence ", s,
+                          empty ? " must be 0 (no pages)" : " must be in [1, tokens per page]");
+      for (std::uint32_t i = page_indptr[s]; i < page_indptr[s + 1]; ++i)
+        if (page_ids[i] >= page_count)
+          return make_error(errc::out_of_range, "page id ", page_ids[i], " of sequence ", s, " >= page count ",
+                            page_count);
+    }
+    const bool any_pages = page_indptr.back() > page_indptr.front();
+    const auto misaligned = [](const std::byte* p) { return (reinterpret_cast<std::uintptr_t>(p) & 1u) != 0; };
+    if (any_pages && (k_pages == nullptr || v_pages == nullptr || misaligned(k_pages) || misaligned(v_pages)))
+      return make_error(errc::invalid_argument, "page pools must be non-null and 2-byte aligned");
+    paged_kv_view view;
+    view.k_pages = k_pages;
+    view.v_pages = v_pages;
+    view.page_indptr = page_indptr.data();
+    view.page_ids = page_ids.data();
+    view.last_page_len = last_page_len.data();
+    view.batch = static_cast<std::uint32_t>(batch);
+    view.n_kv_heads = static_cast<std::uint32_t>(n_kv_heads);
+    view.head_dim = static_cast<std::uint32_t>(head_dim);
+    return view;
+  }
+
+  /// The type-erased form the kernels take.
+  [[nodiscard]] paged_kv_desc desc() const noexcept {
+    paged_kv_desc d;
+    d.k_pages = k_pages;
+    d.v_pages = v_pages;
+    d.page_indptr = page_indptr;
+    d.page_ids = page_ids;
+    d.last_page_len = last_page_len;
+    d.batch = batch;
+    d.n_kv_heads = n_kv_heads;
+    d.head_dim = head_dim;
+    d.tokens_per_page = static_cast<std::uint32_t>(TokensPerBlock);
+    d.k_format = k_format;
+    d.v_format = v_format;
+    d.k_head_bytes = k_head_bytes(head_dim);
+    d.v_head_bytes = v_head_bytes(head_dim);
+    d.k_page_bytes = k_page_bytes(n_kv_heads, head_dim);
+    d.v_page_bytes = v_page_bytes(n_kv_heads, head_dim);
+    return d;
+  }
+
+  /// Tokens held by sequence s.
+  [[nodiscard]] std::size_t seq_len(std::size_t s) const noexcept {
+    const std::uint32_t n = page_indptr[s + 1] - page_indptr[s];
+    return n == 0 ? 0 : std::size_t{n - 1} * TokensPerBlock + last_page_len[s];
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_PAGED_KV_VIEW_HPP
+
+// ==== ruvllm/kernels/scalar/kv_quant.hpp
+#ifndef RUVLLM_KERNELS_SCALAR_KV_QUANT_HPP
+#define RUVLLM_KERNELS_SCALAR_KV_QUANT_HPP
+
+// KV-cache quantizers and dequantizers (the kv_quant family): f16, q8_0,
+// KIVI-4 and KIVI-2, in the page layouts of ruvllm/kernels/paged_kv_view.hpp.
+// The kv layer writes new tokens with them and migrates blocks between tiers
+// (e.g. dequantize an f16 page-head into a float scratch, quantize it to
+// KIVI-2); tests use them to build pages. Scalar references, and the contract
+// every backend's kv_quant_ops shares.
+//
+// Rounding (identical on every backend, because each step is an IEEE
+// operation that compilers cannot contract into an FMA):
+//  * f16: to_f16 (nearest, ties to even).
+//  * q8_0 (per 32 channels of one token): amax = max |x|; d = the smallest
+//    f16 >= amax / 127 (rounded up, so no code clips); code =
+//    rint(x * (1 / d)) clamped to [-127, 127] (nearest, ties to even, in the
+//    default rounding mode), 0 when d == 0. |x - d * code| <= d / 2 (up to
+//    one rounding of x / d). Unlike ggml's quantize_row_q8_0 (which rounds d
+//    to nearest and codes with the unrounded d), d is rounded up: the stored
+//    d is then the one every code was computed with, and the bound holds for
+//    the stored values. The blocks are GGUF Q8_0 blocks either way.
+//  * KIVI (asymmetric min/max per group of G, codes in [0, L], L = 2^Bits - 1):
+//    zero = the largest f16 <= min; scale = the smallest f16 >=
+//    (max - zero) / L (in double); code = rint((x - zero) * (1 / scale))
+//    clamped to [0, L] (0 when scale == 0, which means every x == zero).
+//    Rounding zero down and scale up keeps [min, max] inside
+//    [zero, zero + L * scale], so |x - (zero + scale * code)| <= scale / 2 for
+//    every element (up to the float rounding of x - zero and of the product),
+//    which plain nearest rounding of zero and scale to f16 would break for
+//    groups far from 0 (|min| >> max - min).
+// Dequantization: q8_0 x = d * code; KIVI x = zero + scale * code (one
+// multiply and one add; a compiler may fuse them, so backends agree to an ulp
+// of the result, not bit for bit).
+//
+// Preconditions: finite inputs with |x| <= 65504 / 2 (scale and zero must be
+// finite f16); head_dim and groups as kv_format_check accepts; a KIVI key
+// page-head is written in whole groups (first_token % G == 0; a last partial
+// group quantizes only the tokens given and stores code 0 for the others, so
+// appending to it later means requantizing it from the original values).
+// Nothing allocates; pointers may be null only when nothing is read or written.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+
+namespace ruvllm::kernels {
+
+/// KV quantizer entry points of backend B (one specialization per backend);
+/// the contract is at the top of ruvllm/kernels/scalar/kv_quant.hpp.
+template <Backend B>
+struct kv_quant_ops;
+
+namespace kv_quant_detail {
+
+/// The f16 one step toward -inf (+inf) from a finite h.
+[[nodiscard]] constexpr f16 f16_next_down(f16 h) noexcept {
+  if ((h.bits & 0x7FFFu) == 0) return f16{0x8001u};  // +-0 -> -smallest subnormal
+  return f16{static_cast<std::uint16_t>((h.bits & 0x8000u) != 0 ? h.bits + 1u : h.bits - 1u)};
+}
+[[nodiscard]] constexpr f16 f16_next_up(f16 h) noexcept {
+  if ((h.bits & 0x7FFFu) == 0) return f16{0x0001u};
+  return f16{static_cast<std::uint16_t>((h.bits & 0x8000u) != 0 ? h.bits - 1u : h.bits + 1u)};
+}
+
+/// The largest f16 <= x.
+[[nodiscard]] constexpr f16 f16_at_most(float x) noexcept {
+  const f16 h = to_f16(x);
+  return to_float(h) > x ? f16_next_down(h) : h;
+}
+
+/// The smallest f16 >= x (x >= 0, in double so that narrowing to float
+/// cannot round it down first).
+[[nodiscard]] constexpr f16 f16_at_least(double x) noexcept {
+  const f16 h = to_f16(static_cast<float>(x));
+  return static_cast<double>(to_float(h)) < x ? f16_next_up(h) : h;
+}
+
+/// KIVI scale and zero for a group with minimum mn and maximum mx.
+struct kivi_params {
+  f16 scale;
+  f16 zero;
+  float inv_scale;  // 1 / scale, 0 when scale == 0
+};
+
+[[nodiscard]] constexpr kivi_params kivi_params_for(float mn, float mx, unsigned bits) noexcept {
+  const f16 zero = f16_at_most(mn);
+  const double levels = static_cast<double>((1u << bits) - 1u);
+  const f16 scale = f16_at_least((static_cast<double>(mx) - static_cast<double>(to_float(zero))) / levels);
+  const float s = to_float(scale);
+  return {scale, zero, s > 0.0f ? 1.0f / s : 0.0f};
+}
+
+/// A KIVI code: rint((x - zero) * inv) clamped to [0, levels].
+[[nodiscard]] inline std::uint32_t kivi_code(float x, float zero, float inv, float levels) noexcept {
+  const float c = std::rint((x - zero) * inv);
+  return static_cast<std::uint32_t>(std::clamp(c, 0.0f, levels));
+}
+
+/// q8_0 scale for a block with max |x| = amax.
+[[nodiscard]] constexpr f16 q8_0_scale_for(float amax) noexcept {
+  return f16_at_least(static_cast<double>(amax) / 127.0);
+}
+
+[[nodiscard]] inline std::int8_t q8_0_code(float x, float inv) noexcept {
+  return static_cast<std::int8_t>(std::clamp(std::rint(x * inv), -127.0f, 127.0f));
+}
+
+[[nodiscard]] inline f16 load_f16(const std::byte* p) noexcept {
+  f16 h;
+  std::memcpy(&h, p, sizeof h);
+  return h;
+}
+inline void store_f16(std::byte* p, f16 h) noexcept { std::memcpy(p, &h, sizeof h); }
+
+/// Plane P: the code bytes of a KIVI block of `group` elements.
+[[nodiscard]] constexpr std::size_t kivi_plane(unsigned bits, std::size_t group) noexcept { return group * bits / 8; }
+
+/// Quantizes the n (<= group) values x[i * stride] into the KIVI block at
+/// `block` (scale, zero, planar codes; elements n .. group - 1 get code 0).
+inline void kivi_quantize_block(unsigned bits, std::size_t group, const float* x, std::size_t stride, std::size_t n,
+                                std::byte* block) noexcept {
+  RUVLLM_ASSERT(n >= 1 && n <= group);
+  float mn = x[0], mx = x[0];
+  for (std::size_t i = 1; i < n; ++i) {
+    mn = std::min(mn, x[i * stride]);
+    mx = std::max(mx, x[i * stride]);
+  }
+  const kivi_params p = kivi_params_for(mn, mx, bits);
+  store_f16(block, p.scale);
+  store_f16(block + 2, p.zero);
+  const std::size_t plane = kivi_plane(bits, group);
+  auto* codes = reinterpret_cast<std::uint8_t*>(block + 4);
+  std::memset(codes, 0, plane);
+  const float zero = to_float(p.zero);
+  const auto levels = static_cast<float>((1u << bits) - 1u);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t c = kivi_code(x[i * stride], zero, p.inv_scale, levels);
+    codes[i % plane] = static_cast<std::uint8_t>(codes[i % plane] | (c << (bits * (i / plane))));
+  }
+}
+
+/// The code of element i of a KIVI block's planar codes.
+[[nodiscard]] inline std::uint32_t kivi_code_at(const std::uint8_t* codes, unsigned bits, std::size_t plane,
+                                                std::size_t i) noexcept {
+  return (std::uint32_t{codes[i % plane]} >> (bits * (i / plane))) & ((1u << bits) - 1u);
+}
+
+/// Writes the n first elements of the KIVI block at `block` to x[i * stride].
+inline void kivi_dequantize_block(unsigned bits, std::size_t group, const std::byte* block, float* x,
+                                  std::size_t stride, std::size_t n) noexcept {
+  const float scale = to_float(load_f16(block));
+  const float zero = to_float(load_f16(block + 2));
+  const auto* codes = reinterpret_cast<const std::uint8_t*>(block + 4);
+  const std::size_t plane = kivi_plane(bits, group);
+  for (std::size_t i = 0; i < n; ++i)
+    x[i * stride] = zero + scale * static_cast<float>(kivi_code_at(codes, bits, plane, i));
+}
+
+/// Quantizes 32 consecutive values into a q8_0 block.
+inline void q8_0_quantize_block(const float* x, std::byte* block) noexcept {
+  float amax = 0.0f;
+  for (std::size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const f16 d = q8_0_scale_for(amax);
+  const float df = to_float(d);
+  const float inv = df > 0.0f ? 1.0f / df : 0.0f;
+  store_f16(block, d);
+  auto* qs = reinterpret_cast<std::int8_t*>(block + 2);
+  for (std::size_t i = 0; i < 32; ++i) qs[i] = q8_0_code(x[i], inv);
+}
+
+inline void q8_0_dequantize_block(const std::byte* block, float* x) noexcept {
+  const float d = to_float(load_f16(block));
+  const auto* qs = reinterpret_cast<const std::int8_t*>(block + 2);
+  for (std::size_t i = 0; i < 32; ++i) x[i] = d * static_cast<float>(qs[i]);
+}
+
+/// The preconditions of the page-head forms.
+[[nodiscard]] inline bool page_args_ok(kv_format_desc f, kv_role r, std::size_t first_token, std::size_t head_dim) noexcept {
+  const bool kivi = f.format == kv_format::kivi4 || f.format == kv_format::kivi2;
+  return head_dim % kv_head_dim_multiple == 0 && (!kivi || f.group > 0) &&
+         (!kivi || (r == kv_role::key ? first_token % f.group == 0 : head_dim % f.group == 0)) &&
+         (f.format != kv_format::q8_0 || head_dim % 32 == 0);
+}
+
+}  // namespace kv_quant_detail
+
+namespace scalar {
+
+/// Quantizes n (1..Group) values x[i * stride] into one KIVI block (codes of
+/// elements n .. Group - 1 are 0). Rounding as in the file comment.
+template <int Bits, std::size_t Group>
+void quantize_kivi(const float* x, std::size_t stride, std::size_t n, block_kivi<Bits, Group>& out) noexcept {
+  kv_quant_detail::kivi_quantize_block(Bits, Group, x, stride, n, reinterpret_cast<std::byte*>(&out));
+}
+
+/// The first n values of a KIVI block, to x[i * stride].
+template <int Bits, std::size_t Group>
+void dequantize_kivi(const block_kivi<Bits, Group>& in, float* x, std::size_t stride, std::size_t n) noexcept {
+  kv_quant_detail::kivi_dequantize_block(Bits, Group, reinterpret_cast<const std::byte*>(&in), x, stride, n);
+}
+
+/// Quantizes 32 values into a q8_0 block (scale rounded up; see the file comment).
+inline void quantize_q8_0_kv(const float* x, block_q8_0& out) noexcept {
+  kv_quant_detail::q8_0_quantize_block(x, reinterpret_cast<std::byte*>(&out));
+}
+
+/// The 32 values of a q8_0 block.
+inline void dequantize_q8_0_kv(const block_q8_0& in, float* x) noexcept {
+  kv_quant_detail::q8_0_dequantize_block(reinterpret_cast<const std::byte*>(&in), x);
+}
+
+/// Writes tokens first_token .. first_token + tokens - 1 of one page-head in
+/// format f and role r (layouts: paged_kv_view.hpp) from src, a [token][dim]
+/// float matrix whose token t (relative to first_token) starts at
+/// src + t * src_stride. Only those tokens' bytes are written (for KIVI keys,
+/// the groups they span).
+inline void quantize_page_head(kv_format_desc f, kv_role r, const float* src, std::size_t src_stride,
+                               std::size_t first_token, std::size_t tokens, std::size_t head_dim,
+                               std::byte* dst) noexcept {
+  namespace d = kv_quant_detail;
+  RUVLLM_ASSERT(d::page_args_ok(f, r, first_token, head_dim));
+  const std::size_t D = head_dim;
+  switch (f.format) {
+    case kv_format::f16: {
+      for (std::size_t t = 0; t < tokens; ++t)
+        for (std::size_t c = 0; c < D; ++c)
+          d::store_f16(dst + 2 * ((first_token + t) * D + c), to_f16(src[t * src_stride + c]));
+      return;
+    }
+    case kv_format::q8_0: {
+      const std::size_t row = D / 32 * sizeof(block_q8_0);
+      for (std::size_t t = 0; t < tokens; ++t)
+        for (std::size_t b = 0; b < D / 32; ++b)
+          d::q8_0_quantize_block(src + t * src_stride + 32 * b, dst + (first_token + t) * row + b * sizeof(block_q8_0));
+      return;
+    }
+    case kv_format::kivi4:
+    case kv_format::kivi2: {
+      const unsigned bits = kv_bits(f.format);
+      const std::size_t G = f.group, S = kv_kivi_block_bytes(bits, G);
+      if (r == kv_role::key) {
+        for (std::size_t t0 = 0; t0 < tokens; t0 += G) {
+          const std::size_t n = std::min(G, tokens - t0), j = (first_token + t0) / G;
+          for (std::size_t c = 0; c < D; ++c)
+            d::kivi_quantize_block(bits, G, src + t0 * src_stride + c, src_stride, n, dst + S * (j * D + c));
+        }
+      } else {
+        for (std::size_t t = 0; t < tokens; ++t)
+          for (std::size_t j = 0; j < D / G; ++j)
+            d::kivi_quantize_block(bits, G, src + t * src_stride + j * G, 1, G,
+                                   dst + S * ((first_token + t) * (D / G) + j));
+      }
+      return;
+    }
+  }
+}
+
+/// Reads tokens first_token .. first_token + tokens - 1 of one page-head in
+/// format f and role r into dst, a [token][dim] float matrix with token t
+/// (relative to first_token) at dst + t * dst_stride.
+inline void dequantize_page_head(kv_format_desc f, kv_role r, const std::byte* src, std::size_t first_token,
+                                 std::size_t tokens, std::size_t head_dim, float* dst, std::size_t dst_stride) noexcept {
+  namespace d = kv_quant_detail;
+  RUVLLM_ASSERT(f.format == kv_format::f16 || f.format == kv_format::q8_0 || r == kv_role::value ||
+                f.group > 0);
+  const std::size_t D = head_dim;
+  switch (f.format) {
+    case kv_format::f16: {
+      for (std::size_t t = 0; t < tokens; ++t)
+        for (std::size_t c = 0; c < D; ++c)
+          dst[t * dst_stride + c] = to_float(d::load_f16(src + 2 * ((first_token + t) * D + c)));
+      return;
+    }
+    case kv_format::q8_0: {
+      const std::size_t row = D / 32 * sizeof(block_q8_0);
+      for (std::size_t t = 0; t < tokens; ++t)
+        for (std::size_t b = 0; b < D / 32; ++b)
+          d::q8_0_dequantize_block(src + (first_token + t) * row + b * sizeof(block_q8_0),
+                                   dst + t * dst_stride + 32 * b);
+      return;
+    }
+    case kv_format::kivi4:
+    case kv_format::kivi2: {
+      const unsigned bits = kv_bits(f.format);
+      const std::size_t G = f.group, S = kv_kivi_block_bytes(bits, G), plane = d::kivi_plane(bits, G);
+      for (std::size_t t = 0; t < tokens; ++t) {
+        const std::size_t tt = first_token + t;
+        for (std::size_t c = 0; c < D; ++c) {
+          const std::byte* block = r == kv_role::key ? src + S * ((tt / G) * D + c) : src + S * (tt * (D / G) + c / G);
+          const std::size_t i = r == kv_role::key ? tt % G : c % G;
+          const float scale = to_float(d::load_f16(block));
+          const float zero = to_float(d::load_f16(block + 2));
+          const auto code = d::kivi_code_at(reinterpret_cast<const std::uint8_t*>(block + 4), bits, plane, i);
+          dst[t * dst_stride + c] = zero + scale * static_cast<float>(code);
+        }
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace scalar
+
+/// backend::scalar's KV quantizers; every backend's kv_quant_ops has these
+/// entry points with the contract at the top of this file.
+template <>
+struct kv_quant_ops<backend::scalar> {
+  /// Quantizes `tokens` tokens of one page-head (see scalar::quantize_page_head).
+  static void kv_quantize_page_head(kv_format_desc f, kv_role r, const float* src, std::size_t src_stride,
+                                 std::size_t first_token, std::size_t tokens, std::size_t head_dim,
+                                 std::byte* dst) noexcept {
+    scalar::quantize_page_head(f, r, src, src_stride, first_token, tokens, head_dim, dst);
+  }
+  /// Dequantizes `tokens` tokens of one page-head (see scalar::dequantize_page_head).
+  static void kv_dequantize_page_head(kv_format_desc f, kv_role r, const std::byte* src, std::size_t first_token,
+                                   std::size_t tokens, std::size_t head_dim, float* dst,
+                                   std::size_t dst_stride) noexcept {
+    scalar::dequantize_page_head(f, r, src, first_token, tokens, head_dim, dst, dst_stride);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_SCALAR_KV_QUANT_HPP
+
+// ==== ruvllm/kernels/scalar/attention.hpp
+#ifndef RUVLLM_KERNELS_SCALAR_ATTENTION_HPP
+#define RUVLLM_KERNELS_SCALAR_ATTENTION_HPP
+
+// Attention kernels: flash attention for prefill and paged decode attention,
+// the scalar references every backend is tested against, and the contract of
+// the whole family, which every backend's attention_ops shares.
+//
+// Both compute, for each query row q and the keys k_j / values v_j it may see,
+//   out = sum_j softmax_j(scale * q . k_j) v_j,   scale = 1 / sqrt(head_dim) by default,
+// with an online softmax (running max m and sum l per row, rescaling the
+// partial output when m grows), so no row of scores is ever materialized.
+// Grouped-query attention: query head h reads KV head h / group, group =
+// n_heads / n_kv_heads (1: multi-head, n_heads: multi-query).
+//
+// -------------------------------------------------------------- prefill
+// attention_ops<B>::attention_prefill(args, workspace, begin, end): f32
+// Q/K/V/out in [token][head][dim] layout -- token t, head h starts at
+// q + t * q_stride + h * head_dim (k, v, out likewise with their strides, in
+// floats; a fused QKV buffer is three pointers with one stride). Query i
+// (0-based) is at absolute position q_pos + i; with causal set it sees keys
+// j <= q_pos + i (j < n_kv), otherwise all n_kv keys: a chunk of a prompt
+// after q_pos cached tokens is n_q queries over the n_kv = q_pos + n_q keys.
+// A row that sees no key (n_kv == 0) gets zeros.
+// Work items: attention_prefill_work_items(args) = n_kv_heads * ceil(n_q *
+// group / attention_tile_rows); item w is KV head w / tiles and the tile of
+// rows (query, head-in-group) w % tiles. Items are independent; any thread
+// pool may run disjoint ranges [begin, end) concurrently, each caller with its
+// own workspace of attention_prefill_workspace_bytes(head_dim) bytes (any
+// alignment). Results do not depend on how items are split.
+//
+// ------------------------------------------------------------ paged decode
+// One query token per sequence, all heads, over a paged_kv_view (see
+// ruvllm/kernels/paged_kv_view.hpp): q and out are [batch][n_heads][head_dim]
+// floats; optional lse is [batch][n_heads], the natural log of the softmax
+// denominator, sum_j exp(scale * q . k_j) (-inf for an empty sequence, whose
+// output is zeros). Quantized blocks are dequantized inside the online-softmax
+// loop, one page-head or group at a time, into registers or a stack tile;
+// never a page or a sequence into a buffer. Three steps, FlashInfer style:
+//  1. attention_plan_decode(kv, n_heads, options, workspace) -> plan: no
+//     allocation; partitions the batch into work items (sequence, KV head,
+//     page range) inside the caller's workspace of
+//     attention_decode_workspace_bytes(kv, n_heads, options) bytes. Sequences
+//     are split into page ranges (split-K) only when batch * n_kv_heads <
+//     options.min_work_items, so that e.g. two threads can share one long
+//     multi-query sequence; each range writes a partial state (m, l, acc).
+//  2. attention_ops<B>::attention_decode(plan, kv, q, begin, end): runs work
+//     items [begin, end) of plan.work_items(); disjoint ranges may run on
+//     different threads concurrently.
+//  3. after every item has run: attention_ops<B>::attention_decode_merge(
+//     plan, out, lse, begin, end) merges the partial states of sequences
+//     [begin, end) into out (and lse when non-null); disjoint ranges may run
+//     concurrently.
+// The plan stays valid while the workspace lives and the view's page tables
+// keep their page counts; pages may change contents between runs.
+// attention_merge_states combines outputs of disjoint key sets given their
+// lse (e.g. the tiers of a tiered KV cache, each attended through its own
+// view and plan).
+//
+// Numerics: scores, softmax and accumulation in float. Backends and targets
+// differ by rounding only (summation order, FMA, and exp: std::exp in the
+// scalar reference, a polynomial within a few ulp in SIMD backends), so tests
+// bound |out - reference| by a few 1e-6 of max |v|. Inputs must be finite.
+//
+// Preconditions (checked at the boundary by attention_check_prefill and
+// attention_plan_decode, asserted in debug builds elsewhere): head_dim a
+// multiple of kv_head_dim_multiple (16) and <= kv_max_head_dim (256);
+// n_kv_heads >= 1 and n_heads % n_kv_heads == 0; strides >= the heads they
+// hold; out does not overlap the inputs. No kernel allocates, throws, or reads
+// past the rows and pages it was given.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+
+
+namespace ruvllm::kernels {
+
+/// Attention entry points of backend B (one specialization per backend); the
+/// contract is at the top of ruvllm/kernels/scalar/attention.hpp.
+template <Backend B>
+struct attention_ops;
+
+/// Rows (query, head-in-group pairs) of one prefill work item. 64 rows of Q
+/// and of the output, at head_dim 128, are 32 KiB each; with a key tile they
+/// stay in L2 while each key block streams through L1.
+inline constexpr std::size_t attention_tile_rows = 64;
+/// Keys per block of the prefill inner loop: K^T and the score tile fit L1.
+inline constexpr std::size_t attention_tile_keys = 64;
+
+// ================================================================ prefill
+
+/// Flash-attention prefill arguments (layout in the file comment).
+struct attention_prefill_args {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  float* out = nullptr;
+  std::size_t n_q = 0;         // query tokens
+  std::size_t n_kv = 0;        // key/value tokens
+  std::size_t q_pos = 0;       // absolute position of query 0 (tokens cached before it)
+  std::size_t n_heads = 0;     // query heads
+  std::size_t n_kv_heads = 0;  // key/value heads; divides n_heads
+  std::size_t head_dim = 0;
+  std::size_t q_stride = 0;  // floats between consecutive tokens of q
+  std::size_t k_stride = 0;
+  std::size_t v_stride = 0;
+  std::size_t out_stride = 0;
+  float scale = 0.0f;  // multiplies q . k before the softmax
+  bool causal = true;
+
+  /// Dense [token][head][dim] buffers, scale 1/sqrt(head_dim), causal, and
+  /// the queries at the end of the keys (q_pos = n_kv - n_q, the prefill of
+  /// n_q new tokens after n_kv - n_q cached ones; 0 when n_q > n_kv).
+  [[nodiscard]] static attention_prefill_args dense(const float* q, const float* k, const float* v, float* out,
+                                                    std::size_t n_q, std::size_t n_kv, std::size_t n_heads,
+                                                    std::size_t n_kv_heads, std::size_t head_dim) noexcept {
+    attention_prefill_args a;
+    a.q = q;
+    a.k = k;
+    a.v = v;
+    a.out = out;
+    a.n_q = n_q;
+    a.n_kv = n_kv;
+    a.q_pos = n_kv >= n_q ? n_kv - n_q : 0;
+    a.n_heads = n_heads;
+    a.n_kv_heads = n_kv_heads;
+    a.head_dim = head_dim;
+    a.q_stride = a.out_stride = n_heads * head_dim;
+    a.k_stride = a.v_stride = n_kv_heads * head_dim;
+    a.scale = head_dim == 0 ? 1.0f : static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+    return a;
+  }
+};
+
+namespace attention_detail {
+
+[[nodiscard]] constexpr std::size_t ceil_div(std::size_t a, std::size_t b) noexcept { return (a + b - 1) / b; }
+[[nodiscard]] constexpr std::size_t round_up(std::size_t a, std::size_t b) noexcept { return ceil_div(a, b) * b; }
+
+/// Row tiles of one KV head.
+[[nodiscard]] inline std::size_t prefill_row_tiles(const attention_prefill_args& a) noexcept {
+  return a.n_kv_heads == 0 ? 0 : ceil_div(a.n_q * (a.n_heads / a.n_kv_heads), attention_tile_rows);
+}
+
+/// The float tiles of one prefill caller, carved from its workspace (64-byte
+/// aligned): scaled Q rows, output rows, scores, K^T, and per-row m, l, alpha.
+struct prefill_tiles {
+  float* q;       // [tile_rows][head_dim]
+  float* o;       // [tile_rows][head_dim]
+  float* s;       // [tile_rows][tile_keys]
+  float* kt;      // [head_dim][tile_keys]
+  float* m;       // [tile_rows]
+  float* l;       // [tile_rows]
+  float* alpha;   // [tile_rows]
+};
+
+[[nodiscard]] constexpr std::size_t prefill_workspace_floats(std::size_t head_dim) noexcept {
+  return 2 * attention_tile_rows * head_dim + attention_tile_rows * attention_tile_keys +
+         head_dim * attention_tile_keys + 3 * attention_tile_rows;
+}
+
+[[nodiscard]] inline prefill_tiles carve_prefill_tiles(std::byte* workspace, std::size_t head_dim) noexcept {
+  auto base = reinterpret_cast<std::uintptr_t>(workspace);
+  auto* f = reinterpret_cast<float*>((base + 63) & ~std::uintptr_t{63});
+  prefill_tiles t;
+  t.q = f;
+  t.o = t.q + attention_tile_rows * head_dim;
+  t.s = t.o + attention_tile_rows * head_dim;
+  t.kt = t.s + attention_tile_rows * attention_tile_keys;
+  t.m = t.kt + head_dim * attention_tile_keys;
+  t.l = t.m + attention_tile_rows;
+  t.alpha = t.l + attention_tile_rows;
+  return t;
+}
+
+/// Left-to-right float dot product (the reference's summation order).
+[[nodiscard]] inline float dot(const float* a, const float* b, std::size_t n) noexcept {
+  float s = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+/// Running softmax state of one row: max m, sum l, unnormalized output acc.
+/// add() folds in one key with scaled score x and value v.
+struct online_row {
+  float m = -std::numeric_limits<float>::infinity();
+  float l = 0.0f;
+
+  void add(float x, const float* v, float* acc, std::size_t n) noexcept {
+    if (x > m) {
+      const float alpha = std::exp(m - x);  // 0 on the first key (m = -inf)
+      for (std::size_t c = 0; c < n; ++c) acc[c] *= alpha;
+      l *= alpha;
+      m = x;
+    }
+    const float p = std::exp(x - m);
+    l += p;
+    for (std::size_t c = 0; c < n; ++c) acc[c] += p * v[c];
+  }
+};
+
+}  // namespace attention_detail
+
+/// Work items of a prefill call (see the file comment).
+[[nodiscard]] inline std::size_t attention_prefill_work_items(const attention_prefill_args& a) noexcept {
+  return a.n_kv_heads * attention_detail::prefill_row_tiles(a);
+}
+
+/// Bytes of workspace each concurrent attention_prefill caller needs (any
+/// alignment; for head_dim 128 about 113 KiB).
+[[nodiscard]] constexpr std::size_t attention_prefill_workspace_bytes(std::size_t head_dim) noexcept {
+  return attention_detail::prefill_workspace_floats(head_dim) * sizeof(float) + 64;
+}
+
+/// Checks prefill arguments once at the boundary; the error names the value
+/// and the limit.
+[[nodiscard]] inline result<void> attention_check_prefill(const attention_prefill_args& a) {
+  if (a.head_dim == 0 || a.head_dim > kv_max_head_dim || a.head_dim % kv_head_dim_multiple != 0)
+    return make_error(errc::invalid_argument, "head_dim ", a.head_dim, " must be a multiple of ",
+                      kv_head_dim_multiple, " in [", kv_head_dim_multiple, ", ", kv_max_head_dim, "]");
+  if (a.n_kv_heads == 0 || a.n_heads == 0 || a.n_heads % a.n_kv_heads != 0)
+    return make_error(errc::invalid_argument, "n_heads ", a.n_heads, " must be a positive multiple of n_kv_heads ",
+                      a.n_kv_heads);
+  if (a.q_stride < a.n_heads * a.head_dim || a.out_stride < a.n_heads * a.head_dim)
+    return make_error(errc::invalid_argument, "q/out token strides ", a.q_stride, "/", a.out_stride,
+                      " must be >= n_heads * head_dim = ", a.n_heads * a.head_dim);
+  if (a.k_stride < a.n_kv_heads * a.head_dim || a.v_stride < a.n_kv_heads * a.head_dim)
+    return make_error(errc::invalid_argument, "k/v token strides ", a.k_stride, "/", a.v_stride,
+                      " must be >= n_kv_heads * head_dim = ", a.n_kv_heads * a.head_dim);
+  if (!std::isfinite(a.scale)) return make_error(errc::invalid_argument, "scale must be finite");
+  if (a.n_q > 0 && (a.q == nullptr || a.out == nullptr))
+    return make_error(errc::invalid_argument, "q and out must be non-null for ", a.n_q, " queries");
+  if (a.n_q > 0 && a.n_kv > 0 && (a.k == nullptr || a.v == nullptr))
+    return make_error(errc::invalid_argument, "k and v must be non-null for ", a.n_kv, " keys");
+  if (a.n_q > 0xFFFF'FFFFu || a.n_kv > 0xFFFF'FFFFu)
+    return make_error(errc::out_of_range, "token counts ", a.n_q, "/", a.n_kv, " exceed 2^32 - 1");
+  return {};
+}
+
+// ================================================================= decode
+
+/// Decode planning options.
+struct attention_decode_options {
+  /// Multiplies q . k before the softmax; 0 selects 1 / sqrt(head_dim).
+  float scale = 0.0f;
+  /// Split sequences into page ranges until there are at least this many
+  /// work items (e.g. 2 x the threads that will run them); 1 never splits.
+  std::uint32_t min_work_items = 1;
+  /// The fewest pages a split range may hold (a partial state costs a merge).
+  std::uint32_t min_pages_per_item = 4;
+};
+
+/// One decode work item: pages [page_begin, page_end) (indices into the
+/// sequence's page table) of KV head kv_head of sequence seq.
+struct attention_decode_item {
+  std::uint32_t seq;
+  std::uint32_t kv_head;
+  std::uint32_t page_begin;
+  std::uint32_t page_end;
+};
+
+/// A decode partition in caller-provided workspace (attention_plan_decode).
+/// Trivially copyable; valid while the workspace lives.
+struct attention_decode_plan {
+  const attention_decode_item* items = nullptr;
+  const std::uint32_t* seq_items = nullptr;  // batch + 1: sequence s owns items [seq_items[s], seq_items[s + 1])
+  float* state_ml = nullptr;   // per item and head of its group: m, l
+  float* state_acc = nullptr;  // per item and head of its group: head_dim floats
+  std::uint32_t n_items = 0;
+  std::uint32_t batch = 0;
+  std::uint32_t n_heads = 0;
+  std::uint32_t n_kv_heads = 0;
+  std::uint32_t head_dim = 0;
+  std::uint32_t group = 0;  // n_heads / n_kv_heads
+  float scale = 0.0f;
+
+  /// Items run by attention_decode.
+  [[nodiscard]] std::size_t work_items() const noexcept { return n_items; }
+  /// m, l of head h (in the group) of item i.
+  [[nodiscard]] float* ml(std::size_t i, std::size_t h) const noexcept { return state_ml + 2 * (i * group + h); }
+  /// Partial output of head h (in the group) of item i.
+  [[nodiscard]] float* acc(std::size_t i, std::size_t h) const noexcept {
+    return state_acc + (i * group + h) * head_dim;
+  }
+};
+
+namespace attention_detail {
+
+/// Pages per item: unbounded unless the batch has too few (sequence, KV head) pairs.
+[[nodiscard]] inline std::uint32_t decode_chunk_pages(const paged_kv_desc& kv,
+                                                      const attention_decode_options& o) noexcept {
+  const std::size_t base = std::size_t{kv.batch} * kv.n_kv_heads;
+  if (base >= o.min_work_items || kv.batch == 0) return 0xFFFF'FFFFu;
+  const std::size_t total = std::size_t{kv.page_indptr[kv.batch]} - kv.page_indptr[0];
+  const std::size_t want = ceil_div(total * kv.n_kv_heads, std::max<std::size_t>(o.min_work_items, 1));
+  return static_cast<std::uint32_t>(std::clamp<std::size_t>(want, std::max<std::uint32_t>(o.min_pages_per_item, 1),
+                                                            0xFFFF'FFFFu));
+}
+
+[[nodiscard]] inline std::size_t decode_items_of(const paged_kv_desc& kv, std::size_t s, std::uint32_t chunk) noexcept {
+  const std::uint32_t pages = kv.pages(s);
+  return pages == 0 ? 1 : ceil_div(pages, chunk);
+}
+
+struct decode_layout {
+  std::size_t n_items, items_off, seq_off, ml_off, acc_off, bytes;
+};
+
+[[nodiscard]] inline decode_layout decode_workspace_layout(const paged_kv_desc& kv, std::size_t n_heads,
+                                                           const attention_decode_options& o) noexcept {
+  const std::uint32_t chunk = decode_chunk_pages(kv, o);
+  std::size_t n = 0;
+  for (std::size_t s = 0; s < kv.batch; ++s) n += decode_items_of(kv, s, chunk) * kv.n_kv_heads;
+  const std::size_t group = kv.n_kv_heads == 0 ? 0 : n_heads / kv.n_kv_heads;
+  decode_layout l{};
+  l.n_items = n;
+  l.items_off = 0;
+  l.seq_off = round_up(l.items_off + n * sizeof(attention_decode_item), 64);
+  l.ml_off = round_up(l.seq_off + (std::size_t{kv.batch} + 1) * sizeof(std::uint32_t), 64);
+  l.acc_off = round_up(l.ml_off + n * group * 2 * sizeof(float), 64);
+  l.bytes = l.acc_off + n * group * kv.head_dim * sizeof(float) + 64;  // + 64: aligning the base
+  return l;
+}
+
+}  // namespace attention_detail
+
+/// Workspace bytes attention_plan_decode needs for this batch (O(batch)).
+[[nodiscard]] inline std::size_t attention_decode_workspace_bytes(const paged_kv_desc& kv, std::size_t n_heads,
+                                                                  const attention_decode_options& o = {}) noexcept {
+  return attention_detail::decode_workspace_layout(kv, n_heads, o).bytes;
+}
+
+/// Partitions a decode batch into work items inside `workspace` (no
+/// allocation except an error message). Errors: head_dim, group or format
+/// outside the limits (kv_format_check), n_heads not a multiple of
+/// n_kv_heads, or a workspace smaller than attention_decode_workspace_bytes.
+[[nodiscard]] inline result<attention_decode_plan> attention_plan_decode(const paged_kv_desc& kv,
+                                                                         std::size_t n_heads,
+                                                                         const attention_decode_options& o,
+                                                                         std::span<std::byte> workspace) {
+  namespace d = attention_detail;
+  RUVLLM_TRY(kv_format_check(kv.k_format, kv_role::key, kv.tokens_per_page, kv.head_dim));
+  RUVLLM_TRY(kv_format_check(kv.v_format, kv_role::value, kv.tokens_per_page, kv.head_dim));
+  if (kv.n_kv_heads == 0 || n_heads == 0 || n_heads % kv.n_kv_heads != 0 || n_heads > 0xFFFF)
+    return make_error(errc::invalid_argument, "n_heads ", n_heads, " must be a positive multiple of n_kv_heads ",
+                      kv.n_kv_heads, " below 65536");
+  if (kv.batch > 0 && kv.page_indptr == nullptr)
+    return make_error(errc::invalid_argument, "page_indptr must be non-null for a batch of ", kv.batch);
+  if (o.scale != 0.0f && !std::isfinite(o.scale)) return make_error(errc::invalid_argument, "scale must be finite");
+  const d::decode_layout layout = d::decode_workspace_layout(kv, n_heads, o);
+  if (workspace.size() < layout.bytes)
+    return make_error(errc::invalid_argument, "decode workspace of ", workspace.size(), " bytes is below the ",
+                      layout.bytes, " this batch needs");
+  if (layout.n_items > 0xFFFF'FFFFu)
+    return make_error(errc::out_of_range, "decode work items ", layout.n_items, " exceed 2^32 - 1");
+  const auto base = (reinterpret_cast<std::uintptr_t>(workspace.data()) + 63) & ~std::uintptr_t{63};
+  auto* items = reinterpret_cast<attention_decode_item*>(base + layout.items_off);
+  auto* seq_items = reinterpret_cast<std::uint32_t*>(base + layout.seq_off);
+  const std::uint32_t chunk = d::decode_chunk_pages(kv, o);
+  std::size_t n = 0;
+  for (std::uint32_t s = 0; s < kv.batch; ++s) {
+    seq_items[s] = static_cast<std::uint32_t>(n);
+    const std::uint32_t pages = kv.pages(s);
+    for (std::uint32_t h = 0; h < kv.n_kv_heads; ++h) {
+      std::uint32_t p = 0;
+      do {
+        const std::uint32_t e = pages - p > chunk ? p + chunk : pages;
+        items[n++] = attention_decode_item{s, h, p, e};
+        p = e;
+      } while (p < pages);
+    }
+  }
+  seq_items[kv.batch] = static_cast<std::uint32_t>(n);
+  attention_decode_plan plan;
+  plan.items = items;
+  plan.seq_items = seq_items;
+  plan.state_ml = reinterpret_cast<float*>(base + layout.ml_off);
+  plan.state_acc = reinterpret_cast<float*>(base + layout.acc_off);
+  plan.n_items = static_cast<std::uint32_t>(n);
+  plan.batch = kv.batch;
+  plan.n_heads = static_cast<std::uint32_t>(n_heads);
+  plan.n_kv_heads = kv.n_kv_heads;
+  plan.head_dim = kv.head_dim;
+  plan.group = static_cast<std::uint32_t>(n_heads / kv.n_kv_heads);
+  plan.scale = o.scale != 0.0f ? o.scale
+                               : static_cast<float>(1.0 / std::sqrt(static_cast<double>(kv.head_dim)));
+  return plan;
+}
+
+/// attention_plan_decode for a typed view.
+template <class K, class V, std::size_t T>
+[[nodiscard]] result<attention_decode_plan> attention_plan_decode(const paged_kv_view<K, V, T>& kv,
+                                                                  std::size_t n_heads,
+                                                                  const attention_decode_options& o,
+                                                                  std::span<std::byte> workspace) {
+  return attention_plan_decode(kv.desc(), n_heads, o, workspace);
+}
+
+namespace attention_detail {
+
+/// Merges the partial states of sequences [begin, end); shared by every
+/// backend (it touches group * head_dim floats per item, once per step).
+inline void decode_merge(const attention_decode_plan& plan, float* out, float* lse, std::size_t begin,
+                         std::size_t end) noexcept {
+  const std::size_t D = plan.head_dim, G = plan.group;
+  for (std::size_t s = begin; s < end; ++s) {
+    const std::uint32_t ib = plan.seq_items[s], ie = plan.seq_items[s + 1];
+    for (std::uint32_t i0 = ib; i0 < ie;) {
+      std::uint32_t i1 = i0;  // items of one KV head are consecutive
+      while (i1 < ie && plan.items[i1].kv_head == plan.items[i0].kv_head) ++i1;
+      for (std::size_t h = 0; h < G; ++h) {
+        const std::size_t head = std::size_t{plan.items[i0].kv_head} * G + h;
+        float* o = out + (s * plan.n_heads + head) * D;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (std::uint32_t i = i0; i < i1; ++i) mx = std::max(mx, plan.ml(i, h)[0]);
+        float l = 0.0f;
+        std::fill(o, o + D, 0.0f);
+        if (mx != -std::numeric_limits<float>::infinity()) {
+          for (std::uint32_t i = i0; i < i1; ++i) {
+            const float w = std::exp(plan.ml(i, h)[0] - mx);  // 0 for an empty range (m = -inf)
+            l += w * plan.ml(i, h)[1];
+            const float* a = plan.acc(i, h);
+            for (std::size_t c = 0; c < D; ++c) o[c] += w * a[c];
+          }
+          const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+          for (std::size_t c = 0; c < D; ++c) o[c] *= inv;
+        }
+        if (lse != nullptr)
+          lse[s * plan.n_heads + head] = l > 0.0f ? mx + std::log(l) : -std::numeric_limits<float>::infinity();
+      }
+      i0 = i1;
+    }
+  }
+}
+
+/// out/lse = the softmax-weighted combination of two attention results over
+/// disjoint key sets; out may alias a (lse_out may alias lse_a).
+inline void merge_states(const float* a, const float* lse_a, const float* b, const float* lse_b, float* out,
+                         float* lse_out, std::size_t rows, std::size_t head_dim) noexcept {
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float la = lse_a[r], lb = lse_b[r];
+    const float mx = std::max(la, lb);
+    const float* x = a + r * head_dim;
+    const float* y = b + r * head_dim;
+    float* o = out + r * head_dim;
+    if (mx == ninf) {
+      std::fill(o, o + head_dim, 0.0f);
+      lse_out[r] = ninf;
+      continue;
+    }
+    const float wa = std::exp(la - mx), wb = std::exp(lb - mx);
+    const float inv = 1.0f / (wa + wb);
+    for (std::size_t c = 0; c < head_dim; ++c) o[c] = (wa * x[c] + wb * y[c]) * inv;
+    lse_out[r] = mx + std::log(wa + wb);
+  }
+}
+
+/// Dequantizes row t of a page-head (f16, q8_0 or KIVI) into dst[head_dim].
+inline void page_row(kv_format_desc f, kv_role r, const std::byte* head, std::size_t t, std::size_t head_dim,
+                     float* dst) noexcept {
+  scalar::dequantize_page_head(f, r, head, t, 1, head_dim, dst, head_dim);
+}
+
+}  // namespace attention_detail
+
+namespace scalar {
+
+/// Reference prefill: work items [begin, end), each row an online softmax
+/// over its visible keys one at a time (no workspace needed; the parameter
+/// keeps the backends' signature).
+inline void attention_prefill(const attention_prefill_args& a, std::span<std::byte> /*workspace*/, std::size_t begin,
+                              std::size_t end) noexcept {
+  namespace d = attention_detail;
+  const std::size_t D = a.head_dim, G = a.n_heads / a.n_kv_heads, tiles = d::prefill_row_tiles(a);
+  float acc[kv_max_head_dim];
+  for (std::size_t w = begin; w < end; ++w) {
+    const std::size_t kvh = w / tiles, r0 = (w % tiles) * attention_tile_rows;
+    const std::size_t r1 = std::min(r0 + attention_tile_rows, a.n_q * G);
+    for (std::size_t r = r0; r < r1; ++r) {
+      const std::size_t i = r / G, head = kvh * G + r % G;
+      const float* q = a.q + i * a.q_stride + head * D;
+      const std::size_t visible = a.causal ? std::min(a.n_kv, a.q_pos + i + 1) : a.n_kv;
+      d::online_row row;
+      std::fill(acc, acc + D, 0.0f);
+      for (std::size_t j = 0; j < visible; ++j) {
+        const float x = a.scale * d::dot(q, a.k + j * a.k_stride + kvh * D, D);
+        row.add(x, a.v + j * a.v_stride + kvh * D, acc, D);
+      }
+      float* o = a.out + i * a.out_stride + head * D;
+      const float inv = row.l > 0.0f ? 1.0f / row.l : 0.0f;
+      for (std::size_t c = 0; c < D; ++c) o[c] = acc[c] * inv;
+    }
+  }
+}
+
+/// Reference decode: work items [begin, end), each head an online softmax
+/// over its tokens one at a time, K and V rows dequantized into stack rows.
+inline void attention_decode(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q,
+                             std::size_t begin, std::size_t end) noexcept {
+  namespace d = attention_detail;
+  const std::size_t D = plan.head_dim, G = plan.group;
+  float k[kv_max_head_dim], v[kv_max_head_dim];
+  for (std::size_t i = begin; i < end; ++i) {
+    const attention_decode_item& it = plan.items[i];
+    for (std::size_t h = 0; h < G; ++h) {
+      const float* qh = q + (std::size_t{it.seq} * plan.n_heads + std::size_t{it.kv_head} * G + h) * D;
+      float* acc = plan.acc(i, h);
+      std::fill(acc, acc + D, 0.0f);
+      d::online_row row;
+      for (std::uint32_t p = it.page_begin; p < it.page_end; ++p) {
+        const std::byte* kh = kv.k_head(it.seq, p, it.kv_head);
+        const std::byte* vh = kv.v_head(it.seq, p, it.kv_head);
+        const std::size_t n = kv.page_tokens(it.seq, p);
+        for (std::size_t t = 0; t < n; ++t) {
+          d::page_row(kv.k_format, kv_role::key, kh, t, D, k);
+          d::page_row(kv.v_format, kv_role::value, vh, t, D, v);
+          row.add(plan.scale * d::dot(qh, k, D), v, acc, D);
+        }
+      }
+      plan.ml(i, h)[0] = row.m;
+      plan.ml(i, h)[1] = row.l;
+    }
+  }
+}
+
+}  // namespace scalar
+
+/// backend::scalar's attention: the references. Every backend's
+/// attention_ops has these entry points with the contract at the top of this
+/// file; the precondition checks live at the entry points.
+template <>
+struct attention_ops<backend::scalar> {
+  /// Flash-attention prefill of work items [begin, end) (file comment).
+  static void attention_prefill(const attention_prefill_args& a, std::span<std::byte> workspace, std::size_t begin,
+                                std::size_t end) noexcept {
+    RUVLLM_ASSERT(end <= attention_prefill_work_items(a) && begin <= end);
+    scalar::attention_prefill(a, workspace, begin, end);
+  }
+  /// Paged decode of work items [begin, end) of `plan` (file comment).
+  static void attention_decode(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q,
+                               std::size_t begin, std::size_t end) noexcept {
+    RUVLLM_ASSERT(end <= plan.work_items() && begin <= end);
+    scalar::attention_decode(plan, kv, q, begin, end);
+  }
+  /// attention_decode for a typed view.
+  template <class K, class V, std::size_t T>
+  static void attention_decode(const attention_decode_plan& plan, const paged_kv_view<K, V, T>& kv, const float* q,
+                               std::size_t begin, std::size_t end) noexcept {
+    attention_decode(plan, kv.desc(), q, begin, end);
+  }
+  /// Merges the partial states of sequences [begin, end) into out (and lse
+  /// when non-null); run after every work item of the plan.
+  static void attention_decode_merge(const attention_decode_plan& plan, float* out, float* lse, std::size_t begin,
+                                     std::size_t end) noexcept {
+    RUVLLM_ASSERT(end <= plan.batch && begin <= end);
+    attention_detail::decode_merge(plan, out, lse, begin, end);
+  }
+  /// Combines `rows` attention outputs a and b over disjoint keys, given
+  /// their log-sum-exps, into out / lse_out (which may alias a / lse_a).
+  static void attention_merge_states(const float* a, const float* lse_a, const float* b, const float* lse_b,
+                                     float* out, float* lse_out, std::size_t rows, std::size_t head_dim) noexcept {
+    attention_detail::merge_states(a, lse_a, b, lse_b, out, lse_out, rows, head_dim);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_SCALAR_ATTENTION_HPP
+
+// The dispatched attention kernels, for RUVLLM_KERNELS_EXPORTED in dispatch.hpp.
+#define RUVLLM_ATTENTION_EXPORTED(X)                                                                               \
+  X(void, attention_prefill,                                                                                       \
+    (const ruvllm::kernels::attention_prefill_args& a, std::byte* workspace, std::size_t begin, std::size_t end), \
+    (a, workspace, begin, end))                                                                                    \
+  X(void, attention_decode,                                                                                        \
+    (const ruvllm::kernels::attention_decode_plan& plan, const ruvllm::kernels::paged_kv_desc& kv, const float* q, \
+     std::size_t begin, std::size_t end),                                                                          \
+    (plan, kv, q, begin, end))
 
 // ==== ruvllm/kernels/scalar.hpp
 #ifndef RUVLLM_KERNELS_SCALAR_HPP
@@ -1492,7 +5200,14 @@ struct distance_ops<backend::scalar> {
 namespace ruvllm::kernels {
 
 template <>
-struct ops<backend::scalar> : distance_ops<backend::scalar> {};
+struct ops<backend::scalar> : distance_ops<backend::scalar>,
+                              matmul_ops<backend::scalar>,
+                              norm_ops<backend::scalar>,
+                              activation_ops<backend::scalar>,
+                              rope_ops<backend::scalar>,
+                              quant_ops<backend::scalar>,
+                              attention_ops<backend::scalar>,
+                              kv_quant_ops<backend::scalar> {};
 
 }  // namespace ruvllm::kernels
 
@@ -1549,11 +5264,23 @@ struct ops<backend::scalar> : distance_ops<backend::scalar> {};
 // Every dispatched kernel, once: X(return type, name, (parameters), (arguments)).
 // Each name has a per-target definition in a kernels/*-inl.h file; the
 // family entry points in kernels/highway/*.hpp call dispatch::name.
-#define RUVLLM_KERNELS_EXPORTED(X)     \
-  /* target-inl.h */                   \
-  X(const char*, target_name, (), ())  \
-  /* distance-inl.h */                 \
-  X(float, dot_f32, (const float* a, const float* b, std::size_t n), (a, b, n))
+#define RUVLLM_KERNELS_EXPORTED(X)    \
+  /* target-inl.h */                  \
+  X(const char*, target_name, (), ()) \
+  /* distance-inl.h */                \
+  RUVLLM_DISTANCE_EXPORTED(X)         \
+  /* matmul-inl.h */                  \
+  RUVLLM_MATMUL_EXPORTED(X)           \
+  /* norm-inl.h */                    \
+  RUVLLM_NORM_EXPORTED(X)             \
+  /* activation-inl.h */              \
+  RUVLLM_ACTIVATION_EXPORTED(X)       \
+  /* rope-inl.h */                    \
+  RUVLLM_ROPE_EXPORTED(X)             \
+  /* quant-inl.h */                   \
+  RUVLLM_QUANT_EXPORTED(X)            \
+  /* attention-inl.h */               \
+  RUVLLM_ATTENTION_EXPORTED(X)
 
 #if RUVLLM_KERNELS_EXPAND
 #if defined(RUVLLM_STATIC_DISPATCH) && !defined(HWY_COMPILE_ONLY_STATIC)
@@ -1600,7 +5327,36 @@ HWY_AFTER_NAMESPACE();
 // ---- ruvllm/kernels/distance-inl.h (per-target kernel bodies)
 // Highway distance kernels, compiled once per SIMD target. No include
 // guard: the toggle below lets hwy/foreach_target.h re-include this file for
-// each target, through the umbrella ruvllm/kernels/kernels-inl.h.
+// each target, through the umbrella ruvllm/kernels/kernels-inl.h. The
+// contract (results, element types, int8 limits) is at the top of
+// ruvllm/kernels/scalar/distance.hpp.
+//
+// Structure: float kernels are templates over the element type, whose only
+// difference is the widening load (f16 and bf16 become float in-register).
+// The partial vector at the end of a float row is read through a zero-padded
+// copy, so no load touches memory past an input and zeros add nothing to any
+// sum; integer kernels finish with a scalar loop instead (integers are exact
+// in any order). The one-to-many exports run the same inline row body as the
+// one-to-one exports, so out[r] has the bits of the one-to-one call.
+//
+// Highway 1.0.3 facts this relies on (read from its headers):
+//  * PromoteTo(float, float16) is VCVTPH2PS on AVX2/AVX3/AVX3_DL; on SSSE3,
+//    SSE4 and EMU128 it is emulated and maps f16 inf/NaN to finite values
+//    (exponent 31 is rebiased like any other). Every target but those three
+//    x86 ones therefore widens with f16_bits_to_float below, including ARM,
+//    whose native conversion is untested here. Both paths equal
+//    ruvllm::to_float on all 65536 patterns (tested through dot_many on
+//    every target; NaN only as NaN). bf16 widening is a 16-bit shift.
+//  * int8 products use PromoteTo(int16) + ReorderWidenMulAccumulate, which is
+//    PMADDWD on x86 (pairs of int16 products summed into int32 lanes: at most
+//    2 * 128 * 128, never saturating). There is no int8 dot op; AVX3_DL's
+//    VNNI is not used here (the distance rows are short and the portable
+//    path is the one tested on this machine).
+//  * int8 l1 uses |x - y| on biased bytes (two saturating subtractions) and
+//    SumsOf8 (PSADBW on x86); hamming uses the per-byte PopulationCount
+//    (nibble table; VPOPCNTB on AVX3_DL) and SumsOf8.
+//  * The SCALAR target (the g++ 12 fallback) lacks some ops and has one lane:
+//    it forwards to the scalar reference.
 
 #if defined(RUVLLM_KERNELS_DISTANCE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RUVLLM_KERNELS_DISTANCE_INL_H_
@@ -1609,6 +5365,817 @@ HWY_AFTER_NAMESPACE();
 #define RUVLLM_KERNELS_DISTANCE_INL_H_
 #endif
 
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace ruvllm::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET != HWY_SCALAR
+namespace distance_impl {
+
+// ------------------------------------------------------------ widening loads
+
+/// Floats of the f16 bit patterns in the u32 lanes of `h` (each < 2^16),
+/// built like ruvllm::to_float: subnormals through an exact int-to-float
+/// conversion (so DAZ cannot flush them), inf kept, NaN made quiet.
+template <class DF, class VU>
+HWY_INLINE hn::Vec<DF> f16_bits_to_float(DF df, VU h) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
+  const auto magnitude = hn::And(h, hn::Set(du, 0x7FFFu));
+  const auto magnitude_i = hn::BitCast(di, magnitude);  // < 2^15: signed compares suffice
+  // Rebias the exponent from 15 to 127; for exponent 31 (inf/NaN) rebias
+  // twice more to reach 255, and set the quiet bit of NaNs.
+  const auto rebias = hn::Set(du, 112u << 23);
+  const auto normal = hn::Add(hn::ShiftLeft<13>(magnitude), rebias);
+  const auto nan_quiet =
+      hn::IfThenElseZero(hn::RebindMask(du, hn::Gt(magnitude_i, hn::Set(di, 0x7C00))), hn::Set(du, 0x0040'0000u));
+  const auto special = hn::Or(hn::Add(normal, rebias), nan_quiet);
+  const auto subnormal =
+      hn::BitCast(du, hn::Mul(hn::ConvertTo(df, magnitude_i), hn::Set(df, 1.0f / 16777216.0f)));  // m * 2^-24
+  auto bits = hn::IfThenElse(hn::RebindMask(du, hn::Gt(magnitude_i, hn::Set(di, 0x7BFF))), special, normal);
+  bits = hn::IfThenElse(hn::RebindMask(du, hn::Lt(magnitude_i, hn::Set(di, 0x0400))), subnormal, bits);
+  return hn::BitCast(df, hn::Or(bits, sign));
+}
+
+/// Lanes(df) consecutive elements from p (any alignment), as floats.
+template <class DF>
+HWY_INLINE hn::Vec<DF> load_float(DF df, const float* HWY_RESTRICT p) {
+  return hn::LoadU(df, p);
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> load_float(DF df, const ruvllm::f16* HWY_RESTRICT p) {
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
+    !defined(HWY_DISABLE_F16C)
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+#else
+  const hn::Rebind<std::uint16_t, DF> d16;
+  const hn::RebindToUnsigned<DF> du;
+  return f16_bits_to_float(df, hn::PromoteTo(du, hn::LoadU(d16, reinterpret_cast<const std::uint16_t*>(p))));
+#endif
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> load_float(DF df, const ruvllm::bf16* HWY_RESTRICT p) {
+  const hn::Rebind<std::uint16_t, DF> d16;
+  const hn::RebindToUnsigned<DF> du;
+  return hn::BitCast(df,
+                     hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, reinterpret_cast<const std::uint16_t*>(p)))));
+}
+
+/// The last n - i (< one vector of) elements of a and b, zero-padded into
+/// aligned stack buffers large enough for any target's vector.
+template <class T>
+struct float_tail {
+  HWY_ALIGN T a[HWY_MAX_BYTES / sizeof(float)];
+  HWY_ALIGN T b[HWY_MAX_BYTES / sizeof(float)];
+  float_tail(const T* pa, const T* pb, std::size_t count) : a{}, b{} {
+    std::memcpy(a, pa, count * sizeof(T));
+    std::memcpy(b, pb, count * sizeof(T));
+  }
+};
+
+template <class D>
+HWY_INLINE float sum_lanes(D d, hn::Vec<D> v) {
+  return hn::GetLane(hn::SumOfLanes(d, v));
+}
+
+// ------------------------------------------------------------ float kernels
+// Four accumulators hide the FMA latency of the single-sum kernels; cosine
+// keeps two per sum (six in all) to stay within 16 registers.
+
+template <class T>
+HWY_INLINE float dot(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  auto acc0 = hn::Zero(d), acc1 = hn::Zero(d), acc2 = hn::Zero(d), acc3 = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    acc0 = hn::MulAdd(load_float(d, a + i), load_float(d, b + i), acc0);
+    acc1 = hn::MulAdd(load_float(d, a + i + lanes), load_float(d, b + i + lanes), acc1);
+    acc2 = hn::MulAdd(load_float(d, a + i + 2 * lanes), load_float(d, b + i + 2 * lanes), acc2);
+    acc3 = hn::MulAdd(load_float(d, a + i + 3 * lanes), load_float(d, b + i + 3 * lanes), acc3);
+  }
+  for (; i + lanes <= n; i += lanes) acc0 = hn::MulAdd(load_float(d, a + i), load_float(d, b + i), acc0);
+  if (i < n) {
+    const float_tail<T> tail(a + i, b + i, n - i);
+    acc1 = hn::MulAdd(load_float(d, tail.a), load_float(d, tail.b), acc1);
+  }
+  return sum_lanes(d, hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3)));
+}
+
+template <class T>
+HWY_INLINE float l2sq(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  auto acc0 = hn::Zero(d), acc1 = hn::Zero(d), acc2 = hn::Zero(d), acc3 = hn::Zero(d);
+  const auto step = [d](const T* pa, const T* pb, hn::Vec<decltype(d)> acc) HWY_ATTR {
+    const auto diff = hn::Sub(load_float(d, pa), load_float(d, pb));
+    return hn::MulAdd(diff, diff, acc);
+  };
+  std::size_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    acc0 = step(a + i, b + i, acc0);
+    acc1 = step(a + i + lanes, b + i + lanes, acc1);
+    acc2 = step(a + i + 2 * lanes, b + i + 2 * lanes, acc2);
+    acc3 = step(a + i + 3 * lanes, b + i + 3 * lanes, acc3);
+  }
+  for (; i + lanes <= n; i += lanes) acc0 = step(a + i, b + i, acc0);
+  if (i < n) {
+    const float_tail<T> tail(a + i, b + i, n - i);
+    acc1 = step(tail.a, tail.b, acc1);
+  }
+  return sum_lanes(d, hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3)));
+}
+
+template <class T>
+HWY_INLINE float l1(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  auto acc0 = hn::Zero(d), acc1 = hn::Zero(d), acc2 = hn::Zero(d), acc3 = hn::Zero(d);
+  const auto step = [d](const T* pa, const T* pb, hn::Vec<decltype(d)> acc)
+                        HWY_ATTR { return hn::Add(acc, hn::Abs(hn::Sub(load_float(d, pa), load_float(d, pb)))); };
+  std::size_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    acc0 = step(a + i, b + i, acc0);
+    acc1 = step(a + i + lanes, b + i + lanes, acc1);
+    acc2 = step(a + i + 2 * lanes, b + i + 2 * lanes, acc2);
+    acc3 = step(a + i + 3 * lanes, b + i + 3 * lanes, acc3);
+  }
+  for (; i + lanes <= n; i += lanes) acc0 = step(a + i, b + i, acc0);
+  if (i < n) {
+    const float_tail<T> tail(a + i, b + i, n - i);
+    acc1 = step(tail.a, tail.b, acc1);
+  }
+  return sum_lanes(d, hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3)));
+}
+
+// The cosine sums. Each sum has its own two accumulators, used at the same
+// positions in all three functions below, so the query norm computed alone
+// by squared_norm has the bits that cosine_sums computes for it.
+
+template <class T>
+HWY_INLINE float squared_norm(const T* HWY_RESTRICT a, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  auto aa0 = hn::Zero(d), aa1 = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto x0 = load_float(d, a + i), x1 = load_float(d, a + i + lanes);
+    aa0 = hn::MulAdd(x0, x0, aa0);
+    aa1 = hn::MulAdd(x1, x1, aa1);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const auto x = load_float(d, a + i);
+    aa0 = hn::MulAdd(x, x, aa0);
+  }
+  if (i < n) {
+    const float_tail<T> tail(a + i, a + i, n - i);
+    const auto x = load_float(d, tail.a);
+    aa1 = hn::MulAdd(x, x, aa1);
+  }
+  return sum_lanes(d, hn::Add(aa0, aa1));
+}
+
+/// dot(a, b) and squared_norm(b); with_a also squared_norm(a) into *aa_out.
+template <bool WithA, class T>
+HWY_INLINE void cosine_sums(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n, float* ab_out,
+                            float* aa_out, float* bb_out) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  auto ab0 = hn::Zero(d), ab1 = hn::Zero(d), aa0 = hn::Zero(d), aa1 = hn::Zero(d), bb0 = hn::Zero(d), bb1 = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto x0 = load_float(d, a + i), x1 = load_float(d, a + i + lanes);
+    const auto y0 = load_float(d, b + i), y1 = load_float(d, b + i + lanes);
+    ab0 = hn::MulAdd(x0, y0, ab0);
+    ab1 = hn::MulAdd(x1, y1, ab1);
+    if constexpr (WithA) {
+      aa0 = hn::MulAdd(x0, x0, aa0);
+      aa1 = hn::MulAdd(x1, x1, aa1);
+    }
+    bb0 = hn::MulAdd(y0, y0, bb0);
+    bb1 = hn::MulAdd(y1, y1, bb1);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const auto x = load_float(d, a + i), y = load_float(d, b + i);
+    ab0 = hn::MulAdd(x, y, ab0);
+    if constexpr (WithA) aa0 = hn::MulAdd(x, x, aa0);
+    bb0 = hn::MulAdd(y, y, bb0);
+  }
+  if (i < n) {
+    const float_tail<T> tail(a + i, b + i, n - i);
+    const auto x = load_float(d, tail.a), y = load_float(d, tail.b);
+    ab1 = hn::MulAdd(x, y, ab1);
+    if constexpr (WithA) aa1 = hn::MulAdd(x, x, aa1);
+    bb1 = hn::MulAdd(y, y, bb1);
+  }
+  *ab_out = sum_lanes(d, hn::Add(ab0, ab1));
+  if constexpr (WithA) *aa_out = sum_lanes(d, hn::Add(aa0, aa1));
+  *bb_out = sum_lanes(d, hn::Add(bb0, bb1));
+}
+
+template <class T>
+HWY_INLINE float cosine(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n) {
+  float ab = 0.0f, aa = 0.0f, bb = 0.0f;
+  cosine_sums<true>(a, b, n, &ab, &aa, &bb);
+  return kernels::distance_detail::cosine_from_sums(ab, aa, bb);
+}
+
+template <class T>
+HWY_INLINE void cosine_many(const T* HWY_RESTRICT query, const T* HWY_RESTRICT rows, std::size_t n,
+                            std::size_t row_count, std::size_t row_stride, float* HWY_RESTRICT out) {
+  const float qq = squared_norm(query, n);
+  for (std::size_t r = 0; r < row_count; ++r) {
+    float ab = 0.0f, bb = 0.0f;
+    cosine_sums<false>(query, rows + r * row_stride, n, &ab, nullptr, &bb);
+    out[r] = kernels::distance_detail::cosine_from_sums(ab, qq, bb);
+  }
+}
+
+// -------------------------------------------------------------- int8 kernels
+// Lanes(d16) int8 elements per step, sign-extended to int16; products summed
+// in pairs into int32 lanes. Both ReorderWidenMulAccumulate outputs are
+// added at the end (x86 uses only the first; other targets split even/odd).
+
+struct i8_tags {
+  hn::ScalableTag<std::int16_t> d16;
+  hn::Rebind<std::int8_t, hn::ScalableTag<std::int16_t>> d8;
+  hn::Repartition<std::int32_t, hn::ScalableTag<std::int16_t>> d32;
+};
+
+template <class D16, class D8>
+HWY_INLINE hn::Vec<D16> load_i16(D16 d16, D8 d8, const std::int8_t* HWY_RESTRICT p) {
+  return hn::PromoteTo(d16, hn::LoadU(d8, p));
+}
+
+template <class D32>
+HWY_INLINE std::int32_t sum_i32(D32 d32, hn::Vec<D32> v) {
+  return hn::GetLane(hn::SumOfLanes(d32, v));
+}
+
+/// Sums of a*b, and optionally a*a and b*b, exact in int32 under
+/// int8_dot_max_length.
+template <bool WithAB, bool WithAA, bool WithBB>
+HWY_INLINE void i8_products(const std::int8_t* HWY_RESTRICT a, const std::int8_t* HWY_RESTRICT b, std::size_t n,
+                            std::int32_t* ab_out, std::int32_t* aa_out, std::int32_t* bb_out) {
+  const i8_tags t;
+  const std::size_t lanes = hn::Lanes(t.d16);
+  auto ab0 = hn::Zero(t.d32), ab1 = hn::Zero(t.d32), aa0 = hn::Zero(t.d32), aa1 = hn::Zero(t.d32),
+       bb0 = hn::Zero(t.d32), bb1 = hn::Zero(t.d32);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto x = load_i16(t.d16, t.d8, a + i);
+    const auto y = load_i16(t.d16, t.d8, b + i);
+    if constexpr (WithAB) ab0 = hn::ReorderWidenMulAccumulate(t.d32, x, y, ab0, ab1);
+    if constexpr (WithAA) aa0 = hn::ReorderWidenMulAccumulate(t.d32, x, x, aa0, aa1);
+    if constexpr (WithBB) bb0 = hn::ReorderWidenMulAccumulate(t.d32, y, y, bb0, bb1);
+  }
+  std::int32_t ab = WithAB ? sum_i32(t.d32, hn::Add(ab0, ab1)) : 0;
+  std::int32_t aa = WithAA ? sum_i32(t.d32, hn::Add(aa0, aa1)) : 0;
+  std::int32_t bb = WithBB ? sum_i32(t.d32, hn::Add(bb0, bb1)) : 0;
+  for (; i < n; ++i) {
+    ab += std::int32_t{a[i]} * b[i];
+    aa += std::int32_t{a[i]} * a[i];
+    bb += std::int32_t{b[i]} * b[i];
+  }
+  if constexpr (WithAB) *ab_out = ab;
+  if constexpr (WithAA) *aa_out = aa;
+  if constexpr (WithBB) *bb_out = bb;
+}
+
+HWY_INLINE std::int32_t dot_i8(const std::int8_t* HWY_RESTRICT a, const std::int8_t* HWY_RESTRICT b, std::size_t n) {
+  // Two independent accumulator pairs: PMADDWD has a 5-cycle latency.
+  const i8_tags t;
+  const std::size_t lanes = hn::Lanes(t.d16);
+  auto s0 = hn::Zero(t.d32), s1 = hn::Zero(t.d32), s2 = hn::Zero(t.d32), s3 = hn::Zero(t.d32);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    s0 = hn::ReorderWidenMulAccumulate(t.d32, load_i16(t.d16, t.d8, a + i), load_i16(t.d16, t.d8, b + i), s0, s1);
+    s2 = hn::ReorderWidenMulAccumulate(t.d32, load_i16(t.d16, t.d8, a + i + lanes),
+                                       load_i16(t.d16, t.d8, b + i + lanes), s2, s3);
+  }
+  for (; i + lanes <= n; i += lanes)
+    s0 = hn::ReorderWidenMulAccumulate(t.d32, load_i16(t.d16, t.d8, a + i), load_i16(t.d16, t.d8, b + i), s0, s1);
+  std::int32_t sum = sum_i32(t.d32, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)));
+  for (; i < n; ++i) sum += std::int32_t{a[i]} * b[i];
+  return sum;
+}
+
+HWY_INLINE std::int32_t l2sq_i8(const std::int8_t* HWY_RESTRICT a, const std::int8_t* HWY_RESTRICT b, std::size_t n) {
+  // Differences fit int16 (|a - b| <= 255); a pair of squares fits int32.
+  const i8_tags t;
+  const std::size_t lanes = hn::Lanes(t.d16);
+  auto s0 = hn::Zero(t.d32), s1 = hn::Zero(t.d32), s2 = hn::Zero(t.d32), s3 = hn::Zero(t.d32);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto d0 = hn::Sub(load_i16(t.d16, t.d8, a + i), load_i16(t.d16, t.d8, b + i));
+    const auto d1 = hn::Sub(load_i16(t.d16, t.d8, a + i + lanes), load_i16(t.d16, t.d8, b + i + lanes));
+    s0 = hn::ReorderWidenMulAccumulate(t.d32, d0, d0, s0, s1);
+    s2 = hn::ReorderWidenMulAccumulate(t.d32, d1, d1, s2, s3);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const auto d0 = hn::Sub(load_i16(t.d16, t.d8, a + i), load_i16(t.d16, t.d8, b + i));
+    s0 = hn::ReorderWidenMulAccumulate(t.d32, d0, d0, s0, s1);
+  }
+  std::int32_t sum = sum_i32(t.d32, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)));
+  for (; i < n; ++i) {
+    const std::int32_t diff = std::int32_t{a[i]} - b[i];
+    sum += diff * diff;
+  }
+  return sum;
+}
+
+HWY_INLINE std::int32_t l1_i8(const std::int8_t* HWY_RESTRICT a, const std::int8_t* HWY_RESTRICT b, std::size_t n) {
+  // Flipping the sign bit maps int8 onto uint8 in order (x + 128), so
+  // |a - b| is the difference of the biased bytes: one of the two saturating
+  // subtractions is zero and the other is the distance. Full-width bytes,
+  // summed in groups of eight into u64 lanes.
+  const hn::ScalableTag<std::uint8_t> d8;
+  const hn::Repartition<std::uint64_t, decltype(d8)> d64;
+  const std::size_t lanes = hn::Lanes(d8);
+  const auto* ua = reinterpret_cast<const std::uint8_t*>(a);
+  const auto* ub = reinterpret_cast<const std::uint8_t*>(b);
+  // The lambda builds its constant itself: SVE vectors cannot be captured.
+  const auto step = [d8](const std::uint8_t* pa, const std::uint8_t* pb) HWY_ATTR {
+    const auto bias = hn::Set(d8, std::uint8_t{0x80});
+    const auto x = hn::Xor(hn::LoadU(d8, pa), bias);
+    const auto y = hn::Xor(hn::LoadU(d8, pb), bias);
+    return hn::SumsOf8(hn::Or(hn::SaturatedSub(x, y), hn::SaturatedSub(y, x)));
+  };
+  auto s0 = hn::Zero(d64), s1 = hn::Zero(d64);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    s0 = hn::Add(s0, step(ua + i, ub + i));
+    s1 = hn::Add(s1, step(ua + i + lanes, ub + i + lanes));
+  }
+  for (; i + lanes <= n; i += lanes) s0 = hn::Add(s0, step(ua + i, ub + i));
+  std::uint64_t sum = hn::GetLane(hn::SumOfLanes(d64, hn::Add(s0, s1)));
+  for (; i < n; ++i) {
+    const std::int32_t diff = std::int32_t{a[i]} - b[i];
+    sum += static_cast<std::uint64_t>(diff < 0 ? -diff : diff);
+  }
+  return static_cast<std::int32_t>(sum);
+}
+
+HWY_INLINE float cosine_from_i8_sums(std::int32_t ab, std::int32_t aa, std::int32_t bb) {
+  return kernels::distance_detail::cosine_from_sums(static_cast<double>(ab), static_cast<double>(aa),
+                                                    static_cast<double>(bb));
+}
+
+// ------------------------------------------------------------------ hamming
+
+HWY_INLINE std::uint64_t hamming(const std::uint64_t* HWY_RESTRICT a, const std::uint64_t* HWY_RESTRICT b,
+                                 std::size_t words) {
+  const hn::ScalableTag<std::uint64_t> d64;
+  const hn::Repartition<std::uint8_t, decltype(d64)> d8;
+  const std::size_t lanes = hn::Lanes(d64);
+  const auto step = [d64, d8](const std::uint64_t* pa, const std::uint64_t* pb) HWY_ATTR {
+    const auto x = hn::Xor(hn::LoadU(d64, pa), hn::LoadU(d64, pb));
+    return hn::SumsOf8(hn::PopulationCount(hn::BitCast(d8, x)));
+  };
+  auto s0 = hn::Zero(d64), s1 = hn::Zero(d64);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= words; i += 2 * lanes) {
+    s0 = hn::Add(s0, step(a + i, b + i));
+    s1 = hn::Add(s1, step(a + i + lanes, b + i + lanes));
+  }
+  for (; i + lanes <= words; i += lanes) s0 = hn::Add(s0, step(a + i, b + i));
+  std::uint64_t sum = hn::GetLane(hn::SumOfLanes(d64, hn::Add(s0, s1)));
+  for (; i < words; ++i) sum += static_cast<std::uint64_t>(std::popcount(a[i] ^ b[i]));
+  return sum;
+}
+
+}  // namespace distance_impl
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// ------------------------------------------------------------------ exports
+// One function per entry of RUVLLM_KERNELS_EXPORTED in dispatch.hpp; the
+// names carry the element type because a dispatch table holds one function.
+
+namespace distance_impl {
+
+#if HWY_TARGET == HWY_SCALAR
+// One lane and missing ops: on this target the scalar reference is the kernel.
+template <class T>
+HWY_INLINE float dot(const T* a, const T* b, std::size_t n) {
+  return scalar::dot(a, b, n);
+}
+template <class T>
+HWY_INLINE float l2sq(const T* a, const T* b, std::size_t n) {
+  return scalar::l2sq(a, b, n);
+}
+template <class T>
+HWY_INLINE float l1(const T* a, const T* b, std::size_t n) {
+  return scalar::l1(a, b, n);
+}
+template <class T>
+HWY_INLINE float cosine(const T* a, const T* b, std::size_t n) {
+  return scalar::cosine(a, b, n);
+}
+template <class T>
+HWY_INLINE void cosine_many(const T* query, const T* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                            float* out) {
+  scalar::cosine_many(query, rows, n, row_count, row_stride, out);
+}
+HWY_INLINE std::int32_t dot_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) {
+  return scalar::dot(a, b, n);
+}
+HWY_INLINE std::int32_t l2sq_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) {
+  return scalar::l2sq(a, b, n);
+}
+HWY_INLINE std::int32_t l1_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) { return scalar::l1(a, b, n); }
+HWY_INLINE float cosine_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) {
+  return scalar::cosine(a, b, n);
+}
+HWY_INLINE void cosine_many_i8(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                               std::size_t row_stride, float* out) {
+  scalar::cosine_many(query, rows, n, row_count, row_stride, out);
+}
+HWY_INLINE std::uint64_t hamming(const std::uint64_t* a, const std::uint64_t* b, std::size_t words) {
+  return scalar::hamming(a, b, words);
+}
+#else
+HWY_INLINE float cosine_i8(const std::int8_t* HWY_RESTRICT a, const std::int8_t* HWY_RESTRICT b, std::size_t n) {
+  std::int32_t ab = 0, aa = 0, bb = 0;
+  i8_products<true, true, true>(a, b, n, &ab, &aa, &bb);
+  return cosine_from_i8_sums(ab, aa, bb);
+}
+HWY_INLINE void cosine_many_i8(const std::int8_t* HWY_RESTRICT query, const std::int8_t* HWY_RESTRICT rows,
+                               std::size_t n, std::size_t row_count, std::size_t row_stride, float* HWY_RESTRICT out) {
+  std::int32_t qq = 0;
+  i8_products<false, true, false>(query, query, n, nullptr, &qq, nullptr);
+  for (std::size_t r = 0; r < row_count; ++r) {
+    std::int32_t ab = 0, bb = 0;
+    i8_products<true, false, true>(query, rows + r * row_stride, n, &ab, nullptr, &bb);
+    out[r] = cosine_from_i8_sums(ab, qq, bb);
+  }
+}
+#endif  // HWY_TARGET == HWY_SCALAR
+
+/// out[r] = Kernel(query, row r): the one-to-one body, inlined, once per row.
+template <auto Kernel, class T, class R>
+HWY_INLINE void each_row(const T* HWY_RESTRICT query, const T* HWY_RESTRICT rows, std::size_t n, std::size_t row_count,
+                         std::size_t row_stride, R* HWY_RESTRICT out) {
+  for (std::size_t r = 0; r < row_count; ++r) out[r] = Kernel(query, rows + r * row_stride, n);
+}
+
+}  // namespace distance_impl
+
+// dot
+inline float distance_dot_f32(const float* a, const float* b, std::size_t n) { return distance_impl::dot(a, b, n); }
+inline float distance_dot_f16(const ruvllm::f16* a, const ruvllm::f16* b, std::size_t n) {
+  return distance_impl::dot(a, b, n);
+}
+inline float distance_dot_bf16(const ruvllm::bf16* a, const ruvllm::bf16* b, std::size_t n) {
+  return distance_impl::dot(a, b, n);
+}
+inline std::int32_t distance_dot_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) {
+  return distance_impl::dot_i8(a, b, n);
+}
+inline void distance_dot_many_f32(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                                  std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::dot<float>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_dot_many_f16(const ruvllm::f16* query, const ruvllm::f16* rows, std::size_t n,
+                                  std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::dot<ruvllm::f16>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_dot_many_bf16(const ruvllm::bf16* query, const ruvllm::bf16* rows, std::size_t n,
+                                   std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::dot<ruvllm::bf16>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_dot_many_i8(const std::int8_t* query, const std::int8_t* rows, std::size_t n,
+                                 std::size_t row_count, std::size_t row_stride, std::int32_t* out) {
+  distance_impl::each_row<distance_impl::dot_i8>(query, rows, n, row_count, row_stride, out);
+}
+
+// l2sq
+inline float distance_l2sq_f32(const float* a, const float* b, std::size_t n) { return distance_impl::l2sq(a, b, n); }
+inline float distance_l2sq_f16(const ruvllm::f16* a, const ruvllm::f16* b, std::size_t n) {
+  return distance_impl::l2sq(a, b, n);
+}
+inline float distance_l2sq_bf16(const ruvllm::bf16* a, const ruvllm::bf16* b, std::size_t n) {
+  return distance_impl::l2sq(a, b, n);
+}
+inline std::int32_t distance_l2sq_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) {
+  return distance_impl::l2sq_i8(a, b, n);
+}
+inline void distance_l2sq_many_f32(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                                   std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::l2sq<float>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_l2sq_many_f16(const ruvllm::f16* query, const ruvllm::f16* rows, std::size_t n,
+                                   std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::l2sq<ruvllm::f16>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_l2sq_many_bf16(const ruvllm::bf16* query, const ruvllm::bf16* rows, std::size_t n,
+                                    std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::l2sq<ruvllm::bf16>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_l2sq_many_i8(const std::int8_t* query, const std::int8_t* rows, std::size_t n,
+                                  std::size_t row_count, std::size_t row_stride, std::int32_t* out) {
+  distance_impl::each_row<distance_impl::l2sq_i8>(query, rows, n, row_count, row_stride, out);
+}
+
+// l1
+inline float distance_l1_f32(const float* a, const float* b, std::size_t n) { return distance_impl::l1(a, b, n); }
+inline float distance_l1_f16(const ruvllm::f16* a, const ruvllm::f16* b, std::size_t n) {
+  return distance_impl::l1(a, b, n);
+}
+inline float distance_l1_bf16(const ruvllm::bf16* a, const ruvllm::bf16* b, std::size_t n) {
+  return distance_impl::l1(a, b, n);
+}
+inline std::int32_t distance_l1_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) {
+  return distance_impl::l1_i8(a, b, n);
+}
+inline void distance_l1_many_f32(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                                 std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::l1<float>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_l1_many_f16(const ruvllm::f16* query, const ruvllm::f16* rows, std::size_t n,
+                                 std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::l1<ruvllm::f16>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_l1_many_bf16(const ruvllm::bf16* query, const ruvllm::bf16* rows, std::size_t n,
+                                  std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::each_row<distance_impl::l1<ruvllm::bf16>>(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_l1_many_i8(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                                std::size_t row_stride, std::int32_t* out) {
+  distance_impl::each_row<distance_impl::l1_i8>(query, rows, n, row_count, row_stride, out);
+}
+
+// cosine
+inline float distance_cosine_f32(const float* a, const float* b, std::size_t n) {
+  return distance_impl::cosine(a, b, n);
+}
+inline float distance_cosine_f16(const ruvllm::f16* a, const ruvllm::f16* b, std::size_t n) {
+  return distance_impl::cosine(a, b, n);
+}
+inline float distance_cosine_bf16(const ruvllm::bf16* a, const ruvllm::bf16* b, std::size_t n) {
+  return distance_impl::cosine(a, b, n);
+}
+inline float distance_cosine_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) {
+  return distance_impl::cosine_i8(a, b, n);
+}
+inline void distance_cosine_many_f32(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                                     std::size_t row_stride, float* out) {
+  distance_impl::cosine_many(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_cosine_many_f16(const ruvllm::f16* query, const ruvllm::f16* rows, std::size_t n,
+                                     std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::cosine_many(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_cosine_many_bf16(const ruvllm::bf16* query, const ruvllm::bf16* rows, std::size_t n,
+                                      std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::cosine_many(query, rows, n, row_count, row_stride, out);
+}
+inline void distance_cosine_many_i8(const std::int8_t* query, const std::int8_t* rows, std::size_t n,
+                                    std::size_t row_count, std::size_t row_stride, float* out) {
+  distance_impl::cosine_many_i8(query, rows, n, row_count, row_stride, out);
+}
+
+// hamming
+inline std::uint64_t distance_hamming_u64(const std::uint64_t* a, const std::uint64_t* b, std::size_t words) {
+  return distance_impl::hamming(a, b, words);
+}
+inline void distance_hamming_many_u64(const std::uint64_t* query, const std::uint64_t* rows, std::size_t words,
+                                      std::size_t row_count, std::size_t row_stride, std::uint64_t* out) {
+  distance_impl::each_row<distance_impl::hamming>(query, rows, words, row_count, row_stride, out);
+}
+
+}  // namespace ruvllm::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // RUVLLM_KERNELS_DISTANCE_INL_H_ toggle
+// ---- ruvllm/kernels/matmul-inl.h (per-target kernel bodies)
+// Highway GEMV kernels, compiled once per SIMD target (see distance-inl.h for
+// the toggle-guard pattern).
+
+#if defined(RUVLLM_KERNELS_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RUVLLM_KERNELS_MATMUL_INL_H_
+#undef RUVLLM_KERNELS_MATMUL_INL_H_
+#else
+#define RUVLLM_KERNELS_MATMUL_INL_H_
+#endif
+
+#include <cstddef>
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace ruvllm::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+namespace matmul_detail {
+
+template <class D>
+HWY_INLINE hn::Vec<D> load_as_f32(D d, const float* p) {
+  return hn::LoadU(d, p);
+}
+template <class D>
+HWY_INLINE hn::Vec<D> load_as_f32(D d, const ruvllm::f16* p) {
+  const hn::Rebind<hwy::float16_t, D> dh;
+  return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+}
+template <class D>
+HWY_INLINE hn::Vec<D> load_as_f32(D d, const ruvllm::bf16* p) {
+  const hn::Rebind<hwy::bfloat16_t, D> dh;
+  return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(p)));
+}
+
+// Four rows per pass share each load of x (x stays in L1, the weights stream
+// from memory once); two vectors per row per step give eight independent FMA
+// chains, enough to cover FMA latency. Columns past the last full vector are
+// summed in scalar code, so no load reads beyond a row.
+template <class W>
+HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const float* HWY_RESTRICT x,
+                     float* HWY_RESTRICT y, std::size_t rows, std::size_t cols) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  const std::size_t full = cols / lanes * lanes;
+  const std::size_t pairs = cols / (2 * lanes) * (2 * lanes);
+  std::size_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const W* w0 = w + r * row_stride;
+    const W* w1 = w0 + row_stride;
+    const W* w2 = w1 + row_stride;
+    const W* w3 = w2 + row_stride;
+    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
+    std::size_t c = 0;
+    for (; c < pairs; c += 2 * lanes) {
+      const auto xa = hn::LoadU(d, x + c);
+      const auto xb = hn::LoadU(d, x + c + lanes);
+      a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
+      a1 = hn::MulAdd(load_as_f32(d, w1 + c), xa, a1);
+      a2 = hn::MulAdd(load_as_f32(d, w2 + c), xa, a2);
+      a3 = hn::MulAdd(load_as_f32(d, w3 + c), xa, a3);
+      b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), xb, b0);
+      b1 = hn::MulAdd(load_as_f32(d, w1 + c + lanes), xb, b1);
+      b2 = hn::MulAdd(load_as_f32(d, w2 + c + lanes), xb, b2);
+      b3 = hn::MulAdd(load_as_f32(d, w3 + c + lanes), xb, b3);
+    }
+    for (; c < full; c += lanes) {
+      const auto xa = hn::LoadU(d, x + c);
+      a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
+      a1 = hn::MulAdd(load_as_f32(d, w1 + c), xa, a1);
+      a2 = hn::MulAdd(load_as_f32(d, w2 + c), xa, a2);
+      a3 = hn::MulAdd(load_as_f32(d, w3 + c), xa, a3);
+    }
+    float s0 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, b0)));
+    float s1 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a1, b1)));
+    float s2 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a2, b2)));
+    float s3 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a3, b3)));
+    for (; c < cols; ++c) {
+      s0 += scalar::detail::widen(w0[c]) * x[c];
+      s1 += scalar::detail::widen(w1[c]) * x[c];
+      s2 += scalar::detail::widen(w2[c]) * x[c];
+      s3 += scalar::detail::widen(w3[c]) * x[c];
+    }
+    y[r] = s0;
+    y[r + 1] = s1;
+    y[r + 2] = s2;
+    y[r + 3] = s3;
+  }
+  for (; r < rows; ++r) {
+    const W* w0 = w + r * row_stride;
+    auto a0 = hn::Zero(d), b0 = hn::Zero(d);
+    std::size_t c = 0;
+    for (; c < pairs; c += 2 * lanes) {
+      a0 = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), a0);
+      b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), hn::LoadU(d, x + c + lanes), b0);
+    }
+    for (; c < full; c += lanes) a0 = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), a0);
+    float s0 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, b0)));
+    for (; c < cols; ++c) s0 += scalar::detail::widen(w0[c]) * x[c];
+    y[r] = s0;
+  }
+}
+
+// Y[t][r] = dot(W row r, X row t) for a tile of rows x tokens. The micro
+// tile is 4 rows x 2 tokens: each weight vector loaded is used twice and each
+// activation vector four times, with 8 accumulators + 6 operands in 16
+// registers. Leftover tokens go through the GEMV path, leftover rows through
+// single-row dots.
+template <class W>
+HWY_INLINE void gemm(const W* HWY_RESTRICT w, std::size_t w_stride, const float* HWY_RESTRICT x, std::size_t x_stride,
+                     float* HWY_RESTRICT y, std::size_t y_stride, std::size_t rows, std::size_t tokens,
+                     std::size_t cols) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  const std::size_t full = cols / lanes * lanes;
+  const std::size_t row_quads = rows / 4 * 4;
+  std::size_t t = 0;
+  for (; t + 2 <= tokens; t += 2) {
+    const float* x0 = x + t * x_stride;
+    const float* x1 = x0 + x_stride;
+    float* y0 = y + t * y_stride;
+    float* y1 = y0 + y_stride;
+    for (std::size_t r = 0; r < row_quads; r += 4) {
+      const W* w0 = w + r * w_stride;
+      const W* w1 = w0 + w_stride;
+      const W* w2 = w1 + w_stride;
+      const W* w3 = w2 + w_stride;
+      auto c00 = hn::Zero(d), c10 = hn::Zero(d), c20 = hn::Zero(d), c30 = hn::Zero(d);
+      auto c01 = hn::Zero(d), c11 = hn::Zero(d), c21 = hn::Zero(d), c31 = hn::Zero(d);
+      std::size_t c = 0;
+      for (; c < full; c += lanes) {
+        const auto a = hn::LoadU(d, x0 + c);
+        const auto b = hn::LoadU(d, x1 + c);
+        const auto v0 = load_as_f32(d, w0 + c);
+        c00 = hn::MulAdd(v0, a, c00);
+        c01 = hn::MulAdd(v0, b, c01);
+        const auto v1 = load_as_f32(d, w1 + c);
+        c10 = hn::MulAdd(v1, a, c10);
+        c11 = hn::MulAdd(v1, b, c11);
+        const auto v2 = load_as_f32(d, w2 + c);
+        c20 = hn::MulAdd(v2, a, c20);
+        c21 = hn::MulAdd(v2, b, c21);
+        const auto v3 = load_as_f32(d, w3 + c);
+        c30 = hn::MulAdd(v3, a, c30);
+        c31 = hn::MulAdd(v3, b, c31);
+      }
+      float s[8] = {hn::GetLane(hn::SumOfLanes(d, c00)), hn::GetLane(hn::SumOfLanes(d, c10)),
+                    hn::GetLane(hn::SumOfLanes(d, c20)), hn::GetLane(hn::SumOfLanes(d, c30)),
+                    hn::GetLane(hn::SumOfLanes(d, c01)), hn::GetLane(hn::SumOfLanes(d, c11)),
+                    hn::GetLane(hn::SumOfLanes(d, c21)), hn::GetLane(hn::SumOfLanes(d, c31))};
+      for (; c < cols; ++c) {
+        for (std::size_t i = 0; i < 4; ++i) {
+          const float wv = scalar::detail::widen(w[(r + i) * w_stride + c]);
+          s[i] += wv * x0[c];
+          s[4 + i] += wv * x1[c];
+        }
+      }
+      for (std::size_t i = 0; i < 4; ++i) {
+        y0[r + i] = s[i];
+        y1[r + i] = s[4 + i];
+      }
+    }
+    if (row_quads < rows) {
+      gemv(w + row_quads * w_stride, w_stride, x0, y0 + row_quads, rows - row_quads, cols);
+      gemv(w + row_quads * w_stride, w_stride, x1, y1 + row_quads, rows - row_quads, cols);
+    }
+  }
+  if (t < tokens) gemv(w, w_stride, x + t * x_stride, y + t * y_stride, rows, cols);
+}
+
+}  // namespace matmul_detail
+
+inline void gemm_f32(const float* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+                     std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) {
+  matmul_detail::gemm(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
+}
+inline void gemm_f16(const ruvllm::f16* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+                     std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) {
+  matmul_detail::gemm(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
+}
+inline void gemm_bf16(const ruvllm::bf16* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+                      std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) {
+  matmul_detail::gemm(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
+}
+
+inline void gemv_f32(const float* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                     std::size_t cols) {
+  matmul_detail::gemv(w, row_stride, x, y, rows, cols);
+}
+inline void gemv_f16(const ruvllm::f16* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                     std::size_t cols) {
+  matmul_detail::gemv(w, row_stride, x, y, rows, cols);
+}
+inline void gemv_bf16(const ruvllm::bf16* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                      std::size_t cols) {
+  matmul_detail::gemv(w, row_stride, x, y, rows, cols);
+}
+
+}  // namespace ruvllm::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // RUVLLM_KERNELS_MATMUL_INL_H_ toggle
+// ---- ruvllm/kernels/norm-inl.h (per-target kernel bodies)
+// Highway normalization kernels (RMSNorm, LayerNorm), compiled once per
+// SIMD target. No include guard: the toggle below lets hwy/foreach_target.h
+// re-include this file for each target, through the umbrella
+// ruvllm/kernels/kernels-inl.h.
+
+#if defined(RUVLLM_KERNELS_NORM_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RUVLLM_KERNELS_NORM_INL_H_
+#undef RUVLLM_KERNELS_NORM_INL_H_
+#else
+#define RUVLLM_KERNELS_NORM_INL_H_
+#endif
+
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 
@@ -1618,11 +6185,48 @@ HWY_BEFORE_NAMESPACE();
 namespace ruvllm::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// Sum of a[i] * b[i]; any alignment, any n. Four accumulators hide the FMA
-/// latency; the partial vector at the end is read through a zero-padded copy
-/// so no load touches memory past a or b.
-inline float dot_f32(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, std::size_t n) {
-  const hn::ScalableTag<float> d;
+namespace norm_detail {
+
+// Sum of (x[i] - center)^2 over one row. Four accumulators hide the FMA
+// latency; the partial vector at the end goes through a copy padded with
+// `center`, whose lanes add exactly zero, so no load passes the row's end.
+template <class D>
+HWY_INLINE float sum_squares(D d, const float* HWY_RESTRICT x, std::size_t n, float center) {
+  const std::size_t lanes = hn::Lanes(d);
+  const auto c = hn::Set(d, center);
+  auto acc0 = hn::Zero(d);
+  auto acc1 = hn::Zero(d);
+  auto acc2 = hn::Zero(d);
+  auto acc3 = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    const auto v0 = hn::Sub(hn::LoadU(d, x + i), c);
+    const auto v1 = hn::Sub(hn::LoadU(d, x + i + lanes), c);
+    const auto v2 = hn::Sub(hn::LoadU(d, x + i + 2 * lanes), c);
+    const auto v3 = hn::Sub(hn::LoadU(d, x + i + 3 * lanes), c);
+    acc0 = hn::MulAdd(v0, v0, acc0);
+    acc1 = hn::MulAdd(v1, v1, acc1);
+    acc2 = hn::MulAdd(v2, v2, acc2);
+    acc3 = hn::MulAdd(v3, v3, acc3);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const auto v = hn::Sub(hn::LoadU(d, x + i), c);
+    acc0 = hn::MulAdd(v, v, acc0);
+  }
+  if (i < n) {
+    HWY_ALIGN float tail[HWY_MAX_BYTES / sizeof(float)];
+    for (float& t : tail) t = center;
+    std::memcpy(tail, x + i, (n - i) * sizeof(float));
+    const auto v = hn::Sub(hn::Load(d, tail), c);
+    acc1 = hn::MulAdd(v, v, acc1);
+  }
+  acc0 = hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3));
+  return hn::GetLane(hn::SumOfLanes(d, acc0));
+}
+
+// Plain sum of one row, same structure (zero padding).
+template <class D>
+HWY_INLINE float sum(D d, const float* HWY_RESTRICT x, std::size_t n) {
   const std::size_t lanes = hn::Lanes(d);
   auto acc0 = hn::Zero(d);
   auto acc1 = hn::Zero(d);
@@ -1630,27 +6234,1986 @@ inline float dot_f32(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, s
   auto acc3 = hn::Zero(d);
   std::size_t i = 0;
   for (; i + 4 * lanes <= n; i += 4 * lanes) {
-    acc0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc0);
-    acc1 = hn::MulAdd(hn::LoadU(d, a + i + lanes), hn::LoadU(d, b + i + lanes), acc1);
-    acc2 = hn::MulAdd(hn::LoadU(d, a + i + 2 * lanes), hn::LoadU(d, b + i + 2 * lanes), acc2);
-    acc3 = hn::MulAdd(hn::LoadU(d, a + i + 3 * lanes), hn::LoadU(d, b + i + 3 * lanes), acc3);
+    acc0 = hn::Add(acc0, hn::LoadU(d, x + i));
+    acc1 = hn::Add(acc1, hn::LoadU(d, x + i + lanes));
+    acc2 = hn::Add(acc2, hn::LoadU(d, x + i + 2 * lanes));
+    acc3 = hn::Add(acc3, hn::LoadU(d, x + i + 3 * lanes));
   }
-  for (; i + lanes <= n; i += lanes) acc0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc0);
+  for (; i + lanes <= n; i += lanes) acc0 = hn::Add(acc0, hn::LoadU(d, x + i));
   if (i < n) {
-    HWY_ALIGN float tail_a[HWY_MAX_BYTES / sizeof(float)] = {};
-    HWY_ALIGN float tail_b[HWY_MAX_BYTES / sizeof(float)] = {};
-    std::memcpy(tail_a, a + i, (n - i) * sizeof(float));
-    std::memcpy(tail_b, b + i, (n - i) * sizeof(float));
-    acc1 = hn::MulAdd(hn::Load(d, tail_a), hn::Load(d, tail_b), acc1);
+    HWY_ALIGN float tail[HWY_MAX_BYTES / sizeof(float)] = {};
+    std::memcpy(tail, x + i, (n - i) * sizeof(float));
+    acc1 = hn::Add(acc1, hn::Load(d, tail));
   }
   acc0 = hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3));
   return hn::GetLane(hn::SumOfLanes(d, acc0));
 }
 
+// y[i] = f(x[i], w[i], b[i]) over one row: full vectors in place, the rest
+// through zero-padded copies whose results are copied back. x and y may be
+// the same pointer (each vector is loaded before it is stored). Lambdas passed
+// as f carry HWY_ATTR, which clang needs to inline intrinsics into them.
+template <class D, class F>
+HWY_INLINE void map_row(D d, const float* x, const float* w, const float* b, float* y, std::size_t n, F f) {
+  const std::size_t lanes = hn::Lanes(d);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    hn::StoreU(f(hn::LoadU(d, x + i), hn::LoadU(d, w + i), hn::LoadU(d, b + i)), d, y + i);
+  if (i < n) {
+    HWY_ALIGN float tx[HWY_MAX_BYTES / sizeof(float)] = {};
+    HWY_ALIGN float tw[HWY_MAX_BYTES / sizeof(float)] = {};
+    HWY_ALIGN float tb[HWY_MAX_BYTES / sizeof(float)] = {};
+    const std::size_t rest = (n - i) * sizeof(float);
+    std::memcpy(tx, x + i, rest);
+    std::memcpy(tw, w + i, rest);
+    std::memcpy(tb, b + i, rest);
+    hn::Store(f(hn::Load(d, tx), hn::Load(d, tw), hn::Load(d, tb)), d, tx);
+    std::memcpy(y + i, tx, rest);
+  }
+}
+
+}  // namespace norm_detail
+
+/// RMSNorm of `rows` rows (contract: norm_ops<backend::scalar>). x and y may
+/// alias exactly, hence no HWY_RESTRICT on them.
+inline void norm_rms_f32(const float* x, const float* weight, float* y, std::size_t rows, std::size_t n, float eps) {
+#if HWY_TARGET == HWY_SCALAR
+  ruvllm::kernels::scalar::rms_norm_rows(x, weight, y, rows, n, eps);
+#else
+  if (n == 0) return;
+  const hn::ScalableTag<float> d;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    const float sum = norm_detail::sum_squares(d, xr, n, 0.0f);
+    const auto scale = hn::Set(d, 1.0f / std::sqrt(sum / static_cast<float>(n) + eps));
+    // Same rounding order as the reference, (x * scale) * w; the weight row
+    // is passed twice because RMSNorm has no bias.
+    norm_detail::map_row(d, xr, weight, weight, yr, n,
+                         [scale](auto v, auto w, auto) HWY_ATTR { return hn::Mul(hn::Mul(v, scale), w); });
+  }
+#endif
+}
+
+/// LayerNorm of `rows` rows (contract: norm_ops<backend::scalar>).
+inline void norm_layer_f32(const float* x, const float* weight, const float* bias, float* y, std::size_t rows,
+                           std::size_t n, float eps) {
+#if HWY_TARGET == HWY_SCALAR
+  ruvllm::kernels::scalar::layer_norm_rows(x, weight, bias, y, rows, n, eps);
+#else
+  if (n == 0) return;
+  const hn::ScalableTag<float> d;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    const float mean = norm_detail::sum(d, xr, n) / static_cast<float>(n);
+    const float sq = norm_detail::sum_squares(d, xr, n, mean);
+    const auto scale = hn::Set(d, 1.0f / std::sqrt(sq / static_cast<float>(n) + eps));
+    const auto center = hn::Set(d, mean);
+    norm_detail::map_row(d, xr, weight, bias, yr, n, [scale, center](auto v, auto w, auto b) HWY_ATTR {
+      return hn::MulAdd(hn::Mul(hn::Sub(v, center), scale), w, b);
+    });
+  }
+#endif
+}
+
 }  // namespace ruvllm::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
-#endif  // RUVLLM_KERNELS_DISTANCE_INL_H_ toggle
+#endif  // RUVLLM_KERNELS_NORM_INL_H_ toggle
+// ---- ruvllm/kernels/activation-inl.h (per-target kernel bodies)
+// Highway activation kernels (softmax, SiLU, GELU, SwiGLU), compiled once
+// per SIMD target. No include guard: the toggle below lets
+// hwy/foreach_target.h re-include this file for each target, through the
+// umbrella ruvllm/kernels/kernels-inl.h. The formulas are those of
+// kernels/scalar/activation.hpp; exp is Highway's contrib Exp (max error 1
+// ulp; returns 0 below -104, and every argument here is <= 0).
+
+#if defined(RUVLLM_KERNELS_ACTIVATION_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RUVLLM_KERNELS_ACTIVATION_INL_H_
+#undef RUVLLM_KERNELS_ACTIVATION_INL_H_
+#else
+#define RUVLLM_KERNELS_ACTIVATION_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstring>
+#include <limits>
+
+#include "hwy/highway.h"
+// Highway's contrib headers are per-target too: included inside the toggle,
+// they are compiled for the same target as the code below.
+#include "hwy/contrib/math/math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace ruvllm::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+namespace activation_detail {
+
+template <class D>
+using vec = hn::Vec<D>;
+
+// (x or x * e) / (1 + e) with e = exp(-|z|): x * sigmoid(z), where z has x's sign.
+template <class D>
+HWY_INLINE vec<D> times_sigmoid(D d, vec<D> x, vec<D> z) {
+  const auto e = hn::Exp(d, hn::Neg(hn::Abs(z)));
+  // An explicit compare, not IfNegativeThenElse: Highway 1.0.3's SSSE3
+  // IfNegativeThenElse blends whole bit patterns (and/andnot), not by sign.
+  const auto negative = hn::Lt(z, hn::Zero(d));
+  return hn::Div(hn::IfThenElse(negative, hn::Mul(x, e), x), hn::Add(hn::Set(d, 1.0f), e));
+}
+
+template <class D>
+HWY_INLINE vec<D> silu(D d, vec<D> x) {
+  return times_sigmoid(d, x, x);
+}
+
+template <class D>
+HWY_INLINE vec<D> gelu(D d, vec<D> x) {
+  const auto k0 = hn::Set(d, ruvllm::kernels::detail::gelu_k0);
+  const auto k1 = hn::Set(d, ruvllm::kernels::detail::gelu_k1);
+  const auto z = hn::Mul(x, hn::MulAdd(k1, hn::Mul(x, x), k0));
+  return times_sigmoid(d, x, z);
+}
+
+// y[i] = f(a[i], b[i]) for n floats: full vectors in place, the rest through
+// copies padded with `pad` whose results are copied back. Outputs may equal
+// an input (each vector is loaded before it is stored). Lambdas passed as f
+// carry HWY_ATTR, which clang needs to inline intrinsics into them.
+template <class D, class F>
+HWY_INLINE void map2(D d, const float* a, const float* b, float* y, std::size_t n, float pad, F f) {
+  const std::size_t lanes = hn::Lanes(d);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    // Two independent chains per iteration keep the exp latency covered.
+    const auto r0 = f(hn::LoadU(d, a + i), hn::LoadU(d, b + i));
+    const auto r1 = f(hn::LoadU(d, a + i + lanes), hn::LoadU(d, b + i + lanes));
+    hn::StoreU(r0, d, y + i);
+    hn::StoreU(r1, d, y + i + lanes);
+  }
+  for (; i + lanes <= n; i += lanes) hn::StoreU(f(hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, y + i);
+  if (i < n) {
+    HWY_ALIGN float ta[HWY_MAX_BYTES / sizeof(float)];
+    HWY_ALIGN float tb[HWY_MAX_BYTES / sizeof(float)];
+    for (std::size_t k = 0; k < HWY_MAX_BYTES / sizeof(float); ++k) ta[k] = tb[k] = pad;
+    const std::size_t rest = (n - i) * sizeof(float);
+    std::memcpy(ta, a + i, rest);
+    std::memcpy(tb, b + i, rest);
+    hn::Store(f(hn::Load(d, ta), hn::Load(d, tb)), d, ta);
+    std::memcpy(y + i, ta, rest);
+  }
+}
+
+// Largest element of one row; the tail is padded with -inf.
+template <class D>
+HWY_INLINE float row_max(D d, const float* HWY_RESTRICT x, std::size_t n) {
+  const std::size_t lanes = hn::Lanes(d);
+  const auto lowest = hn::Set(d, -std::numeric_limits<float>::infinity());
+  auto m0 = lowest;
+  auto m1 = lowest;
+  auto m2 = lowest;
+  auto m3 = lowest;
+  std::size_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    m0 = hn::Max(m0, hn::LoadU(d, x + i));
+    m1 = hn::Max(m1, hn::LoadU(d, x + i + lanes));
+    m2 = hn::Max(m2, hn::LoadU(d, x + i + 2 * lanes));
+    m3 = hn::Max(m3, hn::LoadU(d, x + i + 3 * lanes));
+  }
+  for (; i + lanes <= n; i += lanes) m0 = hn::Max(m0, hn::LoadU(d, x + i));
+  if (i < n) {
+    HWY_ALIGN float tail[HWY_MAX_BYTES / sizeof(float)];
+    for (float& t : tail) t = -std::numeric_limits<float>::infinity();
+    std::memcpy(tail, x + i, (n - i) * sizeof(float));
+    m1 = hn::Max(m1, hn::Load(d, tail));
+  }
+  m0 = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
+  return hn::GetLane(hn::MaxOfLanes(d, m0));
+}
+
+// y[i] = exp((x[i] - max) * scale) for one row, the reference's rounding
+// (see scalar/activation.hpp); returns the sum of y. The tail's -inf padding
+// contributes exp(-inf) = 0.
+template <class D>
+HWY_INLINE float exp_row(D d, const float* x, float* y, std::size_t n, float scale, float max) {
+  const std::size_t lanes = hn::Lanes(d);
+  const auto vs = hn::Set(d, scale);
+  const auto vm = hn::Set(d, max);
+  auto sum0 = hn::Zero(d);
+  auto sum1 = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto e0 = hn::Exp(d, hn::Mul(hn::Sub(hn::LoadU(d, x + i), vm), vs));
+    const auto e1 = hn::Exp(d, hn::Mul(hn::Sub(hn::LoadU(d, x + i + lanes), vm), vs));
+    hn::StoreU(e0, d, y + i);
+    hn::StoreU(e1, d, y + i + lanes);
+    sum0 = hn::Add(sum0, e0);
+    sum1 = hn::Add(sum1, e1);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const auto e = hn::Exp(d, hn::Mul(hn::Sub(hn::LoadU(d, x + i), vm), vs));
+    hn::StoreU(e, d, y + i);
+    sum0 = hn::Add(sum0, e);
+  }
+  if (i < n) {
+    HWY_ALIGN float tail[HWY_MAX_BYTES / sizeof(float)];
+    for (float& t : tail) t = -std::numeric_limits<float>::infinity();
+    std::memcpy(tail, x + i, (n - i) * sizeof(float));
+    const auto e = hn::Exp(d, hn::Mul(hn::Sub(hn::Load(d, tail), vm), vs));
+    hn::Store(e, d, tail);
+    std::memcpy(y + i, tail, (n - i) * sizeof(float));
+    sum1 = hn::Add(sum1, e);
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1)));
+}
+
+}  // namespace activation_detail
+
+/// Softmax of `rows` rows (contract: activation_ops<backend::scalar>). x and
+/// y may alias exactly, hence no HWY_RESTRICT.
+inline void activation_softmax_f32(const float* x, float* y, std::size_t rows, std::size_t n, float scale) {
+#if HWY_TARGET == HWY_SCALAR
+  ruvllm::kernels::scalar::softmax_rows(x, y, rows, n, scale);
+#else
+  if (n == 0) return;
+  const hn::ScalableTag<float> d;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    const float max = activation_detail::row_max(d, xr, n);
+    if (!(max > -std::numeric_limits<float>::infinity())) {
+      for (std::size_t i = 0; i < n; ++i) yr[i] = 1.0f / static_cast<float>(n);
+      continue;
+    }
+    const float sum = activation_detail::exp_row(d, xr, yr, n, scale, max);
+    const auto inv = hn::Set(d, 1.0f / sum);
+    activation_detail::map2(d, yr, yr, yr, n, 0.0f, [inv](auto v, auto) HWY_ATTR { return hn::Mul(v, inv); });
+  }
+#endif
+}
+
+/// y[i] = silu(x[i]) (contract: activation_ops<backend::scalar>).
+inline void activation_silu_f32(const float* x, float* y, std::size_t n) {
+#if HWY_TARGET == HWY_SCALAR
+  ruvllm::kernels::scalar::silu(x, y, n);
+#else
+  const hn::ScalableTag<float> d;
+  activation_detail::map2(d, x, x, y, n, 0.0f, [d](auto v, auto) HWY_ATTR { return activation_detail::silu(d, v); });
+#endif
+}
+
+/// y[i] = gelu(x[i]), tanh approximation (contract: activation_ops<backend::scalar>).
+inline void activation_gelu_f32(const float* x, float* y, std::size_t n) {
+#if HWY_TARGET == HWY_SCALAR
+  ruvllm::kernels::scalar::gelu(x, y, n);
+#else
+  const hn::ScalableTag<float> d;
+  activation_detail::map2(d, x, x, y, n, 0.0f, [d](auto v, auto) HWY_ATTR { return activation_detail::gelu(d, v); });
+#endif
+}
+
+/// out[i] = silu(gate[i]) * up[i] (contract: activation_ops<backend::scalar>).
+inline void activation_swiglu_f32(const float* gate, const float* up, float* out, std::size_t n) {
+#if HWY_TARGET == HWY_SCALAR
+  ruvllm::kernels::scalar::swiglu(gate, up, out, n);
+#else
+  const hn::ScalableTag<float> d;
+  activation_detail::map2(d, gate, up, out, n, 0.0f,
+                          [d](auto g, auto u) HWY_ATTR { return hn::Mul(activation_detail::silu(d, g), u); });
+#endif
+}
+
+}  // namespace ruvllm::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // RUVLLM_KERNELS_ACTIVATION_INL_H_ toggle
+// ---- ruvllm/kernels/rope-inl.h (per-target kernel bodies)
+// Highway RoPE kernels, compiled once per SIMD target. No include guard: the
+// toggle below lets hwy/foreach_target.h re-include this file for each
+// target, through the umbrella ruvllm/kernels/kernels-inl.h.
+
+#if defined(RUVLLM_KERNELS_ROPE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RUVLLM_KERNELS_ROPE_INL_H_
+#undef RUVLLM_KERNELS_ROPE_INL_H_
+#else
+#define RUVLLM_KERNELS_ROPE_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace ruvllm::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+namespace rope_detail {
+
+constexpr std::size_t max_lanes = HWY_MAX_BYTES / sizeof(float);
+
+// Normal layout, one token: v' = v * cos_dup + Reverse2(v) * sin_alt, where
+// cos_dup = (c0, c0, c1, c1, ...) and sin_alt = (-s0, s0, -s1, s1, ...) are
+// expanded once per token and chunk into a stack buffer and reused by every
+// head. Vectors hold an even number of lanes, so a pair never straddles two.
+template <class D>
+HWY_INLINE void normal_token(D d, const float* HWY_RESTRICT row, std::size_t head_dim, float* x, std::size_t heads,
+                             std::size_t head_stride) {
+  const std::size_t lanes = hn::Lanes(d);
+  const std::size_t half = head_dim / 2;
+  constexpr std::size_t chunk = ruvllm::kernels::detail::rope_expand_chunk;
+  HWY_ALIGN float cos_dup[2 * chunk + max_lanes];
+  HWY_ALIGN float sin_alt[2 * chunk + max_lanes];
+  for (std::size_t first = 0; first < half; first += chunk) {
+    const std::size_t count = std::min(chunk, half - first);
+    const std::size_t len = 2 * count;
+    ruvllm::kernels::detail::rope_expand_pairs(row, half, first, count, cos_dup, sin_alt);
+    // The last, partial vector reads these lanes: make them defined.
+    for (std::size_t k = len; k < len + lanes; ++k) cos_dup[k] = sin_alt[k] = 0.0f;
+    for (std::size_t h = 0; h < heads; ++h) {
+      float* v = x + h * head_stride + 2 * first;
+      std::size_t i = 0;
+      for (; i + lanes <= len; i += lanes) {
+        const auto xv = hn::LoadU(d, v + i);
+        const auto rotated =
+            hn::MulAdd(hn::Reverse2(d, xv), hn::Load(d, sin_alt + i), hn::Mul(xv, hn::Load(d, cos_dup + i)));
+        hn::StoreU(rotated, d, v + i);
+      }
+      if (i < len) {
+        HWY_ALIGN float tail[max_lanes] = {};
+        std::memcpy(tail, v + i, (len - i) * sizeof(float));
+        const auto xv = hn::Load(d, tail);
+        hn::Store(hn::MulAdd(hn::Reverse2(d, xv), hn::Load(d, sin_alt + i), hn::Mul(xv, hn::Load(d, cos_dup + i))), d,
+                  tail);
+        std::memcpy(v + i, tail, (len - i) * sizeof(float));
+      }
+    }
+  }
+}
+
+// NeoX layout, one token: the halves lo = v[0, d/2) and hi = v[d/2, d) become
+// lo c - hi s and lo s + hi c, with c and s read straight from the table row.
+template <class D>
+HWY_INLINE void neox_token(D d, const float* HWY_RESTRICT row, std::size_t head_dim, float* x, std::size_t heads,
+                           std::size_t head_stride) {
+  const std::size_t lanes = hn::Lanes(d);
+  const std::size_t half = head_dim / 2;
+  const float* cos = row;
+  const float* sin = row + half;
+  const std::size_t full = half - half % lanes;
+  // The partial vector's factors, padded once per token.
+  HWY_ALIGN float cos_tail[max_lanes] = {};
+  HWY_ALIGN float sin_tail[max_lanes] = {};
+  std::memcpy(cos_tail, cos + full, (half - full) * sizeof(float));
+  std::memcpy(sin_tail, sin + full, (half - full) * sizeof(float));
+  for (std::size_t h = 0; h < heads; ++h) {
+    float* lo = x + h * head_stride;
+    float* hi = lo + half;
+    for (std::size_t i = 0; i < full; i += lanes) {
+      const auto a = hn::LoadU(d, lo + i);
+      const auto b = hn::LoadU(d, hi + i);
+      const auto c = hn::LoadU(d, cos + i);
+      const auto s = hn::LoadU(d, sin + i);
+      hn::StoreU(hn::NegMulAdd(b, s, hn::Mul(a, c)), d, lo + i);
+      hn::StoreU(hn::MulAdd(a, s, hn::Mul(b, c)), d, hi + i);
+    }
+    if (full < half) {
+      HWY_ALIGN float ta[max_lanes] = {};
+      HWY_ALIGN float tb[max_lanes] = {};
+      const std::size_t rest = (half - full) * sizeof(float);
+      std::memcpy(ta, lo + full, rest);
+      std::memcpy(tb, hi + full, rest);
+      const auto a = hn::Load(d, ta);
+      const auto b = hn::Load(d, tb);
+      const auto c = hn::Load(d, cos_tail);
+      const auto s = hn::Load(d, sin_tail);
+      hn::Store(hn::NegMulAdd(b, s, hn::Mul(a, c)), d, ta);
+      hn::Store(hn::MulAdd(a, s, hn::Mul(b, c)), d, tb);
+      std::memcpy(lo + full, ta, rest);
+      std::memcpy(hi + full, tb, rest);
+    }
+  }
+}
+
+}  // namespace rope_detail
+
+/// Rotates `heads` vectors of each of `tokens` tokens in place; `rows` is the
+/// table row of the first token's position (contract: rope_ops<backend::scalar>).
+inline void rope_apply_f32(const float* rows, std::size_t head_dim, rope_layout layout, float* x, std::size_t tokens,
+                           std::size_t heads, std::size_t head_stride, std::size_t token_stride) {
+#if HWY_TARGET == HWY_SCALAR
+  ruvllm::kernels::scalar::rope_apply(rows, head_dim, layout, x, tokens, heads, head_stride, token_stride);
+#else
+  const hn::ScalableTag<float> d;
+  for (std::size_t t = 0; t < tokens; ++t) {
+    const float* row = rows + t * head_dim;
+    float* xt = x + t * token_stride;
+    if (layout == rope_layout::normal)
+      rope_detail::normal_token(d, row, head_dim, xt, heads, head_stride);
+    else
+      rope_detail::neox_token(d, row, head_dim, xt, heads, head_stride);
+  }
+#endif
+}
+
+}  // namespace ruvllm::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // RUVLLM_KERNELS_ROPE_INL_H_ toggle
+// ---- ruvllm/kernels/quant-inl.h (per-target kernel bodies)
+// Highway quant kernels (GGUF blocks, f16/bf16 rows), compiled once per SIMD
+// target. No include guard: the toggle below lets hwy/foreach_target.h
+// re-include this file for each target, through the umbrella
+// ruvllm/kernels/kernels-inl.h. Semantics, formats and preconditions are those
+// of the scalar reference in ruvllm/kernels/scalar/quant.hpp.
+//
+// Integer dots: Highway 1.0.3 has no int8 dot op. The portable path widens
+// 16 int8 lanes to int16 (PromoteTo) and multiplies pairs into int32
+// (ReorderWidenMulAccumulate, pmaddwd on x86). On AVX3_DL the same primitives
+// use VPDPBUSD (u8 x s8 -> int32), the 512-bit form with avx512vnni added to
+// the target attribute: Highway's AVX3_DL target string names AVX-VNNI but not
+// AVX512-VNNI, and with it compilers emit the 256/128-bit VPDPBUSD in its VEX
+// (AVX-VNNI) encoding, which Ice Lake and Zen 4 lack. Signed weights use
+// |w| . (a * sign(w)), hence the [-127, 127] precondition on activations.
+// Every primitive returns the exact int32 partial sums of its group, whichever
+// path computes them, so block sums equal the scalar reference's exactly.
+//
+// Targets without fixed-width 128-bit vectors (HWY_SCALAR, the fallback with
+// g++ 12, and scalable SVE/RVV) forward to the scalar reference. f16 rows use
+// F16C on x86 AVX2+ targets (bit-identical to ruvllm::to_f16/to_float) and the
+// scalar reference elsewhere, because 1.0.3's emulated conversions neither
+// round to nearest nor handle inf/NaN. bf16 rows use integer ops everywhere
+// (1.0.3's DemoteTo truncates instead of rounding).
+
+#if defined(RUVLLM_KERNELS_QUANT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RUVLLM_KERNELS_QUANT_INL_H_
+#undef RUVLLM_KERNELS_QUANT_INL_H_
+#else
+#define RUVLLM_KERNELS_QUANT_INL_H_
+#endif
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "hwy/highway.h"
+
+// Per-target switches, redefined on every pass and undefined at the end.
+#if HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE
+#define RUVLLM_QUANT_SIMD 0
+#else
+#define RUVLLM_QUANT_SIMD 1
+#endif
+#if HWY_TARGET == HWY_AVX3_DL && defined(__GNUC__)
+#define RUVLLM_QUANT_VNNI 1
+#define RUVLLM_QUANT_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+#else
+#define RUVLLM_QUANT_VNNI 0
+#define RUVLLM_QUANT_ATTR
+#endif
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+#define RUVLLM_QUANT_F16C 1
+#else
+#define RUVLLM_QUANT_F16C 0
+#endif
+// 256-bit integer vectors (AVX2 and up); 128-bit otherwise.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+#define RUVLLM_QUANT_WIDE 1
+#else
+#define RUVLLM_QUANT_WIDE 0
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace ruvllm::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if RUVLLM_QUANT_SIMD
+namespace quant_simd {
+
+using DU8 = hn::Full128<std::uint8_t>;  // 16 packed bytes: one Q4_0 block, a Q4_K/Q6_K chunk
+using DI8 = hn::Full128<std::int8_t>;
+using VU8 = hn::Vec<DU8>;
+using VI8 = hn::Vec<DI8>;
+#if RUVLLM_QUANT_WIDE
+using D32 = hn::Full256<std::int32_t>;
+#else
+using D32 = hn::Full128<std::int32_t>;
+#endif
+using D16 = hn::Repartition<std::int16_t, D32>;
+using DF = hn::Repartition<float, D32>;
+using V32 = hn::Vec<D32>;
+
+/// f16 block scale -> float, bit-identical to ruvllm::to_float.
+RUVLLM_QUANT_ATTR HWY_INLINE float half_to_float(ruvllm::f16 h) {
+#if RUVLLM_QUANT_F16C
+  return _cvtsh_ss(h.bits);
+#else
+  return ruvllm::to_float(h);
+#endif
+}
+
+#if RUVLLM_QUANT_VNNI
+// Sums of u8 x s8 products over each group of four bytes. The narrow inputs
+// are widened with zero upper lanes by vector shuffles: GCC 12's
+// _mm512_zextsi256_si512 / _mm512_castsi512_si256 trip -Wmaybe-uninitialized.
+RUVLLM_QUANT_ATTR HWY_INLINE V32 vnni_dot512(__m512i u8, __m512i s8) {
+  const __m512i r = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u8, s8);
+  return V32{reinterpret_cast<__m256i>(__builtin_shufflevector(reinterpret_cast<__v8di>(r), reinterpret_cast<__v8di>(r), 0, 1, 2, 3))};
+}
+RUVLLM_QUANT_ATTR HWY_INLINE V32 vnni_dot256(__m256i u8, __m256i s8) {
+  const __v4di z = reinterpret_cast<__v4di>(_mm256_setzero_si256());
+  return vnni_dot512(
+      reinterpret_cast<__m512i>(__builtin_shufflevector(reinterpret_cast<__v4di>(u8), z, 0, 1, 2, 3, 4, 5, 6, 7)),
+      reinterpret_cast<__m512i>(__builtin_shufflevector(reinterpret_cast<__v4di>(s8), z, 0, 1, 2, 3, 4, 5, 6, 7)));
+}
+RUVLLM_QUANT_ATTR HWY_INLINE V32 vnni_dot128(__m128i u8, __m128i s8) {
+  const __v2di z = reinterpret_cast<__v2di>(_mm_setzero_si128());
+  return vnni_dot512(
+      reinterpret_cast<__m512i>(__builtin_shufflevector(reinterpret_cast<__v2di>(u8), z, 0, 1, 2, 3, 2, 3, 2, 3)),
+      reinterpret_cast<__m512i>(__builtin_shufflevector(reinterpret_cast<__v2di>(s8), z, 0, 1, 2, 3, 2, 3, 2, 3)));
+}
+RUVLLM_QUANT_ATTR HWY_INLINE __m256i load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+#endif
+
+/// Lanes summing to sum(q[i] * a[i]) over 16 signed bytes (portable path).
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot16_i8(VI8 q, const std::int8_t* HWY_RESTRICT a) {
+  const D32 d32;
+  const D16 d16;
+  // The widening multiply may split the pair sums between `even` and `odd`
+  // (x86 keeps them all in `even`); only their total is used.
+  V32 odd = hn::Zero(d32);
+#if RUVLLM_QUANT_WIDE
+  const V32 even = hn::ReorderWidenMulAccumulate(d32, hn::PromoteTo(d16, q), hn::PromoteTo(d16, hn::LoadU(DI8(), a)),
+                                                 hn::Zero(d32), odd);
+#else
+  const hn::Half<DI8> dh;
+  V32 even = hn::ReorderWidenMulAccumulate(d32, hn::PromoteTo(d16, hn::LowerHalf(dh, q)),
+                                           hn::PromoteTo(d16, hn::LoadU(dh, a)), hn::Zero(d32), odd);
+  even = hn::ReorderWidenMulAccumulate(d32, hn::PromoteTo(d16, hn::UpperHalf(dh, q)),
+                                       hn::PromoteTo(d16, hn::LoadU(dh, a + 8)), even, odd);
+#endif
+  return hn::Add(even, odd);
+}
+
+/// Lanes summing to sum(q[i] * a[i]) over 16 quants q in [0, 127].
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot16_u8(VU8 q, const std::int8_t* HWY_RESTRICT a) {
+#if RUVLLM_QUANT_VNNI
+  return vnni_dot128(q.raw, _mm_loadu_si128(reinterpret_cast<const __m128i*>(a)));
+#else
+  return dot16_i8(hn::BitCast(DI8(), q), a);
+#endif
+}
+
+/// Lanes summing to sum(q[i] * a[i]) over 32 quants q in [0, 127], given as
+/// the halves lo (elements 0-15) and hi (16-31).
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot32_u8(VU8 lo, VU8 hi, const std::int8_t* HWY_RESTRICT a) {
+#if RUVLLM_QUANT_VNNI
+  return vnni_dot256(_mm256_inserti128_si256(_mm256_castsi128_si256(lo.raw), hi.raw, 1), load256(a));
+#else
+  const DI8 di8;
+  return hn::Add(dot16_i8(hn::BitCast(di8, lo), a), dot16_i8(hn::BitCast(di8, hi), a + 16));
+#endif
+}
+
+/// One Q8_0 activation block in the form the Q8_0/Q4_0 block dots consume,
+/// prepared once and shared by every weight row of a batch: widened to int16
+/// on the portable path, raw bytes for VPDPBUSD; plus the lanes of 8 sum(a),
+/// Q4_0's offset term.
+struct act32 {
+#if RUVLLM_QUANT_VNNI
+  __m256i raw;
+#elif RUVLLM_QUANT_WIDE
+  hn::Vec<D16> v[2];  // elements 0-15, 16-31
+#else
+  hn::Vec<D16> v[4];  // elements 0-7, 8-15, 16-23, 24-31
+#endif
+  V32 eight_sum;
+};
+
+RUVLLM_QUANT_ATTR HWY_INLINE act32 prepare_act32(const std::int8_t* HWY_RESTRICT a) {
+  act32 p;
+#if RUVLLM_QUANT_VNNI
+  p.raw = load256(a);
+  p.eight_sum = vnni_dot256(_mm256_set1_epi8(8), p.raw);
+#else
+  const D32 d32;
+  const D16 d16;
+  const hn::Rebind<std::int8_t, D16> d8;
+  constexpr std::size_t parts = sizeof(p.v) / sizeof(p.v[0]);
+  V32 odd = hn::Zero(d32), even = hn::Zero(d32);
+  for (std::size_t k = 0; k < parts; ++k) {
+    p.v[k] = hn::PromoteTo(d16, hn::LoadU(d8, a + k * (32 / parts)));
+    even = hn::ReorderWidenMulAccumulate(d32, hn::Set(d16, 8), p.v[k], even, odd);
+  }
+  p.eight_sum = hn::Add(even, odd);
+#endif
+  return p;
+}
+
+#if !RUVLLM_QUANT_VNNI
+/// Lanes summing to sum(w[k][i] * a[k][i]) over the int16 parts of a block.
+template <std::size_t Parts>
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_parts(const hn::Vec<D16> (&w)[Parts], const act32& a) {
+  const D32 d32;
+  // The widening multiply may split the pair sums between `even` and `odd`
+  // (x86 keeps them all in `even`); only their total is used.
+  V32 odd = hn::Zero(d32), even = hn::Zero(d32);
+  for (std::size_t k = 0; k < Parts; ++k) even = hn::ReorderWidenMulAccumulate(d32, w[k], a.v[k], even, odd);
+  return hn::Add(even, odd);
+}
+#endif
+
+/// Lanes summing to sum(w[i] * a[i]) over a Q8_0 block's 32 int8 weights.
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q8_0_block(const std::int8_t* HWY_RESTRICT w, const act32& a) {
+#if RUVLLM_QUANT_VNNI
+  const __m256i wv = load256(w);
+  // |w| . (a * sign(w)) = w . a; a * sign(w) fits in int8 because a != -128.
+  return vnni_dot256(_mm256_abs_epi8(wv), _mm256_sign_epi8(a.raw, wv));
+#else
+  const D16 d16;
+  const hn::Rebind<std::int8_t, D16> d8;
+  constexpr std::size_t parts = sizeof(a.v) / sizeof(a.v[0]);
+  hn::Vec<D16> wv[parts];
+  for (std::size_t k = 0; k < parts; ++k) wv[k] = hn::PromoteTo(d16, hn::LoadU(d8, w + k * (32 / parts)));
+  return dot_parts(wv, a);
+#endif
+}
+
+/// Lanes summing to sum((q[i] - 8) * a[i]) over one Q4_0 block's 16 packed
+/// bytes (element j in the low nibble of byte j, element j + 16 in the high):
+/// sum(q a) - 8 sum(a) with q in [0, 15].
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT qs, const act32& a) {
+#if RUVLLM_QUANT_VNNI
+  const DU8 du8;
+  const VU8 packed = hn::LoadU(du8, qs);
+  const VU8 lo = hn::And(packed, hn::Set(du8, 0x0F));
+  const VU8 hi = hn::ShiftRight<4>(packed);
+  return hn::Sub(vnni_dot256(_mm256_inserti128_si256(_mm256_castsi128_si256(lo.raw), hi.raw, 1), a.raw), a.eight_sum);
+#else
+  // Each byte zero-extended to an int16 lane, then split with a mask and a
+  // 16-bit shift: one widening per 16 bytes and no 8-bit shift emulation.
+  const D16 d16;
+  const hn::RebindToUnsigned<D16> du16;
+  const hn::Rebind<std::uint8_t, D16> du8;
+  const auto mask = hn::Set(d16, 0x0F);
+#if RUVLLM_QUANT_WIDE
+  const auto bytes = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, qs)));
+  const hn::Vec<D16> q[2] = {hn::And(bytes, mask), hn::ShiftRight<4>(bytes)};
+#else
+  const auto b0 = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, qs)));
+  const auto b1 = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, qs + 8)));
+  const hn::Vec<D16> q[4] = {hn::And(b0, mask), hn::And(b1, mask), hn::ShiftRight<4>(b0), hn::ShiftRight<4>(b1)};
+#endif
+  return hn::Sub(dot_parts(q, a), a.eight_sum);
+#endif
+}
+
+/// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0 or Q4_0
+/// weights): each activation block is prepared once for the R rows. Every
+/// row accumulates in its own two float vectors (even and odd blocks), so its
+/// result does not depend on R or on which rows share the batch.
+template <std::size_t R, class Block, class BlockDot>
+RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride,
+                                             const block_q8_0* HWY_RESTRICT a, std::size_t nb, float* HWY_RESTRICT out,
+                                             BlockDot block_dot) {
+  const DF df;
+  const Block* row[R];
+  for (std::size_t k = 0; k < R; ++k) row[k] = scalar::quant_detail::row_at(w, row_stride, k);
+  hn::Vec<DF> acc[R][2];
+  for (std::size_t k = 0; k < R; ++k) acc[k][0] = acc[k][1] = hn::Zero(df);
+  const auto step = [&](std::size_t b, std::size_t slot) HWY_ATTR {
+    const act32 act = prepare_act32(a[b].qs);
+    const float da = half_to_float(a[b].d);
+    for (std::size_t k = 0; k < R; ++k) {
+      const auto scale = hn::Set(df, half_to_float(row[k][b].d) * da);
+      acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, block_dot(row[k][b].qs, act)), scale, acc[k][slot]);
+    }
+  };
+  std::size_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    step(b, 0);
+    step(b + 1, 1);
+  }
+  if (b < nb) step(b, 0);
+  for (std::size_t k = 0; k < R; ++k) out[k] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc[k][0], acc[k][1])));
+}
+
+/// All rows, four at a time, then the remainder one at a time.
+template <class Block, class BlockDot>
+RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride,
+                                                 std::size_t rows, const block_q8_0* HWY_RESTRICT a, std::size_t n,
+                                                 float* HWY_RESTRICT out, BlockDot block_dot) {
+  std::size_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    rows_of_32<4>(scalar::quant_detail::row_at(w, row_stride, r), row_stride, a, n / 32, out + r, block_dot);
+  }
+  for (; r < rows; ++r) {
+    rows_of_32<1>(scalar::quant_detail::row_at(w, row_stride, r), row_stride, a, n / 32, out + r, block_dot);
+  }
+}
+
+/// One Q4_K . Q8_K super-block, the same float expression as the reference.
+RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q8_k& a) {
+  const D32 d32;
+  const DU8 du8;
+  std::uint8_t sc[8], m[8];
+  scalar::quant_detail::q4_k_scales_mins(w, sc, m);
+  std::int32_t mins = 0;
+  for (std::size_t j = 0; j < 8; ++j) mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+  const VU8 mask = hn::Set(du8, 0x0F);
+  V32 acc = hn::Zero(d32);
+  for (std::size_t g = 0; g < 4; ++g) {
+    const std::uint8_t* q = w.qs + 32 * g;
+    const std::int8_t* q8 = a.qs + 64 * g;
+    const VU8 p0 = hn::LoadU(du8, q), p1 = hn::LoadU(du8, q + 16);
+    acc = hn::Add(acc, hn::Mul(dot32_u8(hn::And(p0, mask), hn::And(p1, mask), q8), hn::Set(d32, sc[2 * g])));
+    acc = hn::Add(acc, hn::Mul(dot32_u8(hn::ShiftRight<4>(p0), hn::ShiftRight<4>(p1), q8 + 32),
+                               hn::Set(d32, sc[2 * g + 1])));
+  }
+  const std::int32_t scaled = hn::GetLane(hn::SumOfLanes(d32, acc));
+  const float d = ruvllm::to_float(w.d) * a.d;
+  const float dmin = ruvllm::to_float(w.dmin) * a.d;
+  return d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
+}
+
+/// The 16 six-bit quants (0..63) of Q6_K sub-group `group` (0..3, elements
+/// 32 group + l0 + [0, 16) of a 128-element half) from that half's ql/qh.
+RUVLLM_QUANT_ATTR HWY_INLINE void q6_k_unpack16(const std::uint8_t* ql, const std::uint8_t* qh, std::size_t l0,
+                                               VU8 (&q)[4]) {
+  const DU8 du8;
+  const VU8 m4 = hn::Set(du8, 0x0F), m2 = hn::Set(du8, 0x03);
+  const VU8 l_a = hn::LoadU(du8, ql + l0), l_b = hn::LoadU(du8, ql + 32 + l0), h = hn::LoadU(du8, qh + l0);
+  q[0] = hn::Or(hn::And(l_a, m4), hn::ShiftLeft<4>(hn::And(h, m2)));
+  q[1] = hn::Or(hn::And(l_b, m4), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(h), m2)));
+  q[2] = hn::Or(hn::ShiftRight<4>(l_a), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(h), m2)));
+  q[3] = hn::Or(hn::ShiftRight<4>(l_b), hn::ShiftLeft<4>(hn::ShiftRight<6>(h)));
+}
+
+/// One Q6_K . Q8_K super-block: sum(sc (q - 32) a) = sum(sc q a) - 32 sum(sc
+/// bsum), the same float expression as the reference.
+RUVLLM_QUANT_ATTR HWY_INLINE float q6_k_block(const block_q6_k& w, const block_q8_k& a) {
+  const D32 d32;
+  V32 acc = hn::Zero(d32);
+  for (std::size_t half = 0; half < 2; ++half) {
+    const std::int8_t* q8 = a.qs + 128 * half;
+    const std::int8_t* sc = w.scales + 8 * half;
+    for (std::size_t l0 = 0; l0 < 32; l0 += 16) {
+      VU8 q[4];
+      q6_k_unpack16(w.ql + 64 * half, w.qh + 32 * half, l0, q);
+      for (std::size_t g = 0; g < 4; ++g) {
+        acc = hn::Add(acc, hn::Mul(dot16_u8(q[g], q8 + 32 * g + l0), hn::Set(d32, sc[2 * g + l0 / 16])));
+      }
+    }
+  }
+  std::int32_t bias = 0;
+  for (std::size_t g = 0; g < qk_k / 16; ++g) bias += w.scales[g] * a.bsums[g];
+  const std::int32_t total = hn::GetLane(hn::SumOfLanes(d32, acc)) - 32 * bias;
+  return ruvllm::to_float(w.d) * a.d * static_cast<float>(total);
+}
+
+/// roundf of every lane: ties away from zero, exact. p's only use is Abs, so
+/// no compiler contracts a producing multiply into a later add.
+template <class D, class V>
+RUVLLM_QUANT_ATTR HWY_INLINE V round_half_away(D d, V p) {
+  const V a = hn::Abs(p);
+  const V t = hn::Trunc(a);
+  const V r = hn::Add(t, hn::IfThenElseZero(hn::Ge(hn::Sub(a, t), hn::Set(d, 0.5f)), hn::Set(d, 1.0f)));
+  return hn::CopySignToAbs(r, p);
+}
+
+/// Largest |x[i]| over count floats (a multiple of the lane count).
+template <class D>
+RUVLLM_QUANT_ATTR HWY_INLINE float max_abs(D d, const float* HWY_RESTRICT x, std::size_t count) {
+  auto m = hn::Zero(d);
+  for (std::size_t k = 0; k < count; k += hn::Lanes(d)) m = hn::Max(m, hn::Abs(hn::LoadU(d, x + k)));
+  return hn::GetLane(hn::MaxOfLanes(d, m));
+}
+
+/// The first x[i] with |x[i]| == amax (> 0), as ggml's strict-> scan finds it.
+template <class D>
+RUVLLM_QUANT_ATTR HWY_INLINE float first_of_magnitude(D d, const float* HWY_RESTRICT x, std::size_t count, float amax) {
+  const auto target = hn::Set(d, amax);
+  for (std::size_t k = 0; k < count; k += hn::Lanes(d)) {
+    const auto hit = hn::Eq(hn::Abs(hn::LoadU(d, x + k)), target);
+    if (!hn::AllFalse(d, hit)) return x[k + static_cast<std::size_t>(hn::FindFirstTrue(d, hit))];
+  }
+  return 0.0f;  // unreachable for finite inputs
+}
+
+/// Writes 32 int8 quants (or 16 uint8) from int32 lanes of a dequantized
+/// group into y: float(q) * d, or d * q - m, through DF lanes.
+template <class Load>
+RUVLLM_QUANT_ATTR HWY_INLINE void scale_group(const Load& load, std::size_t count, float d, float m, float* y) {
+  const DF df;
+  const auto vd = hn::Set(df, d), vm = hn::Set(df, m);
+  for (std::size_t k = 0; k < count; k += hn::Lanes(df)) {
+    hn::StoreU(hn::MulSub(hn::ConvertTo(df, load(k)), vd, vm), df, y + k);
+  }
+}
+
+}  // namespace quant_simd
+#endif  // RUVLLM_QUANT_SIMD
+
+// ------------------------------------------------------------------ quantize
+
+RUVLLM_QUANT_ATTR inline void quant_quantize_q8_0(const float* HWY_RESTRICT x, block_q8_0* HWY_RESTRICT y,
+                                                  std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::quantize_q8_0(x, y, n);
+#else
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<std::int8_t, decltype(df)> d8;
+  for (std::size_t b = 0; b < n / 32; ++b, x += 32) {
+    const float amax = quant_simd::max_abs(df, x, 32);
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = ruvllm::to_f16(d);
+    if (!(std::fabs(id) <= std::numeric_limits<float>::max())) {
+      std::memset(y[b].qs, 0, sizeof y[b].qs);
+      continue;
+    }
+    const auto vid = hn::Set(df, id);
+    for (std::size_t k = 0; k < 32; k += hn::Lanes(df)) {
+      const auto q = hn::ConvertTo(di, quant_simd::round_half_away(df, hn::Mul(hn::LoadU(df, x + k), vid)));
+      hn::StoreU(hn::DemoteTo(d8, q), d8, y[b].qs + k);
+    }
+  }
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_quantize_q4_0(const float* HWY_RESTRICT x, block_q4_0* HWY_RESTRICT y,
+                                                  std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::quantize_q4_0(x, y, n);
+#else
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<std::uint8_t, decltype(df)> du8;
+  for (std::size_t b = 0; b < n / 32; ++b, x += 32) {
+    const float amax = quant_simd::max_abs(df, x, 32);
+    const float max = amax > 0.0f ? quant_simd::first_of_magnitude(df, x, 32, amax) : 0.0f;
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = ruvllm::to_f16(d);
+    if (!(std::fabs(id) <= std::numeric_limits<float>::max())) {
+      std::memset(y[b].qs, 0x88, sizeof y[b].qs);
+      continue;
+    }
+    const auto vid = hn::Set(df, id);
+    // min(15, trunc(min(p, 7.5) + 8.5)): see scalar::quant_detail::q4_0_nibble.
+    const auto nibbles = [&](const float* p) HWY_ATTR {
+      const auto t = hn::Add(hn::Min(hn::Mul(hn::LoadU(df, p), vid), hn::Set(df, 7.5f)), hn::Set(df, 8.5f));
+      return hn::Min(hn::ConvertTo(di, t), hn::Set(di, 15));
+    };
+    for (std::size_t j = 0; j < 16; j += hn::Lanes(df)) {
+      const auto packed = hn::Or(nibbles(x + j), hn::ShiftLeft<4>(nibbles(x + 16 + j)));
+      hn::StoreU(hn::DemoteTo(du8, packed), du8, y[b].qs + j);
+    }
+  }
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_quantize_q8_k(const float* HWY_RESTRICT x, block_q8_k* HWY_RESTRICT y,
+                                                  std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::quantize_q8_k(x, y, n);
+#else
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<std::int8_t, decltype(df)> d8;
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    block_q8_k& out = y[b];
+    const float amax = quant_simd::max_abs(df, x, qk_k);
+    if (amax == 0.0f) {
+      out.d = 0.0f;
+      std::memset(out.qs, 0, sizeof out.qs);
+      std::memset(out.bsums, 0, sizeof out.bsums);
+      continue;
+    }
+    const float max = quant_simd::first_of_magnitude(df, x, qk_k, amax);
+    const float iscale = -127.0f / max;
+    out.d = 1.0f / iscale;
+    if (!(std::fabs(iscale) <= std::numeric_limits<float>::max())) {
+      std::memset(out.qs, 0, sizeof out.qs);
+      std::memset(out.bsums, 0, sizeof out.bsums);
+      continue;
+    }
+    const auto vis = hn::Set(df, iscale);
+    const auto limit = hn::Set(df, scalar::quant_detail::nearest_int_limit);
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      auto sum = hn::Zero(di);
+      for (std::size_t k = 16 * g; k < 16 * g + 16; k += hn::Lanes(df)) {
+        // nearest_int: ties to even, saturated like the reference.
+        const auto p = hn::Min(hn::Max(hn::Mul(hn::LoadU(df, x + k), vis), hn::Neg(limit)), limit);
+        const auto q = hn::Min(hn::ConvertTo(di, hn::Round(p)), hn::Set(di, 127));
+        sum = hn::Add(sum, q);
+        hn::StoreU(hn::DemoteTo(d8, q), d8, out.qs + k);
+      }
+      out.bsums[g] = static_cast<std::int16_t>(hn::GetLane(hn::SumOfLanes(di, sum)));
+    }
+  }
+#endif
+}
+
+// ---------------------------------------------------------------- dequantize
+
+RUVLLM_QUANT_ATTR inline void quant_dequantize_q8_0(const block_q8_0* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                                                    std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dequantize_q8_0(x, y, n);
+#else
+  const quant_simd::D32 d32;
+  const hn::Rebind<std::int8_t, decltype(d32)> d8;
+  for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
+    const std::int8_t* qs = x[b].qs;
+    quant_simd::scale_group([&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, qs + k)); }, 32,
+                            ruvllm::to_float(x[b].d), 0.0f, y);
+  }
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dequantize_q4_0(const block_q4_0* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                                                    std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dequantize_q4_0(x, y, n);
+#else
+  const quant_simd::D32 d32;
+  const quant_simd::DU8 du8;
+  const quant_simd::DI8 di8;
+  const hn::Rebind<std::int8_t, decltype(d32)> d8;
+  for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
+    HWY_ALIGN std::int8_t q[32];
+    const auto packed = hn::LoadU(du8, x[b].qs);
+    const auto eight = hn::Set(du8, 8);
+    hn::Store(hn::BitCast(di8, hn::Sub(hn::And(packed, hn::Set(du8, 0x0F)), eight)), di8, q);
+    hn::Store(hn::BitCast(di8, hn::Sub(hn::ShiftRight<4>(packed), eight)), di8, q + 16);
+    quant_simd::scale_group([&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); }, 32,
+                            ruvllm::to_float(x[b].d), 0.0f, y);
+  }
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dequantize_q4_k(const block_q4_k* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                                                    std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dequantize_q4_k(x, y, n);
+#else
+  const quant_simd::D32 d32;
+  const quant_simd::DU8 du8;
+  const hn::Rebind<std::uint8_t, decltype(d32)> d8;
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const float d = ruvllm::to_float(x[b].d), dmin = ruvllm::to_float(x[b].dmin);
+    std::uint8_t sc[8], m[8];
+    scalar::quant_detail::q4_k_scales_mins(x[b], sc, m);
+    for (std::size_t g = 0; g < 4; ++g, y += 64) {
+      HWY_ALIGN std::uint8_t q[64];
+      for (std::size_t h = 0; h < 32; h += 16) {
+        const auto packed = hn::LoadU(du8, x[b].qs + 32 * g + h);
+        hn::Store(hn::And(packed, hn::Set(du8, 0x0F)), du8, q + h);
+        hn::Store(hn::ShiftRight<4>(packed), du8, q + 32 + h);
+      }
+      // d1 * q - m1 with d1 * q exact, so the fused form rounds like ggml's.
+      const auto load = [&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); };
+      quant_simd::scale_group(load, 32, d * static_cast<float>(sc[2 * g]), dmin * static_cast<float>(m[2 * g]), y);
+      const auto load_hi = [&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, q + 32 + k)); };
+      quant_simd::scale_group(load_hi, 32, d * static_cast<float>(sc[2 * g + 1]),
+                              dmin * static_cast<float>(m[2 * g + 1]), y + 32);
+    }
+  }
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dequantize_q6_k(const block_q6_k* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                                                    std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dequantize_q6_k(x, y, n);
+#else
+  const quant_simd::D32 d32;
+  const quant_simd::DU8 du8;
+  const hn::Rebind<std::uint8_t, decltype(d32)> d8;
+  for (std::size_t b = 0; b < n / qk_k; ++b, y += qk_k) {
+    HWY_ALIGN std::uint8_t q[qk_k];
+    for (std::size_t half = 0; half < 2; ++half) {
+      for (std::size_t l0 = 0; l0 < 32; l0 += 16) {
+        quant_simd::VU8 v[4];
+        quant_simd::q6_k_unpack16(x[b].ql + 64 * half, x[b].qh + 32 * half, l0, v);
+        for (std::size_t g = 0; g < 4; ++g) hn::Store(v[g], du8, q + 128 * half + 32 * g + l0);
+      }
+    }
+    const float d = ruvllm::to_float(x[b].d);
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      // (d * sc) * (q - 32): both products exact, as in ggml.
+      const auto load = [&](std::size_t k) HWY_ATTR {
+        return hn::Sub(hn::PromoteTo(d32, hn::LoadU(d8, q + 16 * g + k)), hn::Set(d32, 32));
+      };
+      quant_simd::scale_group(load, 16, d * static_cast<float>(x[b].scales[g]), 0.0f, y + 16 * g);
+    }
+  }
+#endif
+}
+
+// ------------------------------------------------------- f16 / bf16 rows
+
+RUVLLM_QUANT_ATTR inline void quant_convert_f32_to_f16(const float* HWY_RESTRICT x, ruvllm::f16* HWY_RESTRICT y,
+                                                       std::size_t n) {
+#if !RUVLLM_QUANT_SIMD || !RUVLLM_QUANT_F16C
+  scalar::convert_f32_to_f16(x, y, n);
+#else
+  const hn::ScalableTag<float> df;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  const std::size_t lanes = hn::Lanes(df);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, x + i)), dh, reinterpret_cast<hwy::float16_t*>(y + i));
+  }
+  scalar::convert_f32_to_f16(x + i, y + i, n - i);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_convert_f16_to_f32(const ruvllm::f16* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                                                       std::size_t n) {
+#if !RUVLLM_QUANT_SIMD || !RUVLLM_QUANT_F16C
+  scalar::convert_f16_to_f32(x, y, n);
+#else
+  const hn::ScalableTag<float> df;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  const std::size_t lanes = hn::Lanes(df);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(x + i))), df, y + i);
+  }
+  scalar::convert_f16_to_f32(x + i, y + i, n - i);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_convert_f32_to_bf16(const float* HWY_RESTRICT x, ruvllm::bf16* HWY_RESTRICT y,
+                                                        std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::convert_f32_to_bf16(x, y, n);
+#else
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<std::uint16_t, decltype(df)> du16;
+  const std::size_t lanes = hn::Lanes(df);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    // ruvllm::to_bf16 lane-wise: round to nearest even; NaN keeps its top
+    // bits and turns quiet; denormals become ±0.
+    const auto u = hn::BitCast(du, hn::LoadU(df, x + i));
+    const auto a = hn::BitCast(di, hn::And(u, hn::Set(du, 0x7FFF'FFFFu)));
+    const auto top = hn::ShiftRight<16>(u);
+    const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du, 0x7FFFu)), hn::And(top, hn::Set(du, 1u))));
+    const auto is_nan = hn::RebindMask(du, hn::Gt(a, hn::Set(di, 0x7F80'0000)));
+    const auto is_tiny = hn::RebindMask(du, hn::Lt(a, hn::Set(di, 0x0080'0000)));
+    const auto bits = hn::IfThenElse(is_nan, hn::Or(top, hn::Set(du, 0x0040u)),
+                                     hn::IfThenElse(is_tiny, hn::And(top, hn::Set(du, 0x8000u)), rounded));
+    hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, bits)), du16, reinterpret_cast<std::uint16_t*>(y + i));
+  }
+  scalar::convert_f32_to_bf16(x + i, y + i, n - i);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_convert_bf16_to_f32(const ruvllm::bf16* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                                                        std::size_t n) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::convert_bf16_to_f32(x, y, n);
+#else
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const hn::Rebind<std::uint16_t, decltype(df)> du16;
+  const std::size_t lanes = hn::Lanes(df);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto wide = hn::PromoteTo(du, hn::LoadU(du16, reinterpret_cast<const std::uint16_t*>(x + i)));
+    hn::StoreU(hn::BitCast(df, hn::ShiftLeft<16>(wide)), df, y + i);
+  }
+  scalar::convert_bf16_to_f32(x + i, y + i, n - i);
+#endif
+}
+
+// -------------------------------------------------------------- dot products
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_q8_0_rows(const block_q8_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_0* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, a, n, out,
+                             [](const std::int8_t* qs, const quant_simd::act32& act) RUVLLM_QUANT_ATTR {
+                               return quant_simd::dot_q8_0_block(qs, act);
+                             });
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_q8_0_rows(const block_q4_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_0* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, a, n, out,
+                             [](const std::uint8_t* qs, const quant_simd::act32& act) RUVLLM_QUANT_ATTR {
+                               return quant_simd::dot_q4_0_block(qs, act);
+                             });
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q4_k_q8_k_rows(const block_q4_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
+#else
+  for (std::size_t r = 0; r < rows; ++r) {
+    const block_q4_k* row = scalar::quant_detail::row_at(w, row_stride, r);
+    float sum = 0.0f;
+    for (std::size_t b = 0; b < n / qk_k; ++b) sum += quant_simd::q4_k_block(row[b], a[b]);
+    out[r] = sum;
+  }
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
+#else
+  for (std::size_t r = 0; r < rows; ++r) {
+    const block_q6_k* row = scalar::quant_detail::row_at(w, row_stride, r);
+    float sum = 0.0f;
+    for (std::size_t b = 0; b < n / qk_k; ++b) sum += quant_simd::q6_k_block(row[b], a[b]);
+    out[r] = sum;
+  }
+#endif
+}
+
+}  // namespace ruvllm::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#undef RUVLLM_QUANT_SIMD
+#undef RUVLLM_QUANT_VNNI
+#undef RUVLLM_QUANT_ATTR
+#undef RUVLLM_QUANT_F16C
+#undef RUVLLM_QUANT_WIDE
+
+#endif  // RUVLLM_KERNELS_QUANT_INL_H_ toggle
+// ---- ruvllm/kernels/attention-inl.h (per-target kernel bodies)
+// Highway attention kernels (flash prefill, paged decode), compiled once per
+// SIMD target. No include guard: the toggle below lets hwy/foreach_target.h
+// re-include this file for each target, through the umbrella
+// ruvllm/kernels/kernels-inl.h. The contract is at the top of
+// ruvllm/kernels/scalar/attention.hpp, the page layouts at the top of
+// ruvllm/kernels/paged_kv_view.hpp.
+//
+// Prefill (per work item: one KV head, attention_tile_rows rows of (query,
+// head-in-group), so a GQA group shares every K/V load):
+//   pack the tile's Q rows, pre-scaled, into a contiguous tile;
+//   for each block of attention_tile_keys keys:
+//     K block -> K^T tile [dim][key] (so scores are a plain GEMM micro-kernel);
+//     S = Q K^T with a 6-row x 2-vector register tile (12 accumulators, 2 loads
+//       and 6 broadcasts per 12 FMAs: FMA-bound on AVX2 and AVX-512);
+//     causal mask (only blocks that cross a row's position), online softmax per
+//       row (vector max, hn::Exp, sum), rescale the output rows by exp(m_old - m_new);
+//     O += P V with the same register tile over [row][dim] (V rows read in place).
+// Tiles: 64 rows x 128 dims of Q and O (32 KiB each) stay in L2; a 64-key
+// block of K^T (32 KiB) and the 16 KiB score tile stream through L1.
+//
+// Decode (per work item: one sequence, one KV head, a page range; heads of
+// the GQA group in register blocks of 8, 4, 2 or 1 so each K/V vector loaded
+// serves every head of the block), per page and head block:
+//   scores for the page's tokens, dequantizing in registers:
+//     f16 / q8_0 keys: dot products over dim (vector per 8-16 channels), 1-8
+//       tokens at a time, a q8_0 block's scale multiplied into the widened codes;
+//     KIVI keys (quantized per channel, codes along tokens): tokens in lanes,
+//       score = q.zero + sum_c (q_c scale_c) code_c -- the dequantization is
+//       folded into the query, one widening load + shift + mask per 4-8 codes;
+//   online softmax over the page (vector max, exp, sum), rescale the state;
+//   acc += sum_t p_t v_t over dim vectors, p_t times each block's scale
+//     folded into the broadcast weight, KIVI zeros added once per group.
+// Scale/zero f16 pairs are gathered into a small stack array and widened a
+// vector at a time; nothing larger than a page's scores or a group's folded
+// query (8 KiB) is ever dequantized into memory. The next page of the range
+// is prefetched while the current one is processed.
+//
+// Highway 1.0.3 facts this relies on:
+//  * PromoteTo(float, float16) is VCVTPH2PS on AVX2/AVX3/AVX3_DL (bit-exact
+//    ruvllm::to_float); elsewhere f16 is widened by f16_bits_to_f32 below.
+//  * hn::Exp (hwy/contrib/math) returns 0 below -104, so exp(-inf) == 0.
+//  * The SCALAR target (the g++ 12 fallback) has one lane and lacks ops: it
+//    forwards to the scalar reference.
+
+#if defined(RUVLLM_KERNELS_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RUVLLM_KERNELS_ATTENTION_INL_H_
+#undef RUVLLM_KERNELS_ATTENTION_INL_H_
+#else
+#define RUVLLM_KERNELS_ATTENTION_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+
+#include "hwy/cache_control.h"
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace ruvllm::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET != HWY_SCALAR
+namespace attention_simd {
+
+using DF = hn::ScalableTag<float>;
+inline constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+
+// ------------------------------------------------------------ conversions
+
+/// Floats of the f16 bit patterns in the low 16 bits of the u32 lanes of h,
+/// bit for bit ruvllm::to_float: subnormals through an exact int-to-float
+/// conversion (so DAZ cannot flush them), inf kept, NaN made quiet.
+template <class D, class VU>
+HWY_INLINE hn::Vec<D> f16_bits_to_f32(D df, VU h) {
+  const hn::RebindToUnsigned<D> du;
+  const hn::RebindToSigned<D> di;
+  const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
+  const auto mag = hn::And(h, hn::Set(du, 0x7FFFu));
+  const auto mag_i = hn::BitCast(di, mag);
+  const auto rebias = hn::Set(du, 112u << 23);  // exponent 15 -> 127
+  const auto normal = hn::Add(hn::ShiftLeft<13>(mag), rebias);
+  const auto quiet =
+      hn::IfThenElseZero(hn::RebindMask(du, hn::Gt(mag_i, hn::Set(di, 0x7C00))), hn::Set(du, 0x0040'0000u));
+  const auto special = hn::Or(hn::Add(normal, rebias), quiet);  // exponent 31 -> 255
+  const auto subnormal = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, mag_i), hn::Set(df, 1.0f / 16777216.0f)));
+  auto bits = hn::IfThenElse(hn::RebindMask(du, hn::Gt(mag_i, hn::Set(di, 0x7BFF))), special, normal);
+  bits = hn::IfThenElse(hn::RebindMask(du, hn::Lt(mag_i, hn::Set(di, 0x0400))), subnormal, bits);
+  return hn::BitCast(df, hn::Or(bits, sign));
+}
+
+/// Lanes(d) f16 values from p (any alignment), widened exactly.
+template <class D>
+HWY_INLINE hn::Vec<D> load_f16(D d, const std::byte* HWY_RESTRICT p) {
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
+    !defined(HWY_DISABLE_F16C)
+  const hn::Rebind<hwy::float16_t, D> dh;
+  return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+#else
+  const hn::Rebind<std::uint16_t, D> d16;
+  const hn::RebindToUnsigned<D> du;
+  return f16_bits_to_f32(d, hn::PromoteTo(du, hn::LoadU(d16, reinterpret_cast<const std::uint16_t*>(p))));
+#endif
+}
+
+/// Lanes(d) int8 codes from p, as floats.
+template <class D>
+HWY_INLINE hn::Vec<D> load_i8(D d, const std::byte* HWY_RESTRICT p) {
+  const hn::Rebind<std::int8_t, D> d8;
+  const hn::RebindToSigned<D> di;
+  return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(p))));
+}
+
+/// Lanes(d) consecutive KIVI codes starting at byte `offset` of plane `plane`
+/// (bits [bits * plane, bits * plane + bits) of each byte), as floats.
+template <class D>
+HWY_INLINE hn::Vec<D> load_codes(D d, const std::uint8_t* HWY_RESTRICT bytes, int shift, hn::Vec<hn::RebindToUnsigned<D>> mask) {
+  const hn::Rebind<std::uint8_t, D> d8;
+  const hn::RebindToUnsigned<D> du;
+  const hn::RebindToSigned<D> di;
+  const auto wide = hn::PromoteTo(du, hn::LoadU(d8, bytes));
+  return hn::ConvertTo(d, hn::BitCast(di, hn::And(hn::ShiftRightSame(wide, shift), mask)));
+}
+
+template <class D>
+HWY_INLINE float reduce_sum(D d, hn::Vec<D> v) {
+  return hn::GetLane(hn::SumOfLanes(d, v));
+}
+
+/// Widens the f16 pairs (low half: first f16, high half: second) in
+/// pairs[0, n) to lo[] and hi[]; n is rounded up to whole vectors, so the
+/// arrays hold round_up(n, Lanes) entries (pairs beyond n must be readable).
+HWY_INLINE void widen_pairs(const std::uint32_t* HWY_RESTRICT pairs, std::size_t n, float* HWY_RESTRICT lo,
+                            float* HWY_RESTRICT hi) {
+  const DF d;
+  const hn::RebindToUnsigned<DF> du;
+  const std::size_t L = hn::Lanes(d);
+  const auto low_mask = hn::Set(du, 0xFFFFu);
+  for (std::size_t i = 0; i < n; i += L) {
+    const auto v = hn::LoadU(du, pairs + i);
+    hn::StoreU(f16_bits_to_f32(d, hn::And(v, low_mask)), d, lo + i);
+    if (hi != nullptr) hn::StoreU(f16_bits_to_f32(d, hn::ShiftRight<16>(v)), d, hi + i);
+  }
+}
+
+/// The 32 bits at p (an f16 pair, or an f16 and two code bytes).
+HWY_INLINE std::uint32_t load_u32(const std::byte* p) {
+  std::uint32_t x;
+  std::memcpy(&x, p, sizeof x);
+  return x;
+}
+
+// ================================================================ prefill
+
+inline constexpr std::size_t tile_rows = attention_tile_rows;
+inline constexpr std::size_t tile_keys = attention_tile_keys;
+
+/// s[r][j0 .. j0 + ncols) = qt[r] . kt[.][j] for MR rows; ncols a multiple of 2 * Lanes.
+template <std::size_t MR>
+HWY_INLINE void score_rows(const float* HWY_RESTRICT qt, std::size_t D, const float* HWY_RESTRICT kt,
+                           std::size_t ncols, float* HWY_RESTRICT s) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  using V = hn::Vec<DF>;
+  for (std::size_t j = 0; j < ncols; j += 2 * L) {
+    V c0[MR], c1[MR];
+    for (std::size_t r = 0; r < MR; ++r) c0[r] = c1[r] = hn::Zero(d);
+    const float* HWY_RESTRICT b = kt + j;
+    for (std::size_t k = 0; k < D; ++k, b += tile_keys) {
+      const V b0 = hn::Load(d, b);
+      const V b1 = hn::Load(d, b + L);
+      for (std::size_t r = 0; r < MR; ++r) {
+        const V a = hn::Set(d, qt[r * D + k]);
+        c0[r] = hn::MulAdd(a, b0, c0[r]);
+        c1[r] = hn::MulAdd(a, b1, c1[r]);
+      }
+    }
+    for (std::size_t r = 0; r < MR; ++r) {
+      hn::Store(c0[r], d, s + r * tile_keys + j);
+      hn::Store(c1[r], d, s + r * tile_keys + j + L);
+    }
+  }
+}
+
+/// o[r][c ..] += sum_{j < nkeys} p[r][j] v[j][c ..] for MR rows, over NV
+/// vectors of channels starting at c.
+template <std::size_t MR, std::size_t NV>
+HWY_INLINE void pv_rows(const float* HWY_RESTRICT p, std::size_t nkeys, const float* HWY_RESTRICT v,
+                        std::size_t v_stride, std::size_t c, float* HWY_RESTRICT o, std::size_t D) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  using V = hn::Vec<DF>;
+  V acc[MR][NV];
+  for (std::size_t r = 0; r < MR; ++r)
+    for (std::size_t n = 0; n < NV; ++n) acc[r][n] = hn::Load(d, o + r * D + c + n * L);
+  const float* HWY_RESTRICT vr = v + c;
+  for (std::size_t j = 0; j < nkeys; ++j, vr += v_stride) {
+    V b[NV];
+    for (std::size_t n = 0; n < NV; ++n) b[n] = hn::LoadU(d, vr + n * L);
+    for (std::size_t r = 0; r < MR; ++r) {
+      const V a = hn::Set(d, p[r * tile_keys + j]);
+      for (std::size_t n = 0; n < NV; ++n) acc[r][n] = hn::MulAdd(a, b[n], acc[r][n]);
+    }
+  }
+  for (std::size_t r = 0; r < MR; ++r)
+    for (std::size_t n = 0; n < NV; ++n) hn::Store(acc[r][n], d, o + r * D + c + n * L);
+}
+
+template <std::size_t MR>
+HWY_INLINE void pv_all(const float* p, std::size_t nkeys, const float* v, std::size_t v_stride, float* o,
+                       std::size_t D) {
+  const std::size_t L = hn::Lanes(DF());
+  std::size_t c = 0;
+  for (; c + 2 * L <= D; c += 2 * L) pv_rows<MR, 2>(p, nkeys, v, v_stride, c, o, D);
+  for (; c < D; c += L) pv_rows<MR, 1>(p, nkeys, v, v_stride, c, o, D);
+}
+
+inline constexpr std::size_t micro_rows = 6;
+
+/// Runs f.template operator()<MR>(r) over rows [0, nr) in blocks of micro_rows.
+template <class F>
+HWY_INLINE void for_row_blocks(std::size_t nr, F&& f) {
+  std::size_t r = 0;
+  for (; r + micro_rows <= nr; r += micro_rows) f.template operator()<micro_rows>(r);
+  switch (nr - r) {
+    case 5: f.template operator()<5>(r); break;
+    case 4: f.template operator()<4>(r); break;
+    case 3: f.template operator()<3>(r); break;
+    case 2: f.template operator()<2>(r); break;
+    case 1: f.template operator()<1>(r); break;
+    default: break;
+  }
+}
+
+inline void prefill_item(const attention_prefill_args& a, const kernels::attention_detail::prefill_tiles& t,
+                             std::size_t item) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t D = a.head_dim, G = a.n_heads / a.n_kv_heads;
+  const std::size_t tiles = kernels::attention_detail::prefill_row_tiles(a);
+  const std::size_t kvh = item / tiles, r0 = (item % tiles) * tile_rows;
+  const std::size_t nr = std::min(tile_rows, a.n_q * G - r0);
+
+  // Q rows, pre-scaled; output rows and softmax state cleared.
+  const auto scale = hn::Set(d, a.scale);
+  for (std::size_t r = 0; r < nr; ++r) {
+    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
+    const float* src = a.q + i * a.q_stride + head * D;
+    for (std::size_t c = 0; c < D; c += L) {
+      hn::Store(hn::Mul(hn::LoadU(d, src + c), scale), d, t.q + r * D + c);
+      hn::Store(hn::Zero(d), d, t.o + r * D + c);
+    }
+    t.m[r] = neg_inf;
+    t.l[r] = 0.0f;
+  }
+  const std::size_t pos_min = a.q_pos + r0 / G, pos_max = a.q_pos + (r0 + nr - 1) / G;
+  const std::size_t kv_end = a.causal ? std::min(a.n_kv, pos_max + 1) : a.n_kv;
+  const float* kbase = a.k + kvh * D;
+  const float* vbase = a.v + kvh * D;
+
+  for (std::size_t kb0 = 0; kb0 < kv_end; kb0 += tile_keys) {
+    const std::size_t nk = std::min(tile_keys, kv_end - kb0);
+    const std::size_t ncols = kernels::attention_detail::round_up(nk, 2 * L);
+    // K^T: kt[c][j] = K[kb0 + j][c]; zero columns past nk keep the padded
+    // scores finite (they are masked below).
+    for (std::size_t j = 0; j < nk; ++j) {
+      const float* krow = kbase + (kb0 + j) * a.k_stride;
+      for (std::size_t c = 0; c < D; ++c) t.kt[c * tile_keys + j] = krow[c];
+    }
+    for (std::size_t c = 0; c < D; ++c)
+      for (std::size_t j = nk; j < ncols; ++j) t.kt[c * tile_keys + j] = 0.0f;
+
+    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) HWY_ATTR {
+      score_rows<MR>(t.q + r * D, D, t.kt, ncols, t.s + r * tile_keys);
+    });
+
+    // Online softmax, row by row; P overwrites S.
+    const bool needs_mask = a.causal && kb0 + nk - 1 > pos_min;
+    for (std::size_t r = 0; r < nr; ++r) {
+      float* s = t.s + r * tile_keys;
+      std::size_t valid = nk;
+      if (needs_mask) {
+        const std::size_t pos = a.q_pos + (r0 + r) / G;
+        valid = pos + 1 <= kb0 ? 0 : std::min(nk, pos + 1 - kb0);
+      }
+      if (valid == 0) {  // every key of this block is in the row's future
+        for (std::size_t j = 0; j < ncols; j += L) hn::Store(hn::Zero(d), d, s + j);
+        t.alpha[r] = 1.0f;
+        continue;
+      }
+      auto vmax = hn::Set(d, neg_inf);
+      std::size_t j = 0;
+      for (; j + L <= valid; j += L) vmax = hn::Max(vmax, hn::Load(d, s + j));
+      if (j < valid) vmax = hn::Max(vmax, hn::IfThenElse(hn::FirstN(d, valid - j), hn::Load(d, s + j), vmax));
+      const float m_old = t.m[r];
+      const float m_new = std::max(m_old, hn::GetLane(hn::MaxOfLanes(d, vmax)));
+      const auto vm = hn::Set(d, m_new);
+      auto vsum = hn::Zero(d);
+      for (j = 0; j < ncols; j += L) {
+        auto p = hn::Exp(d, hn::Sub(hn::Load(d, s + j), vm));
+        if (j + L > valid) p = hn::IfThenElseZero(hn::FirstN(d, valid > j ? valid - j : 0), p);
+        hn::Store(p, d, s + j);
+        vsum = hn::Add(vsum, p);
+      }
+      const float alpha = std::exp(m_old - m_new);  // 0 on the first block
+      t.alpha[r] = alpha;
+      t.l[r] = t.l[r] * alpha + reduce_sum(d, vsum);
+      t.m[r] = m_new;
+      if (alpha != 1.0f) {
+        const auto va = hn::Set(d, alpha);
+        for (std::size_t c = 0; c < D; c += L) hn::Store(hn::Mul(hn::Load(d, t.o + r * D + c), va), d, t.o + r * D + c);
+      }
+    }
+
+    const float* vblock = vbase + kb0 * a.v_stride;
+    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) HWY_ATTR {
+      pv_all<MR>(t.s + r * tile_keys, nk, vblock, a.v_stride, t.o + r * D, D);
+    });
+  }
+
+  for (std::size_t r = 0; r < nr; ++r) {
+    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
+    float* dst = a.out + i * a.out_stride + head * D;
+    const auto inv = hn::Set(d, t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f);
+    for (std::size_t c = 0; c < D; c += L) hn::StoreU(hn::Mul(hn::Load(d, t.o + r * D + c), inv), d, dst + c);
+  }
+}
+
+// ================================================================= decode
+
+/// Stride of a head's row in the per-page score tile (a multiple of every
+/// target's lanes, so padded vector loops stay inside the row).
+inline constexpr std::size_t score_stride = kv_max_tokens_per_page + 16;
+
+/// What one head block of one page needs.
+struct page_ctx {
+  const float* q;        // HB rows of head_dim (the block's first head)
+  const std::byte* k;    // the page-head of keys
+  const std::byte* v;    // the page-head of values
+  std::size_t n;         // tokens in the page
+  std::size_t D;
+  float* s;              // HB rows of score_stride: scores, then probabilities
+  float* acc;            // HB rows of D
+};
+
+// ---- keys: s[h][t] = q_h . k_t (unscaled)
+
+/// Tokens per step of the dim-lane scorers: HB * TB accumulators.
+template <std::size_t HB>
+inline constexpr std::size_t tokens_per_step = HB >= 8 ? 1 : 8 / HB;
+
+// f16 keys, TB tokens from t0.
+template <std::size_t HB, std::size_t TB>
+HWY_INLINE void score_f16_step(const page_ctx& c, std::size_t t0) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  using V = hn::Vec<DF>;
+  V acc[HB][TB];
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::Zero(d);
+  const std::byte* row = c.k + 2 * t0 * c.D;
+  for (std::size_t x = 0; x < c.D; x += L) {
+    V k[TB];
+    for (std::size_t b = 0; b < TB; ++b) k[b] = load_f16(d, row + 2 * (b * c.D + x));
+    for (std::size_t h = 0; h < HB; ++h) {
+      const V qv = hn::LoadU(d, c.q + h * c.D + x);
+      for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::MulAdd(qv, k[b], acc[h][b]);
+    }
+  }
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < TB; ++b) c.s[h * score_stride + t0 + b] = reduce_sum(d, acc[h][b]);
+}
+
+template <std::size_t HB>
+HWY_INLINE void score_f16(const page_ctx& c) {
+  constexpr std::size_t TB = tokens_per_step<HB>;
+  std::size_t t = 0;
+  for (; t + TB <= c.n; t += TB) score_f16_step<HB, TB>(c, t);
+  for (; t < c.n; ++t) score_f16_step<HB, 1>(c, t);
+}
+
+// q8_0 keys: the widened codes of each 32-channel block times its scale
+// (from `scales`, [token][block]), TB tokens from t0.
+template <std::size_t HB, std::size_t TB>
+HWY_INLINE void score_q8_0_step(const page_ctx& c, const float* HWY_RESTRICT scales, std::size_t t0) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  using V = hn::Vec<DF>;
+  const std::size_t nb = c.D / 32, row_bytes = nb * sizeof(block_q8_0);
+  V acc[HB][TB];
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::Zero(d);
+  for (std::size_t blk = 0; blk < nb; ++blk) {
+    V sc[TB];
+    for (std::size_t b = 0; b < TB; ++b) sc[b] = hn::Set(d, scales[(t0 + b) * nb + blk]);
+    for (std::size_t x = 0; x < 32; x += L) {
+      V k[TB];
+      for (std::size_t b = 0; b < TB; ++b)
+        k[b] = hn::Mul(load_i8(d, c.k + (t0 + b) * row_bytes + blk * sizeof(block_q8_0) + 2 + x), sc[b]);
+      for (std::size_t h = 0; h < HB; ++h) {
+        const V qv = hn::LoadU(d, c.q + h * c.D + blk * 32 + x);
+        for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::MulAdd(qv, k[b], acc[h][b]);
+      }
+    }
+  }
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < TB; ++b) c.s[h * score_stride + t0 + b] = reduce_sum(d, acc[h][b]);
+}
+
+template <std::size_t HB>
+inline void score_q8_0(const page_ctx& c) {
+  // The page's block scales, widened once: n * D / 32 <= 2048 floats.
+  HWY_ALIGN std::uint32_t raw[kv_max_tokens_per_page * (kv_max_head_dim / 32)];
+  HWY_ALIGN float scales[kv_max_tokens_per_page * (kv_max_head_dim / 32)];
+  const std::size_t count = c.n * (c.D / 32);
+  const std::size_t padded = kernels::attention_detail::round_up(count, hn::Lanes(DF()));
+  for (std::size_t i = 0; i < count; ++i) raw[i] = load_u32(c.k + i * sizeof(block_q8_0));  // d + 2 code bytes
+  for (std::size_t i = count; i < padded; ++i) raw[i] = 0;
+  widen_pairs(raw, count, scales, nullptr);
+  constexpr std::size_t TB = tokens_per_step<HB>;
+  std::size_t t = 0;
+  for (; t + TB <= c.n; t += TB) score_q8_0_step<HB, TB>(c, scales, t);
+  for (; t < c.n; ++t) score_q8_0_step<HB, 1>(c, scales, t);
+}
+
+// KIVI keys: for group j, w[h][ch] = q_h[ch] * scale_ch and qz[h] = q_h . zero;
+// then the group's tokens sit in lanes: s[h][t] = qz[h] + sum_ch w[h][ch] code(ch, t).
+// DT has NT <= 8 lanes, NT dividing the plane P.
+template <class DT, std::size_t HB>
+inline void score_kivi(DT dt, const page_ctx& c, unsigned bits, std::size_t G) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d), NT = hn::Lanes(dt);
+  const std::size_t P = G * bits / 8, S = 4 + P, D = c.D;
+  const hn::RebindToUnsigned<DT> dtu;
+  const auto mask = hn::Set(dtu, (1u << bits) - 1u);
+  using VT = hn::Vec<DT>;
+  constexpr std::size_t TV = HB >= 8 ? 1 : 8 / HB;  // token vectors per pass
+  HWY_ALIGN std::uint32_t raw[kv_max_head_dim];
+  HWY_ALIGN float scale[kv_max_head_dim];
+  HWY_ALIGN float zero[kv_max_head_dim];
+  HWY_ALIGN float w[HB][kv_max_head_dim];
+  for (std::size_t j = 0; j * G < c.n; ++j) {
+    const std::byte* group = c.k + S * j * D;
+    for (std::size_t ch = 0; ch < D; ++ch) raw[ch] = load_u32(group + S * ch);
+    widen_pairs(raw, D, scale, zero);
+    float qz[HB];
+    for (std::size_t h = 0; h < HB; ++h) {
+      auto z = hn::Zero(d);
+      for (std::size_t x = 0; x < D; x += L) {
+        const auto qv = hn::LoadU(d, c.q + h * D + x);
+        hn::Store(hn::Mul(qv, hn::Load(d, scale + x)), d, w[h] + x);
+        z = hn::MulAdd(qv, hn::Load(d, zero + x), z);
+      }
+      qz[h] = reduce_sum(d, z);
+    }
+    const std::size_t vectors = G / NT;
+    for (std::size_t v0 = 0; v0 < vectors; v0 += TV) {
+      const std::size_t nv = std::min(TV, vectors - v0);
+      VT acc[HB][TV];
+      for (std::size_t h = 0; h < HB; ++h)
+        for (std::size_t b = 0; b < TV; ++b) acc[h][b] = hn::Set(dt, qz[h]);
+      int shift[TV];
+      std::size_t offset[TV];
+      for (std::size_t b = 0; b < TV; ++b) {
+        const std::size_t tok = (v0 + std::min(b, nv - 1)) * NT;
+        shift[b] = static_cast<int>(bits * (tok / P));
+        offset[b] = tok % P;
+      }
+      const std::uint8_t* codes = reinterpret_cast<const std::uint8_t*>(group + 4);
+      for (std::size_t ch = 0; ch < D; ++ch, codes += S) {
+        VT k[TV];
+        for (std::size_t b = 0; b < TV; ++b) k[b] = load_codes(dt, codes + offset[b], shift[b], mask);
+        for (std::size_t h = 0; h < HB; ++h) {
+          const VT wv = hn::Set(dt, w[h][ch]);
+          for (std::size_t b = 0; b < TV; ++b) acc[h][b] = hn::MulAdd(wv, k[b], acc[h][b]);
+        }
+      }
+      for (std::size_t h = 0; h < HB; ++h)
+        for (std::size_t b = 0; b < nv; ++b) hn::StoreU(acc[h][b], dt, c.s + h * score_stride + j * G + (v0 + b) * NT);
+    }
+  }
+}
+
+// ---- values: acc[h][ch] += sum_t p[h][t] v_t[ch]
+
+/// Channel vectors per pass of the value accumulators: HB * CV accumulators.
+template <std::size_t HB>
+inline constexpr std::size_t channel_vectors = HB >= 8 ? 1 : (HB >= 4 ? 2 : 4);
+
+// f16 values, NV channel vectors from x.
+template <std::size_t HB, std::size_t NV>
+HWY_INLINE void accum_f16_pass(const page_ctx& c, std::size_t x) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  using V = hn::Vec<DF>;
+  V acc[HB][NV];
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::LoadU(d, c.acc + h * c.D + x + b * L);
+  const std::byte* row = c.v + 2 * x;
+  for (std::size_t t = 0; t < c.n; ++t, row += 2 * c.D) {
+    V v[NV];
+    for (std::size_t b = 0; b < NV; ++b) v[b] = load_f16(d, row + 2 * b * L);
+    for (std::size_t h = 0; h < HB; ++h) {
+      const V p = hn::Set(d, c.s[h * score_stride + t]);
+      for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::MulAdd(p, v[b], acc[h][b]);
+    }
+  }
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < NV; ++b) hn::StoreU(acc[h][b], d, c.acc + h * c.D + x + b * L);
+}
+
+template <std::size_t HB>
+HWY_INLINE void accum_f16(const page_ctx& c) {
+  constexpr std::size_t CV = channel_vectors<HB>;
+  const std::size_t L = hn::Lanes(DF());
+  std::size_t x = 0;
+  for (; x + CV * L <= c.D; x += CV * L) accum_f16_pass<HB, CV>(c, x);
+  for (; x < c.D; x += L) accum_f16_pass<HB, 1>(c, x);
+}
+
+// q8_0 values: per 32-channel block, the weights p[h][t] * d[t] (in pw,
+// [h][t]), then NV channel vectors from x inside the block.
+template <std::size_t HB, std::size_t NV>
+HWY_INLINE void accum_q8_0_pass(const page_ctx& c, const float* HWY_RESTRICT pw, std::size_t blk, std::size_t x) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  using V = hn::Vec<DF>;
+  const std::size_t row_bytes = c.D / 32 * sizeof(block_q8_0);
+  V acc[HB][NV];
+  float* out = c.acc + blk * 32 + x;
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::LoadU(d, out + h * c.D + b * L);
+  const std::byte* codes = c.v + blk * sizeof(block_q8_0) + 2 + x;
+  for (std::size_t t = 0; t < c.n; ++t, codes += row_bytes) {
+    V v[NV];
+    for (std::size_t b = 0; b < NV; ++b) v[b] = load_i8(d, codes + b * L);
+    for (std::size_t h = 0; h < HB; ++h) {
+      const V p = hn::Set(d, pw[h * score_stride + t]);
+      for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::MulAdd(p, v[b], acc[h][b]);
+    }
+  }
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < NV; ++b) hn::StoreU(acc[h][b], d, out + h * c.D + b * L);
+}
+
+/// pw[h][t] = p[h][t] * scale[t] over whole vectors (scores are padded).
+template <std::size_t HB>
+HWY_INLINE void fold_weights(const page_ctx& c, const float* HWY_RESTRICT scale, float* HWY_RESTRICT pw) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t t = 0; t < c.n; t += L)
+      hn::Store(hn::Mul(hn::Load(d, c.s + h * score_stride + t), hn::Load(d, scale + t)), d, pw + h * score_stride + t);
+}
+
+template <std::size_t HB>
+inline void accum_q8_0(const page_ctx& c) {
+  const std::size_t L = hn::Lanes(DF());
+  constexpr std::size_t CV = channel_vectors<HB>;
+  const std::size_t nb = c.D / 32, row_bytes = nb * sizeof(block_q8_0);
+  const std::size_t padded = kernels::attention_detail::round_up(c.n, L);
+  HWY_ALIGN std::uint32_t raw[score_stride];
+  HWY_ALIGN float scale[score_stride];
+  HWY_ALIGN float pw[HB * score_stride];
+  for (std::size_t blk = 0; blk < nb; ++blk) {
+    for (std::size_t t = 0; t < c.n; ++t) raw[t] = load_u32(c.v + t * row_bytes + blk * sizeof(block_q8_0));
+    for (std::size_t t = c.n; t < padded; ++t) raw[t] = 0;
+    widen_pairs(raw, c.n, scale, nullptr);
+    fold_weights<HB>(c, scale, pw);
+    std::size_t x = 0;
+    for (; x + CV * L <= 32; x += CV * L) accum_q8_0_pass<HB, CV>(c, pw, blk, x);
+    for (; x < 32; x += L) accum_q8_0_pass<HB, 1>(c, pw, blk, x);
+  }
+}
+
+// KIVI values: per group j of G channels, pw[h][t] = p[h][t] * scale(t, j)
+// and zsum[h] = sum_t p[h][t] zero(t, j); NV channel vectors (NT lanes) from
+// channel vector v0 of the group. acc += pw * code, then + zsum per group.
+template <class DT, std::size_t HB, std::size_t NV>
+HWY_INLINE void accum_kivi_pass(DT dt, const page_ctx& c, const float* HWY_RESTRICT pw, unsigned bits, std::size_t G,
+                                std::size_t j, std::size_t v0) {
+  const std::size_t NT = hn::Lanes(dt);
+  const std::size_t P = G * bits / 8, S = 4 + P, groups = c.D / G;
+  const hn::RebindToUnsigned<DT> dtu;
+  const auto mask = hn::Set(dtu, (1u << bits) - 1u);
+  using VT = hn::Vec<DT>;
+  VT acc[HB][NV];
+  float* out = c.acc + j * G + v0 * NT;
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::LoadU(dt, out + h * c.D + b * NT);
+  int shift[NV];
+  std::size_t offset[NV];
+  for (std::size_t b = 0; b < NV; ++b) {
+    const std::size_t ch = (v0 + b) * NT;
+    shift[b] = static_cast<int>(bits * (ch / P));
+    offset[b] = ch % P;
+  }
+  const std::uint8_t* codes = reinterpret_cast<const std::uint8_t*>(c.v + S * j + 4);
+  for (std::size_t t = 0; t < c.n; ++t, codes += S * groups) {
+    VT v[NV];
+    for (std::size_t b = 0; b < NV; ++b) v[b] = load_codes(dt, codes + offset[b], shift[b], mask);
+    for (std::size_t h = 0; h < HB; ++h) {
+      const VT p = hn::Set(dt, pw[h * score_stride + t]);
+      for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::MulAdd(p, v[b], acc[h][b]);
+    }
+  }
+  for (std::size_t h = 0; h < HB; ++h)
+    for (std::size_t b = 0; b < NV; ++b) hn::StoreU(acc[h][b], dt, out + h * c.D + b * NT);
+}
+
+template <class DT, std::size_t HB>
+inline void accum_kivi(DT dt, const page_ctx& c, unsigned bits, std::size_t G) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d), NT = hn::Lanes(dt);
+  const std::size_t S = 4 + G * bits / 8, groups = c.D / G;
+  constexpr std::size_t CV = channel_vectors<HB>;
+  const std::size_t padded = kernels::attention_detail::round_up(c.n, L);
+  HWY_ALIGN std::uint32_t raw[score_stride];
+  HWY_ALIGN float scale[score_stride];
+  HWY_ALIGN float zero[score_stride];
+  HWY_ALIGN float pw[HB * score_stride];
+  for (std::size_t j = 0; j < groups; ++j) {
+    for (std::size_t t = 0; t < c.n; ++t) raw[t] = load_u32(c.v + S * (t * groups + j));
+    for (std::size_t t = c.n; t < padded; ++t) raw[t] = 0;
+    widen_pairs(raw, c.n, scale, zero);
+    fold_weights<HB>(c, scale, pw);
+    float zsum[HB];
+    for (std::size_t h = 0; h < HB; ++h) {
+      auto z = hn::Zero(d);
+      for (std::size_t t = 0; t < c.n; t += L)
+        z = hn::MulAdd(hn::Load(d, c.s + h * score_stride + t), hn::Load(d, zero + t), z);
+      zsum[h] = reduce_sum(d, z);
+    }
+    const std::size_t vectors = G / NT;
+    std::size_t v0 = 0;
+    for (; v0 + CV <= vectors; v0 += CV) accum_kivi_pass<DT, HB, CV>(dt, c, pw, bits, G, j, v0);
+    for (; v0 < vectors; ++v0) accum_kivi_pass<DT, HB, 1>(dt, c, pw, bits, G, j, v0);
+    for (std::size_t h = 0; h < HB; ++h) {
+      const auto z = hn::Set(d, zsum[h]);
+      float* out = c.acc + h * c.D + j * G;
+      for (std::size_t x = 0; x < G; x += L) {
+        if (x + L <= G) {
+          hn::StoreU(hn::Add(hn::LoadU(d, out + x), z), d, out + x);
+        } else {
+          for (std::size_t y = x; y < G; ++y) out[y] += zsum[h];
+        }
+      }
+    }
+  }
+}
+
+// ---- one head block of one page
+
+/// Runs f(dt) with the KIVI code tag for plane P: 8 lanes (capped to the
+/// target) when 8 divides P, else 4.
+template <class F>
+HWY_INLINE void with_code_tag(std::size_t plane, F&& f) {
+  if (plane % 8 == 0) {
+    f(hn::CappedTag<float, 8>());
+  } else {
+    f(hn::CappedTag<float, 4>());
+  }
+}
+
+template <std::size_t HB>
+inline void page_block(const paged_kv_desc& kv, const page_ctx& c, float scale, float* HWY_RESTRICT ml) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  switch (kv.k_format.format) {
+    case kv_format::f16: score_f16<HB>(c); break;
+    case kv_format::q8_0: score_q8_0<HB>(c); break;
+    case kv_format::kivi4:
+    case kv_format::kivi2: {
+      const unsigned bits = kv_bits(kv.k_format.format);
+      with_code_tag(kv.k_format.group * bits / 8,
+                    [&](auto dt) HWY_ATTR { score_kivi<decltype(dt), HB>(dt, c, bits, kv.k_format.group); });
+      break;
+    }
+  }
+  // Online softmax over the page: p = exp(scale * s - m_new), zero past n.
+  const std::size_t padded = kernels::attention_detail::round_up(c.n, L);
+  const auto vscale = hn::Set(d, scale);
+  for (std::size_t h = 0; h < HB; ++h) {
+    float* s = c.s + h * score_stride;
+    auto vmax = hn::Set(d, neg_inf);
+    std::size_t t = 0;
+    for (; t + L <= c.n; t += L) vmax = hn::Max(vmax, hn::Mul(hn::LoadU(d, s + t), vscale));
+    if (t < c.n)
+      vmax = hn::Max(vmax, hn::IfThenElse(hn::FirstN(d, c.n - t), hn::Mul(hn::LoadU(d, s + t), vscale), vmax));
+    const float m_old = ml[2 * h];
+    const float m_new = std::max(m_old, hn::GetLane(hn::MaxOfLanes(d, vmax)));
+    const auto vm = hn::Set(d, m_new);
+    auto vsum = hn::Zero(d);
+    for (t = 0; t < padded; t += L) {
+      auto p = hn::Exp(d, hn::MulSub(hn::LoadU(d, s + t), vscale, vm));
+      if (t + L > c.n) p = hn::IfThenElseZero(hn::FirstN(d, c.n - t), p);
+      hn::Store(p, d, s + t);
+      vsum = hn::Add(vsum, p);
+    }
+    const float alpha = std::exp(m_old - m_new);
+    ml[2 * h] = m_new;
+    ml[2 * h + 1] = ml[2 * h + 1] * alpha + reduce_sum(d, vsum);
+    if (alpha != 1.0f) {
+      const auto va = hn::Set(d, alpha);
+      float* acc = c.acc + h * c.D;
+      for (std::size_t x = 0; x < c.D; x += L) hn::StoreU(hn::Mul(hn::LoadU(d, acc + x), va), d, acc + x);
+    }
+  }
+  switch (kv.v_format.format) {
+    case kv_format::f16: accum_f16<HB>(c); break;
+    case kv_format::q8_0: accum_q8_0<HB>(c); break;
+    case kv_format::kivi4:
+    case kv_format::kivi2: {
+      const unsigned bits = kv_bits(kv.v_format.format);
+      with_code_tag(kv.v_format.group * bits / 8,
+                    [&](auto dt) HWY_ATTR { accum_kivi<decltype(dt), HB>(dt, c, bits, kv.v_format.group); });
+      break;
+    }
+  }
+}
+
+HWY_INLINE void prefetch_bytes(const std::byte* p, std::size_t bytes) {
+  for (std::size_t off = 0; off < bytes; off += 64) hwy::Prefetch(p + off);
+}
+
+inline void decode_item(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q,
+                            std::size_t i) {
+  const attention_decode_item& it = plan.items[i];
+  const std::size_t D = plan.head_dim, G = plan.group;
+  for (std::size_t h = 0; h < G; ++h) {
+    plan.ml(i, h)[0] = neg_inf;
+    plan.ml(i, h)[1] = 0.0f;
+    std::fill(plan.acc(i, h), plan.acc(i, h) + D, 0.0f);
+  }
+  HWY_ALIGN float s[8 * score_stride];
+  const float* qg = q + (std::size_t{it.seq} * plan.n_heads + std::size_t{it.kv_head} * G) * D;
+  for (std::uint32_t p = it.page_begin; p < it.page_end; ++p) {
+    page_ctx c;
+    c.k = kv.k_head(it.seq, p, it.kv_head);
+    c.v = kv.v_head(it.seq, p, it.kv_head);
+    c.n = kv.page_tokens(it.seq, p);
+    c.D = D;
+    c.s = s;
+    if (p + 1 < it.page_end) {
+      prefetch_bytes(kv.k_head(it.seq, p + 1, it.kv_head), kv.k_head_bytes);
+      prefetch_bytes(kv.v_head(it.seq, p + 1, it.kv_head), kv.v_head_bytes);
+    }
+    // Scores past n within a vector are computed from zero padding or
+    // ignored, never from memory past the page-head.
+    for (std::size_t h0 = 0; h0 < G;) {
+      c.q = qg + h0 * D;
+      c.acc = plan.acc(i, h0);
+      float* ml = plan.ml(i, h0);
+      const std::size_t left = G - h0;
+      if (left >= 8) {
+        page_block<8>(kv, c, plan.scale, ml);
+        h0 += 8;
+      } else if (left >= 4) {
+        page_block<4>(kv, c, plan.scale, ml);
+        h0 += 4;
+      } else if (left >= 2) {
+        page_block<2>(kv, c, plan.scale, ml);
+        h0 += 2;
+      } else {
+        page_block<1>(kv, c, plan.scale, ml);
+        h0 += 1;
+      }
+    }
+  }
+}
+
+}  // namespace attention_simd
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// ------------------------------------------------------------------ exports
+// One per dispatch-table entry in dispatch.hpp (RUVLLM_KERNELS_EXPORTED).
+
+inline void attention_prefill(const attention_prefill_args& a, std::byte* workspace, std::size_t begin,
+                              std::size_t end) {
+#if HWY_TARGET == HWY_SCALAR
+  scalar::attention_prefill(a, {}, begin, end);
+  (void)workspace;
+#else
+  const auto tiles = kernels::attention_detail::carve_prefill_tiles(workspace, a.head_dim);
+  for (std::size_t w = begin; w < end; ++w) attention_simd::prefill_item(a, tiles, w);
+#endif
+}
+
+inline void attention_decode(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q,
+                             std::size_t begin, std::size_t end) {
+#if HWY_TARGET == HWY_SCALAR
+  scalar::attention_decode(plan, kv, q, begin, end);
+#else
+  for (std::size_t i = begin; i < end; ++i) attention_simd::decode_item(plan, kv, q, i);
+#endif
+}
+
+}  // namespace ruvllm::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // RUVLLM_KERNELS_ATTENTION_INL_H_ toggle
 #endif
 
 #if RUVLLM_KERNELS_FINAL_PASS
@@ -1700,7 +8263,214 @@ RUVLLM_KERNEL_API const char* ruvllm::backend::highway::target_name() noexcept {
 #define RUVLLM_KERNELS_HIGHWAY_DISTANCE_HPP
 
 // Distance entry points of backend::highway: the bodies in distance-inl.h
-// through runtime dispatch.
+// through runtime dispatch. Same overloads and contract as
+// distance_ops<backend::scalar> (ruvllm/kernels/scalar/distance.hpp); each
+// call, one-to-many included, pays one dispatch (~1.3 ns).
+
+#include <cstddef>
+#include <cstdint>
+
+
+namespace ruvllm::kernels {
+
+template <>
+struct distance_ops<backend::highway> {
+  // ---- dot
+  /// Dot product of two f32 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float dot(const float* a, const float* b, std::size_t n) noexcept {
+    return dispatch::distance_dot_f32(a, b, n);
+  }
+  /// Dot product of two f16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float dot(const f16* a, const f16* b, std::size_t n) noexcept {
+    return dispatch::distance_dot_f16(a, b, n);
+  }
+  /// Dot product of two bf16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float dot(const bf16* a, const bf16* b, std::size_t n) noexcept {
+    return dispatch::distance_dot_bf16(a, b, n);
+  }
+  /// Dot product of two int8 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static std::int32_t dot(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n <= int8_dot_max_length);
+    return dispatch::distance_dot_i8(a, b, n);
+  }
+  // ---- l2sq
+  /// Squared Euclidean distance of two f32 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float l2sq(const float* a, const float* b, std::size_t n) noexcept {
+    return dispatch::distance_l2sq_f32(a, b, n);
+  }
+  /// Squared Euclidean distance of two f16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float l2sq(const f16* a, const f16* b, std::size_t n) noexcept {
+    return dispatch::distance_l2sq_f16(a, b, n);
+  }
+  /// Squared Euclidean distance of two bf16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float l2sq(const bf16* a, const bf16* b, std::size_t n) noexcept {
+    return dispatch::distance_l2sq_bf16(a, b, n);
+  }
+  /// Squared Euclidean distance of two int8 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static std::int32_t l2sq(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n <= int8_l2sq_max_length);
+    return dispatch::distance_l2sq_i8(a, b, n);
+  }
+  // ---- l1
+  /// Manhattan distance of two f32 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float l1(const float* a, const float* b, std::size_t n) noexcept {
+    return dispatch::distance_l1_f32(a, b, n);
+  }
+  /// Manhattan distance of two f16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float l1(const f16* a, const f16* b, std::size_t n) noexcept {
+    return dispatch::distance_l1_f16(a, b, n);
+  }
+  /// Manhattan distance of two bf16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float l1(const bf16* a, const bf16* b, std::size_t n) noexcept {
+    return dispatch::distance_l1_bf16(a, b, n);
+  }
+  /// Manhattan distance of two int8 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static std::int32_t l1(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n <= int8_l1_max_length);
+    return dispatch::distance_l1_i8(a, b, n);
+  }
+  // ---- cosine
+  /// Cosine similarity of two f32 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float cosine(const float* a, const float* b, std::size_t n) noexcept {
+    return dispatch::distance_cosine_f32(a, b, n);
+  }
+  /// Cosine similarity of two f16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float cosine(const f16* a, const f16* b, std::size_t n) noexcept {
+    return dispatch::distance_cosine_f16(a, b, n);
+  }
+  /// Cosine similarity of two bf16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float cosine(const bf16* a, const bf16* b, std::size_t n) noexcept {
+    return dispatch::distance_cosine_bf16(a, b, n);
+  }
+  /// Cosine similarity of two int8 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float cosine(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n <= int8_dot_max_length);
+    return dispatch::distance_cosine_i8(a, b, n);
+  }
+  // ---- dot_many: one dispatch for all rows
+  /// dot of a f32 query against each of row_count rows, row_stride elements apart.
+  static void dot_many(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                       std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    dispatch::distance_dot_many_f32(query, rows, n, row_count, row_stride, out);
+  }
+  /// dot of a f16 query against each of row_count rows, row_stride elements apart.
+  static void dot_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                       float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    dispatch::distance_dot_many_f16(query, rows, n, row_count, row_stride, out);
+  }
+  /// dot of a bf16 query against each of row_count rows, row_stride elements apart.
+  static void dot_many(const bf16* query, const bf16* rows, std::size_t n, std::size_t row_count,
+                       std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    dispatch::distance_dot_many_bf16(query, rows, n, row_count, row_stride, out);
+  }
+  /// dot of a int8 query against each of row_count rows, row_stride elements apart.
+  static void dot_many(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                       std::size_t row_stride, std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride) && n <= int8_dot_max_length);
+    dispatch::distance_dot_many_i8(query, rows, n, row_count, row_stride, out);
+  }
+  // ---- l2sq_many: one dispatch for all rows
+  /// l2sq of a f32 query against each of row_count rows, row_stride elements apart.
+  static void l2sq_many(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                        std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    dispatch::distance_l2sq_many_f32(query, rows, n, row_count, row_stride, out);
+  }
+  /// l2sq of a f16 query against each of row_count rows, row_stride elements apart.
+  static void l2sq_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                        float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    dispatch::distance_l2sq_many_f16(query, rows, n, row_count, row_stride, out);
+  }
+  /// l2sq of a bf16 query against each of row_count rows, row_stride elements apart.
+  static void l2sq_many(const bf16* query, const bf16* rows, std::size_t n, std::size_t row_count,
+                        std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    dispatch::distance_l2sq_many_bf16(query, rows, n, row_count, row_stride, out);
+  }
+  /// l2sq of a int8 query against each of row_count rows, row_stride elements apart.
+  static void l2sq_many(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                        std::size_t row_stride, std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride) && n <= int8_l2sq_max_length);
+    dispatch::distance_l2sq_many_i8(query, rows, n, row_count, row_stride, out);
+  }
+  // ---- l1_many: one dispatch for all rows
+  /// l1 of a f32 query against each of row_count rows, row_stride elements apart.
+  static void l1_many(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                      std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    dispatch::distance_l1_many_f32(query, rows, n, row_count, row_stride, out);
+  }
+  /// l1 of a f16 query against each of row_count rows, row_stride elements apart.
+  static void l1_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                      float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    dispatch::distance_l1_many_f16(query, rows, n, row_count, row_stride, out);
+  }
+  /// l1 of a bf16 query against each of row_count rows, row_stride elements apart.
+  static void l1_many(const bf16* query, const bf16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                      float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    dispatch::distance_l1_many_bf16(query, rows, n, row_count, row_stride, out);
+  }
+  /// l1 of a int8 query against each of row_count rows, row_stride elements apart.
+  static void l1_many(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                      std::size_t row_stride, std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride) && n <= int8_l1_max_length);
+    dispatch::distance_l1_many_i8(query, rows, n, row_count, row_stride, out);
+  }
+  // ---- cosine_many: one dispatch for all rows
+  /// cosine of a f32 query against each of row_count rows, row_stride elements apart.
+  static void cosine_many(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                          std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    dispatch::distance_cosine_many_f32(query, rows, n, row_count, row_stride, out);
+  }
+  /// cosine of a f16 query against each of row_count rows, row_stride elements apart.
+  static void cosine_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count,
+                          std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    dispatch::distance_cosine_many_f16(query, rows, n, row_count, row_stride, out);
+  }
+  /// cosine of a bf16 query against each of row_count rows, row_stride elements apart.
+  static void cosine_many(const bf16* query, const bf16* rows, std::size_t n, std::size_t row_count,
+                          std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    dispatch::distance_cosine_many_bf16(query, rows, n, row_count, row_stride, out);
+  }
+  /// cosine of a int8 query against each of row_count rows, row_stride elements apart.
+  static void cosine_many(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                          std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride) && n <= int8_dot_max_length);
+    dispatch::distance_cosine_many_i8(query, rows, n, row_count, row_stride, out);
+  }
+
+  // ---- hamming over std::uint64_t words
+  /// Number of differing bits of `words` 64-bit words.
+  [[nodiscard]] static std::uint64_t hamming(const std::uint64_t* a, const std::uint64_t* b,
+                                             std::size_t words) noexcept {
+    return dispatch::distance_hamming_u64(a, b, words);
+  }
+  /// Hamming distance of query against each of row_count rows, row_stride words apart.
+  static void hamming_many(const std::uint64_t* query, const std::uint64_t* rows, std::size_t words,
+                           std::size_t row_count, std::size_t row_stride, std::uint64_t* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(words, row_count, row_stride));
+    dispatch::distance_hamming_many_u64(query, rows, words, row_count, row_stride, out);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_HIGHWAY_DISTANCE_HPP
+
+// ==== ruvllm/kernels/highway/matmul.hpp
+#ifndef RUVLLM_KERNELS_HIGHWAY_MATMUL_HPP
+#define RUVLLM_KERNELS_HIGHWAY_MATMUL_HPP
+
+// Matrix-vector entry points of backend::highway (bodies in matmul-inl.h).
 
 #include <cstddef>
 
@@ -1708,15 +8478,369 @@ RUVLLM_KERNEL_API const char* ruvllm::backend::highway::target_name() noexcept {
 namespace ruvllm::kernels {
 
 template <>
-struct distance_ops<backend::highway> {
-  [[nodiscard]] static float dot(const float* a, const float* b, std::size_t n) noexcept {
-    return dispatch::dot_f32(a, b, n);
+struct matmul_ops<backend::highway> {
+  /// y[r] = dot(row r of w, x) for r < rows; rows are row_stride elements
+  /// apart. One dispatch per call: pass a whole block of rows.
+  static void gemv(const float* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                   std::size_t cols) noexcept {
+    dispatch::gemv_f32(w, row_stride, x, y, rows, cols);
+  }
+  static void gemv(const ruvllm::f16* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                   std::size_t cols) noexcept {
+    dispatch::gemv_f16(w, row_stride, x, y, rows, cols);
+  }
+  static void gemv(const ruvllm::bf16* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                   std::size_t cols) noexcept {
+    dispatch::gemv_bf16(w, row_stride, x, y, rows, cols);
+  }
+
+  /// Y[t * y_stride + r] = dot(row r of w, row t of x) for r < rows and
+  /// t < tokens. One dispatch per call: pass a whole tile.
+  static void gemm(const float* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+                   std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+    dispatch::gemm_f32(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
+  }
+  static void gemm(const ruvllm::f16* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+                   std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+    dispatch::gemm_f16(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
+  }
+  static void gemm(const ruvllm::bf16* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+                   std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+    dispatch::gemm_bf16(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
   }
 };
 
 }  // namespace ruvllm::kernels
 
-#endif  // RUVLLM_KERNELS_HIGHWAY_DISTANCE_HPP
+#endif  // RUVLLM_KERNELS_HIGHWAY_MATMUL_HPP
+
+// ==== ruvllm/kernels/highway/norm.hpp
+#ifndef RUVLLM_KERNELS_HIGHWAY_NORM_HPP
+#define RUVLLM_KERNELS_HIGHWAY_NORM_HPP
+
+// Normalization entry points of backend::highway: the bodies in norm-inl.h
+// through runtime dispatch. Contracts: norm_ops<backend::scalar>.
+
+#include <cstddef>
+
+
+namespace ruvllm::kernels {
+
+template <>
+struct norm_ops<backend::highway> {
+  /// RMSNorm of one row: y = x / sqrt(mean(x^2) + eps) * weight.
+  static void rms_norm(const float* x, const float* weight, float* y, std::size_t n, float eps) noexcept {
+    rms_norm_rows(x, weight, y, 1, n, eps);
+  }
+  /// RMSNorm of `rows` contiguous rows of n floats, one dispatch for all.
+  static void rms_norm_rows(const float* x, const float* weight, float* y, std::size_t rows, std::size_t n,
+                            float eps) noexcept {
+    detail::check_rms_norm_args(x, weight, y, rows, n, eps);
+    dispatch::norm_rms_f32(x, weight, y, rows, n, eps);
+  }
+  /// LayerNorm of one row: y = (x - mean) / sqrt(var + eps) * weight + bias.
+  static void layer_norm(const float* x, const float* weight, const float* bias, float* y, std::size_t n,
+                         float eps) noexcept {
+    layer_norm_rows(x, weight, bias, y, 1, n, eps);
+  }
+  /// LayerNorm of `rows` contiguous rows of n floats, one dispatch for all.
+  static void layer_norm_rows(const float* x, const float* weight, const float* bias, float* y, std::size_t rows,
+                              std::size_t n, float eps) noexcept {
+    detail::check_layer_norm_args(x, weight, bias, y, rows, n, eps);
+    dispatch::norm_layer_f32(x, weight, bias, y, rows, n, eps);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_HIGHWAY_NORM_HPP
+
+// ==== ruvllm/kernels/highway/activation.hpp
+#ifndef RUVLLM_KERNELS_HIGHWAY_ACTIVATION_HPP
+#define RUVLLM_KERNELS_HIGHWAY_ACTIVATION_HPP
+
+// Activation entry points of backend::highway: the bodies in
+// activation-inl.h through runtime dispatch. Contracts:
+// activation_ops<backend::scalar>.
+
+#include <cstddef>
+
+
+namespace ruvllm::kernels {
+
+template <>
+struct activation_ops<backend::highway> {
+  /// Stable softmax of one row of n floats into y (y may equal x), of scale * x.
+  static void softmax(const float* x, float* y, std::size_t n, float scale = 1.0f) noexcept {
+    softmax_rows(x, y, 1, n, scale);
+  }
+  /// Softmax of one row in place.
+  static void softmax(float* x, std::size_t n, float scale = 1.0f) noexcept { softmax_rows(x, x, 1, n, scale); }
+  /// Softmax of each of `rows` contiguous rows of n floats, one dispatch for all.
+  static void softmax_rows(const float* x, float* y, std::size_t rows, std::size_t n, float scale = 1.0f) noexcept {
+    detail::check_softmax_args(x, y, rows, n, scale);
+    dispatch::activation_softmax_f32(x, y, rows, n, scale);
+  }
+  /// y[i] = silu(x[i]) for n floats.
+  static void silu(const float* x, float* y, std::size_t n) noexcept {
+    detail::check_unary_args(x, y, n);
+    dispatch::activation_silu_f32(x, y, n);
+  }
+  /// y[i] = gelu(x[i]) (tanh approximation) for n floats.
+  static void gelu(const float* x, float* y, std::size_t n) noexcept {
+    detail::check_unary_args(x, y, n);
+    dispatch::activation_gelu_f32(x, y, n);
+  }
+  /// out[i] = silu(gate[i]) * up[i] for n floats.
+  static void swiglu(const float* gate, const float* up, float* out, std::size_t n) noexcept {
+    detail::check_swiglu_args(gate, up, out, n);
+    dispatch::activation_swiglu_f32(gate, up, out, n);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_HIGHWAY_ACTIVATION_HPP
+
+// ==== ruvllm/kernels/highway/rope.hpp
+#ifndef RUVLLM_KERNELS_HIGHWAY_ROPE_HPP
+#define RUVLLM_KERNELS_HIGHWAY_ROPE_HPP
+
+// RoPE entry points of backend::highway: the bodies in rope-inl.h through
+// runtime dispatch. Contracts: rope_ops<backend::scalar>.
+
+#include <cstddef>
+
+
+namespace ruvllm::kernels {
+
+template <>
+struct rope_ops<backend::highway> {
+  /// Rotates a dense [tokens][heads][head_dim] batch in place, token t at
+  /// position first_position + t; one dispatch for the whole batch.
+  static void rope_apply(const rope_table& table, rope_layout layout, float* x, std::size_t tokens, std::size_t heads,
+                         std::size_t first_position) noexcept {
+    rope_apply(table, layout, x, tokens, heads, first_position,
+               rope_strides{table.head_dim(), heads * table.head_dim()});
+  }
+  /// Rotates a strided batch in place (head h of token t at
+  /// x + t * strides.token + h * strides.head).
+  static void rope_apply(const rope_table& table, rope_layout layout, float* x, std::size_t tokens, std::size_t heads,
+                         std::size_t first_position, rope_strides strides) noexcept {
+    detail::check_rope_args(table, layout, x, tokens, heads, first_position, strides);
+    if (tokens == 0 || heads == 0) return;
+    dispatch::rope_apply_f32(table.row(first_position), table.head_dim(), layout, x, tokens, heads, strides.head,
+                             strides.token);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_HIGHWAY_ROPE_HPP
+
+// ==== ruvllm/kernels/highway/quant.hpp
+#ifndef RUVLLM_KERNELS_HIGHWAY_QUANT_HPP
+#define RUVLLM_KERNELS_HIGHWAY_QUANT_HPP
+
+// Quant entry points of backend::highway: the bodies in quant-inl.h through
+// runtime dispatch, one dispatched call per row or per batch of rows. The
+// single-row dots are the batch form with one row. Q4_K/Q6_K quantization
+// (offline, not a hot path) and Q8_K dequantization (tests only) run the
+// scalar reference. Semantics and preconditions: kernels/scalar/quant.hpp.
+
+#include <cstddef>
+
+
+namespace ruvllm::kernels {
+
+template <>
+struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::highway>> {
+  /// f32 -> Q8_0 (weights or activations), ggml's bytes; n % 32 == 0.
+  static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    dispatch::quant_quantize_q8_0(x, y, n);
+  }
+  /// f32 -> Q4_0, ggml's bytes; n % 32 == 0.
+  static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    dispatch::quant_quantize_q4_0(x, y, n);
+  }
+  /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
+  /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
+  /// f32 -> Q8_K activations with bsums, ggml's bytes; n % 256 == 0.
+  static void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    dispatch::quant_quantize_q8_k(x, y, n);
+  }
+
+  /// Q8_0 -> f32, bit-identical to the reference; n % 32 == 0.
+  static void dequantize_q8_0(const block_q8_0* x, float* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    dispatch::quant_dequantize_q8_0(x, y, n);
+  }
+  /// Q4_0 -> f32, bit-identical to the reference; n % 32 == 0.
+  static void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    dispatch::quant_dequantize_q4_0(x, y, n);
+  }
+  /// Q4_K -> f32, bit-identical to ggml's formula; n % 256 == 0.
+  static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    dispatch::quant_dequantize_q4_k(x, y, n);
+  }
+  /// Q6_K -> f32, bit-identical to ggml's formula; n % 256 == 0.
+  static void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    dispatch::quant_dequantize_q6_k(x, y, n);
+  }
+  /// Q8_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q8_k(const block_q8_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q8_k(x, y, n);
+  }
+
+  /// f32 -> f16 row, bit-identical to ruvllm::to_f16; any n.
+  static void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept {
+    dispatch::quant_convert_f32_to_f16(x, y, n);
+  }
+  /// f16 -> f32 row (exact); any n.
+  static void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept {
+    dispatch::quant_convert_f16_to_f32(x, y, n);
+  }
+  /// f32 -> bf16 row, bit-identical to ruvllm::to_bf16; any n.
+  static void convert_f32_to_bf16(const float* x, bf16* y, std::size_t n) noexcept {
+    dispatch::quant_convert_f32_to_bf16(x, y, n);
+  }
+  /// bf16 -> f32 row (exact); any n.
+  static void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept {
+    dispatch::quant_convert_bf16_to_f32(x, y, n);
+  }
+
+  /// One Q8_0 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    float out;
+    dot_q8_0_q8_0_rows(w, row_bytes<precision::q8_0>(n), 1, a, n, &out);
+    return out;
+  }
+  /// One Q4_0 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    float out;
+    dot_q4_0_q8_0_rows(w, row_bytes<precision::q4_0>(n), 1, a, n, &out);
+    return out;
+  }
+  /// One Q4_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    float out;
+    dot_q4_k_q8_k_rows(w, row_bytes<precision::q4_k>(n), 1, a, n, &out);
+    return out;
+  }
+  /// One Q6_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    float out;
+    dot_q6_k_q8_k_rows(w, row_bytes<precision::q6_k>(n), 1, a, n, &out);
+    return out;
+  }
+
+  /// out[r] = dot(row r, a) for r < rows; row r starts r * row_stride bytes
+  /// after w (row_stride >= row_bytes, a multiple of 2). One dispatch.
+  static void dot_q8_0_q8_0_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q8_0) == 0);
+    dispatch::quant_dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q4_0 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
+    dispatch::quant_dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q4_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
+  static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q4_k) == 0);
+    dispatch::quant_dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q6_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
+  static void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q6_k) == 0);
+    dispatch::quant_dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_HIGHWAY_QUANT_HPP
+
+// ==== ruvllm/kernels/highway/attention.hpp
+#ifndef RUVLLM_KERNELS_HIGHWAY_ATTENTION_HPP
+#define RUVLLM_KERNELS_HIGHWAY_ATTENTION_HPP
+
+// Attention entry points of backend::highway: the bodies in attention-inl.h
+// through runtime dispatch (one dispatch per call, which covers a whole range
+// of work items). Contract: ruvllm/kernels/scalar/attention.hpp.
+
+#include <cstddef>
+#include <span>
+
+
+namespace ruvllm::kernels {
+
+template <>
+struct attention_ops<backend::highway> {
+  /// Flash-attention prefill of work items [begin, end); workspace holds at
+  /// least attention_prefill_workspace_bytes(a.head_dim) bytes.
+  static void attention_prefill(const attention_prefill_args& a, std::span<std::byte> workspace, std::size_t begin,
+                                std::size_t end) noexcept {
+    RUVLLM_ASSERT(end <= attention_prefill_work_items(a) && begin <= end);
+    RUVLLM_ASSERT(begin == end || workspace.size() >= attention_prefill_workspace_bytes(a.head_dim));
+    dispatch::attention_prefill(a, workspace.data(), begin, end);
+  }
+  /// Paged decode of work items [begin, end) of `plan`.
+  static void attention_decode(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q,
+                               std::size_t begin, std::size_t end) noexcept {
+    RUVLLM_ASSERT(end <= plan.work_items() && begin <= end);
+    dispatch::attention_decode(plan, kv, q, begin, end);
+  }
+  /// attention_decode for a typed view.
+  template <class K, class V, std::size_t T>
+  static void attention_decode(const attention_decode_plan& plan, const paged_kv_view<K, V, T>& kv, const float* q,
+                               std::size_t begin, std::size_t end) noexcept {
+    attention_decode(plan, kv.desc(), q, begin, end);
+  }
+  /// Merges the partial states of sequences [begin, end) into out (and lse when non-null).
+  static void attention_decode_merge(const attention_decode_plan& plan, float* out, float* lse, std::size_t begin,
+                                     std::size_t end) noexcept {
+    RUVLLM_ASSERT(end <= plan.batch && begin <= end);
+    attention_detail::decode_merge(plan, out, lse, begin, end);
+  }
+  /// Combines two attention outputs over disjoint keys by their log-sum-exps.
+  static void attention_merge_states(const float* a, const float* lse_a, const float* b, const float* lse_b,
+                                     float* out, float* lse_out, std::size_t rows, std::size_t head_dim) noexcept {
+    attention_detail::merge_states(a, lse_a, b, lse_b, out, lse_out, rows, head_dim);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_HIGHWAY_ATTENTION_HPP
+
+// ==== ruvllm/kernels/highway/kv_quant.hpp
+#ifndef RUVLLM_KERNELS_HIGHWAY_KV_QUANT_HPP
+#define RUVLLM_KERNELS_HIGHWAY_KV_QUANT_HPP
+
+#include <cstddef>
+
+
+namespace ruvllm::kernels {
+
+template <>
+struct kv_quant_ops<backend::highway> : kv_quant_ops<backend::scalar> {};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_HIGHWAY_KV_QUANT_HPP
 
 // ==== ruvllm/kernels/highway.hpp
 #ifndef RUVLLM_KERNELS_HIGHWAY_HPP
@@ -1729,7 +8853,14 @@ struct distance_ops<backend::highway> {
 namespace ruvllm::kernels {
 
 template <>
-struct ops<backend::highway> : distance_ops<backend::highway> {};
+struct ops<backend::highway> : distance_ops<backend::highway>,
+                               matmul_ops<backend::highway>,
+                               norm_ops<backend::highway>,
+                               activation_ops<backend::highway>,
+                               rope_ops<backend::highway>,
+                               quant_ops<backend::highway>,
+                               attention_ops<backend::highway>,
+                               kv_quant_ops<backend::highway> {};
 
 }  // namespace ruvllm::kernels
 
@@ -1782,8 +8913,619 @@ inline const char* ruvllm::backend::xsimd::target_name() noexcept { return kerne
 #define RUVLLM_KERNELS_XSIMD_DISTANCE_HPP
 
 // Distance kernels of backend::xsimd (see xsimd/arch.hpp on compile flags).
+// Same overloads and contract as distance_ops<backend::scalar>
+// (ruvllm/kernels/scalar/distance.hpp).
+//
+// xsimd 8.1 has no f16 or bf16 batches, no widening integer conversions, no
+// integer dot product and no popcount, so the kernels build them from
+// same-width integer operations:
+//  * f16/bf16: a batch of u32 words holds two halves per lane; the low
+//    halves (even elements) and the high halves (odd elements) are widened
+//    in place to two float batches: bf16 by shifting, f16 by rebuilding the
+//    float bits like ruvllm::to_float (equal on all 65536 patterns;
+//    subnormals through an exact int-to-float conversion). Sums do not
+//    depend on the order, so the even/odd split costs nothing. The last
+//    partial step (< 2 batches of elements) goes through the scalar helper
+//    ruvllm::to_float, one element at a time.
+//  * int8: a batch of int16 words holds two int8 per lane; arithmetic shifts
+//    sign-extend the even and odd elements, products are exact in int16
+//    (|x * y| <= 2^14) or uint16 ((x - y)^2 <= 255^2), and the same shift
+//    trick widens pairs of them to 32-bit lanes before accumulating. (xsimd
+//    8.1 multiplies int16 with a scalar loop on plain SSE2; with SSE4.1/AVX2
+//    it is one instruction.)
+//  * hamming: a SWAR popcount per 64-bit lane, byte counts accumulated for
+//    up to 31 steps before they are summed into 64-bit lanes.
+// Integer tails run a scalar loop (exact in any order).
+
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+
+namespace ruvllm::kernels {
+
+namespace xsimd_impl {
+inline namespace RUVLLM_XSIMD_ARCH_NS {
+namespace distance_impl {
+
+using batch_f = ::xsimd::batch<float>;
+using batch_i32 = ::xsimd::batch<std::int32_t>;
+using batch_u32 = ::xsimd::batch<std::uint32_t>;
+using batch_i16 = ::xsimd::batch<std::int16_t>;
+using batch_u64 = ::xsimd::batch<std::uint64_t>;
+inline constexpr std::size_t lanes = batch_f::size;
+
+// ------------------------------------------------------------ widening loads
+// load_pair(p, lo, hi) reads 2 * lanes elements from p (any alignment) as two
+// float batches; which element lands in which lane is unspecified.
+
+inline void load_pair(const float* p, batch_f& lo, batch_f& hi) noexcept {
+  lo = batch_f::load_unaligned(p);
+  hi = batch_f::load_unaligned(p + lanes);
+}
+
+/// u32 lanes each holding two consecutive 16-bit values (element 2k in the
+/// low half: x86 and ARM are little-endian).
+inline batch_u32 load_u16_pairs(const std::uint16_t* p) noexcept {
+  return ::xsimd::bitwise_cast<batch_u32>(::xsimd::batch<std::uint16_t>::load_unaligned(p));
+}
+
+/// Floats of the f16 bit patterns in the lanes of h (each < 2^16).
+inline batch_f f16_bits_to_float(batch_i32 h) noexcept {
+  const batch_i32 sign = (h & batch_i32(0x8000)) << 16;
+  const batch_i32 magnitude = h & batch_i32(0x7FFF);
+  // Rebias the exponent from 15 to 127; exponent 31 (inf/NaN) twice more
+  // to reach 255, with the quiet bit set for NaNs.
+  const batch_i32 rebias(112 << 23);
+  const batch_i32 normal = (magnitude << 13) + rebias;
+  const batch_i32 special =
+      (normal + rebias) | ::xsimd::select(magnitude > batch_i32(0x7C00), batch_i32(0x0040'0000), batch_i32(0));
+  const batch_f subnormal = ::xsimd::batch_cast<float>(magnitude) * batch_f(1.0f / 16777216.0f);  // m * 2^-24
+  batch_i32 bits = ::xsimd::select(magnitude > batch_i32(0x7BFF), special, normal);
+  bits = ::xsimd::select(magnitude < batch_i32(0x0400), ::xsimd::bitwise_cast<batch_i32>(subnormal), bits);
+  return ::xsimd::bitwise_cast<batch_f>(bits | sign);
+}
+
+inline void load_pair(const f16* p, batch_f& lo, batch_f& hi) noexcept {
+  const auto words = ::xsimd::bitwise_cast<batch_i32>(load_u16_pairs(reinterpret_cast<const std::uint16_t*>(p)));
+  lo = f16_bits_to_float(words & batch_i32(0xFFFF));
+  hi = f16_bits_to_float(::xsimd::bitwise_cast<batch_i32>(::xsimd::bitwise_cast<batch_u32>(words) >> 16));
+}
+
+inline void load_pair(const bf16* p, batch_f& lo, batch_f& hi) noexcept {
+  const batch_u32 words = load_u16_pairs(reinterpret_cast<const std::uint16_t*>(p));
+  lo = ::xsimd::bitwise_cast<batch_f>(words << 16);
+  hi = ::xsimd::bitwise_cast<batch_f>(words & batch_u32(0xFFFF'0000u));
+}
+
+// ------------------------------------------------------------ float kernels
+// Each step reads 2 * lanes elements; the remaining < 2 * lanes run the
+// scalar loop of the reference (kernels::distance_detail::widen).
+
+inline constexpr std::size_t step = 2 * lanes;
+
+template <class T>
+[[nodiscard]] float dot(const T* a, const T* b, std::size_t n) noexcept {
+  batch_f acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
+  batch_f x0, x1, y0, y1;
+  std::size_t i = 0;
+  for (; i + 2 * step <= n; i += 2 * step) {
+    load_pair(a + i, x0, x1);
+    load_pair(b + i, y0, y1);
+    acc0 = ::xsimd::fma(x0, y0, acc0);
+    acc1 = ::xsimd::fma(x1, y1, acc1);
+    load_pair(a + i + step, x0, x1);
+    load_pair(b + i + step, y0, y1);
+    acc2 = ::xsimd::fma(x0, y0, acc2);
+    acc3 = ::xsimd::fma(x1, y1, acc3);
+  }
+  for (; i + step <= n; i += step) {
+    load_pair(a + i, x0, x1);
+    load_pair(b + i, y0, y1);
+    acc0 = ::xsimd::fma(x0, y0, acc0);
+    acc1 = ::xsimd::fma(x1, y1, acc1);
+  }
+  float sum = ::xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
+  for (; i < n; ++i) sum += distance_detail::widen(a[i]) * distance_detail::widen(b[i]);
+  return sum;
+}
+
+template <class T>
+[[nodiscard]] float l2sq(const T* a, const T* b, std::size_t n) noexcept {
+  batch_f acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
+  batch_f x0, x1, y0, y1;
+  std::size_t i = 0;
+  for (; i + 2 * step <= n; i += 2 * step) {
+    load_pair(a + i, x0, x1);
+    load_pair(b + i, y0, y1);
+    acc0 = ::xsimd::fma(x0 - y0, x0 - y0, acc0);
+    acc1 = ::xsimd::fma(x1 - y1, x1 - y1, acc1);
+    load_pair(a + i + step, x0, x1);
+    load_pair(b + i + step, y0, y1);
+    acc2 = ::xsimd::fma(x0 - y0, x0 - y0, acc2);
+    acc3 = ::xsimd::fma(x1 - y1, x1 - y1, acc3);
+  }
+  for (; i + step <= n; i += step) {
+    load_pair(a + i, x0, x1);
+    load_pair(b + i, y0, y1);
+    acc0 = ::xsimd::fma(x0 - y0, x0 - y0, acc0);
+    acc1 = ::xsimd::fma(x1 - y1, x1 - y1, acc1);
+  }
+  float sum = ::xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
+  for (; i < n; ++i) {
+    const float d = distance_detail::widen(a[i]) - distance_detail::widen(b[i]);
+    sum += d * d;
+  }
+  return sum;
+}
+
+template <class T>
+[[nodiscard]] float l1(const T* a, const T* b, std::size_t n) noexcept {
+  batch_f acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
+  batch_f x0, x1, y0, y1;
+  std::size_t i = 0;
+  for (; i + 2 * step <= n; i += 2 * step) {
+    load_pair(a + i, x0, x1);
+    load_pair(b + i, y0, y1);
+    acc0 += ::xsimd::abs(x0 - y0);
+    acc1 += ::xsimd::abs(x1 - y1);
+    load_pair(a + i + step, x0, x1);
+    load_pair(b + i + step, y0, y1);
+    acc2 += ::xsimd::abs(x0 - y0);
+    acc3 += ::xsimd::abs(x1 - y1);
+  }
+  for (; i + step <= n; i += step) {
+    load_pair(a + i, x0, x1);
+    load_pair(b + i, y0, y1);
+    acc0 += ::xsimd::abs(x0 - y0);
+    acc1 += ::xsimd::abs(x1 - y1);
+  }
+  float sum = ::xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
+  for (; i < n; ++i) sum += std::fabs(distance_detail::widen(a[i]) - distance_detail::widen(b[i]));
+  return sum;
+}
+
+// The cosine sums, each in its own accumulator pair at the same positions in
+// squared_norm and cosine_sums, so cosine_many's separately computed query
+// norm has the bits cosine computes for it.
+
+template <class T>
+[[nodiscard]] float squared_norm(const T* a, std::size_t n) noexcept {
+  batch_f aa0(0.0f), aa1(0.0f), x0, x1;
+  std::size_t i = 0;
+  for (; i + step <= n; i += step) {
+    load_pair(a + i, x0, x1);
+    aa0 = ::xsimd::fma(x0, x0, aa0);
+    aa1 = ::xsimd::fma(x1, x1, aa1);
+  }
+  float aa = ::xsimd::hadd(aa0 + aa1);
+  for (; i < n; ++i) aa += distance_detail::widen(a[i]) * distance_detail::widen(a[i]);
+  return aa;
+}
+
+/// dot(a, b) into *ab and squared_norm(b) into *bb; with WithA also
+/// squared_norm(a) into *aa.
+template <bool WithA, class T>
+void cosine_sums(const T* a, const T* b, std::size_t n, float* ab, float* aa, float* bb) noexcept {
+  batch_f ab0(0.0f), ab1(0.0f), aa0(0.0f), aa1(0.0f), bb0(0.0f), bb1(0.0f), x0, x1, y0, y1;
+  std::size_t i = 0;
+  for (; i + step <= n; i += step) {
+    load_pair(a + i, x0, x1);
+    load_pair(b + i, y0, y1);
+    ab0 = ::xsimd::fma(x0, y0, ab0);
+    ab1 = ::xsimd::fma(x1, y1, ab1);
+    if constexpr (WithA) {
+      aa0 = ::xsimd::fma(x0, x0, aa0);
+      aa1 = ::xsimd::fma(x1, x1, aa1);
+    }
+    bb0 = ::xsimd::fma(y0, y0, bb0);
+    bb1 = ::xsimd::fma(y1, y1, bb1);
+  }
+  float sab = ::xsimd::hadd(ab0 + ab1), saa = 0.0f, sbb = ::xsimd::hadd(bb0 + bb1);
+  if constexpr (WithA) saa = ::xsimd::hadd(aa0 + aa1);
+  for (; i < n; ++i) {
+    const float x = distance_detail::widen(a[i]), y = distance_detail::widen(b[i]);
+    sab += x * y;
+    if constexpr (WithA) saa += x * x;
+    sbb += y * y;
+  }
+  *ab = sab;
+  if constexpr (WithA) *aa = saa;
+  *bb = sbb;
+}
+
+template <class T>
+[[nodiscard]] float cosine(const T* a, const T* b, std::size_t n) noexcept {
+  float ab = 0.0f, aa = 0.0f, bb = 0.0f;
+  cosine_sums<true>(a, b, n, &ab, &aa, &bb);
+  return distance_detail::cosine_from_sums(ab, aa, bb);
+}
+
+template <class T>
+void cosine_many(const T* query, const T* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                 float* out) noexcept {
+  const float qq = squared_norm(query, n);
+  for (std::size_t r = 0; r < row_count; ++r) {
+    float ab = 0.0f, bb = 0.0f;
+    cosine_sums<false>(query, rows + r * row_stride, n, &ab, nullptr, &bb);
+    out[r] = distance_detail::cosine_from_sums(ab, qq, bb);
+  }
+}
+
+// ------------------------------------------------------------- int8 kernels
+// i16_lanes int16 words = 2 * i16_lanes int8 elements per step.
+
+inline constexpr std::size_t i16_lanes = batch_i16::size;
+inline constexpr std::size_t i8_step = 2 * i16_lanes;
+
+/// The even (low byte) and odd (high byte) elements of 2 * i16_lanes int8
+/// at p, sign-extended to int16.
+inline void load_i8_pair(const std::int8_t* p, batch_i16& even, batch_i16& odd) noexcept {
+  const auto words = ::xsimd::bitwise_cast<batch_i16>(::xsimd::batch<std::int8_t>::load_unaligned(p));
+  even = (words << 8) >> 8;
+  odd = words >> 8;
+}
+
+/// Sum of the two signed int16 halves of each 32-bit lane, in int32.
+inline batch_i32 sum_i16_halves(batch_i16 v) noexcept {
+  const auto words = ::xsimd::bitwise_cast<batch_i32>(v);
+  return ((words << 16) >> 16) + (words >> 16);
+}
+
+/// Sum of the two unsigned 16-bit halves of each 32-bit lane, in uint32.
+inline batch_u32 sum_u16_halves(batch_i16 v) noexcept {
+  const auto words = ::xsimd::bitwise_cast<batch_u32>(v);
+  return (words & batch_u32(0xFFFFu)) + (words >> 16);
+}
+
+/// Sums of a*b, a*a and b*b (each only if asked), exact in int32 under
+/// int8_dot_max_length.
+template <bool WithAB, bool WithAA, bool WithBB>
+void i8_products(const std::int8_t* a, const std::int8_t* b, std::size_t n, std::int32_t* ab_out, std::int32_t* aa_out,
+                 std::int32_t* bb_out) noexcept {
+  batch_i32 ab(0), aa(0), bb(0);
+  batch_i16 xe, xo, ye, yo;
+  std::size_t i = 0;
+  for (; i + i8_step <= n; i += i8_step) {
+    load_i8_pair(a + i, xe, xo);
+    load_i8_pair(b + i, ye, yo);
+    // One product per int16 lane (|x * y| <= 2^14); a pair of them is added
+    // only after widening, since 2 * 2^14 overflows int16.
+    if constexpr (WithAB) ab += sum_i16_halves(xe * ye) + sum_i16_halves(xo * yo);
+    if constexpr (WithAA) aa += sum_i16_halves(xe * xe) + sum_i16_halves(xo * xo);
+    if constexpr (WithBB) bb += sum_i16_halves(ye * ye) + sum_i16_halves(yo * yo);
+  }
+  std::int32_t sab = WithAB ? ::xsimd::hadd(ab) : 0;
+  std::int32_t saa = WithAA ? ::xsimd::hadd(aa) : 0;
+  std::int32_t sbb = WithBB ? ::xsimd::hadd(bb) : 0;
+  for (; i < n; ++i) {
+    sab += std::int32_t{a[i]} * b[i];
+    saa += std::int32_t{a[i]} * a[i];
+    sbb += std::int32_t{b[i]} * b[i];
+  }
+  if constexpr (WithAB) *ab_out = sab;
+  if constexpr (WithAA) *aa_out = saa;
+  if constexpr (WithBB) *bb_out = sbb;
+}
+
+[[nodiscard]] inline std::int32_t dot_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+  std::int32_t ab = 0;
+  i8_products<true, false, false>(a, b, n, &ab, nullptr, nullptr);
+  return ab;
+}
+
+[[nodiscard]] inline std::int32_t l2sq_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+  // (x - y)^2 <= 255^2 fits uint16 (not int16): widen as unsigned.
+  batch_u32 acc(0u);
+  batch_i16 xe, xo, ye, yo;
+  std::size_t i = 0;
+  for (; i + i8_step <= n; i += i8_step) {
+    load_i8_pair(a + i, xe, xo);
+    load_i8_pair(b + i, ye, yo);
+    const batch_i16 de = xe - ye, d_o = xo - yo;
+    acc += sum_u16_halves(de * de) + sum_u16_halves(d_o * d_o);
+  }
+  auto sum = static_cast<std::int32_t>(::xsimd::hadd(acc));
+  for (; i < n; ++i) {
+    const std::int32_t d = std::int32_t{a[i]} - b[i];
+    sum += d * d;
+  }
+  return sum;
+}
+
+[[nodiscard]] inline std::int32_t l1_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+  // |d| = (d ^ s) - s with s = d >> 15 (all ones for negative d): branch-
+  // free, and xsimd 8.1 has no integer abs on every architecture.
+  const auto abs16 = [](batch_i16 d) noexcept {
+    const batch_i16 s = d >> 15;
+    return (d ^ s) - s;
+  };
+  batch_u32 acc(0u);
+  batch_i16 xe, xo, ye, yo;
+  std::size_t i = 0;
+  for (; i + i8_step <= n; i += i8_step) {
+    load_i8_pair(a + i, xe, xo);
+    load_i8_pair(b + i, ye, yo);
+    acc += sum_u16_halves(abs16(xe - ye)) + sum_u16_halves(abs16(xo - yo));
+  }
+  auto sum = static_cast<std::int32_t>(::xsimd::hadd(acc));
+  for (; i < n; ++i) {
+    const std::int32_t d = std::int32_t{a[i]} - b[i];
+    sum += d < 0 ? -d : d;
+  }
+  return sum;
+}
+
+[[nodiscard]] inline float cosine_i8(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+  std::int32_t ab = 0, aa = 0, bb = 0;
+  i8_products<true, true, true>(a, b, n, &ab, &aa, &bb);
+  return distance_detail::cosine_from_sums(ab, aa, bb);
+}
+
+inline void cosine_many_i8(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                           std::size_t row_stride, float* out) noexcept {
+  std::int32_t qq = 0;
+  i8_products<false, true, false>(query, query, n, nullptr, &qq, nullptr);
+  for (std::size_t r = 0; r < row_count; ++r) {
+    std::int32_t ab = 0, bb = 0;
+    i8_products<true, false, true>(query, rows + r * row_stride, n, &ab, nullptr, &bb);
+    out[r] = distance_detail::cosine_from_sums(ab, qq, bb);
+  }
+}
+
+// ------------------------------------------------------------------ hamming
+
+/// Per-byte popcounts (0..8) of each 64-bit lane.
+inline batch_u64 byte_popcounts(batch_u64 x) noexcept {
+  x = x - ((x >> 1) & batch_u64(0x5555'5555'5555'5555ull));
+  x = (x & batch_u64(0x3333'3333'3333'3333ull)) + ((x >> 2) & batch_u64(0x3333'3333'3333'3333ull));
+  return (x + (x >> 4)) & batch_u64(0x0F0F'0F0F'0F0F'0F0Full);
+}
+
+/// Sum of the eight bytes of each 64-bit lane.
+inline batch_u64 sum_bytes(batch_u64 x) noexcept {
+  x = (x & batch_u64(0x00FF'00FF'00FF'00FFull)) + ((x >> 8) & batch_u64(0x00FF'00FF'00FF'00FFull));
+  x = (x & batch_u64(0x0000'FFFF'0000'FFFFull)) + ((x >> 16) & batch_u64(0x0000'FFFF'0000'FFFFull));
+  return (x & batch_u64(0xFFFF'FFFFull)) + (x >> 32);
+}
+
+[[nodiscard]] inline std::uint64_t hamming(const std::uint64_t* a, const std::uint64_t* b, std::size_t words) noexcept {
+  constexpr std::size_t word_lanes = batch_u64::size;
+  // A byte count grows by at most 8 per step: 31 steps stay below 256.
+  constexpr std::size_t steps_per_block = 31;
+  const std::size_t full = words - words % word_lanes;
+  batch_u64 total(0ull);
+  std::size_t i = 0;
+  while (i < full) {
+    const std::size_t block_end = full - i > steps_per_block * word_lanes ? i + steps_per_block * word_lanes : full;
+    batch_u64 counts(0ull);
+    for (; i < block_end; i += word_lanes)
+      counts += byte_popcounts(batch_u64::load_unaligned(a + i) ^ batch_u64::load_unaligned(b + i));
+    total += sum_bytes(counts);
+  }
+  std::uint64_t sum = ::xsimd::hadd(total);
+  for (; i < words; ++i) sum += static_cast<std::uint64_t>(std::popcount(a[i] ^ b[i]));
+  return sum;
+}
+
+}  // namespace distance_impl
+}  // namespace RUVLLM_XSIMD_ARCH_NS
+}  // namespace xsimd_impl
+
+template <>
+struct distance_ops<backend::xsimd> {
+  // ---- dot
+  /// Dot product of two f32 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float dot(const float* a, const float* b, std::size_t n) noexcept {
+    return xsimd_impl::distance_impl::dot(a, b, n);
+  }
+  /// Dot product of two f16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float dot(const f16* a, const f16* b, std::size_t n) noexcept {
+    return xsimd_impl::distance_impl::dot(a, b, n);
+  }
+  /// Dot product of two bf16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float dot(const bf16* a, const bf16* b, std::size_t n) noexcept {
+    return xsimd_impl::distance_impl::dot(a, b, n);
+  }
+  /// Dot product of two int8 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static std::int32_t dot(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n <= int8_dot_max_length);
+    return xsimd_impl::distance_impl::dot_i8(a, b, n);
+  }
+  // ---- l2sq
+  /// Squared Euclidean distance of two f32 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float l2sq(const float* a, const float* b, std::size_t n) noexcept {
+    return xsimd_impl::distance_impl::l2sq(a, b, n);
+  }
+  /// Squared Euclidean distance of two f16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float l2sq(const f16* a, const f16* b, std::size_t n) noexcept {
+    return xsimd_impl::distance_impl::l2sq(a, b, n);
+  }
+  /// Squared Euclidean distance of two bf16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float l2sq(const bf16* a, const bf16* b, std::size_t n) noexcept {
+    return xsimd_impl::distance_impl::l2sq(a, b, n);
+  }
+  /// Squared Euclidean distance of two int8 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static std::int32_t l2sq(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n <= int8_l2sq_max_length);
+    return xsimd_impl::distance_impl::l2sq_i8(a, b, n);
+  }
+  // ---- l1
+  /// Manhattan distance of two f32 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float l1(const float* a, const float* b, std::size_t n) noexcept {
+    return xsimd_impl::distance_impl::l1(a, b, n);
+  }
+  /// Manhattan distance of two f16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float l1(const f16* a, const f16* b, std::size_t n) noexcept {
+    return xsimd_impl::distance_impl::l1(a, b, n);
+  }
+  /// Manhattan distance of two bf16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float l1(const bf16* a, const bf16* b, std::size_t n) noexcept {
+    return xsimd_impl::distance_impl::l1(a, b, n);
+  }
+  /// Manhattan distance of two int8 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static std::int32_t l1(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n <= int8_l1_max_length);
+    return xsimd_impl::distance_impl::l1_i8(a, b, n);
+  }
+  // ---- cosine
+  /// Cosine similarity of two f32 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float cosine(const float* a, const float* b, std::size_t n) noexcept {
+    return xsimd_impl::distance_impl::cosine(a, b, n);
+  }
+  /// Cosine similarity of two f16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float cosine(const f16* a, const f16* b, std::size_t n) noexcept {
+    return xsimd_impl::distance_impl::cosine(a, b, n);
+  }
+  /// Cosine similarity of two bf16 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float cosine(const bf16* a, const bf16* b, std::size_t n) noexcept {
+    return xsimd_impl::distance_impl::cosine(a, b, n);
+  }
+  /// Cosine similarity of two int8 vectors (see distance_ops<backend::scalar>).
+  [[nodiscard]] static float cosine(const std::int8_t* a, const std::int8_t* b, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n <= int8_dot_max_length);
+    return xsimd_impl::distance_impl::cosine_i8(a, b, n);
+  }
+  // ---- dot_many
+  /// dot of a f32 query against each of row_count rows, row_stride elements apart.
+  static void dot_many(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                       std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    for (std::size_t r = 0; r < row_count; ++r)
+      out[r] = xsimd_impl::distance_impl::dot(query, rows + r * row_stride, n);
+  }
+  /// dot of a f16 query against each of row_count rows, row_stride elements apart.
+  static void dot_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                       float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    for (std::size_t r = 0; r < row_count; ++r)
+      out[r] = xsimd_impl::distance_impl::dot(query, rows + r * row_stride, n);
+  }
+  /// dot of a bf16 query against each of row_count rows, row_stride elements apart.
+  static void dot_many(const bf16* query, const bf16* rows, std::size_t n, std::size_t row_count,
+                       std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    for (std::size_t r = 0; r < row_count; ++r)
+      out[r] = xsimd_impl::distance_impl::dot(query, rows + r * row_stride, n);
+  }
+  /// dot of a int8 query against each of row_count rows, row_stride elements apart.
+  static void dot_many(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                       std::size_t row_stride, std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride) && n <= int8_dot_max_length);
+    for (std::size_t r = 0; r < row_count; ++r)
+      out[r] = xsimd_impl::distance_impl::dot_i8(query, rows + r * row_stride, n);
+  }
+  // ---- l2sq_many
+  /// l2sq of a f32 query against each of row_count rows, row_stride elements apart.
+  static void l2sq_many(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                        std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    for (std::size_t r = 0; r < row_count; ++r)
+      out[r] = xsimd_impl::distance_impl::l2sq(query, rows + r * row_stride, n);
+  }
+  /// l2sq of a f16 query against each of row_count rows, row_stride elements apart.
+  static void l2sq_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                        float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    for (std::size_t r = 0; r < row_count; ++r)
+      out[r] = xsimd_impl::distance_impl::l2sq(query, rows + r * row_stride, n);
+  }
+  /// l2sq of a bf16 query against each of row_count rows, row_stride elements apart.
+  static void l2sq_many(const bf16* query, const bf16* rows, std::size_t n, std::size_t row_count,
+                        std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    for (std::size_t r = 0; r < row_count; ++r)
+      out[r] = xsimd_impl::distance_impl::l2sq(query, rows + r * row_stride, n);
+  }
+  /// l2sq of a int8 query against each of row_count rows, row_stride elements apart.
+  static void l2sq_many(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                        std::size_t row_stride, std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride) && n <= int8_l2sq_max_length);
+    for (std::size_t r = 0; r < row_count; ++r)
+      out[r] = xsimd_impl::distance_impl::l2sq_i8(query, rows + r * row_stride, n);
+  }
+  // ---- l1_many
+  /// l1 of a f32 query against each of row_count rows, row_stride elements apart.
+  static void l1_many(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                      std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::l1(query, rows + r * row_stride, n);
+  }
+  /// l1 of a f16 query against each of row_count rows, row_stride elements apart.
+  static void l1_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                      float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::l1(query, rows + r * row_stride, n);
+  }
+  /// l1 of a bf16 query against each of row_count rows, row_stride elements apart.
+  static void l1_many(const bf16* query, const bf16* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
+                      float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::l1(query, rows + r * row_stride, n);
+  }
+  /// l1 of a int8 query against each of row_count rows, row_stride elements apart.
+  static void l1_many(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                      std::size_t row_stride, std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride) && n <= int8_l1_max_length);
+    for (std::size_t r = 0; r < row_count; ++r)
+      out[r] = xsimd_impl::distance_impl::l1_i8(query, rows + r * row_stride, n);
+  }
+  // ---- cosine_many
+  /// cosine of a f32 query against each of row_count rows, row_stride elements apart.
+  static void cosine_many(const float* query, const float* rows, std::size_t n, std::size_t row_count,
+                          std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    xsimd_impl::distance_impl::cosine_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// cosine of a f16 query against each of row_count rows, row_stride elements apart.
+  static void cosine_many(const f16* query, const f16* rows, std::size_t n, std::size_t row_count,
+                          std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    xsimd_impl::distance_impl::cosine_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// cosine of a bf16 query against each of row_count rows, row_stride elements apart.
+  static void cosine_many(const bf16* query, const bf16* rows, std::size_t n, std::size_t row_count,
+                          std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride));
+    xsimd_impl::distance_impl::cosine_many(query, rows, n, row_count, row_stride, out);
+  }
+  /// cosine of a int8 query against each of row_count rows, row_stride elements apart.
+  static void cosine_many(const std::int8_t* query, const std::int8_t* rows, std::size_t n, std::size_t row_count,
+                          std::size_t row_stride, float* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(n, row_count, row_stride) && n <= int8_dot_max_length);
+    xsimd_impl::distance_impl::cosine_many_i8(query, rows, n, row_count, row_stride, out);
+  }
+
+  // ---- hamming over std::uint64_t words
+  /// Number of differing bits of `words` 64-bit words.
+  [[nodiscard]] static std::uint64_t hamming(const std::uint64_t* a, const std::uint64_t* b,
+                                             std::size_t words) noexcept {
+    return xsimd_impl::distance_impl::hamming(a, b, words);
+  }
+  /// Hamming distance of query against each of row_count rows, row_stride words apart.
+  static void hamming_many(const std::uint64_t* query, const std::uint64_t* rows, std::size_t words,
+                           std::size_t row_count, std::size_t row_stride, std::uint64_t* out) noexcept {
+    RUVLLM_ASSERT(distance_detail::rows_fit(words, row_count, row_stride));
+    for (std::size_t r = 0; r < row_count; ++r)
+      out[r] = xsimd_impl::distance_impl::hamming(query, rows + r * row_stride, words);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_XSIMD_DISTANCE_HPP
+
+// ==== ruvllm/kernels/xsimd/matmul.hpp
+#ifndef RUVLLM_KERNELS_XSIMD_MATMUL_HPP
+#define RUVLLM_KERNELS_XSIMD_MATMUL_HPP
+
+// Matrix-vector kernels of backend::xsimd (see xsimd/arch.hpp on flags).
+// xsimd 8.1 has no f16/bf16 conversion, so those rows are widened with the
+// scalar helpers into a small stack tile, one vector at a time.
 
 #include <cstddef>
+#include <type_traits>
 
 
 namespace ruvllm::kernels {
@@ -1791,39 +9533,1256 @@ namespace ruvllm::kernels {
 namespace xsimd_impl {
 inline namespace RUVLLM_XSIMD_ARCH_NS {
 
-/// Sum of a[i] * b[i]; any alignment. Same accumulator structure as the
-/// Highway kernel, with a scalar loop for the last partial vector.
-[[nodiscard]] inline float dot(const float* a, const float* b, std::size_t n) noexcept {
+template <class W>
+void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows, std::size_t cols) noexcept {
   using batch = ::xsimd::batch<float>;
   constexpr std::size_t lanes = batch::size;
-  batch acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
-  std::size_t i = 0;
-  for (; i + 4 * lanes <= n; i += 4 * lanes) {
-    acc0 = ::xsimd::fma(batch::load_unaligned(a + i), batch::load_unaligned(b + i), acc0);
-    acc1 = ::xsimd::fma(batch::load_unaligned(a + i + lanes), batch::load_unaligned(b + i + lanes), acc1);
-    acc2 = ::xsimd::fma(batch::load_unaligned(a + i + 2 * lanes), batch::load_unaligned(b + i + 2 * lanes), acc2);
-    acc3 = ::xsimd::fma(batch::load_unaligned(a + i + 3 * lanes), batch::load_unaligned(b + i + 3 * lanes), acc3);
+  const std::size_t full = cols / lanes * lanes;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const W* row = w + r * row_stride;
+    batch acc0(0.0f), acc1(0.0f);
+    std::size_t c = 0;
+    for (; c < full; c += lanes) {
+      batch wv;
+      if constexpr (std::is_same_v<W, float>) {
+        wv = batch::load_unaligned(row + c);
+      } else {
+        alignas(64) float tile[lanes];
+        for (std::size_t i = 0; i < lanes; ++i) tile[i] = scalar::detail::widen(row[c + i]);
+        wv = batch::load_aligned(tile);
+      }
+      if ((c / lanes) & 1)
+        acc1 = ::xsimd::fma(wv, batch::load_unaligned(x + c), acc1);
+      else
+        acc0 = ::xsimd::fma(wv, batch::load_unaligned(x + c), acc0);
+    }
+    float sum = ::xsimd::hadd(acc0 + acc1);
+    for (; c < cols; ++c) sum += scalar::detail::widen(row[c]) * x[c];
+    y[r] = sum;
   }
-  for (; i + lanes <= n; i += lanes)
-    acc0 = ::xsimd::fma(batch::load_unaligned(a + i), batch::load_unaligned(b + i), acc0);
-  float sum = ::xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
-  for (; i < n; ++i) sum += a[i] * b[i];
-  return sum;
 }
 
 }  // namespace RUVLLM_XSIMD_ARCH_NS
 }  // namespace xsimd_impl
 
 template <>
-struct distance_ops<backend::xsimd> {
-  [[nodiscard]] static float dot(const float* a, const float* b, std::size_t n) noexcept {
-    return xsimd_impl::dot(a, b, n);
+struct matmul_ops<backend::xsimd> {
+  /// y[r] = dot(row r of w, x) for r < rows; rows are row_stride elements apart.
+  template <class W>
+  static void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                   std::size_t cols) noexcept {
+    xsimd_impl::gemv(w, row_stride, x, y, rows, cols);
+  }
+  /// Y[t * y_stride + r] = dot(row r of w, row t of x): one GEMV per token.
+  template <class W>
+  static void gemm(const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+                   std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+    for (std::size_t t = 0; t < tokens; ++t)
+      xsimd_impl::gemv(w, w_stride, x + t * x_stride, y + t * y_stride, rows, cols);
   }
 };
 
 }  // namespace ruvllm::kernels
 
-#endif  // RUVLLM_KERNELS_XSIMD_DISTANCE_HPP
+#endif  // RUVLLM_KERNELS_XSIMD_MATMUL_HPP
+
+// ==== ruvllm/kernels/xsimd/norm.hpp
+#ifndef RUVLLM_KERNELS_XSIMD_NORM_HPP
+#define RUVLLM_KERNELS_XSIMD_NORM_HPP
+
+// Normalization kernels of backend::xsimd (see xsimd/arch.hpp on compile
+// flags). Same structure as norm-inl.h; contracts: norm_ops<backend::scalar>.
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+
+
+namespace ruvllm::kernels {
+
+namespace xsimd_impl {
+inline namespace RUVLLM_XSIMD_ARCH_NS {
+namespace norm {
+
+using batch = ::xsimd::batch<float>;
+inline constexpr std::size_t lanes = batch::size;
+
+/// Sum of (x[i] - center)^2; four accumulators, and the partial vector at the
+/// end read through a copy padded with `center` (which adds exactly zero).
+[[nodiscard]] inline float sum_squares(const float* x, std::size_t n, float center) noexcept {
+  const batch c(center);
+  batch acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
+  std::size_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    const batch v0 = batch::load_unaligned(x + i) - c;
+    const batch v1 = batch::load_unaligned(x + i + lanes) - c;
+    const batch v2 = batch::load_unaligned(x + i + 2 * lanes) - c;
+    const batch v3 = batch::load_unaligned(x + i + 3 * lanes) - c;
+    acc0 = ::xsimd::fma(v0, v0, acc0);
+    acc1 = ::xsimd::fma(v1, v1, acc1);
+    acc2 = ::xsimd::fma(v2, v2, acc2);
+    acc3 = ::xsimd::fma(v3, v3, acc3);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const batch v = batch::load_unaligned(x + i) - c;
+    acc0 = ::xsimd::fma(v, v, acc0);
+  }
+  if (i < n) {
+    alignas(64) float tail[lanes];
+    for (float& t : tail) t = center;
+    std::memcpy(tail, x + i, (n - i) * sizeof(float));
+    const batch v = batch::load_aligned(tail) - c;
+    acc1 = ::xsimd::fma(v, v, acc1);
+  }
+  return ::xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
+}
+
+/// Plain sum, same structure (zero padding).
+[[nodiscard]] inline float sum(const float* x, std::size_t n) noexcept {
+  batch acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
+  std::size_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    acc0 += batch::load_unaligned(x + i);
+    acc1 += batch::load_unaligned(x + i + lanes);
+    acc2 += batch::load_unaligned(x + i + 2 * lanes);
+    acc3 += batch::load_unaligned(x + i + 3 * lanes);
+  }
+  for (; i + lanes <= n; i += lanes) acc0 += batch::load_unaligned(x + i);
+  if (i < n) {
+    alignas(64) float tail[lanes] = {};
+    std::memcpy(tail, x + i, (n - i) * sizeof(float));
+    acc1 += batch::load_aligned(tail);
+  }
+  return ::xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
+}
+
+/// y[i] = f(x[i], w[i], b[i]): full vectors in place, the rest through
+/// zero-padded copies. x and y may be the same pointer.
+template <class F>
+inline void map_row(const float* x, const float* w, const float* b, float* y, std::size_t n, F f) noexcept {
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    f(batch::load_unaligned(x + i), batch::load_unaligned(w + i), batch::load_unaligned(b + i)).store_unaligned(y + i);
+  if (i < n) {
+    alignas(64) float tx[lanes] = {};
+    alignas(64) float tw[lanes] = {};
+    alignas(64) float tb[lanes] = {};
+    const std::size_t rest = (n - i) * sizeof(float);
+    std::memcpy(tx, x + i, rest);
+    std::memcpy(tw, w + i, rest);
+    std::memcpy(tb, b + i, rest);
+    f(batch::load_aligned(tx), batch::load_aligned(tw), batch::load_aligned(tb)).store_aligned(tx);
+    std::memcpy(y + i, tx, rest);
+  }
+}
+
+inline void rms_norm_rows(const float* x, const float* weight, float* y, std::size_t rows, std::size_t n,
+                          float eps) noexcept {
+  if (n == 0) return;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    const batch scale(1.0f / std::sqrt(sum_squares(xr, n, 0.0f) / static_cast<float>(n) + eps));
+    // (x * scale) * w, the reference's rounding order; no bias, so w twice.
+    map_row(xr, weight, weight, y + r * n, n, [scale](batch v, batch w, batch) { return (v * scale) * w; });
+  }
+}
+
+inline void layer_norm_rows(const float* x, const float* weight, const float* bias, float* y, std::size_t rows,
+                            std::size_t n, float eps) noexcept {
+  if (n == 0) return;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    const float mean = sum(xr, n) / static_cast<float>(n);
+    const batch scale(1.0f / std::sqrt(sum_squares(xr, n, mean) / static_cast<float>(n) + eps));
+    const batch center(mean);
+    map_row(xr, weight, bias, y + r * n, n,
+            [scale, center](batch v, batch w, batch b) { return ::xsimd::fma((v - center) * scale, w, b); });
+  }
+}
+
+}  // namespace norm
+}  // namespace RUVLLM_XSIMD_ARCH_NS
+}  // namespace xsimd_impl
+
+template <>
+struct norm_ops<backend::xsimd> {
+  /// RMSNorm of one row: y = x / sqrt(mean(x^2) + eps) * weight.
+  static void rms_norm(const float* x, const float* weight, float* y, std::size_t n, float eps) noexcept {
+    rms_norm_rows(x, weight, y, 1, n, eps);
+  }
+  /// RMSNorm of `rows` contiguous rows of n floats.
+  static void rms_norm_rows(const float* x, const float* weight, float* y, std::size_t rows, std::size_t n,
+                            float eps) noexcept {
+    detail::check_rms_norm_args(x, weight, y, rows, n, eps);
+    xsimd_impl::norm::rms_norm_rows(x, weight, y, rows, n, eps);
+  }
+  /// LayerNorm of one row: y = (x - mean) / sqrt(var + eps) * weight + bias.
+  static void layer_norm(const float* x, const float* weight, const float* bias, float* y, std::size_t n,
+                         float eps) noexcept {
+    layer_norm_rows(x, weight, bias, y, 1, n, eps);
+  }
+  /// LayerNorm of `rows` contiguous rows of n floats.
+  static void layer_norm_rows(const float* x, const float* weight, const float* bias, float* y, std::size_t rows,
+                              std::size_t n, float eps) noexcept {
+    detail::check_layer_norm_args(x, weight, bias, y, rows, n, eps);
+    xsimd_impl::norm::layer_norm_rows(x, weight, bias, y, rows, n, eps);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_XSIMD_NORM_HPP
+
+// ==== ruvllm/kernels/xsimd/activation.hpp
+#ifndef RUVLLM_KERNELS_XSIMD_ACTIVATION_HPP
+#define RUVLLM_KERNELS_XSIMD_ACTIVATION_HPP
+
+// Activation kernels of backend::xsimd (see xsimd/arch.hpp on compile
+// flags). Same structure and formulas as activation-inl.h; contracts:
+// activation_ops<backend::scalar>. xsimd's exp returns 0 below about -87.7
+// (it flushes results that would be denormal), which only moves outputs
+// below ~|x| * FLT_MIN.
+
+#include <cstddef>
+#include <cstring>
+#include <limits>
+
+
+namespace ruvllm::kernels {
+
+namespace xsimd_impl {
+inline namespace RUVLLM_XSIMD_ARCH_NS {
+namespace activation {
+
+using batch = ::xsimd::batch<float>;
+inline constexpr std::size_t lanes = batch::size;
+
+/// (x or x * e) / (1 + e) with e = exp(-|z|): x * sigmoid(z), z of x's sign.
+[[nodiscard]] inline batch times_sigmoid(batch x, batch z) noexcept {
+  const batch e = ::xsimd::exp(-::xsimd::abs(z));
+  return ::xsimd::select(z >= batch(0.0f), x, x * e) / (batch(1.0f) + e);
+}
+
+[[nodiscard]] inline batch silu(batch x) noexcept { return times_sigmoid(x, x); }
+
+[[nodiscard]] inline batch gelu(batch x) noexcept {
+  const batch z = x * ::xsimd::fma(batch(kernels::detail::gelu_k1), x * x, batch(kernels::detail::gelu_k0));
+  return times_sigmoid(x, z);
+}
+
+/// y[i] = f(a[i], b[i]): full vectors in place, the rest through copies padded
+/// with `pad`. Outputs may equal an input.
+template <class F>
+inline void map2(const float* a, const float* b, float* y, std::size_t n, float pad, F f) noexcept {
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    // Two independent chains per iteration keep the exp latency covered.
+    const batch r0 = f(batch::load_unaligned(a + i), batch::load_unaligned(b + i));
+    const batch r1 = f(batch::load_unaligned(a + i + lanes), batch::load_unaligned(b + i + lanes));
+    r0.store_unaligned(y + i);
+    r1.store_unaligned(y + i + lanes);
+  }
+  for (; i + lanes <= n; i += lanes)
+    f(batch::load_unaligned(a + i), batch::load_unaligned(b + i)).store_unaligned(y + i);
+  if (i < n) {
+    alignas(64) float ta[lanes];
+    alignas(64) float tb[lanes];
+    for (std::size_t k = 0; k < lanes; ++k) ta[k] = tb[k] = pad;
+    const std::size_t rest = (n - i) * sizeof(float);
+    std::memcpy(ta, a + i, rest);
+    std::memcpy(tb, b + i, rest);
+    f(batch::load_aligned(ta), batch::load_aligned(tb)).store_aligned(ta);
+    std::memcpy(y + i, ta, rest);
+  }
+}
+
+[[nodiscard]] inline float row_max(const float* x, std::size_t n) noexcept {
+  const batch lowest(-std::numeric_limits<float>::infinity());
+  batch m0 = lowest, m1 = lowest, m2 = lowest, m3 = lowest;
+  std::size_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    m0 = ::xsimd::max(m0, batch::load_unaligned(x + i));
+    m1 = ::xsimd::max(m1, batch::load_unaligned(x + i + lanes));
+    m2 = ::xsimd::max(m2, batch::load_unaligned(x + i + 2 * lanes));
+    m3 = ::xsimd::max(m3, batch::load_unaligned(x + i + 3 * lanes));
+  }
+  for (; i + lanes <= n; i += lanes) m0 = ::xsimd::max(m0, batch::load_unaligned(x + i));
+  alignas(64) float lane_max[lanes];
+  ::xsimd::max(::xsimd::max(m0, m1), ::xsimd::max(m2, m3)).store_aligned(lane_max);
+  float max = -std::numeric_limits<float>::infinity();
+  for (const float m : lane_max)
+    if (m > max) max = m;
+  for (; i < n; ++i)
+    if (x[i] > max) max = x[i];
+  return max;
+}
+
+/// y[i] = exp((x[i] - max) * scale), the reference's rounding; returns the
+/// sum of y. The tail's -inf padding contributes exp(-inf) = 0.
+[[nodiscard]] inline float exp_row(const float* x, float* y, std::size_t n, float scale, float max) noexcept {
+  const batch vs(scale), vm(max);
+  batch sum0(0.0f), sum1(0.0f);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const batch e0 = ::xsimd::exp((batch::load_unaligned(x + i) - vm) * vs);
+    const batch e1 = ::xsimd::exp((batch::load_unaligned(x + i + lanes) - vm) * vs);
+    e0.store_unaligned(y + i);
+    e1.store_unaligned(y + i + lanes);
+    sum0 += e0;
+    sum1 += e1;
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const batch e = ::xsimd::exp((batch::load_unaligned(x + i) - vm) * vs);
+    e.store_unaligned(y + i);
+    sum0 += e;
+  }
+  if (i < n) {
+    alignas(64) float tail[lanes];
+    for (float& t : tail) t = -std::numeric_limits<float>::infinity();
+    std::memcpy(tail, x + i, (n - i) * sizeof(float));
+    const batch e = ::xsimd::exp((batch::load_aligned(tail) - vm) * vs);
+    e.store_aligned(tail);
+    std::memcpy(y + i, tail, (n - i) * sizeof(float));
+    sum1 += e;
+  }
+  return ::xsimd::hadd(sum0 + sum1);
+}
+
+inline void softmax_rows(const float* x, float* y, std::size_t rows, std::size_t n, float scale) noexcept {
+  if (n == 0) return;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    const float max = row_max(xr, n);
+    if (!(max > -std::numeric_limits<float>::infinity())) {
+      for (std::size_t i = 0; i < n; ++i) yr[i] = 1.0f / static_cast<float>(n);
+      continue;
+    }
+    const batch inv(1.0f / exp_row(xr, yr, n, scale, max));
+    map2(yr, yr, yr, n, 0.0f, [inv](batch v, batch) { return v * inv; });
+  }
+}
+
+}  // namespace activation
+}  // namespace RUVLLM_XSIMD_ARCH_NS
+}  // namespace xsimd_impl
+
+template <>
+struct activation_ops<backend::xsimd> {
+  /// Stable softmax of one row of n floats into y (y may equal x), of scale * x.
+  static void softmax(const float* x, float* y, std::size_t n, float scale = 1.0f) noexcept {
+    softmax_rows(x, y, 1, n, scale);
+  }
+  /// Softmax of one row in place.
+  static void softmax(float* x, std::size_t n, float scale = 1.0f) noexcept { softmax_rows(x, x, 1, n, scale); }
+  /// Softmax of each of `rows` contiguous rows of n floats.
+  static void softmax_rows(const float* x, float* y, std::size_t rows, std::size_t n, float scale = 1.0f) noexcept {
+    detail::check_softmax_args(x, y, rows, n, scale);
+    xsimd_impl::activation::softmax_rows(x, y, rows, n, scale);
+  }
+  /// y[i] = silu(x[i]) for n floats.
+  static void silu(const float* x, float* y, std::size_t n) noexcept {
+    detail::check_unary_args(x, y, n);
+    xsimd_impl::activation::map2(x, x, y, n, 0.0f, [](auto v, auto) { return xsimd_impl::activation::silu(v); });
+  }
+  /// y[i] = gelu(x[i]) (tanh approximation) for n floats.
+  static void gelu(const float* x, float* y, std::size_t n) noexcept {
+    detail::check_unary_args(x, y, n);
+    xsimd_impl::activation::map2(x, x, y, n, 0.0f, [](auto v, auto) { return xsimd_impl::activation::gelu(v); });
+  }
+  /// out[i] = silu(gate[i]) * up[i] for n floats.
+  static void swiglu(const float* gate, const float* up, float* out, std::size_t n) noexcept {
+    detail::check_swiglu_args(gate, up, out, n);
+    xsimd_impl::activation::map2(gate, up, out, n, 0.0f,
+                                 [](auto g, auto u) { return xsimd_impl::activation::silu(g) * u; });
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_XSIMD_ACTIVATION_HPP
+
+// ==== ruvllm/kernels/xsimd/rope.hpp
+#ifndef RUVLLM_KERNELS_XSIMD_ROPE_HPP
+#define RUVLLM_KERNELS_XSIMD_ROPE_HPP
+
+// RoPE kernels of backend::xsimd (see xsimd/arch.hpp on compile flags). Same
+// structure as rope-inl.h; contracts: rope_ops<backend::scalar>.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+
+namespace ruvllm::kernels {
+
+namespace xsimd_impl {
+inline namespace RUVLLM_XSIMD_ARCH_NS {
+namespace rope {
+
+using batch = ::xsimd::batch<float>;
+inline constexpr std::size_t lanes = batch::size;
+static_assert(lanes % 2 == 0, "pairs of the normal layout must not straddle two vectors");
+
+/// (v0, v1, v2, v3, ...) -> (v1, v0, v3, v2, ...): each 64-bit lane rotated by 32 bits.
+[[nodiscard]] inline batch swap_adjacent(batch v) noexcept {
+  using wide = ::xsimd::batch<std::uint64_t>;
+  const wide w = ::xsimd::bitwise_cast<wide>(v);
+  return ::xsimd::bitwise_cast<batch>((w << 32) | (w >> 32));
+}
+
+/// Normal layout, one token: v' = v * cos_dup + swap_adjacent(v) * sin_alt,
+/// the factors expanded once per token (and 256-pair chunk) for all heads.
+inline void normal_token(const float* row, std::size_t head_dim, float* x, std::size_t heads,
+                         std::size_t head_stride) noexcept {
+  const std::size_t half = head_dim / 2;
+  constexpr std::size_t chunk = kernels::detail::rope_expand_chunk;
+  alignas(64) float cos_dup[2 * chunk + lanes];
+  alignas(64) float sin_alt[2 * chunk + lanes];
+  for (std::size_t first = 0; first < half; first += chunk) {
+    const std::size_t count = std::min(chunk, half - first);
+    const std::size_t len = 2 * count;
+    kernels::detail::rope_expand_pairs(row, half, first, count, cos_dup, sin_alt);
+    for (std::size_t k = len; k < len + lanes; ++k) cos_dup[k] = sin_alt[k] = 0.0f;
+    for (std::size_t h = 0; h < heads; ++h) {
+      float* v = x + h * head_stride + 2 * first;
+      std::size_t i = 0;
+      for (; i + lanes <= len; i += lanes) {
+        const batch xv = batch::load_unaligned(v + i);
+        ::xsimd::fma(swap_adjacent(xv), batch::load_aligned(sin_alt + i), xv * batch::load_aligned(cos_dup + i))
+            .store_unaligned(v + i);
+      }
+      if (i < len) {
+        alignas(64) float tail[lanes] = {};
+        std::memcpy(tail, v + i, (len - i) * sizeof(float));
+        const batch xv = batch::load_aligned(tail);
+        ::xsimd::fma(swap_adjacent(xv), batch::load_aligned(sin_alt + i), xv * batch::load_aligned(cos_dup + i))
+            .store_aligned(tail);
+        std::memcpy(v + i, tail, (len - i) * sizeof(float));
+      }
+    }
+  }
+}
+
+/// NeoX layout, one token: lo = v[0, d/2), hi = v[d/2, d) become
+/// lo c - hi s and lo s + hi c.
+inline void neox_token(const float* row, std::size_t head_dim, float* x, std::size_t heads,
+                       std::size_t head_stride) noexcept {
+  const std::size_t half = head_dim / 2;
+  const float* cos = row;
+  const float* sin = row + half;
+  const std::size_t full = half - half % lanes;
+  alignas(64) float cos_tail[lanes] = {};
+  alignas(64) float sin_tail[lanes] = {};
+  std::memcpy(cos_tail, cos + full, (half - full) * sizeof(float));
+  std::memcpy(sin_tail, sin + full, (half - full) * sizeof(float));
+  for (std::size_t h = 0; h < heads; ++h) {
+    float* lo = x + h * head_stride;
+    float* hi = lo + half;
+    for (std::size_t i = 0; i < full; i += lanes) {
+      const batch a = batch::load_unaligned(lo + i);
+      const batch b = batch::load_unaligned(hi + i);
+      const batch c = batch::load_unaligned(cos + i);
+      const batch s = batch::load_unaligned(sin + i);
+      ::xsimd::fnma(b, s, a * c).store_unaligned(lo + i);
+      ::xsimd::fma(a, s, b * c).store_unaligned(hi + i);
+    }
+    if (full < half) {
+      alignas(64) float ta[lanes] = {};
+      alignas(64) float tb[lanes] = {};
+      const std::size_t rest = (half - full) * sizeof(float);
+      std::memcpy(ta, lo + full, rest);
+      std::memcpy(tb, hi + full, rest);
+      const batch a = batch::load_aligned(ta);
+      const batch b = batch::load_aligned(tb);
+      const batch c = batch::load_aligned(cos_tail);
+      const batch s = batch::load_aligned(sin_tail);
+      ::xsimd::fnma(b, s, a * c).store_aligned(ta);
+      ::xsimd::fma(a, s, b * c).store_aligned(tb);
+      std::memcpy(lo + full, ta, rest);
+      std::memcpy(hi + full, tb, rest);
+    }
+  }
+}
+
+inline void apply(const float* rows, std::size_t head_dim, rope_layout layout, float* x, std::size_t tokens,
+                  std::size_t heads, std::size_t head_stride, std::size_t token_stride) noexcept {
+  for (std::size_t t = 0; t < tokens; ++t) {
+    if (layout == rope_layout::normal)
+      normal_token(rows + t * head_dim, head_dim, x + t * token_stride, heads, head_stride);
+    else
+      neox_token(rows + t * head_dim, head_dim, x + t * token_stride, heads, head_stride);
+  }
+}
+
+}  // namespace rope
+}  // namespace RUVLLM_XSIMD_ARCH_NS
+}  // namespace xsimd_impl
+
+template <>
+struct rope_ops<backend::xsimd> {
+  /// Rotates a dense [tokens][heads][head_dim] batch in place, token t at
+  /// position first_position + t.
+  static void rope_apply(const rope_table& table, rope_layout layout, float* x, std::size_t tokens, std::size_t heads,
+                         std::size_t first_position) noexcept {
+    rope_apply(table, layout, x, tokens, heads, first_position,
+               rope_strides{table.head_dim(), heads * table.head_dim()});
+  }
+  /// Rotates a strided batch in place (head h of token t at
+  /// x + t * strides.token + h * strides.head).
+  static void rope_apply(const rope_table& table, rope_layout layout, float* x, std::size_t tokens, std::size_t heads,
+                         std::size_t first_position, rope_strides strides) noexcept {
+    detail::check_rope_args(table, layout, x, tokens, heads, first_position, strides);
+    if (tokens == 0 || heads == 0) return;
+    xsimd_impl::rope::apply(table.row(first_position), table.head_dim(), layout, x, tokens, heads, strides.head,
+                            strides.token);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_XSIMD_ROPE_HPP
+
+// ==== ruvllm/kernels/xsimd/quant.hpp
+#ifndef RUVLLM_KERNELS_XSIMD_QUANT_HPP
+#define RUVLLM_KERNELS_XSIMD_QUANT_HPP
+
+// Quant kernels of backend::xsimd (see xsimd/arch.hpp on compile flags).
+// xsimd 8.1 has no int8 dot product, so quants are widened to int32 lanes on
+// load and multiplied there; each block's int32 sum is exact, and the float
+// accumulation is the reference's own expression, so results equal the
+// scalar reference's. Q8_0/Q4_0/Q8_K quantizers and Q8_0/Q4_0 dequantizers are
+// vectorized too; Q4_K/Q6_K quantizers, K-quant dequantizers and the f16/bf16
+// row conversions run the scalar reference. Semantics and preconditions:
+// kernels/scalar/quant.hpp.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+
+namespace ruvllm::kernels {
+
+namespace xsimd_impl {
+inline namespace RUVLLM_XSIMD_ARCH_NS {
+namespace quant {
+
+using i32 = ::xsimd::batch<std::int32_t>;
+using f32 = ::xsimd::batch<float>;
+
+/// sum(w[i] * a[i]) over count int8 values (a multiple of 16), widened to
+/// int32 lanes on load.
+[[nodiscard]] inline std::int32_t dot_i8(const std::int8_t* w, const std::int8_t* a, std::size_t count) noexcept {
+  i32 acc(0);
+  for (std::size_t k = 0; k < count; k += i32::size) acc += i32::load_unaligned(w + k) * i32::load_unaligned(a + k);
+  return ::xsimd::hadd(acc);
+}
+
+/// Largest |x[i]| over count floats (a multiple of 16).
+[[nodiscard]] inline float max_abs(const float* x, std::size_t count) noexcept {
+  f32 m(0.0f);
+  for (std::size_t k = 0; k < count; k += f32::size) m = ::xsimd::max(m, ::xsimd::abs(f32::load_unaligned(x + k)));
+  alignas(64) float lanes[f32::size];
+  m.store_aligned(lanes);
+  return *std::max_element(lanes, lanes + f32::size);
+}
+
+/// The first x[i] with |x[i]| == amax, as ggml's strict-> scan finds it.
+[[nodiscard]] inline float first_of_magnitude(const float* x, std::size_t count, float amax) noexcept {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (std::fabs(x[i]) == amax) return x[i];
+  }
+  return 0.0f;
+}
+
+/// The 32 quants of a Q4_0 block minus 8, in element order.
+inline void unpack_q4_0(const block_q4_0& b, std::int8_t* q) noexcept {
+  for (std::size_t j = 0; j < 16; ++j) {
+    q[j] = static_cast<std::int8_t>((b.qs[j] & 0x0F) - 8);
+    q[j + 16] = static_cast<std::int8_t>((b.qs[j] >> 4) - 8);
+  }
+}
+
+/// The 256 quants of a Q6_K block minus 32, in element order.
+inline void unpack_q6_k(const block_q6_k& b, std::int8_t* q) noexcept {
+  for (std::size_t half = 0; half < 2; ++half, q += 128) {
+    const std::uint8_t* ql = b.ql + 64 * half;
+    const std::uint8_t* qh = b.qh + 32 * half;
+    for (std::size_t l = 0; l < 32; ++l) {
+      q[l] = static_cast<std::int8_t>(((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32);
+      q[l + 32] = static_cast<std::int8_t>(((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32);
+      q[l + 64] = static_cast<std::int8_t>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+      q[l + 96] = static_cast<std::int8_t>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+    }
+  }
+}
+
+inline float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t n) noexcept {
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / 32; ++b) {
+    const std::int32_t sumi = dot_i8(w[b].qs, a[b].qs, 32);
+    sum += static_cast<float>(sumi) * (to_float(w[b].d) * to_float(a[b].d));
+  }
+  return sum;
+}
+
+inline float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
+  float sum = 0.0f;
+  alignas(64) std::int8_t q[32];
+  for (std::size_t b = 0; b < n / 32; ++b) {
+    unpack_q4_0(w[b], q);
+    const std::int32_t sumi = dot_i8(q, a[b].qs, 32);
+    sum += static_cast<float>(sumi) * to_float(w[b].d) * to_float(a[b].d);
+  }
+  return sum;
+}
+
+inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  float sum = 0.0f;
+  alignas(64) std::int8_t q[32];
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    std::uint8_t sc[8], m[8];
+    scalar::quant_detail::q4_k_scales_mins(w[b], sc, m);
+    std::int32_t mins = 0, scaled = 0;
+    for (std::size_t j = 0; j < 8; ++j) mins += m[j] * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
+    for (std::size_t j = 0; j < 8; ++j) {
+      const std::uint8_t* packed = w[b].qs + 32 * (j / 2);
+      for (std::size_t l = 0; l < 32; ++l) {
+        q[l] = static_cast<std::int8_t>((j % 2 == 0) ? (packed[l] & 0x0F) : (packed[l] >> 4));
+      }
+      scaled += sc[j] * dot_i8(q, a[b].qs + 32 * j, 32);
+    }
+    const float d = to_float(w[b].d) * a[b].d;
+    const float dmin = to_float(w[b].dmin) * a[b].d;
+    sum += d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
+  }
+  return sum;
+}
+
+inline float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  float sum = 0.0f;
+  alignas(64) std::int8_t q[qk_k];
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    unpack_q6_k(w[b], q);
+    std::int32_t total = 0;
+    for (std::size_t g = 0; g < qk_k / 16; ++g) total += w[b].scales[g] * dot_i8(q + 16 * g, a[b].qs + 16 * g, 16);
+    sum += to_float(w[b].d) * a[b].d * static_cast<float>(total);
+  }
+  return sum;
+}
+
+inline void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept {
+  for (std::size_t b = 0; b < n / 32; ++b, x += 32) {
+    const float d = max_abs(x, 32) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = to_f16(d);
+    if (!(std::fabs(id) <= std::numeric_limits<float>::max())) {
+      std::memset(y[b].qs, 0, sizeof y[b].qs);
+      continue;
+    }
+    for (std::size_t k = 0; k < 32; k += f32::size) {
+      // xsimd::round is roundf: ties away from zero, like ggml.
+      ::xsimd::batch_cast<std::int32_t>(::xsimd::round(f32::load_unaligned(x + k) * f32(id)))
+          .store_unaligned(y[b].qs + k);
+    }
+  }
+}
+
+inline void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept {
+  alignas(64) std::int32_t q[32];
+  for (std::size_t b = 0; b < n / 32; ++b, x += 32) {
+    const float amax = max_abs(x, 32);
+    const float max = amax > 0.0f ? first_of_magnitude(x, 32, amax) : 0.0f;
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = to_f16(d);
+    if (!(std::fabs(id) <= std::numeric_limits<float>::max())) {
+      std::memset(y[b].qs, 0x88, sizeof y[b].qs);
+      continue;
+    }
+    for (std::size_t k = 0; k < 32; k += f32::size) {
+      // min(15, trunc(min(p, 7.5) + 8.5)): see scalar::quant_detail::q4_0_nibble.
+      const f32 t = ::xsimd::min(f32::load_unaligned(x + k) * f32(id), f32(7.5f)) + f32(8.5f);
+      ::xsimd::min(::xsimd::batch_cast<std::int32_t>(t), i32(15)).store_aligned(q + k);
+    }
+    for (std::size_t j = 0; j < 16; ++j) y[b].qs[j] = static_cast<std::uint8_t>(q[j] | (q[j + 16] << 4));
+  }
+}
+
+inline void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept {
+  alignas(64) std::int32_t q[qk_k];
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    block_q8_k& out = y[b];
+    const float amax = max_abs(x, qk_k);
+    const float iscale = amax > 0.0f ? -127.0f / first_of_magnitude(x, qk_k, amax) : 0.0f;
+    out.d = amax > 0.0f ? 1.0f / iscale : 0.0f;
+    if (amax == 0.0f || !(std::fabs(iscale) <= std::numeric_limits<float>::max())) {
+      std::memset(out.qs, 0, sizeof out.qs);
+      std::memset(out.bsums, 0, sizeof out.bsums);
+      continue;
+    }
+    const f32 limit(scalar::quant_detail::nearest_int_limit);
+    for (std::size_t k = 0; k < qk_k; k += f32::size) {
+      // nearest_int: ties to even, saturated like the reference.
+      const f32 p = ::xsimd::min(::xsimd::max(f32::load_unaligned(x + k) * f32(iscale), -limit), limit);
+      ::xsimd::min(::xsimd::batch_cast<std::int32_t>(::xsimd::nearbyint(p)), i32(127)).store_aligned(q + k);
+    }
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      std::int32_t sum = 0;
+      for (std::size_t j = 0; j < 16; ++j) {
+        out.qs[16 * g + j] = static_cast<std::int8_t>(q[16 * g + j]);
+        sum += q[16 * g + j];
+      }
+      out.bsums[g] = static_cast<std::int16_t>(sum);
+    }
+  }
+}
+
+inline void dequantize_q8_0(const block_q8_0* x, float* y, std::size_t n) noexcept {
+  for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
+    const f32 d(to_float(x[b].d));
+    for (std::size_t k = 0; k < 32; k += f32::size) (f32::load_unaligned(x[b].qs + k) * d).store_unaligned(y + k);
+  }
+}
+
+inline void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
+  alignas(64) std::int8_t q[32];
+  for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
+    unpack_q4_0(x[b], q);
+    const f32 d(to_float(x[b].d));
+    for (std::size_t k = 0; k < 32; k += f32::size) (f32::load_unaligned(q + k) * d).store_unaligned(y + k);
+  }
+}
+
+}  // namespace quant
+}  // namespace RUVLLM_XSIMD_ARCH_NS
+}  // namespace xsimd_impl
+
+template <>
+struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsimd>> {
+  /// f32 -> Q8_0, ggml's bytes; n % 32 == 0.
+  static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    xsimd_impl::quant::quantize_q8_0(x, y, n);
+  }
+  /// f32 -> Q4_0, ggml's bytes; n % 32 == 0.
+  static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    xsimd_impl::quant::quantize_q4_0(x, y, n);
+  }
+  /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
+  /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
+  /// f32 -> Q8_K activations with bsums, ggml's bytes; n % 256 == 0.
+  static void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    xsimd_impl::quant::quantize_q8_k(x, y, n);
+  }
+
+  /// Q8_0 -> f32; n % 32 == 0.
+  static void dequantize_q8_0(const block_q8_0* x, float* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    xsimd_impl::quant::dequantize_q8_0(x, y, n);
+  }
+  /// Q4_0 -> f32; n % 32 == 0.
+  static void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    xsimd_impl::quant::dequantize_q4_0(x, y, n);
+  }
+  /// Q4_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q4_k(x, y, n);
+  }
+  /// Q6_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q6_k(x, y, n);
+  }
+  /// Q8_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q8_k(const block_q8_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q8_k(x, y, n);
+  }
+
+  /// f32 -> f16 row (scalar); any n.
+  static void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept { scalar::convert_f32_to_f16(x, y, n); }
+  /// f16 -> f32 row (scalar); any n.
+  static void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept { scalar::convert_f16_to_f32(x, y, n); }
+  /// f32 -> bf16 row (scalar); any n.
+  static void convert_f32_to_bf16(const float* x, bf16* y, std::size_t n) noexcept {
+    scalar::convert_f32_to_bf16(x, y, n);
+  }
+  /// bf16 -> f32 row (scalar); any n.
+  static void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept {
+    scalar::convert_bf16_to_f32(x, y, n);
+  }
+
+  /// One Q8_0 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    return xsimd_impl::quant::dot_q8_0_q8_0(w, a, n);
+  }
+  /// One Q4_0 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    return xsimd_impl::quant::dot_q4_0_q8_0(w, a, n);
+  }
+  /// One Q4_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    return xsimd_impl::quant::dot_q4_k_q8_k(w, a, n);
+  }
+  /// One Q6_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    return xsimd_impl::quant::dot_q6_k_q8_k(w, a, n);
+  }
+
+  /// out[r] = dot(row r, a); row r starts r * row_stride bytes after w.
+  static void dot_q8_0_q8_0_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q8_0_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q4_0 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q4_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
+  static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q6_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
+  static void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q6_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_XSIMD_QUANT_HPP
+
+// ==== ruvllm/kernels/xsimd/attention.hpp
+#ifndef RUVLLM_KERNELS_XSIMD_ATTENTION_HPP
+#define RUVLLM_KERNELS_XSIMD_ATTENTION_HPP
+
+// Attention kernels of backend::xsimd (see xsimd/arch.hpp on compile flags).
+// Contract: ruvllm/kernels/scalar/attention.hpp.
+//
+// Prefill uses the tiling of the Highway kernel (attention-inl.h): pre-scaled
+// Q tile, K^T per key block, a 6-row x 2-vector FMA register tile for S = QK^T
+// and for O += PV, online softmax per row with xsimd::exp.
+// Decode dequantizes into a stack tile of one row (f16, q8_0 keys; every value
+// format) or one channel of one KIVI key group (codes along tokens: tokens in
+// lanes, the channel's scale folded into the query), inside the online-softmax
+// loop over pages; then plain vector dot products and FMAs. Simpler than the
+// Highway kernel's in-register dequantization: xsimd is the compile-time
+// backend for -march=native builds, Highway the tuned one.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+
+
+namespace ruvllm::kernels {
+
+namespace xsimd_impl {
+inline namespace RUVLLM_XSIMD_ARCH_NS {
+namespace attention_x {
+
+using vf = ::xsimd::batch<float>;
+using vi = ::xsimd::batch<std::int32_t>;
+inline constexpr std::size_t lanes = vf::size;
+inline constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+inline constexpr std::size_t tile_rows = attention_tile_rows;
+inline constexpr std::size_t tile_keys = attention_tile_keys;
+static_assert(tile_keys % (2 * lanes) == 0, "a key block holds whole register tiles");
+
+/// 0, 1, 2, ... in the lanes (for partial-vector masks).
+[[nodiscard]] inline vf iota() noexcept {
+  alignas(64) float v[lanes];
+  for (std::size_t i = 0; i < lanes; ++i) v[i] = static_cast<float>(i);
+  return vf::load_aligned(v);
+}
+
+[[nodiscard]] inline float reduce_max(vf v) noexcept {
+  alignas(64) float x[lanes];
+  v.store_aligned(x);
+  float m = x[0];
+  for (std::size_t i = 1; i < lanes; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+/// Floats of the f16 bit patterns in the lanes of h (< 2^16), bit for bit
+/// ruvllm::to_float (subnormals via an exact int-to-float conversion).
+[[nodiscard]] inline vf f16_bits(vi h) noexcept {
+  const vi sign = (h & vi(0x8000)) << 16;
+  const vi mag = h & vi(0x7FFF);
+  const vi rebias(112 << 23);
+  const vi normal = (mag << 13) + rebias;
+  const vi special = (normal + rebias) | ::xsimd::select(mag > vi(0x7C00), vi(0x0040'0000), vi(0));
+  const vi subnormal = ::xsimd::bitwise_cast<vi>(::xsimd::to_float(mag) * vf(1.0f / 16777216.0f));
+  vi bits = ::xsimd::select(mag > vi(0x7BFF), special, normal);
+  bits = ::xsimd::select(mag < vi(0x0400), subnormal, bits);
+  return ::xsimd::bitwise_cast<vf>(bits | sign);
+}
+
+/// dst[0, n) = the n (a multiple of lanes) f16 values at p.
+inline void widen_f16(const std::byte* p, std::size_t n, float* dst) noexcept {
+  alignas(64) std::int32_t h[lanes];
+  for (std::size_t i = 0; i < n; i += lanes) {
+    for (std::size_t j = 0; j < lanes; ++j) {
+      std::uint16_t u;
+      std::memcpy(&u, p + 2 * (i + j), 2);
+      h[j] = u;
+    }
+    f16_bits(vi::load_aligned(h)).store_unaligned(dst + i);
+  }
+}
+
+// ================================================================ prefill
+
+template <std::size_t MR>
+inline void score_rows(const float* qt, std::size_t D, const float* kt, std::size_t ncols, float* s) noexcept {
+  for (std::size_t j = 0; j < ncols; j += 2 * lanes) {
+    vf c0[MR], c1[MR];
+    for (std::size_t r = 0; r < MR; ++r) c0[r] = c1[r] = vf(0.0f);
+    const float* b = kt + j;
+    for (std::size_t k = 0; k < D; ++k, b += tile_keys) {
+      const vf b0 = vf::load_aligned(b), b1 = vf::load_aligned(b + lanes);
+      for (std::size_t r = 0; r < MR; ++r) {
+        const vf a(qt[r * D + k]);
+        c0[r] = ::xsimd::fma(a, b0, c0[r]);
+        c1[r] = ::xsimd::fma(a, b1, c1[r]);
+      }
+    }
+    for (std::size_t r = 0; r < MR; ++r) {
+      c0[r].store_aligned(s + r * tile_keys + j);
+      c1[r].store_aligned(s + r * tile_keys + j + lanes);
+    }
+  }
+}
+
+template <std::size_t MR, std::size_t NV>
+inline void pv_rows(const float* p, std::size_t nkeys, const float* v, std::size_t v_stride, std::size_t c, float* o,
+                    std::size_t D) noexcept {
+  vf acc[MR][NV];
+  for (std::size_t r = 0; r < MR; ++r)
+    for (std::size_t n = 0; n < NV; ++n) acc[r][n] = vf::load_aligned(o + r * D + c + n * lanes);
+  const float* vr = v + c;
+  for (std::size_t j = 0; j < nkeys; ++j, vr += v_stride) {
+    vf b[NV];
+    for (std::size_t n = 0; n < NV; ++n) b[n] = vf::load_unaligned(vr + n * lanes);
+    for (std::size_t r = 0; r < MR; ++r) {
+      const vf a(p[r * tile_keys + j]);
+      for (std::size_t n = 0; n < NV; ++n) acc[r][n] = ::xsimd::fma(a, b[n], acc[r][n]);
+    }
+  }
+  for (std::size_t r = 0; r < MR; ++r)
+    for (std::size_t n = 0; n < NV; ++n) acc[r][n].store_aligned(o + r * D + c + n * lanes);
+}
+
+template <std::size_t MR>
+inline void pv_all(const float* p, std::size_t nkeys, const float* v, std::size_t v_stride, float* o,
+                   std::size_t D) noexcept {
+  std::size_t c = 0;
+  for (; c + 2 * lanes <= D; c += 2 * lanes) pv_rows<MR, 2>(p, nkeys, v, v_stride, c, o, D);
+  for (; c < D; c += lanes) pv_rows<MR, 1>(p, nkeys, v, v_stride, c, o, D);
+}
+
+template <class F>
+inline void for_row_blocks(std::size_t nr, F&& f) {
+  constexpr std::size_t mr = 6;
+  std::size_t r = 0;
+  for (; r + mr <= nr; r += mr) f.template operator()<mr>(r);
+  switch (nr - r) {
+    case 5: f.template operator()<5>(r); break;
+    case 4: f.template operator()<4>(r); break;
+    case 3: f.template operator()<3>(r); break;
+    case 2: f.template operator()<2>(r); break;
+    case 1: f.template operator()<1>(r); break;
+    default: break;
+  }
+}
+
+inline void prefill_item(const attention_prefill_args& a, const attention_detail::prefill_tiles& t,
+                         std::size_t item) noexcept {
+  const std::size_t D = a.head_dim, G = a.n_heads / a.n_kv_heads;
+  const std::size_t tiles = attention_detail::prefill_row_tiles(a);
+  const std::size_t kvh = item / tiles, r0 = (item % tiles) * tile_rows;
+  const std::size_t nr = std::min(tile_rows, a.n_q * G - r0);
+  const vf scale(a.scale), zero(0.0f), idx = iota();
+  for (std::size_t r = 0; r < nr; ++r) {
+    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
+    const float* src = a.q + i * a.q_stride + head * D;
+    for (std::size_t c = 0; c < D; c += lanes) {
+      (vf::load_unaligned(src + c) * scale).store_aligned(t.q + r * D + c);
+      zero.store_aligned(t.o + r * D + c);
+    }
+    t.m[r] = neg_inf;
+    t.l[r] = 0.0f;
+  }
+  const std::size_t pos_min = a.q_pos + r0 / G, pos_max = a.q_pos + (r0 + nr - 1) / G;
+  const std::size_t kv_end = a.causal ? std::min(a.n_kv, pos_max + 1) : a.n_kv;
+  const float* kbase = a.k + kvh * D;
+  const float* vbase = a.v + kvh * D;
+  for (std::size_t kb0 = 0; kb0 < kv_end; kb0 += tile_keys) {
+    const std::size_t nk = std::min(tile_keys, kv_end - kb0);
+    const std::size_t ncols = attention_detail::round_up(nk, 2 * lanes);
+    for (std::size_t j = 0; j < nk; ++j) {
+      const float* krow = kbase + (kb0 + j) * a.k_stride;
+      for (std::size_t c = 0; c < D; ++c) t.kt[c * tile_keys + j] = krow[c];
+    }
+    for (std::size_t c = 0; c < D; ++c)
+      for (std::size_t j = nk; j < ncols; ++j) t.kt[c * tile_keys + j] = 0.0f;
+    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) {
+      score_rows<MR>(t.q + r * D, D, t.kt, ncols, t.s + r * tile_keys);
+    });
+    const bool needs_mask = a.causal && kb0 + nk - 1 > pos_min;
+    for (std::size_t r = 0; r < nr; ++r) {
+      float* s = t.s + r * tile_keys;
+      std::size_t valid = nk;
+      if (needs_mask) {
+        const std::size_t pos = a.q_pos + (r0 + r) / G;
+        valid = pos + 1 <= kb0 ? 0 : std::min(nk, pos + 1 - kb0);
+      }
+      if (valid == 0) {
+        for (std::size_t j = 0; j < ncols; j += lanes) zero.store_aligned(s + j);
+        continue;
+      }
+      vf vmax(neg_inf);
+      std::size_t j = 0;
+      for (; j + lanes <= valid; j += lanes) vmax = ::xsimd::max(vmax, vf::load_aligned(s + j));
+      if (j < valid)
+        vmax = ::xsimd::max(vmax, ::xsimd::select(idx < vf(static_cast<float>(valid - j)), vf::load_aligned(s + j), vmax));
+      const float m_old = t.m[r];
+      const float m_new = std::max(m_old, reduce_max(vmax));
+      const vf vm(m_new);
+      vf vsum(0.0f);
+      for (j = 0; j < ncols; j += lanes) {
+        vf p = ::xsimd::exp(vf::load_aligned(s + j) - vm);
+        if (j + lanes > valid)
+          p = ::xsimd::select(idx < vf(static_cast<float>(valid > j ? valid - j : 0)), p, zero);
+        p.store_aligned(s + j);
+        vsum += p;
+      }
+      const float alpha = std::exp(m_old - m_new);
+      t.l[r] = t.l[r] * alpha + ::xsimd::hadd(vsum);
+      t.m[r] = m_new;
+      if (alpha != 1.0f) {
+        const vf va(alpha);
+        for (std::size_t c = 0; c < D; c += lanes)
+          (vf::load_aligned(t.o + r * D + c) * va).store_aligned(t.o + r * D + c);
+      }
+    }
+    const float* vblock = vbase + kb0 * a.v_stride;
+    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) {
+      pv_all<MR>(t.s + r * tile_keys, nk, vblock, a.v_stride, t.o + r * D, D);
+    });
+  }
+  for (std::size_t r = 0; r < nr; ++r) {
+    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
+    float* dst = a.out + i * a.out_stride + head * D;
+    const vf inv(t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f);
+    for (std::size_t c = 0; c < D; c += lanes) (vf::load_aligned(t.o + r * D + c) * inv).store_unaligned(dst + c);
+  }
+}
+
+// ================================================================= decode
+
+inline constexpr std::size_t score_stride = kv_max_tokens_per_page + 16;
+
+[[nodiscard]] inline float dot(const float* a, const float* b, std::size_t n) noexcept {
+  vf acc0(0.0f), acc1(0.0f);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    acc0 = ::xsimd::fma(vf::load_unaligned(a + i), vf::load_unaligned(b + i), acc0);
+    acc1 = ::xsimd::fma(vf::load_unaligned(a + i + lanes), vf::load_unaligned(b + i + lanes), acc1);
+  }
+  for (; i < n; i += lanes) acc0 = ::xsimd::fma(vf::load_unaligned(a + i), vf::load_unaligned(b + i), acc0);
+  return ::xsimd::hadd(acc0 + acc1);
+}
+
+/// acc[0, n) += w * x[0, n); n a multiple of lanes.
+inline void axpy(float w, const float* x, float* acc, std::size_t n) noexcept {
+  const vf wv(w);
+  for (std::size_t i = 0; i < n; i += lanes)
+    ::xsimd::fma(wv, vf::load_unaligned(x + i), vf::load_unaligned(acc + i)).store_unaligned(acc + i);
+}
+
+/// Row t of a page-head in a per-token format (f16, q8_0, KIVI values) into dst.
+inline void value_row(kv_format_desc f, kv_role r, const std::byte* head, std::size_t t, std::size_t D,
+                      float* dst) noexcept {
+  if (f.format == kv_format::f16) {
+    widen_f16(head + 2 * t * D, D, dst);
+  } else {
+    scalar::dequantize_page_head(f, r, head, t, 1, D, dst, D);
+  }
+}
+
+/// Scores of one page for heads [0, G) of the group: s[h][t] = q_h . k_t.
+inline void score_page(const paged_kv_desc& kv, const float* q, std::size_t G, const std::byte* kh, std::size_t n,
+                       float* s) noexcept {
+  const std::size_t D = kv.head_dim;
+  alignas(64) float row[kv_max_head_dim];
+  const kv_format_desc f = kv.k_format;
+  if (f.format == kv_format::f16 || f.format == kv_format::q8_0) {
+    for (std::size_t t = 0; t < n; ++t) {
+      value_row(f, kv_role::key, kh, t, D, row);
+      for (std::size_t h = 0; h < G; ++h) s[h * score_stride + t] = dot(q + h * D, row, D);
+    }
+    return;
+  }
+  // KIVI keys: one channel's G codes along tokens into `codes`, tokens in lanes.
+  const unsigned bits = kv_bits(f.format);
+  const std::size_t Gk = f.group, P = Gk * bits / 8, S = 4 + P;
+  const std::size_t full = Gk / lanes * lanes;
+  alignas(64) float codes[kv_max_tokens_per_page];
+  for (std::size_t j = 0; j * Gk < n; ++j) {
+    for (std::size_t h = 0; h < G; ++h) std::fill(s + h * score_stride + j * Gk, s + h * score_stride + (j + 1) * Gk, 0.0f);
+    for (std::size_t ch = 0; ch < D; ++ch) {
+      const std::byte* block = kh + S * (j * D + ch);
+      const float scale = to_float(kv_quant_detail::load_f16(block));
+      const float zero = to_float(kv_quant_detail::load_f16(block + 2));
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(block + 4);
+      for (std::size_t i = 0; i < Gk; ++i)
+        codes[i] = static_cast<float>(kv_quant_detail::kivi_code_at(bytes, bits, P, i));
+      for (std::size_t h = 0; h < G; ++h) {
+        const float qc = q[h * D + ch];
+        float* sh = s + h * score_stride + j * Gk;
+        const vf w(qc * scale), z(qc * zero);
+        std::size_t i = 0;
+        for (; i < full; i += lanes)
+          (::xsimd::fma(w, vf::load_aligned(codes + i), vf::load_unaligned(sh + i)) + z).store_unaligned(sh + i);
+        for (; i < Gk; ++i) sh[i] += qc * scale * codes[i] + qc * zero;
+      }
+    }
+  }
+}
+
+inline void decode_item(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q,
+                        std::size_t i) noexcept {
+  const attention_decode_item& it = plan.items[i];
+  const std::size_t D = plan.head_dim, G = plan.group;
+  const float* qg = q + (std::size_t{it.seq} * plan.n_heads + std::size_t{it.kv_head} * G) * D;
+  for (std::size_t h = 0; h < G; ++h) {
+    plan.ml(i, h)[0] = neg_inf;
+    plan.ml(i, h)[1] = 0.0f;
+    std::fill(plan.acc(i, h), plan.acc(i, h) + D, 0.0f);
+  }
+  const vf idx = iota(), scale(plan.scale), zero(0.0f);
+  alignas(64) float row[kv_max_head_dim];
+  for (std::size_t h0 = 0; h0 < G; h0 += 8) {  // scores of up to 8 heads per page on the stack
+    const std::size_t hb = std::min<std::size_t>(8, G - h0);
+    alignas(64) float s[8 * score_stride];
+    for (std::uint32_t p = it.page_begin; p < it.page_end; ++p) {
+      const std::byte* kh = kv.k_head(it.seq, p, it.kv_head);
+      const std::byte* vh = kv.v_head(it.seq, p, it.kv_head);
+      const std::size_t n = kv.page_tokens(it.seq, p);
+      const std::size_t padded = attention_detail::round_up(n, lanes);
+      score_page(kv, qg + h0 * D, hb, kh, n, s);
+      for (std::size_t h = 0; h < hb; ++h) {
+        float* sh = s + h * score_stride;
+        vf vmax(neg_inf);
+        for (std::size_t t = 0; t < padded; t += lanes)
+          vmax = ::xsimd::max(vmax, ::xsimd::select(idx < vf(static_cast<float>(n - t)),
+                                                     vf::load_aligned(sh + t) * scale, vf(neg_inf)));
+        float* ml = plan.ml(i, h0 + h);
+        const float m_new = std::max(ml[0], reduce_max(vmax));
+        const vf vm(m_new);
+        vf vsum(0.0f);
+        for (std::size_t t = 0; t < padded; t += lanes) {
+          const vf e = ::xsimd::exp(::xsimd::fms(vf::load_aligned(sh + t), scale, vm));
+          const vf pr = ::xsimd::select(idx < vf(static_cast<float>(n - t)), e, zero);
+          pr.store_aligned(sh + t);
+          vsum += pr;
+        }
+        const float alpha = std::exp(ml[0] - m_new);
+        ml[0] = m_new;
+        ml[1] = ml[1] * alpha + ::xsimd::hadd(vsum);
+        if (alpha != 1.0f) {
+          float* acc = plan.acc(i, h0 + h);
+          const vf va(alpha);
+          for (std::size_t c = 0; c < D; c += lanes) (vf::load_unaligned(acc + c) * va).store_unaligned(acc + c);
+        }
+      }
+      for (std::size_t t = 0; t < n; ++t) {
+        value_row(kv.v_format, kv_role::value, vh, t, D, row);
+        for (std::size_t h = 0; h < hb; ++h) axpy(s[h * score_stride + t], row, plan.acc(i, h0 + h), D);
+      }
+    }
+  }
+}
+
+}  // namespace attention_x
+}  // namespace RUVLLM_XSIMD_ARCH_NS
+}  // namespace xsimd_impl
+
+template <>
+struct attention_ops<backend::xsimd> {
+  /// Flash-attention prefill of work items [begin, end); workspace holds at
+  /// least attention_prefill_workspace_bytes(a.head_dim) bytes.
+  static void attention_prefill(const attention_prefill_args& a, std::span<std::byte> workspace, std::size_t begin,
+                                std::size_t end) noexcept {
+    RUVLLM_ASSERT(end <= attention_prefill_work_items(a) && begin <= end);
+    RUVLLM_ASSERT(begin == end || workspace.size() >= attention_prefill_workspace_bytes(a.head_dim));
+    if (begin == end) return;
+    const auto tiles = attention_detail::carve_prefill_tiles(workspace.data(), a.head_dim);
+    for (std::size_t w = begin; w < end; ++w) xsimd_impl::attention_x::prefill_item(a, tiles, w);
+  }
+  /// Paged decode of work items [begin, end) of `plan`.
+  static void attention_decode(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q,
+                               std::size_t begin, std::size_t end) noexcept {
+    RUVLLM_ASSERT(end <= plan.work_items() && begin <= end);
+    for (std::size_t i = begin; i < end; ++i) xsimd_impl::attention_x::decode_item(plan, kv, q, i);
+  }
+  /// attention_decode for a typed view.
+  template <class K, class V, std::size_t T>
+  static void attention_decode(const attention_decode_plan& plan, const paged_kv_view<K, V, T>& kv, const float* q,
+                               std::size_t begin, std::size_t end) noexcept {
+    attention_decode(plan, kv.desc(), q, begin, end);
+  }
+  /// Merges the partial states of sequences [begin, end) into out (and lse when non-null).
+  static void attention_decode_merge(const attention_decode_plan& plan, float* out, float* lse, std::size_t begin,
+                                     std::size_t end) noexcept {
+    RUVLLM_ASSERT(end <= plan.batch && begin <= end);
+    attention_detail::decode_merge(plan, out, lse, begin, end);
+  }
+  /// Combines two attention outputs over disjoint keys by their log-sum-exps.
+  static void attention_merge_states(const float* a, const float* lse_a, const float* b, const float* lse_b,
+                                     float* out, float* lse_out, std::size_t rows, std::size_t head_dim) noexcept {
+    attention_detail::merge_states(a, lse_a, b, lse_b, out, lse_out, rows, head_dim);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_XSIMD_ATTENTION_HPP
+
+// ==== ruvllm/kernels/xsimd/kv_quant.hpp
+#ifndef RUVLLM_KERNELS_XSIMD_KV_QUANT_HPP
+#define RUVLLM_KERNELS_XSIMD_KV_QUANT_HPP
+
+#include <cstddef>
+
+
+namespace ruvllm::kernels {
+
+template <>
+struct kv_quant_ops<backend::xsimd> : kv_quant_ops<backend::scalar> {};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_XSIMD_KV_QUANT_HPP
 
 // ==== ruvllm/kernels/xsimd.hpp
 #ifndef RUVLLM_KERNELS_XSIMD_HPP
@@ -1838,7 +10797,14 @@ struct distance_ops<backend::xsimd> {
 namespace ruvllm::kernels {
 
 template <>
-struct ops<backend::xsimd> : distance_ops<backend::xsimd> {};
+struct ops<backend::xsimd> : distance_ops<backend::xsimd>,
+                             matmul_ops<backend::xsimd>,
+                             norm_ops<backend::xsimd>,
+                             activation_ops<backend::xsimd>,
+                             rope_ops<backend::xsimd>,
+                             quant_ops<backend::xsimd>,
+                             attention_ops<backend::xsimd>,
+                             kv_quant_ops<backend::xsimd> {};
 
 }  // namespace ruvllm::kernels
 
@@ -1852,6 +10818,170 @@ struct ops<backend::xsimd> : distance_ops<backend::xsimd> {};
 
 
 #endif  // RUVLLM_KERNELS_OPS_HPP
+
+// ==== ruvllm/kernels/matmul.hpp
+#ifndef RUVLLM_KERNELS_MATMUL_HPP
+#define RUVLLM_KERNELS_MATMUL_HPP
+
+// Multi-threaded GEMV and GEMM over a thread_pool: y = W x (decode) and
+// Y = X Wᵀ (prefill) for a row-major weight matrix in f32, f16 or bf16 and f32
+// activations, and y = W x for GGUF-quantized weights (quantized_gemv).
+//
+// The rows are split into blocks of about 128 KiB of weights, claimed
+// dynamically by the pool's threads: large enough that the claim and the
+// dispatch (~1.3 ns) vanish next to streaming the block from memory, small
+// enough that a thread the OS deschedules holds little of the work. Each
+// block is one call into the backend's row kernel, which reads the block once
+// while x stays in L1. Does not allocate.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+
+namespace ruvllm::kernels {
+
+/// Rows per work item for rows of `row_bytes` bytes: ~128 KiB, a multiple of 4.
+[[nodiscard]] constexpr std::size_t gemv_block_rows(std::size_t row_bytes) noexcept {
+  constexpr std::size_t target_bytes = std::size_t{128} << 10;
+  const std::size_t rows = row_bytes == 0 ? target_bytes : target_bytes / row_bytes;
+  return std::max<std::size_t>(4, rows / 4 * 4);
+}
+
+/// y[r] = sum_c w[r * row_stride + c] * x[c] for r < rows, on every thread of
+/// `pool`. W is float, ruvllm::f16 or ruvllm::bf16. x must not alias y.
+template <Backend B, class W>
+void gemv(thread_pool& pool, const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+          std::size_t cols) noexcept {
+  pool.run(rows, gemv_block_rows(cols * sizeof(W)), [&](std::size_t begin, std::size_t end, std::size_t) {
+    ops<B>::gemv(w + begin * row_stride, row_stride, x, y + begin, end - begin, cols);
+  });
+}
+
+/// Y[t * y_stride + r] = sum_c w[r * w_stride + c] * x[t * x_stride + c] for
+/// r < rows and t < tokens, on every thread of `pool`. Work items are tiles
+/// of 64 rows x 64 tokens: 64 f32 rows of 4096 plus 64 tokens is 2 MiB, the
+/// working set of one item stays in L2/L3 while each weight byte serves 64
+/// tokens. Y must not alias X or W.
+template <Backend B, class W>
+void gemm(thread_pool& pool, const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
+          std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
+  constexpr std::size_t tile = 64;
+  const std::size_t row_tiles = (rows + tile - 1) / tile;
+  const std::size_t token_tiles = (tokens + tile - 1) / tile;
+  // Row tiles vary fastest so consecutive items share a token tile in cache.
+  pool.run(row_tiles * token_tiles, 1, [&](std::size_t begin, std::size_t end, std::size_t) {
+    for (std::size_t item = begin; item < end; ++item) {
+      const std::size_t r0 = item % row_tiles * tile;
+      const std::size_t t0 = item / row_tiles * tile;
+      ops<B>::gemm(w + r0 * w_stride, w_stride, x + t0 * x_stride, x_stride, y + t0 * y_stride + r0, y_stride,
+                   std::min(tile, rows - r0), std::min(tile, tokens - t0), cols);
+    }
+  });
+}
+
+namespace detail {
+
+// For each GGUF weight block: the activation block it pairs with and the
+// backend calls that quantize activations and dot rows, as llama.cpp's CPU
+// path pairs them (Q8_0 activations for 32-element formats, Q8_K for K-quants).
+template <class WeightBlock>
+struct quantized_gemv_traits;
+
+template <>
+struct quantized_gemv_traits<block_q8_0> {
+  using activation_block = block_q8_0;
+  static constexpr std::size_t block_size = 32;
+  template <Backend B>
+  static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
+    ops<B>::quantize_q8_0(x, a, n);
+  }
+  template <Backend B>
+  static void rows(const block_q8_0* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
+                   float* out) noexcept {
+    ops<B>::dot_q8_0_q8_0_rows(w, stride, rows, a, n, out);
+  }
+};
+
+template <>
+struct quantized_gemv_traits<block_q4_0> {
+  using activation_block = block_q8_0;
+  static constexpr std::size_t block_size = 32;
+  template <Backend B>
+  static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
+    ops<B>::quantize_q8_0(x, a, n);
+  }
+  template <Backend B>
+  static void rows(const block_q4_0* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
+                   float* out) noexcept {
+    ops<B>::dot_q4_0_q8_0_rows(w, stride, rows, a, n, out);
+  }
+};
+
+template <>
+struct quantized_gemv_traits<block_q4_k> {
+  using activation_block = block_q8_k;
+  static constexpr std::size_t block_size = qk_k;
+  template <Backend B>
+  static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
+    ops<B>::quantize_q8_k(x, a, n);
+  }
+  template <Backend B>
+  static void rows(const block_q4_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
+                   float* out) noexcept {
+    ops<B>::dot_q4_k_q8_k_rows(w, stride, rows, a, n, out);
+  }
+};
+
+template <>
+struct quantized_gemv_traits<block_q6_k> {
+  using activation_block = block_q8_k;
+  static constexpr std::size_t block_size = qk_k;
+  template <Backend B>
+  static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
+    ops<B>::quantize_q8_k(x, a, n);
+  }
+  template <Backend B>
+  static void rows(const block_q6_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
+                   float* out) noexcept {
+    ops<B>::dot_q6_k_q8_k_rows(w, stride, rows, a, n, out);
+  }
+};
+
+}  // namespace detail
+
+/// The activation block a quantized weight block is multiplied with.
+template <class WeightBlock>
+using activation_block_t = typename detail::quantized_gemv_traits<WeightBlock>::activation_block;
+
+/// Activation blocks quantized_gemv needs in its workspace for `cols` columns.
+template <class WeightBlock>
+[[nodiscard]] constexpr std::size_t activation_blocks(std::size_t cols) noexcept {
+  return cols / detail::quantized_gemv_traits<WeightBlock>::block_size;
+}
+
+/// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q4_k or
+/// block_q6_k rows, `row_stride` bytes apart, cols a multiple of the block
+/// size): x is quantized once into `activations` (activation_blocks(cols)
+/// blocks, caller-provided so the call never allocates) by the calling
+/// thread, then row blocks of ~128 KiB of weights run on every pool thread,
+/// each one dispatched call of the backend's row-dot kernel.
+template <Backend B, class WeightBlock>
+void quantized_gemv(thread_pool& pool, const WeightBlock* w, std::size_t row_stride, const float* x, float* y,
+                    std::size_t rows, std::size_t cols, activation_block_t<WeightBlock>* activations) noexcept {
+  using traits = detail::quantized_gemv_traits<WeightBlock>;
+  RUVLLM_ASSERT(cols % traits::block_size == 0);
+  traits::template quantize<B>(x, activations, cols);
+  const auto* base = reinterpret_cast<const std::byte*>(w);
+  pool.run(rows, gemv_block_rows(row_stride), [&](std::size_t begin, std::size_t end, std::size_t) {
+    traits::template rows<B>(reinterpret_cast<const WeightBlock*>(base + begin * row_stride), row_stride, end - begin,
+                             activations, cols, y + begin);
+  });
+}
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_MATMUL_HPP
 
 // ==== ruvllm/ruvllm.hpp
 #ifndef RUVLLM_RUVLLM_HPP

@@ -32,7 +32,14 @@ using public_types = std::tuple<
     // kernels
     ruvllm::kernels::ops<ruvllm::backend::scalar>, ruvllm::kernels::ops<ruvllm::backend::highway>,
     ruvllm::kernels::ops<ruvllm::backend::xsimd>, ruvllm::kernels::distance_ops<ruvllm::backend::scalar>,
-    ruvllm::kernels::distance_ops<ruvllm::backend::highway>, ruvllm::kernels::distance_ops<ruvllm::backend::xsimd>>;
+    ruvllm::kernels::distance_ops<ruvllm::backend::highway>, ruvllm::kernels::distance_ops<ruvllm::backend::xsimd>,
+    ruvllm::kernels::quant_ops<ruvllm::backend::scalar>, ruvllm::kernels::quant_ops<ruvllm::backend::highway>,
+    ruvllm::kernels::quant_ops<ruvllm::backend::xsimd>, ruvllm::kernels::norm_ops<ruvllm::backend::scalar>,
+    ruvllm::kernels::norm_ops<ruvllm::backend::highway>, ruvllm::kernels::norm_ops<ruvllm::backend::xsimd>,
+    ruvllm::kernels::activation_ops<ruvllm::backend::scalar>, ruvllm::kernels::activation_ops<ruvllm::backend::highway>,
+    ruvllm::kernels::activation_ops<ruvllm::backend::xsimd>, ruvllm::kernels::rope_ops<ruvllm::backend::scalar>,
+    ruvllm::kernels::rope_ops<ruvllm::backend::highway>, ruvllm::kernels::rope_ops<ruvllm::backend::xsimd>,
+    ruvllm::kernels::rope_table, ruvllm::kernels::rope_params, ruvllm::kernels::rope_strides>;
 
 template <class... Ts>
 constexpr bool none_polymorphic(std::tuple<Ts...>*) {

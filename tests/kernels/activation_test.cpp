@@ -120,8 +120,8 @@ void check_elementwise(const misaligned& got, const std::vector<double>& want, B
     }
   }
   INFO(what << ": " << bad << " of " << got.size() << " outside the bound; worst at " << worst_at << ": got "
-            << (got.size() ? got[worst_at] : 0.0f) << ", want " << (want.size() ? want[worst_at] : 0.0) << ", "
-            << worst << "x the bound");
+            << (got.size() ? got[worst_at] : 0.0f) << ", want " << (want.size() ? want[worst_at] : 0.0) << ", " << worst
+            << "x the bound");
   CHECK(bad == 0);
   CHECK(got.tail_intact());
 }
@@ -194,11 +194,13 @@ TEST_CASE("softmax matches the reference shape and sums to 1 on every backend", 
         misaligned got(n);
         ops<B>::softmax(x.data(), got.data(), n, scale);
         check_softmax_row(x.data(), got.data(), n, scale, label);
-        check_elementwise(got, to_double(want), [&](std::size_t i) { return rel * std::fabs(want[i]) + 4.0 * flt_min; },
-                          label + " vs scalar");
+        check_elementwise(
+            got, to_double(want), [&](std::size_t i) { return rel * std::fabs(want[i]) + 4.0 * flt_min; },
+            label + " vs scalar");
         misaligned inplace(x);
         ops<B>::softmax(inplace.data(), n, scale);
-        check_elementwise(inplace, to_double(got), [](std::size_t) { return 0.0; }, label + " in place");
+        check_elementwise(
+            inplace, to_double(got), [](std::size_t) { return 0.0; }, label + " in place");
       });
     }
   }
@@ -370,13 +372,16 @@ TEST_CASE("silu, gelu and swiglu match the scalar reference on every backend", "
       misaligned inplace(x);
       ops<B>::silu(inplace.data(), inplace.data(), n);
       ops<B>::silu(x.data(), y.data(), n);
-      check_elementwise(inplace, to_double(y), [](std::size_t) { return 0.0; }, "silu in place");
+      check_elementwise(
+          inplace, to_double(y), [](std::size_t) { return 0.0; }, "silu in place");
       misaligned gate_out(x), up_out(up);
       ops<B>::swiglu(gate_out.data(), up.data(), gate_out.data(), n);
       ops<B>::swiglu(x.data(), up_out.data(), up_out.data(), n);
       ops<B>::swiglu(x.data(), up.data(), y.data(), n);
-      check_elementwise(gate_out, to_double(y), [](std::size_t) { return 0.0; }, "swiglu into gate");
-      check_elementwise(up_out, to_double(y), [](std::size_t) { return 0.0; }, "swiglu into up");
+      check_elementwise(
+          gate_out, to_double(y), [](std::size_t) { return 0.0; }, "swiglu into gate");
+      check_elementwise(
+          up_out, to_double(y), [](std::size_t) { return 0.0; }, "swiglu into up");
     });
   }
 }

@@ -185,3 +185,61 @@ TEST_CASE("threaded gemm equals one call of the tile kernel", "[kernels][gemm]")
   // every token in the same pair, so the sums are bit-identical.
   REQUIRE(split == one);
 }
+
+namespace {
+
+namespace ks = ruvllm::kernels::scalar;
+void quantize_row(const float* x, ruvllm::block_q8_0* y, std::size_t n) { ks::quantize_q8_0(x, y, n); }
+void quantize_row(const float* x, ruvllm::block_q4_0* y, std::size_t n) { ks::quantize_q4_0(x, y, n); }
+void quantize_row(const float* x, ruvllm::block_q4_k* y, std::size_t n) { ks::quantize_q4_k(x, y, n); }
+void quantize_row(const float* x, ruvllm::block_q6_k* y, std::size_t n) { ks::quantize_q6_k(x, y, n); }
+void dequantize_row(const ruvllm::block_q8_0* x, float* y, std::size_t n) { ks::dequantize_q8_0(x, y, n); }
+void dequantize_row(const ruvllm::block_q4_0* x, float* y, std::size_t n) { ks::dequantize_q4_0(x, y, n); }
+void dequantize_row(const ruvllm::block_q4_k* x, float* y, std::size_t n) { ks::dequantize_q4_k(x, y, n); }
+void dequantize_row(const ruvllm::block_q6_k* x, float* y, std::size_t n) { ks::dequantize_q6_k(x, y, n); }
+void dequantize_row(const ruvllm::block_q8_k* x, float* y, std::size_t n) { ks::dequantize_q8_k(x, y, n); }
+
+// quantized_gemv against (a) the backend's row kernel called once over all
+// rows (bit-identical: the split only changes which thread runs a row) and
+// (b) float arithmetic on the dequantized weights and activations.
+template <class Block>
+void check_quantized_gemv(std::uint64_t stream, std::size_t rows, std::size_t cols) {
+  ruvllm::test::rng gen(stream);
+  const std::size_t blocks = cols / ruvllm::kernels::detail::quantized_gemv_traits<Block>::block_size;
+  std::vector<Block> w(rows * blocks);
+  std::vector<float> row(cols), x(cols);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (auto& v : row) v = gen.uniform(-1.0f, 1.0f);
+    quantize_row(row.data(), w.data() + r * blocks, cols);
+  }
+  for (auto& v : x) v = gen.uniform(-1.0f, 1.0f);
+  std::vector<k::activation_block_t<Block>> act(k::activation_blocks<Block>(cols));
+  const std::size_t stride = blocks * sizeof(Block);
+  for (std::size_t threads : {1u, 2u}) {
+    ruvllm::thread_pool pool(threads);
+    std::vector<float> y(rows), once(rows);
+    k::quantized_gemv<highway>(pool, w.data(), stride, x.data(), y.data(), rows, cols, act.data());
+    ruvllm::kernels::detail::quantized_gemv_traits<Block>::template rows<highway>(w.data(), stride, rows, act.data(),
+                                                                                  cols, once.data());
+    REQUIRE(y == once);
+    std::vector<float> wf(cols), xf(cols);
+    dequantize_row(act.data(), xf.data(), cols);
+    for (std::size_t r = 0; r < rows; ++r) {
+      dequantize_row(w.data() + r * blocks, wf.data(), cols);
+      double want = 0.0, magnitude = 0.0;
+      for (std::size_t c = 0; c < cols; ++c) {
+        want += double(wf[c]) * xf[c];
+        magnitude += std::fabs(double(wf[c]) * xf[c]);
+      }
+      INFO("row " << r << " of " << rows << " x " << cols);
+      REQUIRE(std::fabs(y[r] - want) <= 1e-5 * magnitude + 1e-6);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("quantized gemv: q8_0 weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q8_0>(71, 67, 4096); }
+TEST_CASE("quantized gemv: q4_0 weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q4_0>(72, 130, 256); }
+TEST_CASE("quantized gemv: q4_k weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q4_k>(73, 33, 1024); }
+TEST_CASE("quantized gemv: q6_k weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q6_k>(74, 9, 512); }

@@ -177,8 +177,7 @@ TEST_CASE("rms_norm is exact where its sum is", "[kernels][norm]") {
     const misaligned w(gen.uniform_vector(n, -3.0f, 3.0f));
     misaligned want(2 * n);
     ops<scalar>::rms_norm_rows(x.data(), w.data(), want.data(), 2, n, norm_eps);
-    for (std::size_t i = 0; i < 2 * n; ++i)
-      REQUIRE(want[i] == (x[i] * (1.0f / std::sqrt(1.0f + norm_eps))) * w[i % n]);
+    for (std::size_t i = 0; i < 2 * n; ++i) REQUIRE(want[i] == (x[i] * (1.0f / std::sqrt(1.0f + norm_eps))) * w[i % n]);
     for_each_simd_backend([&](auto tag, const std::string& label) {
       INFO(label << ", n = " << n);
       misaligned got(2 * n);
@@ -286,9 +285,9 @@ TEST_CASE("layer_norm matches the scalar reference on every target and xsimd", "
           for (std::size_t i = 0; i < n; ++i) {
             const std::size_t k = r * n + i;
             const double t = (x[k] - mean) * scale;
-            const double bound = (static_cast<double>(n) + 8.0) * eps * (std::fabs(x[k]) + std::fabs(mean)) * scale *
-                                     std::fabs(w[i]) +
-                                 2.0 * eps * (std::fabs(t * w[i]) + std::fabs(b[i]));
+            const double bound =
+                (static_cast<double>(n) + 8.0) * eps * (std::fabs(x[k]) + std::fabs(mean)) * scale * std::fabs(w[i]) +
+                2.0 * eps * (std::fabs(t * w[i]) + std::fabs(b[i]));
             if (!(std::fabs(static_cast<double>(got[k]) - want[k]) <= 2.0 * bound)) ++bad;
             if (!(std::fabs(got[k] - exact[k]) <= bound)) ++bad;
           }

@@ -166,7 +166,8 @@ TEST_CASE("rope_table rejects invalid parameters with the value and the limit", 
       {{2, 16, 10000.0, rope_scaling::ntk, 2.0}, ruvllm::errc::invalid_argument, "got 2"},
       {{8, 16, 10000.0, static_cast<rope_scaling>(9), 1.0}, ruvllm::errc::invalid_argument, "scaling 9"},
       {{4, 16, 1e300, rope_scaling::ntk, 1e300}, ruvllm::errc::invalid_argument, "overflows"},
-      {{64, k::rope_table::max_entries / 32, 10000.0, rope_scaling::none, 1.0}, ruvllm::errc::out_of_memory,
+      {{64, k::rope_table::max_entries / 32, 10000.0, rope_scaling::none, 1.0},
+       ruvllm::errc::out_of_memory,
        "exceed the limit"},
   };
   for (const bad_case& c : cases) {
@@ -190,7 +191,9 @@ TEST_CASE("rope_table holds cos and sin of the documented angles", "[kernels][ro
       CHECK(table.max_positions() == 3000);
       CHECK(reinterpret_cast<std::uintptr_t>(table.row(0)) % 64 == 0);
       std::size_t bad = 0;
-      for (const std::size_t p : {std::size_t{0}, std::size_t{1}, std::size_t{17}, std::size_t{2999}}) {
+      // Every position: rows between two direct evaluations are rotated
+      // forward, so check all of them.
+      for (std::size_t p = 0; p < 3000; ++p) {
         CHECK(table.row(p) == table.row(0) + p * d);
         for (std::size_t i = 0; i < d / 2; ++i) {
           const double theta = angle(p, i, d, base, scaling, factor);
@@ -215,14 +218,18 @@ TEST_CASE("rope scalings follow their formulas", "[kernels][rope]") {
   const double lowest_plain = std::pow(base, -(d - 2.0) / d);
   const double lowest_ntk = std::pow(k::rope_table::effective_base(ntk), -(d - 2.0) / d);
   CHECK(lowest_ntk * s == Approx(lowest_plain).epsilon(1e-12));
-  // Linear with s = 2: position 2q is the unscaled position q, bit for bit.
-  const auto plain = build(d, 64, base);
-  const auto linear = build(d, 128, base, k::rope_scaling::linear, 2.0);
-  for (std::size_t q = 0; q < 64; ++q)
-    for (std::size_t i = 0; i < d; ++i) REQUIRE(linear.row(2 * q)[i] == plain.row(q)[i]);
+  // Linear with s = 2: position 2q is the unscaled position q (both within
+  // half an ulp of the same value, so at most one ulp, 2^-23, apart).
+  const auto plain = build(d, 300, base);
+  const auto linear = build(d, 600, base, k::rope_scaling::linear, 2.0);
+  for (std::size_t q = 0; q < 300; ++q)
+    for (std::size_t i = 0; i < d; ++i) REQUIRE(std::fabs(linear.row(2 * q)[i] - plain.row(q)[i]) <= 0x1p-23);
   // NTK leaves pair 0 (frequency 1) as it was.
-  const auto ntk_table = build(d, 64, base, k::rope_scaling::ntk, s);
-  for (std::size_t p = 0; p < 64; ++p) REQUIRE(ntk_table.cos(p)[0] == plain.cos(p)[0]);
+  const auto ntk_table = build(d, 300, base, k::rope_scaling::ntk, s);
+  for (std::size_t p = 0; p < 300; ++p) {
+    REQUIRE(std::fabs(ntk_table.cos(p)[0] - plain.cos(p)[0]) <= 0x1p-23);
+    REQUIRE(std::fabs(ntk_table.sin(p)[0] - plain.sin(p)[0]) <= 0x1p-23);
+  }
 }
 
 TEST_CASE("rope_apply matches the double-precision rotation on every backend", "[kernels][rope]") {

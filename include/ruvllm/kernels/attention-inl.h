@@ -371,7 +371,7 @@ HWY_INLINE void score_f16_step(const page_ctx& c, std::size_t t0) {
     V k[TB];
     for (std::size_t b = 0; b < TB; ++b) k[b] = load_f16(d, row + 2 * (b * c.D + x));
     for (std::size_t h = 0; h < HB; ++h) {
-      const V qv = hn::Load(d, c.q + h * c.D + x);
+      const V qv = hn::LoadU(d, c.q + h * c.D + x);
       for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::MulAdd(qv, k[b], acc[h][b]);
     }
   }
@@ -406,7 +406,7 @@ HWY_INLINE void score_q8_0_step(const page_ctx& c, const float* HWY_RESTRICT sca
       for (std::size_t b = 0; b < TB; ++b)
         k[b] = hn::Mul(load_i8(d, c.k + (t0 + b) * row_bytes + blk * sizeof(block_q8_0) + 2 + x), sc[b]);
       for (std::size_t h = 0; h < HB; ++h) {
-        const V qv = hn::Load(d, c.q + h * c.D + blk * 32 + x);
+        const V qv = hn::LoadU(d, c.q + h * c.D + blk * 32 + x);
         for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::MulAdd(qv, k[b], acc[h][b]);
       }
     }
@@ -455,7 +455,7 @@ inline void score_kivi(DT dt, const page_ctx& c, unsigned bits, std::size_t G) {
     for (std::size_t h = 0; h < HB; ++h) {
       auto z = hn::Zero(d);
       for (std::size_t x = 0; x < D; x += L) {
-        const auto qv = hn::Load(d, c.q + h * D + x);
+        const auto qv = hn::LoadU(d, c.q + h * D + x);
         hn::Store(hn::Mul(qv, hn::Load(d, scale + x)), d, w[h] + x);
         z = hn::MulAdd(qv, hn::Load(d, zero + x), z);
       }
@@ -503,7 +503,7 @@ HWY_INLINE void accum_f16_pass(const page_ctx& c, std::size_t x) {
   using V = hn::Vec<DF>;
   V acc[HB][NV];
   for (std::size_t h = 0; h < HB; ++h)
-    for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::Load(d, c.acc + h * c.D + x + b * L);
+    for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::LoadU(d, c.acc + h * c.D + x + b * L);
   const std::byte* row = c.v + 2 * x;
   for (std::size_t t = 0; t < c.n; ++t, row += 2 * c.D) {
     V v[NV];
@@ -514,7 +514,7 @@ HWY_INLINE void accum_f16_pass(const page_ctx& c, std::size_t x) {
     }
   }
   for (std::size_t h = 0; h < HB; ++h)
-    for (std::size_t b = 0; b < NV; ++b) hn::Store(acc[h][b], d, c.acc + h * c.D + x + b * L);
+    for (std::size_t b = 0; b < NV; ++b) hn::StoreU(acc[h][b], d, c.acc + h * c.D + x + b * L);
 }
 
 template <std::size_t HB>
@@ -537,7 +537,7 @@ HWY_INLINE void accum_q8_0_pass(const page_ctx& c, const float* HWY_RESTRICT pw,
   V acc[HB][NV];
   float* out = c.acc + blk * 32 + x;
   for (std::size_t h = 0; h < HB; ++h)
-    for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::Load(d, out + h * c.D + b * L);
+    for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::LoadU(d, out + h * c.D + b * L);
   const std::byte* codes = c.v + blk * sizeof(block_q8_0) + 2 + x;
   for (std::size_t t = 0; t < c.n; ++t, codes += row_bytes) {
     V v[NV];
@@ -548,7 +548,7 @@ HWY_INLINE void accum_q8_0_pass(const page_ctx& c, const float* HWY_RESTRICT pw,
     }
   }
   for (std::size_t h = 0; h < HB; ++h)
-    for (std::size_t b = 0; b < NV; ++b) hn::Store(acc[h][b], d, out + h * c.D + b * L);
+    for (std::size_t b = 0; b < NV; ++b) hn::StoreU(acc[h][b], d, out + h * c.D + b * L);
 }
 
 /// pw[h][t] = p[h][t] * scale[t] over whole vectors (scores are padded).
@@ -711,7 +711,7 @@ inline void page_block(const paged_kv_desc& kv, const page_ctx& c, float scale, 
     if (alpha != 1.0f) {
       const auto va = hn::Set(d, alpha);
       float* acc = c.acc + h * c.D;
-      for (std::size_t x = 0; x < c.D; x += L) hn::Store(hn::Mul(hn::Load(d, acc + x), va), d, acc + x);
+      for (std::size_t x = 0; x < c.D; x += L) hn::StoreU(hn::Mul(hn::LoadU(d, acc + x), va), d, acc + x);
     }
   }
   switch (kv.v_format.format) {

@@ -56,15 +56,17 @@
   /* distance-inl.h */                \
   RUVLLM_DISTANCE_EXPORTED(X)         \
   /* matmul-inl.h */                  \
-  RUVLLM_MATMUL_EXPORTED(X)          \
-  /* norm-inl.h */                   \
-  RUVLLM_NORM_EXPORTED(X)            \
-  /* activation-inl.h */             \
-  RUVLLM_ACTIVATION_EXPORTED(X)      \
-  /* rope-inl.h */                   \
-  RUVLLM_ROPE_EXPORTED(X)            \
-  /* quant-inl.h */                  \
-  RUVLLM_QUANT_EXPORTED(X)
+  RUVLLM_MATMUL_EXPORTED(X)           \
+  /* norm-inl.h */                    \
+  RUVLLM_NORM_EXPORTED(X)             \
+  /* activation-inl.h */              \
+  RUVLLM_ACTIVATION_EXPORTED(X)       \
+  /* rope-inl.h */                    \
+  RUVLLM_ROPE_EXPORTED(X)             \
+  /* quant-inl.h */                   \
+  RUVLLM_QUANT_EXPORTED(X)            \
+  /* attention-inl.h */               \
+  RUVLLM_ATTENTION_EXPORTED(X)
 
 #if RUVLLM_KERNELS_EXPAND
 #if defined(RUVLLM_STATIC_DISPATCH) && !defined(HWY_COMPILE_ONLY_STATIC)

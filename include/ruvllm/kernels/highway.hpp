@@ -10,6 +10,8 @@
 #include "ruvllm/kernels/highway/activation.hpp"
 #include "ruvllm/kernels/highway/rope.hpp"
 #include "ruvllm/kernels/highway/quant.hpp"
+#include "ruvllm/kernels/highway/attention.hpp"
+#include "ruvllm/kernels/highway/kv_quant.hpp"
 
 namespace ruvllm::kernels {
 
@@ -19,7 +21,9 @@ struct ops<backend::highway> : distance_ops<backend::highway>,
                                norm_ops<backend::highway>,
                                activation_ops<backend::highway>,
                                rope_ops<backend::highway>,
-                               quant_ops<backend::highway> {};
+                               quant_ops<backend::highway>,
+                               attention_ops<backend::highway>,
+                               kv_quant_ops<backend::highway> {};
 
 }  // namespace ruvllm::kernels
 

@@ -10,3 +10,4 @@
 #include "ruvllm/kernels/activation-inl.h"
 #include "ruvllm/kernels/rope-inl.h"
 #include "ruvllm/kernels/quant-inl.h"
+#include "ruvllm/kernels/attention-inl.h"

@@ -3,7 +3,7 @@
 
 // Multi-threaded GEMV and GEMM over a thread_pool: y = W x (decode) and
 // Y = X Wᵀ (prefill) for a row-major weight matrix in f32, f16 or bf16 and f32
-// activations.
+// activations, and y = W x for GGUF-quantized weights (quantized_gemv).
 //
 // The rows are split into blocks of about 128 KiB of weights, claimed
 // dynamically by the pool's threads: large enough that the claim and the
@@ -14,8 +14,10 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "ruvllm/core/backend.hpp"
+#include "ruvllm/core/precision.hpp"
 #include "ruvllm/core/thread_pool.hpp"
 #include "ruvllm/kernels/ops.hpp"
 
@@ -57,6 +59,105 @@ void gemm(thread_pool& pool, const W* w, std::size_t w_stride, const float* x, s
       ops<B>::gemm(w + r0 * w_stride, w_stride, x + t0 * x_stride, x_stride, y + t0 * y_stride + r0, y_stride,
                    std::min(tile, rows - r0), std::min(tile, tokens - t0), cols);
     }
+  });
+}
+
+namespace detail {
+
+// For each GGUF weight block: the activation block it pairs with and the
+// backend calls that quantize activations and dot rows, as llama.cpp's CPU
+// path pairs them (Q8_0 activations for 32-element formats, Q8_K for K-quants).
+template <class WeightBlock>
+struct quantized_gemv_traits;
+
+template <>
+struct quantized_gemv_traits<block_q8_0> {
+  using activation_block = block_q8_0;
+  static constexpr std::size_t block_size = 32;
+  template <Backend B>
+  static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
+    ops<B>::quantize_q8_0(x, a, n);
+  }
+  template <Backend B>
+  static void rows(const block_q8_0* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
+                   float* out) noexcept {
+    ops<B>::dot_q8_0_q8_0_rows(w, stride, rows, a, n, out);
+  }
+};
+
+template <>
+struct quantized_gemv_traits<block_q4_0> {
+  using activation_block = block_q8_0;
+  static constexpr std::size_t block_size = 32;
+  template <Backend B>
+  static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
+    ops<B>::quantize_q8_0(x, a, n);
+  }
+  template <Backend B>
+  static void rows(const block_q4_0* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
+                   float* out) noexcept {
+    ops<B>::dot_q4_0_q8_0_rows(w, stride, rows, a, n, out);
+  }
+};
+
+template <>
+struct quantized_gemv_traits<block_q4_k> {
+  using activation_block = block_q8_k;
+  static constexpr std::size_t block_size = qk_k;
+  template <Backend B>
+  static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
+    ops<B>::quantize_q8_k(x, a, n);
+  }
+  template <Backend B>
+  static void rows(const block_q4_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
+                   float* out) noexcept {
+    ops<B>::dot_q4_k_q8_k_rows(w, stride, rows, a, n, out);
+  }
+};
+
+template <>
+struct quantized_gemv_traits<block_q6_k> {
+  using activation_block = block_q8_k;
+  static constexpr std::size_t block_size = qk_k;
+  template <Backend B>
+  static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
+    ops<B>::quantize_q8_k(x, a, n);
+  }
+  template <Backend B>
+  static void rows(const block_q6_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
+                   float* out) noexcept {
+    ops<B>::dot_q6_k_q8_k_rows(w, stride, rows, a, n, out);
+  }
+};
+
+}  // namespace detail
+
+/// The activation block a quantized weight block is multiplied with.
+template <class WeightBlock>
+using activation_block_t = typename detail::quantized_gemv_traits<WeightBlock>::activation_block;
+
+/// Activation blocks quantized_gemv needs in its workspace for `cols` columns.
+template <class WeightBlock>
+[[nodiscard]] constexpr std::size_t activation_blocks(std::size_t cols) noexcept {
+  return cols / detail::quantized_gemv_traits<WeightBlock>::block_size;
+}
+
+/// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q4_k or
+/// block_q6_k rows, `row_stride` bytes apart, cols a multiple of the block
+/// size): x is quantized once into `activations` (activation_blocks(cols)
+/// blocks, caller-provided so the call never allocates) by the calling
+/// thread, then row blocks of ~128 KiB of weights run on every pool thread,
+/// each one dispatched call of the backend's row-dot kernel.
+template <Backend B, class WeightBlock>
+void quantized_gemv(thread_pool& pool, const WeightBlock* w, std::size_t row_stride, const float* x, float* y,
+                    std::size_t rows, std::size_t cols, activation_block_t<WeightBlock>* activations) noexcept {
+  using traits = detail::quantized_gemv_traits<WeightBlock>;
+  RUVLLM_ASSERT(cols % traits::block_size == 0);
+  traits::template quantize<B>(x, activations, cols);
+  const auto* base = reinterpret_cast<const std::byte*>(w);
+  pool.run(rows, gemv_block_rows(row_stride), [&](std::size_t begin, std::size_t end, std::size_t) {
+    traits::template rows<B>(reinterpret_cast<const WeightBlock*>(base + begin * row_stride), row_stride, end - begin,
+                             activations, cols, y + begin);
   });
 }
 

@@ -111,8 +111,7 @@ HWY_INLINE void map_row(D d, const float* x, const float* w, const float* b, flo
 
 /// RMSNorm of `rows` rows (contract: norm_ops<backend::scalar>). x and y may
 /// alias exactly, hence no HWY_RESTRICT on them.
-inline void norm_rms_f32(const float* x, const float* weight, float* y, std::size_t rows, std::size_t n,
-                         float eps) {
+inline void norm_rms_f32(const float* x, const float* weight, float* y, std::size_t rows, std::size_t n, float eps) {
 #if HWY_TARGET == HWY_SCALAR
   ruvllm::kernels::scalar::rms_norm_rows(x, weight, y, rows, n, eps);
 #else

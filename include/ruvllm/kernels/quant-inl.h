@@ -47,9 +47,11 @@
 #if HWY_TARGET == HWY_AVX3_DL && defined(__GNUC__)
 #define RUVLLM_QUANT_VNNI 1
 #define RUVLLM_QUANT_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+#define RUVLLM_QUANT_LAMBDA RUVLLM_QUANT_ATTR
 #else
 #define RUVLLM_QUANT_VNNI 0
 #define RUVLLM_QUANT_ATTR
+#define RUVLLM_QUANT_LAMBDA HWY_ATTR
 #endif
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
 #define RUVLLM_QUANT_F16C 1
@@ -157,37 +159,141 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot32_u8(VU8 lo, VU8 hi, const std::int8_t* HWY
 #endif
 }
 
-/// Lanes summing to sum(w[i] * a[i]) over 32 int8 weights (a Q8_0 block).
-RUVLLM_QUANT_ATTR HWY_INLINE V32 dot32_q8_0(const std::int8_t* HWY_RESTRICT w, const std::int8_t* HWY_RESTRICT a) {
+/// One Q8_0 activation block in the form the Q8_0/Q4_0 block dots consume,
+/// prepared once and shared by every weight row of a batch: widened to int16
+/// on the portable path, raw bytes for VPDPBUSD; plus the lanes of 8 sum(a),
+/// Q4_0's offset term.
+struct act32 {
+#if RUVLLM_QUANT_VNNI
+  __m256i raw;
+#elif RUVLLM_QUANT_WIDE
+  hn::Vec<D16> v[2];  // elements 0-15, 16-31
+#else
+  hn::Vec<D16> v[4];  // elements 0-7, 8-15, 16-23, 24-31
+#endif
+  V32 eight_sum;
+};
+
+RUVLLM_QUANT_ATTR HWY_INLINE act32 prepare_act32(const std::int8_t* HWY_RESTRICT a) {
+  act32 p;
+#if RUVLLM_QUANT_VNNI
+  p.raw = load256(a);
+  p.eight_sum = vnni_dot256(_mm256_set1_epi8(8), p.raw);
+#else
+  const D32 d32;
+  const D16 d16;
+  const hn::Rebind<std::int8_t, D16> d8;
+  constexpr std::size_t parts = sizeof(p.v) / sizeof(p.v[0]);
+  V32 odd = hn::Zero(d32), even = hn::Zero(d32);
+  for (std::size_t k = 0; k < parts; ++k) {
+    p.v[k] = hn::PromoteTo(d16, hn::LoadU(d8, a + k * (32 / parts)));
+    even = hn::ReorderWidenMulAccumulate(d32, hn::Set(d16, 8), p.v[k], even, odd);
+  }
+  p.eight_sum = hn::Add(even, odd);
+#endif
+  return p;
+}
+
+#if !RUVLLM_QUANT_VNNI
+/// Lanes summing to sum(w[k][i] * a[k][i]) over the int16 parts of a block.
+template <std::size_t Parts>
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_parts(const hn::Vec<D16> (&w)[Parts], const act32& a) {
+  const D32 d32;
+  // The widening multiply may split the pair sums between `even` and `odd`
+  // (x86 keeps them all in `even`); only their total is used.
+  V32 odd = hn::Zero(d32), even = hn::Zero(d32);
+  for (std::size_t k = 0; k < Parts; ++k) even = hn::ReorderWidenMulAccumulate(d32, w[k], a.v[k], even, odd);
+  return hn::Add(even, odd);
+}
+#endif
+
+/// Lanes summing to sum(w[i] * a[i]) over a Q8_0 block's 32 int8 weights.
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q8_0_block(const std::int8_t* HWY_RESTRICT w, const act32& a) {
 #if RUVLLM_QUANT_VNNI
   const __m256i wv = load256(w);
   // |w| . (a * sign(w)) = w . a; a * sign(w) fits in int8 because a != -128.
-  return vnni_dot256(_mm256_abs_epi8(wv), _mm256_sign_epi8(load256(a), wv));
+  return vnni_dot256(_mm256_abs_epi8(wv), _mm256_sign_epi8(a.raw, wv));
 #else
-  const DI8 di8;
-  return hn::Add(dot16_i8(hn::LoadU(di8, w), a), dot16_i8(hn::LoadU(di8, w + 16), a + 16));
+  const D16 d16;
+  const hn::Rebind<std::int8_t, D16> d8;
+  constexpr std::size_t parts = sizeof(a.v) / sizeof(a.v[0]);
+  hn::Vec<D16> wv[parts];
+  for (std::size_t k = 0; k < parts; ++k) wv[k] = hn::PromoteTo(d16, hn::LoadU(d8, w + k * (32 / parts)));
+  return dot_parts(wv, a);
 #endif
 }
 
 /// Lanes summing to sum((q[i] - 8) * a[i]) over one Q4_0 block's 16 packed
-/// bytes: element j in the low nibble of byte j, element j + 16 in the high.
-RUVLLM_QUANT_ATTR HWY_INLINE V32 dot32_q4_0(const std::uint8_t* HWY_RESTRICT qs, const std::int8_t* HWY_RESTRICT a) {
+/// bytes (element j in the low nibble of byte j, element j + 16 in the high):
+/// sum(q a) - 8 sum(a) with q in [0, 15].
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT qs, const act32& a) {
+#if RUVLLM_QUANT_VNNI
   const DU8 du8;
   const VU8 packed = hn::LoadU(du8, qs);
   const VU8 lo = hn::And(packed, hn::Set(du8, 0x0F));
   const VU8 hi = hn::ShiftRight<4>(packed);
-#if RUVLLM_QUANT_VNNI
-  // q in [0, 15] is already unsigned: sum(q a) - 8 sum(a).
-  const __m256i av = load256(a);
-  return hn::Sub(vnni_dot256(_mm256_inserti128_si256(_mm256_castsi128_si256(lo.raw), hi.raw, 1), av),
-                 vnni_dot256(_mm256_set1_epi8(8), av));
+  return hn::Sub(vnni_dot256(_mm256_inserti128_si256(_mm256_castsi128_si256(lo.raw), hi.raw, 1), a.raw), a.eight_sum);
 #else
-  const DI8 di8;
-  const VU8 eight = hn::Set(du8, 8);
-  // q - 8 wraps to the int8 value in [-8, 7].
-  return hn::Add(dot16_i8(hn::BitCast(di8, hn::Sub(lo, eight)), a),
-                 dot16_i8(hn::BitCast(di8, hn::Sub(hi, eight)), a + 16));
+  // Each byte zero-extended to an int16 lane, then split with a mask and a
+  // 16-bit shift: one widening per 16 bytes and no 8-bit shift emulation.
+  const D16 d16;
+  const hn::RebindToUnsigned<D16> du16;
+  const hn::Rebind<std::uint8_t, D16> du8;
+  const auto mask = hn::Set(d16, 0x0F);
+#if RUVLLM_QUANT_WIDE
+  const auto bytes = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, qs)));
+  const hn::Vec<D16> q[2] = {hn::And(bytes, mask), hn::ShiftRight<4>(bytes)};
+#else
+  const auto b0 = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, qs)));
+  const auto b1 = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, qs + 8)));
+  const hn::Vec<D16> q[4] = {hn::And(b0, mask), hn::And(b1, mask), hn::ShiftRight<4>(b0), hn::ShiftRight<4>(b1)};
 #endif
+  return hn::Sub(dot_parts(q, a), a.eight_sum);
+#endif
+}
+
+/// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0 or Q4_0
+/// weights): each activation block is prepared once for the R rows. Every
+/// row accumulates in its own two float vectors (even and odd blocks), so its
+/// result does not depend on R or on which rows share the batch.
+template <std::size_t R, class Block, class BlockDot>
+RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride,
+                                             const block_q8_0* HWY_RESTRICT a, std::size_t nb, float* HWY_RESTRICT out,
+                                             BlockDot block_dot) {
+  const DF df;
+  const Block* row[R];
+  for (std::size_t k = 0; k < R; ++k) row[k] = scalar::quant_detail::row_at(w, row_stride, k);
+  hn::Vec<DF> acc[R][2];
+  for (std::size_t k = 0; k < R; ++k) acc[k][0] = acc[k][1] = hn::Zero(df);
+  const auto step = [&](std::size_t b, std::size_t slot) RUVLLM_QUANT_LAMBDA {
+    const act32 act = prepare_act32(a[b].qs);
+    const float da = half_to_float(a[b].d);
+    for (std::size_t k = 0; k < R; ++k) {
+      const auto scale = hn::Set(df, half_to_float(row[k][b].d) * da);
+      acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, block_dot(row[k][b].qs, act)), scale, acc[k][slot]);
+    }
+  };
+  std::size_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    step(b, 0);
+    step(b + 1, 1);
+  }
+  if (b < nb) step(b, 0);
+  for (std::size_t k = 0; k < R; ++k) out[k] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc[k][0], acc[k][1])));
+}
+
+/// All rows, four at a time, then the remainder one at a time.
+template <class Block, class BlockDot>
+RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride,
+                                                 std::size_t rows, const block_q8_0* HWY_RESTRICT a, std::size_t n,
+                                                 float* HWY_RESTRICT out, BlockDot block_dot) {
+  std::size_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    rows_of_32<4>(scalar::quant_detail::row_at(w, row_stride, r), row_stride, a, n / 32, out + r, block_dot);
+  }
+  for (; r < rows; ++r) {
+    rows_of_32<1>(scalar::quant_detail::row_at(w, row_stride, r), row_stride, a, n / 32, out + r, block_dot);
+  }
 }
 
 /// One Q4_K . Q8_K super-block, the same float expression as the reference.
@@ -340,7 +446,7 @@ RUVLLM_QUANT_ATTR inline void quant_quantize_q4_0(const float* HWY_RESTRICT x, b
     }
     const auto vid = hn::Set(df, id);
     // min(15, trunc(min(p, 7.5) + 8.5)): see scalar::quant_detail::q4_0_nibble.
-    const auto nibbles = [&](const float* p) HWY_ATTR {
+    const auto nibbles = [&](const float* p) RUVLLM_QUANT_LAMBDA {
       const auto t = hn::Add(hn::Min(hn::Mul(hn::LoadU(df, p), vid), hn::Set(df, 7.5f)), hn::Set(df, 8.5f));
       return hn::Min(hn::ConvertTo(di, t), hn::Set(di, 15));
     };
@@ -405,7 +511,7 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q8_0(const block_q8_0* HWY_RESTRI
   const hn::Rebind<std::int8_t, decltype(d32)> d8;
   for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
     const std::int8_t* qs = x[b].qs;
-    quant_simd::scale_group([&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, qs + k)); }, 32,
+    quant_simd::scale_group([&](std::size_t k) RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, qs + k)); }, 32,
                             ruvllm::to_float(x[b].d), 0.0f, y);
   }
 #endif
@@ -426,7 +532,7 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q4_0(const block_q4_0* HWY_RESTRI
     const auto eight = hn::Set(du8, 8);
     hn::Store(hn::BitCast(di8, hn::Sub(hn::And(packed, hn::Set(du8, 0x0F)), eight)), di8, q);
     hn::Store(hn::BitCast(di8, hn::Sub(hn::ShiftRight<4>(packed), eight)), di8, q + 16);
-    quant_simd::scale_group([&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); }, 32,
+    quant_simd::scale_group([&](std::size_t k) RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); }, 32,
                             ruvllm::to_float(x[b].d), 0.0f, y);
   }
 #endif
@@ -452,9 +558,9 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q4_k(const block_q4_k* HWY_RESTRI
         hn::Store(hn::ShiftRight<4>(packed), du8, q + 32 + h);
       }
       // d1 * q - m1 with d1 * q exact, so the fused form rounds like ggml's.
-      const auto load = [&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); };
+      const auto load = [&](std::size_t k) RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); };
       quant_simd::scale_group(load, 32, d * static_cast<float>(sc[2 * g]), dmin * static_cast<float>(m[2 * g]), y);
-      const auto load_hi = [&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, q + 32 + k)); };
+      const auto load_hi = [&](std::size_t k) RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, q + 32 + k)); };
       quant_simd::scale_group(load_hi, 32, d * static_cast<float>(sc[2 * g + 1]),
                               dmin * static_cast<float>(m[2 * g + 1]), y + 32);
     }
@@ -482,7 +588,7 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q6_k(const block_q6_k* HWY_RESTRI
     const float d = ruvllm::to_float(x[b].d);
     for (std::size_t g = 0; g < qk_k / 16; ++g) {
       // (d * sc) * (q - 32): both products exact, as in ggml.
-      const auto load = [&](std::size_t k) HWY_ATTR {
+      const auto load = [&](std::size_t k) RUVLLM_QUANT_LAMBDA {
         return hn::Sub(hn::PromoteTo(d32, hn::LoadU(d8, q + 16 * g + k)), hn::Set(d32, 32));
       };
       quant_simd::scale_group(load, 16, d * static_cast<float>(x[b].scales[g]), 0.0f, y + 16 * g);
@@ -579,24 +685,10 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_q8_0_rows(const block_q8_0* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
 #else
-  const quant_simd::DF df;
-  const std::size_t nb = n / 32;
-  for (std::size_t r = 0; r < rows; ++r) {
-    const block_q8_0* row = scalar::quant_detail::row_at(w, row_stride, r);
-    auto acc0 = hn::Zero(df), acc1 = hn::Zero(df);
-    std::size_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-      const float s0 = quant_simd::half_to_float(row[b].d) * quant_simd::half_to_float(a[b].d);
-      const float s1 = quant_simd::half_to_float(row[b + 1].d) * quant_simd::half_to_float(a[b + 1].d);
-      acc0 = hn::MulAdd(hn::ConvertTo(df, quant_simd::dot32_q8_0(row[b].qs, a[b].qs)), hn::Set(df, s0), acc0);
-      acc1 = hn::MulAdd(hn::ConvertTo(df, quant_simd::dot32_q8_0(row[b + 1].qs, a[b + 1].qs)), hn::Set(df, s1), acc1);
-    }
-    if (b < nb) {
-      const float s0 = quant_simd::half_to_float(row[b].d) * quant_simd::half_to_float(a[b].d);
-      acc0 = hn::MulAdd(hn::ConvertTo(df, quant_simd::dot32_q8_0(row[b].qs, a[b].qs)), hn::Set(df, s0), acc0);
-    }
-    out[r] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1)));
-  }
+  quant_simd::all_rows_of_32(w, row_stride, rows, a, n, out,
+                             [](const std::int8_t* qs, const quant_simd::act32& act) RUVLLM_QUANT_LAMBDA {
+                               return quant_simd::dot_q8_0_block(qs, act);
+                             });
 #endif
 }
 
@@ -606,24 +698,10 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_q8_0_rows(const block_q4_0* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
 #else
-  const quant_simd::DF df;
-  const std::size_t nb = n / 32;
-  for (std::size_t r = 0; r < rows; ++r) {
-    const block_q4_0* row = scalar::quant_detail::row_at(w, row_stride, r);
-    auto acc0 = hn::Zero(df), acc1 = hn::Zero(df);
-    std::size_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-      const float s0 = quant_simd::half_to_float(row[b].d) * quant_simd::half_to_float(a[b].d);
-      const float s1 = quant_simd::half_to_float(row[b + 1].d) * quant_simd::half_to_float(a[b + 1].d);
-      acc0 = hn::MulAdd(hn::ConvertTo(df, quant_simd::dot32_q4_0(row[b].qs, a[b].qs)), hn::Set(df, s0), acc0);
-      acc1 = hn::MulAdd(hn::ConvertTo(df, quant_simd::dot32_q4_0(row[b + 1].qs, a[b + 1].qs)), hn::Set(df, s1), acc1);
-    }
-    if (b < nb) {
-      const float s0 = quant_simd::half_to_float(row[b].d) * quant_simd::half_to_float(a[b].d);
-      acc0 = hn::MulAdd(hn::ConvertTo(df, quant_simd::dot32_q4_0(row[b].qs, a[b].qs)), hn::Set(df, s0), acc0);
-    }
-    out[r] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1)));
-  }
+  quant_simd::all_rows_of_32(w, row_stride, rows, a, n, out,
+                             [](const std::uint8_t* qs, const quant_simd::act32& act) RUVLLM_QUANT_LAMBDA {
+                               return quant_simd::dot_q4_0_block(qs, act);
+                             });
 #endif
 }
 
@@ -663,6 +741,7 @@ HWY_AFTER_NAMESPACE();
 #undef RUVLLM_QUANT_SIMD
 #undef RUVLLM_QUANT_VNNI
 #undef RUVLLM_QUANT_ATTR
+#undef RUVLLM_QUANT_LAMBDA
 #undef RUVLLM_QUANT_F16C
 #undef RUVLLM_QUANT_WIDE
 

@@ -46,7 +46,8 @@ HWY_INLINE void normal_token(D d, const float* HWY_RESTRICT row, std::size_t hea
       std::size_t i = 0;
       for (; i + lanes <= len; i += lanes) {
         const auto xv = hn::LoadU(d, v + i);
-        const auto rotated = hn::MulAdd(hn::Reverse2(d, xv), hn::Load(d, sin_alt + i), hn::Mul(xv, hn::Load(d, cos_dup + i)));
+        const auto rotated =
+            hn::MulAdd(hn::Reverse2(d, xv), hn::Load(d, sin_alt + i), hn::Mul(xv, hn::Load(d, cos_dup + i)));
         hn::StoreU(rotated, d, v + i);
       }
       if (i < len) {
@@ -109,9 +110,8 @@ HWY_INLINE void neox_token(D d, const float* HWY_RESTRICT row, std::size_t head_
 
 /// Rotates `heads` vectors of each of `tokens` tokens in place; `rows` is the
 /// table row of the first token's position (contract: rope_ops<backend::scalar>).
-inline void rope_apply_f32(const float* rows, std::size_t head_dim, rope_layout layout, float* x,
-                           std::size_t tokens, std::size_t heads, std::size_t head_stride,
-                           std::size_t token_stride) {
+inline void rope_apply_f32(const float* rows, std::size_t head_dim, rope_layout layout, float* x, std::size_t tokens,
+                           std::size_t heads, std::size_t head_stride, std::size_t token_stride) {
 #if HWY_TARGET == HWY_SCALAR
   ruvllm::kernels::scalar::rope_apply(rows, head_dim, layout, x, tokens, heads, head_stride, token_stride);
 #else

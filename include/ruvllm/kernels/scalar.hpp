@@ -10,6 +10,8 @@
 #include "ruvllm/kernels/scalar/activation.hpp"
 #include "ruvllm/kernels/scalar/rope.hpp"
 #include "ruvllm/kernels/scalar/quant.hpp"
+#include "ruvllm/kernels/scalar/attention.hpp"
+#include "ruvllm/kernels/scalar/kv_quant.hpp"
 
 namespace ruvllm::kernels {
 
@@ -19,7 +21,9 @@ struct ops<backend::scalar> : distance_ops<backend::scalar>,
                               norm_ops<backend::scalar>,
                               activation_ops<backend::scalar>,
                               rope_ops<backend::scalar>,
-                              quant_ops<backend::scalar> {};
+                              quant_ops<backend::scalar>,
+                              attention_ops<backend::scalar>,
+                              kv_quant_ops<backend::scalar> {};
 
 }  // namespace ruvllm::kernels
 

@@ -12,6 +12,8 @@
 #include "ruvllm/kernels/xsimd/activation.hpp"
 #include "ruvllm/kernels/xsimd/rope.hpp"
 #include "ruvllm/kernels/xsimd/quant.hpp"
+#include "ruvllm/kernels/xsimd/attention.hpp"
+#include "ruvllm/kernels/xsimd/kv_quant.hpp"
 
 namespace ruvllm::kernels {
 
@@ -21,7 +23,9 @@ struct ops<backend::xsimd> : distance_ops<backend::xsimd>,
                              norm_ops<backend::xsimd>,
                              activation_ops<backend::xsimd>,
                              rope_ops<backend::xsimd>,
-                             quant_ops<backend::xsimd> {};
+                             quant_ops<backend::xsimd>,
+                             attention_ops<backend::xsimd>,
+                             kv_quant_ops<backend::xsimd> {};
 
 }  // namespace ruvllm::kernels
 

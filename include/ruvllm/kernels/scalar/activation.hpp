@@ -164,12 +164,11 @@ struct activation_ops<backend::scalar> {
 }  // namespace ruvllm::kernels
 
 // The dispatched activation kernels, for RUVLLM_KERNELS_EXPORTED in dispatch.hpp.
-#define RUVLLM_ACTIVATION_EXPORTED(X)                                                                   \
+#define RUVLLM_ACTIVATION_EXPORTED(X)                                                                       \
   X(void, activation_softmax_f32, (const float* x, float* y, std::size_t rows, std::size_t n, float scale), \
-    (x, y, rows, n, scale))                                                                             \
-  X(void, activation_silu_f32, (const float* x, float* y, std::size_t n), (x, y, n))                    \
-  X(void, activation_gelu_f32, (const float* x, float* y, std::size_t n), (x, y, n))                    \
-  X(void, activation_swiglu_f32, (const float* gate, const float* up, float* out, std::size_t n),       \
-    (gate, up, out, n))
+    (x, y, rows, n, scale))                                                                                 \
+  X(void, activation_silu_f32, (const float* x, float* y, std::size_t n), (x, y, n))                        \
+  X(void, activation_gelu_f32, (const float* x, float* y, std::size_t n), (x, y, n))                        \
+  X(void, activation_swiglu_f32, (const float* gate, const float* up, float* out, std::size_t n), (gate, up, out, n))
 
 #endif  // RUVLLM_KERNELS_SCALAR_ACTIVATION_HPP

@@ -190,24 +190,20 @@ struct prefill_tiles {
   return s;
 }
 
-/// Running softmax state of one row: max m, sum l, unnormalized output acc.
-/// add() folds in one key with scaled score x and value v.
-struct online_row {
-  float m = -std::numeric_limits<float>::infinity();
-  float l = 0.0f;
-
-  void add(float x, const float* v, float* acc, std::size_t n) noexcept {
-    if (x > m) {
-      const float alpha = std::exp(m - x);  // 0 on the first key (m = -inf)
-      for (std::size_t c = 0; c < n; ++c) acc[c] *= alpha;
-      l *= alpha;
-      m = x;
-    }
-    const float p = std::exp(x - m);
-    l += p;
-    for (std::size_t c = 0; c < n; ++c) acc[c] += p * v[c];
+/// Folds one key with scaled score x and value v into a row's running
+/// softmax state: ml = {max m, sum l} (start: {-inf, 0}) and the unnormalized
+/// output acc (start: zeros), rescaled when the max grows.
+inline void online_add(float* ml, float x, const float* v, float* acc, std::size_t n) noexcept {
+  if (x > ml[0]) {
+    const float alpha = std::exp(ml[0] - x);  // 0 on the first key (m = -inf)
+    for (std::size_t c = 0; c < n; ++c) acc[c] *= alpha;
+    ml[1] *= alpha;
+    ml[0] = x;
   }
-};
+  const float p = std::exp(x - ml[0]);
+  ml[1] += p;
+  for (std::size_t c = 0; c < n; ++c) acc[c] += p * v[c];
+}
 
 }  // namespace attention_detail
 
@@ -491,21 +487,22 @@ inline void attention_prefill(const attention_prefill_args& a, std::span<std::by
       const std::size_t i = r / G, head = kvh * G + r % G;
       const float* q = a.q + i * a.q_stride + head * D;
       const std::size_t visible = a.causal ? std::min(a.n_kv, a.q_pos + i + 1) : a.n_kv;
-      d::online_row row;
+      float ml[2] = {-std::numeric_limits<float>::infinity(), 0.0f};
       std::fill(acc, acc + D, 0.0f);
       for (std::size_t j = 0; j < visible; ++j) {
         const float x = a.scale * d::dot(q, a.k + j * a.k_stride + kvh * D, D);
-        row.add(x, a.v + j * a.v_stride + kvh * D, acc, D);
+        d::online_add(ml, x, a.v + j * a.v_stride + kvh * D, acc, D);
       }
       float* o = a.out + i * a.out_stride + head * D;
-      const float inv = row.l > 0.0f ? 1.0f / row.l : 0.0f;
+      const float inv = ml[1] > 0.0f ? 1.0f / ml[1] : 0.0f;
       for (std::size_t c = 0; c < D; ++c) o[c] = acc[c] * inv;
     }
   }
 }
 
-/// Reference decode: work items [begin, end), each head an online softmax
-/// over its tokens one at a time, K and V rows dequantized into stack rows.
+/// Reference decode: work items [begin, end); token by token, the K and V
+/// rows are dequantized into stack rows and folded into every head of the
+/// group's online softmax.
 inline void attention_decode(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q,
                              std::size_t begin, std::size_t end) noexcept {
   namespace d = attention_detail;
@@ -513,23 +510,22 @@ inline void attention_decode(const attention_decode_plan& plan, const paged_kv_d
   float k[kv_max_head_dim], v[kv_max_head_dim];
   for (std::size_t i = begin; i < end; ++i) {
     const attention_decode_item& it = plan.items[i];
+    const float* qg = q + (std::size_t{it.seq} * plan.n_heads + std::size_t{it.kv_head} * G) * D;
     for (std::size_t h = 0; h < G; ++h) {
-      const float* qh = q + (std::size_t{it.seq} * plan.n_heads + std::size_t{it.kv_head} * G + h) * D;
-      float* acc = plan.acc(i, h);
-      std::fill(acc, acc + D, 0.0f);
-      d::online_row row;
-      for (std::uint32_t p = it.page_begin; p < it.page_end; ++p) {
-        const std::byte* kh = kv.k_head(it.seq, p, it.kv_head);
-        const std::byte* vh = kv.v_head(it.seq, p, it.kv_head);
-        const std::size_t n = kv.page_tokens(it.seq, p);
-        for (std::size_t t = 0; t < n; ++t) {
-          d::page_row(kv.k_format, kv_role::key, kh, t, D, k);
-          d::page_row(kv.v_format, kv_role::value, vh, t, D, v);
-          row.add(plan.scale * d::dot(qh, k, D), v, acc, D);
-        }
+      plan.ml(i, h)[0] = -std::numeric_limits<float>::infinity();
+      plan.ml(i, h)[1] = 0.0f;
+      std::fill(plan.acc(i, h), plan.acc(i, h) + D, 0.0f);
+    }
+    for (std::uint32_t p = it.page_begin; p < it.page_end; ++p) {
+      const std::byte* kh = kv.k_head(it.seq, p, it.kv_head);
+      const std::byte* vh = kv.v_head(it.seq, p, it.kv_head);
+      const std::size_t n = kv.page_tokens(it.seq, p);
+      for (std::size_t t = 0; t < n; ++t) {
+        d::page_row(kv.k_format, kv_role::key, kh, t, D, k);
+        d::page_row(kv.v_format, kv_role::value, vh, t, D, v);
+        for (std::size_t h = 0; h < G; ++h)
+          d::online_add(plan.ml(i, h), plan.scale * d::dot(qg + h * D, k, D), v, plan.acc(i, h), D);
       }
-      plan.ml(i, h)[0] = row.m;
-      plan.ml(i, h)[1] = row.l;
     }
   }
 }
@@ -577,3 +573,13 @@ struct attention_ops<backend::scalar> {
 }  // namespace ruvllm::kernels
 
 #endif  // RUVLLM_KERNELS_SCALAR_ATTENTION_HPP
+
+// The dispatched attention kernels, for RUVLLM_KERNELS_EXPORTED in dispatch.hpp.
+#define RUVLLM_ATTENTION_EXPORTED(X)                                                                               \
+  X(void, attention_prefill,                                                                                       \
+    (const ruvllm::kernels::attention_prefill_args& a, std::byte* workspace, std::size_t begin, std::size_t end), \
+    (a, workspace, begin, end))                                                                                    \
+  X(void, attention_decode,                                                                                        \
+    (const ruvllm::kernels::attention_decode_plan& plan, const ruvllm::kernels::paged_kv_desc& kv, const float* q, \
+     std::size_t begin, std::size_t end),                                                                          \
+    (plan, kv, q, begin, end))

@@ -130,12 +130,11 @@ struct norm_ops<backend::scalar> {
 }  // namespace ruvllm::kernels
 
 // The dispatched norm kernels, for RUVLLM_KERNELS_EXPORTED in dispatch.hpp.
-#define RUVLLM_NORM_EXPORTED(X)                                                                                    \
-  X(void, norm_rms_f32,                                                                                            \
-    (const float* x, const float* weight, float* y, std::size_t rows, std::size_t n, float eps),                   \
-    (x, weight, y, rows, n, eps))                                                                                  \
-  X(void, norm_layer_f32,                                                                                          \
-    (const float* x, const float* weight, const float* bias, float* y, std::size_t rows, std::size_t n, float eps), \
+#define RUVLLM_NORM_EXPORTED(X)                                                                                      \
+  X(void, norm_rms_f32, (const float* x, const float* weight, float* y, std::size_t rows, std::size_t n, float eps), \
+    (x, weight, y, rows, n, eps))                                                                                    \
+  X(void, norm_layer_f32,                                                                                            \
+    (const float* x, const float* weight, const float* bias, float* y, std::size_t rows, std::size_t n, float eps),  \
     (x, weight, bias, y, rows, n, eps))
 
 #endif  // RUVLLM_KERNELS_SCALAR_NORM_HPP

@@ -15,9 +15,9 @@
 //   ntk:    s_lin = 1, base' = base * s^(d / (d - 2)) ("NTK-aware": the
 //           lowest frequency i = d/2 - 1 is stretched by exactly s, like
 //           linear scaling, while the highest (i = 0) is unchanged; needs d > 2)
-// The table holds cos(theta) and sin(theta) rounded from double, so its
-// error is half an ulp of float at every position (llama.cpp's running float
-// product drifts with i and p instead).
+// The table holds cos(theta) and sin(theta) computed in double and rounded
+// once to float, so its error is half an ulp of float (plus ~1e-14) at every
+// position; llama.cpp's running float product drifts with i and p instead.
 //
 // Layouts, for a vector v of d floats and c = cos(theta(p, i)), s = sin(theta(p, i)):
 //   normal (llama / GPT-J): pairs (v[2i], v[2i+1])
@@ -57,11 +57,11 @@ enum class rope_scaling : std::uint8_t {
 
 /// What a rope_table is built for.
 struct rope_params {
-  std::size_t head_dim = 0;        ///< rotated dimensions per head d: even, > 0
-  std::size_t max_positions = 0;   ///< positions 0 .. max_positions - 1 are tabulated: > 0
-  double base = 10000.0;           ///< theta base (GGUF rope.freq_base): finite, > 0
+  std::size_t head_dim = 0;       ///< rotated dimensions per head d: even, > 0
+  std::size_t max_positions = 0;  ///< positions 0 .. max_positions - 1 are tabulated: > 0
+  double base = 10000.0;          ///< theta base (GGUF rope.freq_base): finite, > 0
   rope_scaling scaling = rope_scaling::none;
-  double scaling_factor = 1.0;     ///< s: finite, >= 1 (ignored by none; 1 means no scaling)
+  double scaling_factor = 1.0;  ///< s: finite, >= 1 (ignored by none; 1 means no scaling)
 };
 
 /// The cos/sin table of one RoPE configuration, built once and shared by
@@ -80,8 +80,8 @@ class rope_table {
 
   rope_table() noexcept = default;
 
-  /// Computes the table (in double, rounded once to float; ~40 ns per entry,
-  /// so ~80 ms for 128 dims x 16k positions: build it once). Errors
+  /// Computes the table in double and rounds each entry once to float
+  /// (within half an ulp plus ~1e-14). Errors
   /// (errc::invalid_argument, naming the value and the limit): head_dim 0 or
   /// odd, max_positions 0, base not finite or <= 0, scaling_factor not finite
   /// or < 1, ntk scaling with head_dim 2, a scaled base that overflows;
@@ -93,17 +93,42 @@ class rope_table {
     const std::size_t half = d / 2;
     const double base = effective_base(params);
     RUVLLM_TRY_ASSIGN(auto values, aligned_buffer<float>::allocate(d * params.max_positions));
-    RUVLLM_TRY_ASSIGN(auto inv_freq, aligned_buffer<double>::allocate(half));
-    for (std::size_t i = 0; i < half; ++i)
-      inv_freq[i] = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+    // Per pair i: inverse frequency, the (cos, sin) of one position step,
+    // and the running (cos, sin). Rotating the previous position's pair by
+    // the step costs four multiplies where cos and sin of a large angle cost
+    // ~100 ns; recomputing them directly every reseed_interval positions
+    // keeps the drift below ~1e-14, far under float's half ulp (3e-8).
+    constexpr std::size_t reseed_interval = 64;
+    RUVLLM_TRY_ASSIGN(auto scratch, aligned_buffer<double>::allocate(5 * half));
+    double* inv_freq = scratch.data();
+    double* step_cos = inv_freq + half;
+    double* step_sin = step_cos + half;
+    double* cur_cos = step_sin + half;
+    double* cur_sin = cur_cos + half;
     const double position_scale = params.scaling == rope_scaling::linear ? 1.0 / params.scaling_factor : 1.0;
+    for (std::size_t i = 0; i < half; ++i) {
+      inv_freq[i] = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+      step_cos[i] = std::cos(position_scale * inv_freq[i]);
+      step_sin[i] = std::sin(position_scale * inv_freq[i]);
+    }
     for (std::size_t p = 0; p < params.max_positions; ++p) {
       float* row = values.data() + p * d;
-      const double position = static_cast<double>(p) * position_scale;
+      if (p % reseed_interval == 0) {
+        const double position = static_cast<double>(p) * position_scale;
+        for (std::size_t i = 0; i < half; ++i) {
+          cur_cos[i] = std::cos(position * inv_freq[i]);
+          cur_sin[i] = std::sin(position * inv_freq[i]);
+        }
+      } else {
+        for (std::size_t i = 0; i < half; ++i) {
+          const double c = cur_cos[i] * step_cos[i] - cur_sin[i] * step_sin[i];
+          cur_sin[i] = cur_sin[i] * step_cos[i] + cur_cos[i] * step_sin[i];
+          cur_cos[i] = c;
+        }
+      }
       for (std::size_t i = 0; i < half; ++i) {
-        const double theta = position * inv_freq[i];
-        row[i] = static_cast<float>(std::cos(theta));
-        row[half + i] = static_cast<float>(std::sin(theta));
+        row[i] = static_cast<float>(cur_cos[i]);
+        row[half + i] = static_cast<float>(cur_sin[i]);
       }
     }
     rope_table table;
@@ -127,8 +152,7 @@ class rope_table {
     if (params.max_positions == 0)
       return make_error(errc::invalid_argument, "rope_table: max_positions 0 must be greater than 0");
     if (!std::isfinite(params.base) || !(params.base > 0.0))
-      return make_error(errc::invalid_argument, "rope_table: base ", params.base,
-                        " must be finite and greater than 0");
+      return make_error(errc::invalid_argument, "rope_table: base ", params.base, " must be finite and greater than 0");
     if (!std::isfinite(params.scaling_factor) || !(params.scaling_factor >= 1.0))
       return make_error(errc::invalid_argument, "rope_table: scaling_factor ", params.scaling_factor,
                         " must be finite and at least 1");
@@ -141,11 +165,10 @@ class rope_table {
                         params.head_dim, "): its exponent d/(d-2) is undefined at 2");
     if (const double base = effective_base(params); !std::isfinite(base))
       return make_error(errc::invalid_argument, "rope_table: the ntk-scaled base ", params.base, " * ",
-                        params.scaling_factor, "^(", params.head_dim, "/", params.head_dim - 2,
-                        ") overflows double");
+                        params.scaling_factor, "^(", params.head_dim, "/", params.head_dim - 2, ") overflows double");
     if (params.max_positions > max_entries / params.head_dim)
-      return make_error(errc::out_of_memory, "rope_table: ", params.max_positions, " positions of ",
-                        params.head_dim, " floats exceed the limit of ", max_entries, " entries");
+      return make_error(errc::out_of_memory, "rope_table: ", params.max_positions, " positions of ", params.head_dim,
+                        " floats exceed the limit of ", max_entries, " entries");
     return {};
   }
 
@@ -189,8 +212,8 @@ inline constexpr std::size_t rope_expand_chunk = 256;
 /// into per-lane factors of the normal layout: cos_dup[2k] = cos_dup[2k + 1] =
 /// c, sin_alt[2k] = -s, sin_alt[2k + 1] = s, with c, s of pair first + k, so
 /// that v' = v * cos_dup + swap_adjacent(v) * sin_alt.
-inline void rope_expand_pairs(const float* row, std::size_t half, std::size_t first, std::size_t count,
-                              float* cos_dup, float* sin_alt) noexcept {
+inline void rope_expand_pairs(const float* row, std::size_t half, std::size_t first, std::size_t count, float* cos_dup,
+                              float* sin_alt) noexcept {
   for (std::size_t k = 0; k < count; ++k) {
     const float c = row[first + k];
     const float s = row[half + first + k];
@@ -257,16 +280,16 @@ template <>
 struct rope_ops<backend::scalar> {
   /// Dense batch: head h of token t at x + (t * heads + h) * head_dim (a Q or K
   /// projection output laid out [tokens][heads][head_dim]).
-  static void rope_apply(const rope_table& table, rope_layout layout, float* x, std::size_t tokens,
-                         std::size_t heads, std::size_t first_position) noexcept {
+  static void rope_apply(const rope_table& table, rope_layout layout, float* x, std::size_t tokens, std::size_t heads,
+                         std::size_t first_position) noexcept {
     rope_apply(table, layout, x, tokens, heads, first_position,
                rope_strides{table.head_dim(), heads * table.head_dim()});
   }
   /// Strided batch: head h of token t at x + t * strides.token + h * strides.head
   /// (e.g. Q inside a fused QKV buffer, or partial rotation of the first
   /// head_dim floats of wider heads).
-  static void rope_apply(const rope_table& table, rope_layout layout, float* x, std::size_t tokens,
-                         std::size_t heads, std::size_t first_position, rope_strides strides) noexcept {
+  static void rope_apply(const rope_table& table, rope_layout layout, float* x, std::size_t tokens, std::size_t heads,
+                         std::size_t first_position, rope_strides strides) noexcept {
     detail::check_rope_args(table, layout, x, tokens, heads, first_position, strides);
     if (tokens == 0 || heads == 0) return;
     scalar::rope_apply(table.row(first_position), table.head_dim(), layout, x, tokens, heads, strides.head,
@@ -277,10 +300,10 @@ struct rope_ops<backend::scalar> {
 }  // namespace ruvllm::kernels
 
 // The dispatched RoPE kernel, for RUVLLM_KERNELS_EXPORTED in dispatch.hpp.
-#define RUVLLM_ROPE_EXPORTED(X)                                                                               \
-  X(void, rope_apply_f32,                                                                                     \
+#define RUVLLM_ROPE_EXPORTED(X)                                                                                  \
+  X(void, rope_apply_f32,                                                                                        \
     (const float* rows, std::size_t head_dim, ruvllm::kernels::rope_layout layout, float* x, std::size_t tokens, \
-     std::size_t heads, std::size_t head_stride, std::size_t token_stride),                                   \
+     std::size_t heads, std::size_t head_stride, std::size_t token_stride),                                      \
     (rows, head_dim, layout, x, tokens, heads, head_stride, token_stride))
 
 #endif  // RUVLLM_KERNELS_SCALAR_ROPE_HPP

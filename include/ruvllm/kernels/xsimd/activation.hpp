@@ -48,7 +48,8 @@ inline void map2(const float* a, const float* b, float* y, std::size_t n, float 
     r0.store_unaligned(y + i);
     r1.store_unaligned(y + i + lanes);
   }
-  for (; i + lanes <= n; i += lanes) f(batch::load_unaligned(a + i), batch::load_unaligned(b + i)).store_unaligned(y + i);
+  for (; i + lanes <= n; i += lanes)
+    f(batch::load_unaligned(a + i), batch::load_unaligned(b + i)).store_unaligned(y + i);
   if (i < n) {
     alignas(64) float ta[lanes];
     alignas(64) float tb[lanes];
@@ -148,14 +149,12 @@ struct activation_ops<backend::xsimd> {
   /// y[i] = silu(x[i]) for n floats.
   static void silu(const float* x, float* y, std::size_t n) noexcept {
     detail::check_unary_args(x, y, n);
-    xsimd_impl::activation::map2(x, x, y, n, 0.0f,
-                                 [](auto v, auto) { return xsimd_impl::activation::silu(v); });
+    xsimd_impl::activation::map2(x, x, y, n, 0.0f, [](auto v, auto) { return xsimd_impl::activation::silu(v); });
   }
   /// y[i] = gelu(x[i]) (tanh approximation) for n floats.
   static void gelu(const float* x, float* y, std::size_t n) noexcept {
     detail::check_unary_args(x, y, n);
-    xsimd_impl::activation::map2(x, x, y, n, 0.0f,
-                                 [](auto v, auto) { return xsimd_impl::activation::gelu(v); });
+    xsimd_impl::activation::map2(x, x, y, n, 0.0f, [](auto v, auto) { return xsimd_impl::activation::gelu(v); });
   }
   /// out[i] = silu(gate[i]) * up[i] for n floats.
   static void swiglu(const float* gate, const float* up, float* out, std::size_t n) noexcept {

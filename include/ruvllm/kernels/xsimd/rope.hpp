@@ -121,15 +121,15 @@ template <>
 struct rope_ops<backend::xsimd> {
   /// Rotates a dense [tokens][heads][head_dim] batch in place, token t at
   /// position first_position + t.
-  static void rope_apply(const rope_table& table, rope_layout layout, float* x, std::size_t tokens,
-                         std::size_t heads, std::size_t first_position) noexcept {
+  static void rope_apply(const rope_table& table, rope_layout layout, float* x, std::size_t tokens, std::size_t heads,
+                         std::size_t first_position) noexcept {
     rope_apply(table, layout, x, tokens, heads, first_position,
                rope_strides{table.head_dim(), heads * table.head_dim()});
   }
   /// Rotates a strided batch in place (head h of token t at
   /// x + t * strides.token + h * strides.head).
-  static void rope_apply(const rope_table& table, rope_layout layout, float* x, std::size_t tokens,
-                         std::size_t heads, std::size_t first_position, rope_strides strides) noexcept {
+  static void rope_apply(const rope_table& table, rope_layout layout, float* x, std::size_t tokens, std::size_t heads,
+                         std::size_t first_position, rope_strides strides) noexcept {
     detail::check_rope_args(table, layout, x, tokens, heads, first_position, strides);
     if (tokens == 0 || heads == 0) return;
     xsimd_impl::rope::apply(table.row(first_position), table.head_dim(), layout, x, tokens, heads, strides.head,

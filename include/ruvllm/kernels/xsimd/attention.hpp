@@ -1,0 +1,403 @@
+#ifndef RUVLLM_KERNELS_XSIMD_ATTENTION_HPP
+#define RUVLLM_KERNELS_XSIMD_ATTENTION_HPP
+
+// Attention kernels of backend::xsimd (see xsimd/arch.hpp on compile flags).
+// Contract: ruvllm/kernels/scalar/attention.hpp.
+//
+// Prefill uses the tiling of the Highway kernel (attention-inl.h): pre-scaled
+// Q tile, K^T per key block, a 6-row x 2-vector FMA register tile for S = QK^T
+// and for O += PV, online softmax per row with xsimd::exp.
+// Decode dequantizes into a stack tile of one row (f16, q8_0 keys; every value
+// format) or one channel of one KIVI key group (codes along tokens: tokens in
+// lanes, the channel's scale folded into the query), inside the online-softmax
+// loop over pages; then plain vector dot products and FMAs. Simpler than the
+// Highway kernel's in-register dequantization: xsimd is the compile-time
+// backend for -march=native builds, Highway the tuned one.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+
+#include "ruvllm/core/half.hpp"
+#include "ruvllm/kernels/paged_kv_view.hpp"
+#include "ruvllm/kernels/scalar/attention.hpp"
+#include "ruvllm/kernels/xsimd/arch.hpp"
+
+namespace ruvllm::kernels {
+
+namespace xsimd_impl {
+inline namespace RUVLLM_XSIMD_ARCH_NS {
+namespace attention_x {
+
+using vf = ::xsimd::batch<float>;
+using vi = ::xsimd::batch<std::int32_t>;
+inline constexpr std::size_t lanes = vf::size;
+inline constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+inline constexpr std::size_t tile_rows = attention_tile_rows;
+inline constexpr std::size_t tile_keys = attention_tile_keys;
+static_assert(tile_keys % (2 * lanes) == 0, "a key block holds whole register tiles");
+
+/// 0, 1, 2, ... in the lanes (for partial-vector masks).
+[[nodiscard]] inline vf iota() noexcept {
+  alignas(64) float v[lanes];
+  for (std::size_t i = 0; i < lanes; ++i) v[i] = static_cast<float>(i);
+  return vf::load_aligned(v);
+}
+
+[[nodiscard]] inline float reduce_max(vf v) noexcept {
+  alignas(64) float x[lanes];
+  v.store_aligned(x);
+  float m = x[0];
+  for (std::size_t i = 1; i < lanes; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+/// Floats of the f16 bit patterns in the lanes of h (< 2^16), bit for bit
+/// ruvllm::to_float (subnormals via an exact int-to-float conversion).
+[[nodiscard]] inline vf f16_bits(vi h) noexcept {
+  const vi sign = (h & vi(0x8000)) << 16;
+  const vi mag = h & vi(0x7FFF);
+  const vi rebias(112 << 23);
+  const vi normal = (mag << 13) + rebias;
+  const vi special = (normal + rebias) | ::xsimd::select(mag > vi(0x7C00), vi(0x0040'0000), vi(0));
+  const vi subnormal = ::xsimd::bitwise_cast<vi>(::xsimd::to_float(mag) * vf(1.0f / 16777216.0f));
+  vi bits = ::xsimd::select(mag > vi(0x7BFF), special, normal);
+  bits = ::xsimd::select(mag < vi(0x0400), subnormal, bits);
+  return ::xsimd::bitwise_cast<vf>(bits | sign);
+}
+
+/// dst[0, n) = the n (a multiple of lanes) f16 values at p.
+inline void widen_f16(const std::byte* p, std::size_t n, float* dst) noexcept {
+  alignas(64) std::int32_t h[lanes];
+  for (std::size_t i = 0; i < n; i += lanes) {
+    for (std::size_t j = 0; j < lanes; ++j) {
+      std::uint16_t u;
+      std::memcpy(&u, p + 2 * (i + j), 2);
+      h[j] = u;
+    }
+    f16_bits(vi::load_aligned(h)).store_unaligned(dst + i);
+  }
+}
+
+// ================================================================ prefill
+
+template <std::size_t MR>
+inline void score_rows(const float* qt, std::size_t D, const float* kt, std::size_t ncols, float* s) noexcept {
+  for (std::size_t j = 0; j < ncols; j += 2 * lanes) {
+    vf c0[MR], c1[MR];
+    for (std::size_t r = 0; r < MR; ++r) c0[r] = c1[r] = vf(0.0f);
+    const float* b = kt + j;
+    for (std::size_t k = 0; k < D; ++k, b += tile_keys) {
+      const vf b0 = vf::load_aligned(b), b1 = vf::load_aligned(b + lanes);
+      for (std::size_t r = 0; r < MR; ++r) {
+        const vf a(qt[r * D + k]);
+        c0[r] = ::xsimd::fma(a, b0, c0[r]);
+        c1[r] = ::xsimd::fma(a, b1, c1[r]);
+      }
+    }
+    for (std::size_t r = 0; r < MR; ++r) {
+      c0[r].store_aligned(s + r * tile_keys + j);
+      c1[r].store_aligned(s + r * tile_keys + j + lanes);
+    }
+  }
+}
+
+template <std::size_t MR, std::size_t NV>
+inline void pv_rows(const float* p, std::size_t nkeys, const float* v, std::size_t v_stride, std::size_t c, float* o,
+                    std::size_t D) noexcept {
+  vf acc[MR][NV];
+  for (std::size_t r = 0; r < MR; ++r)
+    for (std::size_t n = 0; n < NV; ++n) acc[r][n] = vf::load_aligned(o + r * D + c + n * lanes);
+  const float* vr = v + c;
+  for (std::size_t j = 0; j < nkeys; ++j, vr += v_stride) {
+    vf b[NV];
+    for (std::size_t n = 0; n < NV; ++n) b[n] = vf::load_unaligned(vr + n * lanes);
+    for (std::size_t r = 0; r < MR; ++r) {
+      const vf a(p[r * tile_keys + j]);
+      for (std::size_t n = 0; n < NV; ++n) acc[r][n] = ::xsimd::fma(a, b[n], acc[r][n]);
+    }
+  }
+  for (std::size_t r = 0; r < MR; ++r)
+    for (std::size_t n = 0; n < NV; ++n) acc[r][n].store_aligned(o + r * D + c + n * lanes);
+}
+
+template <std::size_t MR>
+inline void pv_all(const float* p, std::size_t nkeys, const float* v, std::size_t v_stride, float* o,
+                   std::size_t D) noexcept {
+  std::size_t c = 0;
+  for (; c + 2 * lanes <= D; c += 2 * lanes) pv_rows<MR, 2>(p, nkeys, v, v_stride, c, o, D);
+  for (; c < D; c += lanes) pv_rows<MR, 1>(p, nkeys, v, v_stride, c, o, D);
+}
+
+template <class F>
+inline void for_row_blocks(std::size_t nr, F&& f) {
+  constexpr std::size_t mr = 6;
+  std::size_t r = 0;
+  for (; r + mr <= nr; r += mr) f.template operator()<mr>(r);
+  switch (nr - r) {
+    case 5: f.template operator()<5>(r); break;
+    case 4: f.template operator()<4>(r); break;
+    case 3: f.template operator()<3>(r); break;
+    case 2: f.template operator()<2>(r); break;
+    case 1: f.template operator()<1>(r); break;
+    default: break;
+  }
+}
+
+inline void prefill_item(const attention_prefill_args& a, const attention_detail::prefill_tiles& t,
+                         std::size_t item) noexcept {
+  const std::size_t D = a.head_dim, G = a.n_heads / a.n_kv_heads;
+  const std::size_t tiles = attention_detail::prefill_row_tiles(a);
+  const std::size_t kvh = item / tiles, r0 = (item % tiles) * tile_rows;
+  const std::size_t nr = std::min(tile_rows, a.n_q * G - r0);
+  const vf scale(a.scale), zero(0.0f), idx = iota();
+  for (std::size_t r = 0; r < nr; ++r) {
+    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
+    const float* src = a.q + i * a.q_stride + head * D;
+    for (std::size_t c = 0; c < D; c += lanes) {
+      (vf::load_unaligned(src + c) * scale).store_aligned(t.q + r * D + c);
+      zero.store_aligned(t.o + r * D + c);
+    }
+    t.m[r] = neg_inf;
+    t.l[r] = 0.0f;
+  }
+  const std::size_t pos_min = a.q_pos + r0 / G, pos_max = a.q_pos + (r0 + nr - 1) / G;
+  const std::size_t kv_end = a.causal ? std::min(a.n_kv, pos_max + 1) : a.n_kv;
+  const float* kbase = a.k + kvh * D;
+  const float* vbase = a.v + kvh * D;
+  for (std::size_t kb0 = 0; kb0 < kv_end; kb0 += tile_keys) {
+    const std::size_t nk = std::min(tile_keys, kv_end - kb0);
+    const std::size_t ncols = attention_detail::round_up(nk, 2 * lanes);
+    for (std::size_t j = 0; j < nk; ++j) {
+      const float* krow = kbase + (kb0 + j) * a.k_stride;
+      for (std::size_t c = 0; c < D; ++c) t.kt[c * tile_keys + j] = krow[c];
+    }
+    for (std::size_t c = 0; c < D; ++c)
+      for (std::size_t j = nk; j < ncols; ++j) t.kt[c * tile_keys + j] = 0.0f;
+    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) {
+      score_rows<MR>(t.q + r * D, D, t.kt, ncols, t.s + r * tile_keys);
+    });
+    const bool needs_mask = a.causal && kb0 + nk - 1 > pos_min;
+    for (std::size_t r = 0; r < nr; ++r) {
+      float* s = t.s + r * tile_keys;
+      std::size_t valid = nk;
+      if (needs_mask) {
+        const std::size_t pos = a.q_pos + (r0 + r) / G;
+        valid = pos + 1 <= kb0 ? 0 : std::min(nk, pos + 1 - kb0);
+      }
+      if (valid == 0) {
+        for (std::size_t j = 0; j < ncols; j += lanes) zero.store_aligned(s + j);
+        continue;
+      }
+      vf vmax(neg_inf);
+      std::size_t j = 0;
+      for (; j + lanes <= valid; j += lanes) vmax = ::xsimd::max(vmax, vf::load_aligned(s + j));
+      if (j < valid)
+        vmax = ::xsimd::max(vmax, ::xsimd::select(idx < vf(static_cast<float>(valid - j)), vf::load_aligned(s + j), vmax));
+      const float m_old = t.m[r];
+      const float m_new = std::max(m_old, reduce_max(vmax));
+      const vf vm(m_new);
+      vf vsum(0.0f);
+      for (j = 0; j < ncols; j += lanes) {
+        vf p = ::xsimd::exp(vf::load_aligned(s + j) - vm);
+        if (j + lanes > valid)
+          p = ::xsimd::select(idx < vf(static_cast<float>(valid > j ? valid - j : 0)), p, zero);
+        p.store_aligned(s + j);
+        vsum += p;
+      }
+      const float alpha = std::exp(m_old - m_new);
+      t.l[r] = t.l[r] * alpha + ::xsimd::hadd(vsum);
+      t.m[r] = m_new;
+      if (alpha != 1.0f) {
+        const vf va(alpha);
+        for (std::size_t c = 0; c < D; c += lanes)
+          (vf::load_aligned(t.o + r * D + c) * va).store_aligned(t.o + r * D + c);
+      }
+    }
+    const float* vblock = vbase + kb0 * a.v_stride;
+    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) {
+      pv_all<MR>(t.s + r * tile_keys, nk, vblock, a.v_stride, t.o + r * D, D);
+    });
+  }
+  for (std::size_t r = 0; r < nr; ++r) {
+    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
+    float* dst = a.out + i * a.out_stride + head * D;
+    const vf inv(t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f);
+    for (std::size_t c = 0; c < D; c += lanes) (vf::load_aligned(t.o + r * D + c) * inv).store_unaligned(dst + c);
+  }
+}
+
+// ================================================================= decode
+
+inline constexpr std::size_t score_stride = kv_max_tokens_per_page + 16;
+
+[[nodiscard]] inline float dot(const float* a, const float* b, std::size_t n) noexcept {
+  vf acc0(0.0f), acc1(0.0f);
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    acc0 = ::xsimd::fma(vf::load_unaligned(a + i), vf::load_unaligned(b + i), acc0);
+    acc1 = ::xsimd::fma(vf::load_unaligned(a + i + lanes), vf::load_unaligned(b + i + lanes), acc1);
+  }
+  for (; i < n; i += lanes) acc0 = ::xsimd::fma(vf::load_unaligned(a + i), vf::load_unaligned(b + i), acc0);
+  return ::xsimd::hadd(acc0 + acc1);
+}
+
+/// acc[0, n) += w * x[0, n); n a multiple of lanes.
+inline void axpy(float w, const float* x, float* acc, std::size_t n) noexcept {
+  const vf wv(w);
+  for (std::size_t i = 0; i < n; i += lanes)
+    ::xsimd::fma(wv, vf::load_unaligned(x + i), vf::load_unaligned(acc + i)).store_unaligned(acc + i);
+}
+
+/// Row t of a page-head in a per-token format (f16, q8_0, KIVI values) into dst.
+inline void value_row(kv_format_desc f, kv_role r, const std::byte* head, std::size_t t, std::size_t D,
+                      float* dst) noexcept {
+  if (f.format == kv_format::f16) {
+    widen_f16(head + 2 * t * D, D, dst);
+  } else {
+    scalar::dequantize_page_head(f, r, head, t, 1, D, dst, D);
+  }
+}
+
+/// Scores of one page for heads [0, G) of the group: s[h][t] = q_h . k_t.
+inline void score_page(const paged_kv_desc& kv, const float* q, std::size_t G, const std::byte* kh, std::size_t n,
+                       float* s) noexcept {
+  const std::size_t D = kv.head_dim;
+  alignas(64) float row[kv_max_head_dim];
+  const kv_format_desc f = kv.k_format;
+  if (f.format == kv_format::f16 || f.format == kv_format::q8_0) {
+    for (std::size_t t = 0; t < n; ++t) {
+      value_row(f, kv_role::key, kh, t, D, row);
+      for (std::size_t h = 0; h < G; ++h) s[h * score_stride + t] = dot(q + h * D, row, D);
+    }
+    return;
+  }
+  // KIVI keys: one channel's G codes along tokens into `codes`, tokens in lanes.
+  const unsigned bits = kv_bits(f.format);
+  const std::size_t Gk = f.group, P = Gk * bits / 8, S = 4 + P;
+  const std::size_t full = Gk / lanes * lanes;
+  alignas(64) float codes[kv_max_tokens_per_page];
+  for (std::size_t j = 0; j * Gk < n; ++j) {
+    for (std::size_t h = 0; h < G; ++h) std::fill(s + h * score_stride + j * Gk, s + h * score_stride + (j + 1) * Gk, 0.0f);
+    for (std::size_t ch = 0; ch < D; ++ch) {
+      const std::byte* block = kh + S * (j * D + ch);
+      const float scale = to_float(kv_quant_detail::load_f16(block));
+      const float zero = to_float(kv_quant_detail::load_f16(block + 2));
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(block + 4);
+      for (std::size_t i = 0; i < Gk; ++i)
+        codes[i] = static_cast<float>(kv_quant_detail::kivi_code_at(bytes, bits, P, i));
+      for (std::size_t h = 0; h < G; ++h) {
+        const float qc = q[h * D + ch];
+        float* sh = s + h * score_stride + j * Gk;
+        const vf w(qc * scale), z(qc * zero);
+        std::size_t i = 0;
+        for (; i < full; i += lanes)
+          (::xsimd::fma(w, vf::load_aligned(codes + i), vf::load_unaligned(sh + i)) + z).store_unaligned(sh + i);
+        for (; i < Gk; ++i) sh[i] += qc * scale * codes[i] + qc * zero;
+      }
+    }
+  }
+}
+
+inline void decode_item(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q,
+                        std::size_t i) noexcept {
+  const attention_decode_item& it = plan.items[i];
+  const std::size_t D = plan.head_dim, G = plan.group;
+  const float* qg = q + (std::size_t{it.seq} * plan.n_heads + std::size_t{it.kv_head} * G) * D;
+  for (std::size_t h = 0; h < G; ++h) {
+    plan.ml(i, h)[0] = neg_inf;
+    plan.ml(i, h)[1] = 0.0f;
+    std::fill(plan.acc(i, h), plan.acc(i, h) + D, 0.0f);
+  }
+  const vf idx = iota(), scale(plan.scale), zero(0.0f);
+  alignas(64) float row[kv_max_head_dim];
+  for (std::size_t h0 = 0; h0 < G; h0 += 8) {  // scores of up to 8 heads per page on the stack
+    const std::size_t hb = std::min<std::size_t>(8, G - h0);
+    alignas(64) float s[8 * score_stride];
+    for (std::uint32_t p = it.page_begin; p < it.page_end; ++p) {
+      const std::byte* kh = kv.k_head(it.seq, p, it.kv_head);
+      const std::byte* vh = kv.v_head(it.seq, p, it.kv_head);
+      const std::size_t n = kv.page_tokens(it.seq, p);
+      const std::size_t padded = attention_detail::round_up(n, lanes);
+      score_page(kv, qg + h0 * D, hb, kh, n, s);
+      for (std::size_t h = 0; h < hb; ++h) {
+        float* sh = s + h * score_stride;
+        vf vmax(neg_inf);
+        for (std::size_t t = 0; t < padded; t += lanes)
+          vmax = ::xsimd::max(vmax, ::xsimd::select(idx < vf(static_cast<float>(n - t)),
+                                                     vf::load_aligned(sh + t) * scale, vf(neg_inf)));
+        float* ml = plan.ml(i, h0 + h);
+        const float m_new = std::max(ml[0], reduce_max(vmax));
+        const vf vm(m_new);
+        vf vsum(0.0f);
+        for (std::size_t t = 0; t < padded; t += lanes) {
+          const vf e = ::xsimd::exp(::xsimd::fms(vf::load_aligned(sh + t), scale, vm));
+          const vf pr = ::xsimd::select(idx < vf(static_cast<float>(n - t)), e, zero);
+          pr.store_aligned(sh + t);
+          vsum += pr;
+        }
+        const float alpha = std::exp(ml[0] - m_new);
+        ml[0] = m_new;
+        ml[1] = ml[1] * alpha + ::xsimd::hadd(vsum);
+        if (alpha != 1.0f) {
+          float* acc = plan.acc(i, h0 + h);
+          const vf va(alpha);
+          for (std::size_t c = 0; c < D; c += lanes) (vf::load_unaligned(acc + c) * va).store_unaligned(acc + c);
+        }
+      }
+      for (std::size_t t = 0; t < n; ++t) {
+        value_row(kv.v_format, kv_role::value, vh, t, D, row);
+        for (std::size_t h = 0; h < hb; ++h) axpy(s[h * score_stride + t], row, plan.acc(i, h0 + h), D);
+      }
+    }
+  }
+}
+
+}  // namespace attention_x
+}  // namespace RUVLLM_XSIMD_ARCH_NS
+}  // namespace xsimd_impl
+
+template <>
+struct attention_ops<backend::xsimd> {
+  /// Flash-attention prefill of work items [begin, end); workspace holds at
+  /// least attention_prefill_workspace_bytes(a.head_dim) bytes.
+  static void attention_prefill(const attention_prefill_args& a, std::span<std::byte> workspace, std::size_t begin,
+                                std::size_t end) noexcept {
+    RUVLLM_ASSERT(end <= attention_prefill_work_items(a) && begin <= end);
+    RUVLLM_ASSERT(begin == end || workspace.size() >= attention_prefill_workspace_bytes(a.head_dim));
+    if (begin == end) return;
+    const auto tiles = attention_detail::carve_prefill_tiles(workspace.data(), a.head_dim);
+    for (std::size_t w = begin; w < end; ++w) xsimd_impl::attention_x::prefill_item(a, tiles, w);
+  }
+  /// Paged decode of work items [begin, end) of `plan`.
+  static void attention_decode(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q,
+                               std::size_t begin, std::size_t end) noexcept {
+    RUVLLM_ASSERT(end <= plan.work_items() && begin <= end);
+    for (std::size_t i = begin; i < end; ++i) xsimd_impl::attention_x::decode_item(plan, kv, q, i);
+  }
+  /// attention_decode for a typed view.
+  template <class K, class V, std::size_t T>
+  static void attention_decode(const attention_decode_plan& plan, const paged_kv_view<K, V, T>& kv, const float* q,
+                               std::size_t begin, std::size_t end) noexcept {
+    attention_decode(plan, kv.desc(), q, begin, end);
+  }
+  /// Merges the partial states of sequences [begin, end) into out (and lse when non-null).
+  static void attention_decode_merge(const attention_decode_plan& plan, float* out, float* lse, std::size_t begin,
+                                     std::size_t end) noexcept {
+    RUVLLM_ASSERT(end <= plan.batch && begin <= end);
+    attention_detail::decode_merge(plan, out, lse, begin, end);
+  }
+  /// Combines two attention outputs over disjoint keys by their log-sum-exps.
+  static void attention_merge_states(const float* a, const float* lse_a, const float* b, const float* lse_b,
+                                     float* out, float* lse_out, std::size_t rows, std::size_t head_dim) noexcept {
+    attention_detail::merge_states(a, lse_a, b, lse_b, out, lse_out, rows, head_dim);
+  }
+};
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_XSIMD_ATTENTION_HPP

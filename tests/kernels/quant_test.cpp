@@ -1,0 +1,1193 @@
+// The quant family: GGUF block quantizers, dequantizers, quantized dot
+// products and f16/bf16 row conversions, on every backend and on every
+// compiled Highway target this CPU supports.
+//
+// Expectations come from three independent places: blocks worked out by hand
+// from ggml's documented rules, ggml's dequantization formulas written out
+// again here (own unpacking of the bit layouts), and exact integer dot
+// products computed in int64 from those unpacked quants. The scalar reference
+// is then the yardstick for every SIMD path: quantized bytes and dequantized
+// floats must be identical, dots equal up to float summation order (and
+// exactly equal where every partial sum is an integer float represents).
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "ruvllm/kernels/ops.hpp"
+#include "support/per_target.hpp"
+#include "support/rng.hpp"
+
+namespace {
+
+using ruvllm::bf16;
+using ruvllm::block_q4_0;
+using ruvllm::block_q4_k;
+using ruvllm::block_q6_k;
+using ruvllm::block_q8_0;
+using ruvllm::block_q8_k;
+using ruvllm::f16;
+using ruvllm::qk_k;
+using ruvllm::backend::highway;
+using ruvllm::backend::scalar;
+using xsimd_backend = ruvllm::backend::xsimd;  // a using-declaration would clash with ::xsimd
+template <class B>
+using ops = ruvllm::kernels::ops<B>;
+
+constexpr std::size_t block_counts[] = {1, 2, 7, 130};
+constexpr double eps = std::numeric_limits<float>::epsilon();
+
+// ------------------------------------------------------------------ storage
+
+/// count value-initialized T placed `offset` bytes past a 64-byte boundary,
+/// so kernels cannot rely on vector alignment.
+template <class T>
+class placed {
+ public:
+  explicit placed(std::size_t count, std::size_t offset = alignof(T)) : count_(count), bytes_(count * sizeof(T) + 128) {
+    const auto base = reinterpret_cast<std::uintptr_t>(bytes_.data());
+    data_ = reinterpret_cast<T*>(bytes_.data() + (64 - base % 64) % 64 + offset);
+    for (std::size_t i = 0; i < count; ++i) new (data_ + i) T{};
+  }
+  placed(const placed&) = delete;
+  placed& operator=(const placed&) = delete;
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  std::size_t size() const { return count_; }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+
+ private:
+  std::size_t count_;
+  std::vector<unsigned char> bytes_;
+  T* data_;
+};
+
+/// Index of the first differing byte of two arrays, or -1.
+template <class T>
+long first_difference(const T* a, const T* b, std::size_t count) {
+  const auto* pa = reinterpret_cast<const unsigned char*>(a);
+  const auto* pb = reinterpret_cast<const unsigned char*>(b);
+  for (std::size_t i = 0; i < count * sizeof(T); ++i) {
+    if (pa[i] != pb[i]) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+std::uint16_t bits(f16 h) { return h.bits; }
+f16 half(float x) { return ruvllm::to_f16(x); }
+float value(f16 h) { return ruvllm::to_float(h); }
+
+/// Gaussian weights with a few outliers, as real weight rows have.
+std::vector<float> weights_like(ruvllm::test::rng& gen, std::size_t n, float sigma = 1.0f) {
+  std::vector<float> v(n);
+  for (auto& x : v) x = gen.chance(0.01) ? gen.normal(0.0f, 8.0f * sigma) : gen.normal(0.0f, sigma);
+  return v;
+}
+
+// ------------------------------------------- ggml's formulas, written again
+
+/// Q4_K's twelve scale bytes as a bit layout: bytes 0-3 hold the 6-bit scales
+/// of sub-blocks 0-3 (low bits) and the top two bits of scales 4-7; bytes 4-7
+/// likewise for the mins; bytes 8-11 the low nibbles of scale (low) and min
+/// (high) of sub-blocks 4-7.
+void unpack_q4_k_scales(const std::uint8_t* s, int* sc, int* mn) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = s[j] % 64;
+    mn[j] = s[4 + j] % 64;
+    sc[4 + j] = (s[8 + j] % 16) + 16 * (s[j] / 64);
+    mn[4 + j] = (s[8 + j] / 16) + 16 * (s[4 + j] / 64);
+  }
+}
+
+/// Q4_K quants in element order: 64-element groups, low nibbles then high.
+void unpack_q4_k_quants(const block_q4_k& b, int* q) {
+  for (int g = 0; g < 4; ++g) {
+    for (int l = 0; l < 32; ++l) {
+      q[64 * g + l] = b.qs[32 * g + l] % 16;
+      q[64 * g + 32 + l] = b.qs[32 * g + l] / 16;
+    }
+  }
+}
+
+/// Q6_K quants minus 32 in element order, the way ggml's loop walks ql/qh.
+void unpack_q6_k_quants(const block_q6_k& b, int* q) {
+  const std::uint8_t* ql = b.ql;
+  const std::uint8_t* qh = b.qh;
+  for (int n = 0; n < 256; n += 128, ql += 64, qh += 32) {
+    for (int l = 0; l < 32; ++l) {
+      q[n + l] = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+      q[n + l + 32] = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+      q[n + l + 64] = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+      q[n + l + 96] = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+    }
+  }
+}
+
+std::vector<float> ggml_dequantize(const block_q8_0* x, std::size_t nb) {
+  std::vector<float> y;
+  for (std::size_t b = 0; b < nb; ++b) {
+    for (int j = 0; j < 32; ++j) y.push_back(static_cast<float>(x[b].qs[j]) * value(x[b].d));
+  }
+  return y;
+}
+std::vector<float> ggml_dequantize(const block_q4_0* x, std::size_t nb) {
+  std::vector<float> y(32 * nb);
+  for (std::size_t b = 0; b < nb; ++b) {
+    for (int j = 0; j < 16; ++j) {
+      y[32 * b + j] = static_cast<float>((x[b].qs[j] & 0x0F) - 8) * value(x[b].d);
+      y[32 * b + j + 16] = static_cast<float>((x[b].qs[j] >> 4) - 8) * value(x[b].d);
+    }
+  }
+  return y;
+}
+std::vector<float> ggml_dequantize(const block_q4_k* x, std::size_t nb) {
+  std::vector<float> y;
+  for (std::size_t b = 0; b < nb; ++b) {
+    int sc[8], mn[8], q[256];
+    unpack_q4_k_scales(x[b].scales, sc, mn);
+    unpack_q4_k_quants(x[b], q);
+    for (int e = 0; e < 256; ++e) {
+      const float d1 = value(x[b].d) * static_cast<float>(sc[e / 32]);
+      const float m1 = value(x[b].dmin) * static_cast<float>(mn[e / 32]);
+      y.push_back(d1 * static_cast<float>(q[e]) - m1);
+    }
+  }
+  return y;
+}
+std::vector<float> ggml_dequantize(const block_q6_k* x, std::size_t nb) {
+  std::vector<float> y;
+  for (std::size_t b = 0; b < nb; ++b) {
+    int q[256];
+    unpack_q6_k_quants(x[b], q);
+    for (int e = 0; e < 256; ++e) {
+      y.push_back(value(x[b].d) * static_cast<float>(x[b].scales[e / 16]) * static_cast<float>(q[e]));
+    }
+  }
+  return y;
+}
+std::vector<float> ggml_dequantize(const block_q8_k* x, std::size_t nb) {
+  std::vector<float> y;
+  for (std::size_t b = 0; b < nb; ++b) {
+    for (int j = 0; j < 256; ++j) y.push_back(x[b].d * static_cast<float>(x[b].qs[j]));
+  }
+  return y;
+}
+
+// ----------------------------------------- exact dots and their magnitudes
+
+/// The exact value a quantized dot approximates, and the magnitude its
+/// rounding error scales with (sum of |terms| the kernel adds in float).
+struct exact_dot {
+  long double value = 0;
+  long double magnitude = 0;
+};
+
+exact_dot exact(const block_q8_0* w, const block_q8_0* a, std::size_t nb) {
+  exact_dot r;
+  for (std::size_t b = 0; b < nb; ++b) {
+    long long s = 0, m = 0;
+    for (int j = 0; j < 32; ++j) {
+      s += w[b].qs[j] * a[b].qs[j];
+      m += std::abs(w[b].qs[j] * a[b].qs[j]);
+    }
+    const long double scale = static_cast<long double>(value(w[b].d)) * value(a[b].d);
+    r.value += scale * s;
+    r.magnitude += std::fabs(scale) * m;
+  }
+  return r;
+}
+exact_dot exact(const block_q4_0* w, const block_q8_0* a, std::size_t nb) {
+  exact_dot r;
+  for (std::size_t b = 0; b < nb; ++b) {
+    long long s = 0, m = 0;
+    for (int j = 0; j < 16; ++j) {
+      const int lo = (w[b].qs[j] & 0x0F) - 8, hi = (w[b].qs[j] >> 4) - 8;
+      s += lo * a[b].qs[j] + hi * a[b].qs[j + 16];
+      m += std::abs(lo * a[b].qs[j]) + std::abs(hi * a[b].qs[j + 16]);
+    }
+    const long double scale = static_cast<long double>(value(w[b].d)) * value(a[b].d);
+    r.value += scale * s;
+    r.magnitude += std::fabs(scale) * m;
+  }
+  return r;
+}
+exact_dot exact(const block_q4_k* w, const block_q8_k* a, std::size_t nb) {
+  exact_dot r;
+  for (std::size_t b = 0; b < nb; ++b) {
+    int sc[8], mn[8], q[256];
+    unpack_q4_k_scales(w[b].scales, sc, mn);
+    unpack_q4_k_quants(w[b], q);
+    long long scaled = 0, mins = 0, m_scaled = 0, m_mins = 0;
+    for (int e = 0; e < 256; ++e) {
+      scaled += static_cast<long long>(sc[e / 32]) * q[e] * a[b].qs[e];
+      mins += static_cast<long long>(mn[e / 32]) * a[b].qs[e];
+      m_scaled += std::llabs(static_cast<long long>(sc[e / 32]) * q[e] * a[b].qs[e]);
+      m_mins += std::llabs(static_cast<long long>(mn[e / 32]) * a[b].qs[e]);
+    }
+    const long double d = static_cast<long double>(value(w[b].d)) * a[b].d;
+    const long double dmin = static_cast<long double>(value(w[b].dmin)) * a[b].d;
+    r.value += d * scaled - dmin * mins;
+    r.magnitude += std::fabs(d) * m_scaled + std::fabs(dmin) * m_mins;
+  }
+  return r;
+}
+exact_dot exact(const block_q6_k* w, const block_q8_k* a, std::size_t nb) {
+  exact_dot r;
+  for (std::size_t b = 0; b < nb; ++b) {
+    int q[256];
+    unpack_q6_k_quants(w[b], q);
+    long long s = 0, m = 0;
+    for (int e = 0; e < 256; ++e) {
+      s += static_cast<long long>(w[b].scales[e / 16]) * q[e] * a[b].qs[e];
+      m += std::llabs(static_cast<long long>(w[b].scales[e / 16]) * q[e] * a[b].qs[e]);
+    }
+    const long double d = static_cast<long double>(value(w[b].d)) * a[b].d;
+    r.value += d * s;
+    r.magnitude += std::fabs(d) * m;
+  }
+  return r;
+}
+
+/// A float dot of nb blocks is within (nb + 8) eps * magnitude of the exact
+/// value (one rounding per block product and per accumulation, plus the
+/// scale products and the final lane reduction).
+void check_close_to_exact(float got, const exact_dot& e, std::size_t nb) {
+  const long double bound = static_cast<long double>(nb + 8) * eps * e.magnitude;
+  INFO("got " << got << ", exact " << static_cast<double>(e.value) << ", bound " << static_cast<double>(bound));
+  CHECK(std::fabs(static_cast<long double>(got) - e.value) <= bound);
+}
+
+// ------------------------------------------------------ random block data
+
+/// Random activation quants in [-limit, limit] with d and consistent bsums.
+void random_q8_0(ruvllm::test::rng& gen, block_q8_0* a, std::size_t nb, int limit, float d) {
+  for (std::size_t b = 0; b < nb; ++b) {
+    a[b].d = half(d);
+    for (auto& q : a[b].qs) q = static_cast<std::int8_t>(static_cast<int>(gen.uniform_index(0, 2 * limit)) - limit);
+  }
+}
+void random_q8_k(ruvllm::test::rng& gen, block_q8_k* a, std::size_t nb, int limit, float d) {
+  for (std::size_t b = 0; b < nb; ++b) {
+    a[b].d = d;
+    for (auto& q : a[b].qs) q = static_cast<std::int8_t>(static_cast<int>(gen.uniform_index(0, 2 * limit)) - limit);
+    for (int g = 0; g < 16; ++g) {
+      int s = 0;
+      for (int j = 0; j < 16; ++j) s += a[b].qs[16 * g + j];
+      a[b].bsums[g] = static_cast<std::int16_t>(s);
+    }
+  }
+}
+/// Random bytes for every quant/scale field of weight blocks, with the given
+/// f16 super-block scales (Q6_K scales limited to [-scale_limit, scale_limit]).
+template <class Block>
+void random_bytes(ruvllm::test::rng& gen, Block* w, std::size_t nb) {
+  for (std::size_t b = 0; b < nb; ++b) {
+    auto* p = reinterpret_cast<unsigned char*>(&w[b]);
+    for (std::size_t i = 0; i < sizeof(Block); ++i) p[i] = static_cast<unsigned char>(gen.next_u32());
+  }
+}
+void set_scales(block_q8_0* w, std::size_t nb, float d) {
+  for (std::size_t b = 0; b < nb; ++b) w[b].d = half(d);
+}
+void set_scales(block_q4_0* w, std::size_t nb, float d) {
+  for (std::size_t b = 0; b < nb; ++b) w[b].d = half(d);
+}
+void set_scales(block_q4_k* w, std::size_t nb, float d) {
+  for (std::size_t b = 0; b < nb; ++b) w[b].d = w[b].dmin = half(d);
+}
+void set_scales(block_q6_k* w, std::size_t nb, float d, int scale_limit = 127) {
+  for (std::size_t b = 0; b < nb; ++b) {
+    w[b].d = half(d);
+    for (auto& s : w[b].scales) s = static_cast<std::int8_t>(std::clamp<int>(s, -scale_limit, scale_limit));
+  }
+}
+/// Random finite f16 scales in [0.25, 4) * 2^-8 of either sign.
+float random_scale(ruvllm::test::rng& gen) {
+  const float s = std::ldexp(gen.uniform(1.0f, 16.0f), -10);
+  return gen.chance(0.5) ? -s : s;
+}
+
+// -------------------------------------------------- per-format dispatching
+
+struct q8_0_pair {
+  using weight = block_q8_0;
+  using act = block_q8_0;
+  static constexpr std::size_t block = 32;
+  template <class B>
+  static float dot(const weight* w, const act* a, std::size_t n) {
+    return ops<B>::dot_q8_0_q8_0(w, a, n);
+  }
+  template <class B>
+  static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
+    ops<B>::dot_q8_0_q8_0_rows(w, stride, rows, a, n, out);
+  }
+};
+struct q4_0_pair {
+  using weight = block_q4_0;
+  using act = block_q8_0;
+  static constexpr std::size_t block = 32;
+  template <class B>
+  static float dot(const weight* w, const act* a, std::size_t n) {
+    return ops<B>::dot_q4_0_q8_0(w, a, n);
+  }
+  template <class B>
+  static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
+    ops<B>::dot_q4_0_q8_0_rows(w, stride, rows, a, n, out);
+  }
+};
+struct q4_k_pair {
+  using weight = block_q4_k;
+  using act = block_q8_k;
+  static constexpr std::size_t block = 256;
+  template <class B>
+  static float dot(const weight* w, const act* a, std::size_t n) {
+    return ops<B>::dot_q4_k_q8_k(w, a, n);
+  }
+  template <class B>
+  static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
+    ops<B>::dot_q4_k_q8_k_rows(w, stride, rows, a, n, out);
+  }
+};
+struct q6_k_pair {
+  using weight = block_q6_k;
+  using act = block_q8_k;
+  static constexpr std::size_t block = 256;
+  template <class B>
+  static float dot(const weight* w, const act* a, std::size_t n) {
+    return ops<B>::dot_q6_k_q8_k(w, a, n);
+  }
+  template <class B>
+  static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
+    ops<B>::dot_q6_k_q8_k_rows(w, stride, rows, a, n, out);
+  }
+};
+
+void random_activations(ruvllm::test::rng& gen, block_q8_0* a, std::size_t nb, int limit, float d) {
+  random_q8_0(gen, a, nb, limit, d);
+}
+void random_activations(ruvllm::test::rng& gen, block_q8_k* a, std::size_t nb, int limit, float d) {
+  random_q8_k(gen, a, nb, limit, d);
+}
+
+template <class B, class Block>
+void quantize(const float* x, Block* y, std::size_t n) {
+  if constexpr (std::is_same_v<Block, block_q8_0>) ops<B>::quantize_q8_0(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q4_0>) ops<B>::quantize_q4_0(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q4_k>) ops<B>::quantize_q4_k(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q6_k>) ops<B>::quantize_q6_k(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q8_k>) ops<B>::quantize_q8_k(x, y, n);
+}
+template <class B, class Block>
+void dequantize(const Block* x, float* y, std::size_t n) {
+  if constexpr (std::is_same_v<Block, block_q8_0>) ops<B>::dequantize_q8_0(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q4_0>) ops<B>::dequantize_q4_0(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q4_k>) ops<B>::dequantize_q4_k(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q6_k>) ops<B>::dequantize_q6_k(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q8_k>) ops<B>::dequantize_q8_k(x, y, n);
+}
+template <class Block>
+constexpr std::size_t block_elems = std::is_same_v<Block, block_q8_0> || std::is_same_v<Block, block_q4_0> ? 32 : 256;
+
+/// Runs body(backend_name, tag) for xsimd and every Highway target.
+template <class Body>
+void for_each_simd_backend(Body&& body) {
+  {
+    INFO("xsimd " << xsimd_backend::target_name());
+    body(xsimd_backend{});
+  }
+  ruvllm::test::for_each_highway_target([&](const std::string&) { body(highway{}); });
+}
+
+}  // namespace
+
+// ==================================================== hand-computed blocks
+
+TEST_CASE("Q8_0 quantizes known blocks to ggml's exact bytes", "[kernels][quant]") {
+  // amax 127 gives d = 1 exactly, so q = roundf(x): halves go away from zero.
+  float x[64] = {127.0f, -127.0f, 0.5f, -0.5f, 1.5f, 2.5f, -2.5f, 0.49f, -0.49f, 100.7f, -100.5f, 3.0f, 0.0f, -0.0f};
+  // Second block: amax 254 -> d = 2, id = 0.5: x = 5 -> 2.5 -> 3, x = -3 -> -1.5 -> -2, 1 -> 0.5 -> 1.
+  x[32] = 254.0f;
+  x[33] = 5.0f;
+  x[34] = -3.0f;
+  x[35] = 1.0f;
+  x[36] = 0.9f;
+  const std::int8_t want0[14] = {127, -127, 1, -1, 2, 3, -3, 0, 0, 101, -101, 3, 0, 0};
+  const std::int8_t want1[5] = {127, 3, -2, 1, 0};
+  const auto check = [&](const block_q8_0* y) {
+    CHECK(bits(y[0].d) == 0x3C00);  // f16 1.0
+    for (int j = 0; j < 14; ++j) CHECK(y[0].qs[j] == want0[j]);
+    for (int j = 14; j < 32; ++j) CHECK(y[0].qs[j] == 0);
+    CHECK(bits(y[1].d) == 0x4000);  // f16 2.0
+    for (int j = 0; j < 5; ++j) CHECK(y[1].qs[j] == want1[j]);
+  };
+  placed<block_q8_0> y(2);
+  ops<scalar>::quantize_q8_0(x, y.data(), 64);
+  check(y.data());
+  for_each_simd_backend([&](auto b) {
+    placed<block_q8_0> z(2);
+    quantize<decltype(b)>(x, z.data(), 64);
+    check(z.data());
+  });
+}
+
+TEST_CASE("Q8_0 of an all-zero block is all zero bytes", "[kernels][quant]") {
+  const float x[32] = {};
+  placed<block_q8_0> y(1);
+  std::memset(y.data(), 0xAB, sizeof(block_q8_0));
+  ops<scalar>::quantize_q8_0(x, y.data(), 32);
+  const block_q8_0 zero{};
+  CHECK(first_difference(y.data(), &zero, 1) == -1);
+}
+
+TEST_CASE("Q4_0 quantizes known blocks to ggml's exact bytes", "[kernels][quant]") {
+  // Block 0: the first element of largest magnitude is -8, so d = -8 / -8 = 1
+  // and q = min(15, trunc(x + 8.5)).
+  float x[96] = {-8.0f, 7.0f, 7.4f, 7.6f, 0.5f, -0.5f, 0.49f, -3.2f, 8.0f, -7.99f};
+  // element 16 + j goes to the high nibble of byte j
+  x[16] = 1.0f;
+  x[17] = -1.0f;
+  // Block 1: +8 comes first, so d = -1 and q = min(15, trunc(8.5 - x)); the
+  // later -8 maps to 16.5 -> 15, the clipped end.
+  x[32] = 8.0f;
+  x[33] = -8.0f;
+  x[34] = 2.0f;
+  // Block 2 is all zero: d = 0 / -8 = -0, every nibble 8.
+  placed<block_q4_0> y(3);
+  const auto check = [&](const block_q4_0* q) {
+    CHECK(bits(q[0].d) == 0x3C00);
+    const int lo[10] = {0, 15, 15, 15, 9, 8, 8, 5, 15, 0};
+    CHECK((q[0].qs[0] & 0xF) == lo[0]);
+    CHECK((q[0].qs[0] >> 4) == 9);   // x[16] = 1 -> 9.5 -> 9
+    CHECK((q[0].qs[1] >> 4) == 7);   // x[17] = -1 -> 7.5 -> 7
+    for (int j = 1; j < 10; ++j) CHECK((q[0].qs[j] & 0xF) == lo[j]);
+    for (int j = 10; j < 16; ++j) CHECK((q[0].qs[j] & 0xF) == 8);
+    for (int j = 2; j < 16; ++j) CHECK((q[0].qs[j] >> 4) == 8);
+    CHECK(bits(q[1].d) == 0xBC00);  // f16 -1.0
+    CHECK((q[1].qs[0] & 0xF) == 0);
+    CHECK((q[1].qs[1] & 0xF) == 15);
+    CHECK((q[1].qs[2] & 0xF) == 6);
+    CHECK(bits(q[2].d) == 0x8000);  // -0, exactly as ggml stores it
+    for (int j = 0; j < 16; ++j) CHECK(q[2].qs[j] == 0x88);
+  };
+  ops<scalar>::quantize_q4_0(x, y.data(), 96);
+  check(y.data());
+  for_each_simd_backend([&](auto b) {
+    placed<block_q4_0> z(3);
+    quantize<decltype(b)>(x, z.data(), 96);
+    check(z.data());
+  });
+}
+
+TEST_CASE("Q8_K quantizes a known block to ggml's exact bytes and bsums", "[kernels][quant]") {
+  // max = -127 comes first: iscale = 1, q = nearest_int(x) with ties to even.
+  std::vector<float> x(256, 0.0f);
+  x[0] = -127.0f;
+  x[1] = 2.5f;
+  x[2] = 3.5f;
+  x[3] = -2.5f;
+  x[4] = 127.0f;
+  x[16] = 10.4f;
+  x[255] = -0.5f;
+  const auto check = [&](const block_q8_k& q) {
+    CHECK(q.d == 1.0f);
+    CHECK(q.qs[0] == -127);
+    CHECK(q.qs[1] == 2);
+    CHECK(q.qs[2] == 4);
+    CHECK(q.qs[3] == -2);
+    CHECK(q.qs[4] == 127);
+    CHECK(q.qs[16] == 10);
+    CHECK(q.qs[255] == 0);
+    CHECK(q.bsums[0] == -127 + 2 + 4 - 2 + 127);
+    CHECK(q.bsums[1] == 10);
+    for (int g = 2; g < 16; ++g) CHECK(q.bsums[g] == 0);
+  };
+  placed<block_q8_k> y(1);
+  ops<scalar>::quantize_q8_k(x.data(), y.data(), 256);
+  check(y[0]);
+  for_each_simd_backend([&](auto b) {
+    placed<block_q8_k> z(1);
+    quantize<decltype(b)>(x.data(), z.data(), 256);
+    check(z[0]);
+  });
+}
+
+TEST_CASE("Q4_K and Q6_K quantize a hand-made block whose values the format holds", "[kernels][quant]") {
+  // Every sub-block of 32 is 0, 1, ..., 15 (twice): a scale of 1 and min 0
+  // represent it exactly, so the search must find zero error.
+  std::vector<float> x(256);
+  for (std::size_t i = 0; i < 256; ++i) x[i] = static_cast<float>(i % 16);
+  placed<block_q4_k> y(1);
+  ops<scalar>::quantize_q4_k(x.data(), y.data(), 256);
+  // Only the f16 rounding of d = 1/63 (relative 2^-11) separates the result
+  // from x: every quant is x itself and the min is 0.
+  CHECK(value(y[0].dmin) == 0.0f);
+  const auto back = ggml_dequantize(y.data(), 1);
+  for (std::size_t i = 0; i < 256; ++i) {
+    CHECK(std::fabs(back[i] - x[i]) <= 15.0f / 2048.0f);
+    CHECK(std::round(back[i]) == x[i]);
+  }
+  // Q6_K: integers in [-32, 31] with the extreme -32 in every 16-group.
+  for (std::size_t i = 0; i < 256; ++i) x[i] = (i % 16 == 0) ? -32.0f : static_cast<float>(static_cast<int>(i % 61) - 30);
+  placed<block_q6_k> z(1);
+  ops<scalar>::quantize_q6_k(x.data(), z.data(), 256);
+  const auto back6 = ggml_dequantize(z.data(), 1);
+  double worst = 0;
+  for (std::size_t i = 0; i < 256; ++i) worst = std::max(worst, std::fabs(static_cast<double>(back6[i]) - x[i]));
+  // Scale 1 per group, int8 scale -128 and d = -1/128: all exact.
+  CHECK(worst == 0.0);
+}
+
+// ================================================ dequantization formulas
+
+TEMPLATE_TEST_CASE("dequantization equals ggml's formulas bit for bit on random blocks", "[kernels][quant]",
+                   block_q8_0, block_q4_0, block_q4_k, block_q6_k, block_q8_k) {
+  using Block = TestType;
+  ruvllm::test::rng gen(11);
+  for (const std::size_t nb : block_counts) {
+    placed<Block> x(nb);
+    random_bytes(gen, x.data(), nb);
+    // Keep the scales finite (random bytes could be inf/NaN f16 patterns).
+    if constexpr (std::is_same_v<Block, block_q8_k>) {
+      for (std::size_t b = 0; b < nb; ++b) x[b].d = random_scale(gen);
+    } else {
+      for (std::size_t b = 0; b < nb; ++b) {
+        x[b].d = half(random_scale(gen) * 64.0f);
+        if constexpr (std::is_same_v<Block, block_q4_k>) x[b].dmin = half(random_scale(gen));
+      }
+    }
+    const std::size_t n = nb * block_elems<Block>;
+    const auto want = ggml_dequantize(x.data(), nb);
+    INFO("blocks " << nb);
+    placed<float> y(n, 4);
+    dequantize<scalar>(x.data(), y.data(), n);
+    CHECK(first_difference(y.data(), want.data(), n) == -1);
+    for_each_simd_backend([&](auto b) {
+      placed<float> z(n, 4);
+      dequantize<decltype(b)>(x.data(), z.data(), n);
+      CHECK(first_difference(z.data(), want.data(), n) == -1);
+    });
+  }
+}
+
+// ======================================================= round-trip error
+
+TEST_CASE("Q8_0 round trip: |x - x'| <= amax/254 + amax/2048 per element", "[kernels][quant]") {
+  // Rounding to the nearest multiple of d = amax/127 costs d/2; storing d as
+  // f16 (relative error <= 2^-11) moves a value with |q| <= 127 by at most
+  // 127 d 2^-11 = amax/2048.
+  ruvllm::test::rng gen(12);
+  for (const std::size_t nb : block_counts) {
+    const auto x = weights_like(gen, 32 * nb, gen.uniform(0.01f, 100.0f));
+    placed<block_q8_0> q(nb);
+    ops<scalar>::quantize_q8_0(x.data(), q.data(), x.size());
+    const auto back = ggml_dequantize(q.data(), nb);
+    for (std::size_t b = 0; b < nb; ++b) {
+      float amax = 0;
+      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[32 * b + j]));
+      for (int j = 0; j < 32; ++j) {
+        const double err = std::fabs(static_cast<double>(x[32 * b + j]) - back[32 * b + j]);
+        CHECK(err <= amax * (1.0 / 254 + 1.0 / 2048) * (1 + 1e-6));
+        CHECK(q[b].qs[j] >= -127);  // the activation precondition of every dot
+      }
+    }
+  }
+}
+
+TEST_CASE("Q4_0 round trip: |x - x'| <= amax/16 + amax/2048, amax/8 at the clipped end", "[kernels][quant]") {
+  // d = m / -8 with |d| = amax/8; quants span [-8, 7] d, so values rounding
+  // into the missing +8 d slot (x/d > 7.5, only of the sign opposite to m) are
+  // clipped and may be off by a full |d|; everything else by |d|/2. The f16
+  // scale adds at most 8 |d| 2^-11 = amax/2048.
+  ruvllm::test::rng gen(13);
+  for (const std::size_t nb : block_counts) {
+    const auto x = weights_like(gen, 32 * nb);
+    placed<block_q4_0> q(nb);
+    ops<scalar>::quantize_q4_0(x.data(), q.data(), x.size());
+    const auto back = ggml_dequantize(q.data(), nb);
+    std::size_t clipped = 0;
+    for (std::size_t b = 0; b < nb; ++b) {
+      float amax = 0, m = 0;
+      for (int j = 0; j < 32; ++j) {
+        if (std::fabs(x[32 * b + j]) > amax) {
+          amax = std::fabs(x[32 * b + j]);
+          m = x[32 * b + j];
+        }
+      }
+      for (int j = 0; j < 32; ++j) {
+        const double err = std::fabs(static_cast<double>(x[32 * b + j]) - back[32 * b + j]);
+        const bool clip = x[32 * b + j] * (-8.0 / m) > 7.5;
+        clipped += clip;
+        CHECK(err <= amax * ((clip ? 1.0 / 8 : 1.0 / 16) + 1.0 / 2048) * (1 + 1e-6));
+      }
+    }
+    INFO("clipped elements " << clipped);
+  }
+}
+
+TEST_CASE("Q8_K round trip: |x - x'| <= amax/254 per element", "[kernels][quant]") {
+  ruvllm::test::rng gen(14);
+  for (const std::size_t nb : block_counts) {
+    const auto x = weights_like(gen, 256 * nb, 3.0f);
+    placed<block_q8_k> q(nb);
+    ops<scalar>::quantize_q8_k(x.data(), q.data(), x.size());
+    const auto back = ggml_dequantize(q.data(), nb);
+    for (std::size_t b = 0; b < nb; ++b) {
+      float amax = 0;
+      for (int j = 0; j < 256; ++j) amax = std::max(amax, std::fabs(x[256 * b + j]));
+      int bsum_errors = 0;
+      for (int j = 0; j < 256; ++j) {
+        CHECK(std::fabs(static_cast<double>(x[256 * b + j]) - back[256 * b + j]) <= amax / 254.0 * (1 + 1e-5));
+        CHECK(q[b].qs[j] >= -127);
+      }
+      for (int g = 0; g < 16; ++g) {
+        int s = 0;
+        for (int j = 0; j < 16; ++j) s += q[b].qs[16 * g + j];
+        bsum_errors += s != q[b].bsums[g];
+      }
+      CHECK(bsum_errors == 0);
+    }
+  }
+}
+
+namespace {
+
+double rms(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+  return std::sqrt(s / static_cast<double>(a.size()));
+}
+
+/// The simple independent 4-bit reference: per 32 elements, min/max affine
+/// quantization with the step and the offset stored as f16 (Q4_1-like).
+std::vector<float> minmax_4bit_round_trip(const std::vector<float>& x) {
+  std::vector<float> y(x.size());
+  for (std::size_t b = 0; b < x.size(); b += 32) {
+    const float lo = *std::min_element(x.begin() + b, x.begin() + b + 32);
+    const float hi = *std::max_element(x.begin() + b, x.begin() + b + 32);
+    const float d = value(half((hi - lo) / 15.0f)), m = value(half(lo));
+    for (std::size_t j = b; j < b + 32; ++j) {
+      const float q = d > 0 ? std::clamp(std::round((x[j] - m) / d), 0.0f, 15.0f) : 0.0f;
+      y[j] = m + d * q;
+    }
+  }
+  return y;
+}
+
+/// The same plain min/max rule stored in Q4_K's own format: per 32 elements
+/// step (max - min')/15 and offset -min' with min' = min(min, 0) (Q4_K cannot
+/// add an offset), both as 6-bit multiples of f16 super-block scales.
+std::vector<float> minmax_q4_k_format_round_trip(const std::vector<float>& x) {
+  std::vector<float> y(x.size());
+  for (std::size_t b = 0; b < x.size(); b += 256) {
+    float step[8], off[8], max_step = 0, max_off = 0;
+    for (std::size_t j = 0; j < 8; ++j) {
+      const auto first = x.begin() + static_cast<long>(b + 32 * j);
+      const float lo = std::min(0.0f, *std::min_element(first, first + 32));
+      step[j] = (*std::max_element(first, first + 32) - lo) / 15.0f;
+      off[j] = -lo;
+      max_step = std::max(max_step, step[j]);
+      max_off = std::max(max_off, off[j]);
+    }
+    const float d = value(half(max_step / 63.0f)), dmin = value(half(max_off / 63.0f));
+    for (std::size_t j = 0; j < 8; ++j) {
+      const float sc = d > 0 ? std::clamp(std::round(step[j] / d), 0.0f, 63.0f) : 0.0f;
+      const float m = dmin > 0 ? std::clamp(std::round(off[j] / dmin), 0.0f, 63.0f) : 0.0f;
+      for (std::size_t i = b + 32 * j; i < b + 32 * j + 32; ++i) {
+        const float q = d * sc > 0 ? std::clamp(std::round((x[i] + dmin * m) / (d * sc)), 0.0f, 15.0f) : 0.0f;
+        y[i] = d * sc * q - dmin * m;
+      }
+    }
+  }
+  return y;
+}
+
+/// The simple independent 6-bit reference: per 16 elements, symmetric absmax
+/// quantization to [-31, 31] with an f16 step.
+std::vector<float> absmax_6bit_round_trip(const std::vector<float>& x) {
+  std::vector<float> y(x.size());
+  for (std::size_t b = 0; b < x.size(); b += 16) {
+    float amax = 0;
+    for (std::size_t j = b; j < b + 16; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = value(half(amax / 31.0f));
+    for (std::size_t j = b; j < b + 16; ++j) y[j] = d > 0 ? d * std::clamp(std::round(x[j] / d), -31.0f, 31.0f) : 0.0f;
+  }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("Q4_K's search beats a plain min/max 4-bit quantizer", "[kernels][quant]") {
+  // Against min/max in Q4_K's own format the search must win on any data.
+  // Against min/max with f16 step and offset per 32 elements (twice Q4_K's
+  // metadata bits, and free to add offsets) it must still win on Gaussian
+  // weights; on one-sided data that format's positive offsets are worth more
+  // than the search, so only the same-format comparison applies there.
+  ruvllm::test::rng gen(15);
+  for (const std::size_t nb : block_counts) {
+    for (const bool one_sided : {false, true}) {
+      auto x = weights_like(gen, 256 * nb, 0.02f);
+      if (one_sided) {
+        for (auto& v : x) v = std::fabs(v) + 0.005f;
+      }
+      placed<block_q4_k> q(nb);
+      ops<scalar>::quantize_q4_k(x.data(), q.data(), x.size());
+      const double ours = rms(x, ggml_dequantize(q.data(), nb));
+      const double same_format = rms(x, minmax_q4_k_format_round_trip(x));
+      const double f16_per_32 = rms(x, minmax_4bit_round_trip(x));
+      INFO("blocks " << nb << (one_sided ? " one-sided" : " gaussian") << ": Q4_K rms " << ours
+                     << ", min/max in Q4_K format " << same_format << ", min/max f16 per 32 " << f16_per_32);
+      CHECK(ours < same_format);
+      if (!one_sided) CHECK(ours < f16_per_32);
+    }
+  }
+}
+
+TEST_CASE("Q6_K's search beats a plain absmax 6-bit quantizer", "[kernels][quant]") {
+  ruvllm::test::rng gen(16);
+  for (const std::size_t nb : block_counts) {
+    const auto x = weights_like(gen, 256 * nb, 0.02f);
+    placed<block_q6_k> q(nb);
+    ops<scalar>::quantize_q6_k(x.data(), q.data(), x.size());
+    const double ours = rms(x, ggml_dequantize(q.data(), nb));
+    const double simple = rms(x, absmax_6bit_round_trip(x));
+    INFO("blocks " << nb << ": Q6_K rms " << ours << ", absmax rms " << simple);
+    CHECK(ours < simple);
+  }
+}
+
+// ============================================================ dot products
+
+namespace {
+
+/// Quantizes random weights and activations and checks each backend's dot
+/// against the exact value of the quantized data, and the highway/xsimd dots
+/// against the scalar one; also the rows form against the single-row dots,
+/// with padded rows starting at unaligned addresses.
+template <class Pair>
+void check_quantized_dots(std::uint64_t seed) {
+  using W = typename Pair::weight;
+  using A = typename Pair::act;
+  ruvllm::test::rng gen(seed);
+  for (const std::size_t nb : block_counts) {
+    const std::size_t n = nb * Pair::block;
+    const std::size_t rows = 5;
+    // Rows padded by one block plus 2 bytes so that each starts unaligned.
+    const std::size_t stride = (nb + 1) * sizeof(W) + 2;
+    std::vector<unsigned char> storage(rows * stride + 64);
+    const auto base = reinterpret_cast<std::uintptr_t>(storage.data());
+    unsigned char* first = storage.data() + (64 - base % 64) % 64 + 2;
+    const auto row = [&](std::size_t r) { return reinterpret_cast<W*>(first + r * stride); };
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t b = 0; b < nb; ++b) new (row(r) + b) W{};
+      quantize<scalar>(weights_like(gen, n, 0.05f).data(), row(r), n);
+    }
+    placed<A> act(nb);
+    quantize<scalar>(weights_like(gen, n, 2.0f).data(), act.data(), n);
+    INFO("blocks " << nb);
+    float want[rows];
+    for (std::size_t r = 0; r < rows; ++r) {
+      want[r] = Pair::template dot<scalar>(row(r), act.data(), n);
+      check_close_to_exact(want[r], exact(row(r), act.data(), nb), nb);
+    }
+    float got[rows];
+    Pair::template rows<scalar>(row(0), stride, rows, act.data(), n, got);
+    for (std::size_t r = 0; r < rows; ++r) CHECK(got[r] == want[r]);
+    for_each_simd_backend([&](auto b) {
+      using B = decltype(b);
+      float many[rows];
+      Pair::template rows<B>(row(0), stride, rows, act.data(), n, many);
+      for (std::size_t r = 0; r < rows; ++r) {
+        const float one = Pair::template dot<B>(row(r), act.data(), n);
+        CHECK(one == many[r]);  // the batch form is the single-row dot, row by row
+        const exact_dot e = exact(row(r), act.data(), nb);
+        check_close_to_exact(one, e, nb);
+        // Against the scalar result: both within the bound of the exact value.
+        CHECK(std::fabs(static_cast<long double>(one) - want[r]) <= 2.0L * (nb + 8) * eps * e.magnitude);
+      }
+    });
+  }
+}
+
+/// Weight blocks with random quant bytes and unit (or power-of-two) scales,
+/// activations with unit scale: every partial sum any backend forms is an
+/// integer below 2^24, so every backend must return the exact int64 sum.
+template <class Pair>
+void check_exact_integer_dots(std::uint64_t seed) {
+  using W = typename Pair::weight;
+  using A = typename Pair::act;
+  ruvllm::test::rng gen(seed);
+  for (const std::size_t nb : block_counts) {
+    const std::size_t n = nb * Pair::block;
+    placed<W> w(nb);
+    placed<A> a(nb);
+    random_bytes(gen, w.data(), nb);
+    if constexpr (std::is_same_v<W, block_q6_k>) {
+      set_scales(w.data(), nb, 1.0f, 31);
+    } else {
+      set_scales(w.data(), nb, 1.0f);
+    }
+    // Shrink the activation range until the sum of |terms| fits in 24 bits.
+    int limit = 127;
+    exact_dot e;
+    for (;; limit /= 2) {
+      random_activations(gen, a.data(), nb, limit, 1.0f);
+      e = exact(w.data(), a.data(), nb);
+      if (e.magnitude < 16777216.0L || limit == 1) break;
+    }
+    INFO("blocks " << nb << ", activations in [-" << limit << ", " << limit << "]");
+    REQUIRE(e.magnitude < 16777216.0L);
+    const auto want = static_cast<float>(e.value);
+    REQUIRE(static_cast<long double>(want) == e.value);
+    CHECK(Pair::template dot<scalar>(w.data(), a.data(), n) == want);
+    for_each_simd_backend([&](auto b) { CHECK(Pair::template dot<decltype(b)>(w.data(), a.data(), n) == want); });
+  }
+}
+
+}  // namespace
+
+TEST_CASE("q8_0 . q8_0 dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
+  check_quantized_dots<q8_0_pair>(21);
+  check_exact_integer_dots<q8_0_pair>(22);
+}
+TEST_CASE("q4_0 . q8_0 dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
+  check_quantized_dots<q4_0_pair>(23);
+  check_exact_integer_dots<q4_0_pair>(24);
+}
+TEST_CASE("q4_k . q8_k dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
+  check_quantized_dots<q4_k_pair>(25);
+  check_exact_integer_dots<q4_k_pair>(26);
+}
+TEST_CASE("q6_k . q8_k dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
+  check_quantized_dots<q6_k_pair>(27);
+  check_exact_integer_dots<q6_k_pair>(28);
+}
+
+TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "[kernels][quant][dot]") {
+  // Saturated inputs reach the int16/int32 limits of the widening paths.
+  placed<block_q8_0> w8(7), a8(7);
+  placed<block_q4_0> w4(7);
+  for (std::size_t b = 0; b < 7; ++b) {
+    w8[b].d = w4[b].d = a8[b].d = half(1.0f);
+    for (int j = 0; j < 32; ++j) {
+      w8[b].qs[j] = static_cast<std::int8_t>(j % 2 ? 127 : -127);
+      a8[b].qs[j] = static_cast<std::int8_t>(j % 3 ? 127 : -127);
+    }
+    for (int j = 0; j < 16; ++j) w4[b].qs[j] = static_cast<std::uint8_t>(j % 2 ? 0x0F : 0xF0);
+  }
+  placed<block_q4_k> wk(2);
+  placed<block_q6_k> w6(2);
+  placed<block_q8_k> ak(2);
+  for (std::size_t b = 0; b < 2; ++b) {
+    wk[b].d = wk[b].dmin = w6[b].d = half(1.0f);
+    std::memset(wk[b].scales, 0xFF, sizeof wk[b].scales);  // every scale and min 63
+    std::memset(wk[b].qs, 0xFF, sizeof wk[b].qs);          // every quant 15
+    std::memset(w6[b].ql, 0x00, sizeof w6[b].ql);          // every quant 0 -> -32
+    std::memset(w6[b].qh, 0x00, sizeof w6[b].qh);
+    for (auto& s : w6[b].scales) s = -128;
+    ak[b].d = 1.0f;
+    for (auto& q : ak[b].qs) q = 127;
+    for (auto& s : ak[b].bsums) s = 16 * 127;
+  }
+  const auto e8 = exact(w8.data(), a8.data(), 7), e4 = exact(w4.data(), a8.data(), 7);
+  const auto ek = exact(wk.data(), ak.data(), 2), e6 = exact(w6.data(), ak.data(), 2);
+  // Q6_K: 2 * 256 * (-128) * (-32) * 127 = 127 * 2^21, exact in float.
+  const auto expect = [](const exact_dot& e) { return static_cast<float>(e.value); };
+  CHECK(ops<scalar>::dot_q8_0_q8_0(w8.data(), a8.data(), 224) == expect(e8));
+  CHECK(ops<scalar>::dot_q4_0_q8_0(w4.data(), a8.data(), 224) == expect(e4));
+  CHECK(ops<scalar>::dot_q4_k_q8_k(wk.data(), ak.data(), 512) == expect(ek));
+  CHECK(ops<scalar>::dot_q6_k_q8_k(w6.data(), ak.data(), 512) == expect(e6));
+  CHECK(static_cast<double>(e6.value) == 266338304.0);
+  for_each_simd_backend([&](auto b) {
+    using B = decltype(b);
+    CHECK(ops<B>::dot_q8_0_q8_0(w8.data(), a8.data(), 224) == expect(e8));
+    CHECK(ops<B>::dot_q4_0_q8_0(w4.data(), a8.data(), 224) == expect(e4));
+    CHECK(ops<B>::dot_q4_k_q8_k(wk.data(), ak.data(), 512) == expect(ek));
+    CHECK(ops<B>::dot_q6_k_q8_k(w6.data(), ak.data(), 512) == expect(e6));
+  });
+}
+
+TEST_CASE("a quantized dot approximates the float dot of the original rows", "[kernels][quant][dot]") {
+  // End to end: weights and activations quantized, dotted, compared with the
+  // float dot of the unquantized data. Loose by nature (quantization noise),
+  // but it fails on any layout or sign mix-up.
+  ruvllm::test::rng gen(29);
+  const std::size_t n = 4096;
+  const auto w = weights_like(gen, n, 0.05f);
+  const auto x = weights_like(gen, n, 1.0f);
+  double ref = 0, mag = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ref += static_cast<double>(w[i]) * x[i];
+    mag += std::fabs(static_cast<double>(w[i]) * x[i]);
+  }
+  placed<block_q8_0> w8(n / 32), x8(n / 32);
+  placed<block_q4_0> w4(n / 32);
+  placed<block_q4_k> wk(n / 256);
+  placed<block_q6_k> w6(n / 256);
+  placed<block_q8_k> xk(n / 256);
+  ops<highway>::quantize_q8_0(w.data(), w8.data(), n);
+  ops<highway>::quantize_q4_0(w.data(), w4.data(), n);
+  ops<highway>::quantize_q4_k(w.data(), wk.data(), n);
+  ops<highway>::quantize_q6_k(w.data(), w6.data(), n);
+  ops<highway>::quantize_q8_0(x.data(), x8.data(), n);
+  ops<highway>::quantize_q8_k(x.data(), xk.data(), n);
+  const double r8 = ops<highway>::dot_q8_0_q8_0(w8.data(), x8.data(), n);
+  const double r4 = ops<highway>::dot_q4_0_q8_0(w4.data(), x8.data(), n);
+  const double rk = ops<highway>::dot_q4_k_q8_k(wk.data(), xk.data(), n);
+  const double r6 = ops<highway>::dot_q6_k_q8_k(w6.data(), xk.data(), n);
+  INFO("float " << ref << " (sum|wx| " << mag << "), q8_0 " << r8 << ", q4_0 " << r4 << ", q4_k " << rk << ", q6_k "
+                << r6);
+  CHECK(std::fabs(r8 - ref) <= 0.01 * mag);
+  CHECK(std::fabs(r6 - ref) <= 0.01 * mag);
+  CHECK(std::fabs(rk - ref) <= 0.05 * mag);
+  CHECK(std::fabs(r4 - ref) <= 0.08 * mag);
+}
+
+// ====================================================== backends vs scalar
+
+TEMPLATE_TEST_CASE("quantizers give the scalar reference's bytes on every backend", "[kernels][quant]", block_q8_0,
+                   block_q4_0, block_q4_k, block_q6_k, block_q8_k) {
+  using Block = TestType;
+  ruvllm::test::rng gen(31);
+  for (const std::size_t nb : block_counts) {
+    const std::size_t n = nb * block_elems<Block>;
+    std::vector<float> values = weights_like(gen, n, gen.uniform(0.001f, 10.0f));
+    // Ties and repeated extremes exercise the rounding and first-max rules.
+    for (std::size_t i = 0; i < n; i += 7) values[i] = std::round(values[i] * 4.0f) / 4.0f;
+    if (n > 40) values[40] = -values[3];
+    placed<float> x(n, 4);
+    std::copy(values.begin(), values.end(), x.data());
+    placed<Block> want(nb);
+    quantize<scalar>(x.data(), want.data(), n);
+    INFO("blocks " << nb);
+    for_each_simd_backend([&](auto b) {
+      placed<Block> got(nb);
+      quantize<decltype(b)>(x.data(), got.data(), n);
+      CHECK(first_difference(got.data(), want.data(), nb) == -1);
+    });
+  }
+}
+
+TEST_CASE("zero, huge and denormal blocks: same bytes everywhere, finite round trips", "[kernels][quant]") {
+  // Blocks of: zeros; values up to 4e5 (inside every format's f16 scale
+  // range); float denormals (their scales underflow to 0); and tiny normals.
+  ruvllm::test::rng gen(32);
+  const std::size_t n = 4 * 256;
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t kind = (i / 256) % 4;
+    const float u = gen.uniform(-1.0f, 1.0f);
+    x[i] = kind == 0   ? 0.0f
+           : kind == 1 ? u * 4e5f
+           : kind == 2 ? u * std::numeric_limits<float>::denorm_min() * 1e5f
+                       : u * 1e-30f;
+  }
+  const auto run = [&](auto tag) {
+    using B = decltype(tag);
+    placed<block_q8_0> q8(n / 32);
+    placed<block_q4_0> q4(n / 32);
+    placed<block_q4_k> qk(n / 256);
+    placed<block_q6_k> q6(n / 256);
+    placed<block_q8_k> q8k(n / 256);
+    quantize<B>(x.data(), q8.data(), n);
+    quantize<B>(x.data(), q4.data(), n);
+    quantize<B>(x.data(), qk.data(), n);
+    quantize<B>(x.data(), q6.data(), n);
+    quantize<B>(x.data(), q8k.data(), n);
+    std::vector<std::vector<float>> backs;
+    for (const auto& back : {ggml_dequantize(q8.data(), n / 32), ggml_dequantize(q4.data(), n / 32),
+                             ggml_dequantize(qk.data(), n / 256), ggml_dequantize(q6.data(), n / 256),
+                             ggml_dequantize(q8k.data(), n / 256)}) {
+      std::size_t bad = 0;
+      for (const float v : back) bad += !std::isfinite(v);
+      CHECK(bad == 0);
+      backs.push_back(back);
+    }
+    // Zero blocks come back as zeros; huge blocks within the format's error.
+    for (const auto& back : backs) {
+      for (std::size_t i = 0; i < 256; ++i) CHECK(back[i] == 0.0f);
+      double worst = 0;
+      for (std::size_t i = 256; i < 512; ++i) worst = std::max(worst, std::fabs(static_cast<double>(back[i]) - x[i]));
+      CHECK(worst <= 4e5 / 7.0);  // Q4_0's clipped worst case is amax/8
+      for (std::size_t i = 512; i < 1024; ++i) CHECK(std::fabs(back[i]) <= 1e-29f);
+    }
+    const std::vector<float> dots = {ops<B>::dot_q8_0_q8_0(q8.data(), q8.data(), n),
+                                     ops<B>::dot_q4_0_q8_0(q4.data(), q8.data(), n),
+                                     ops<B>::dot_q4_k_q8_k(qk.data(), q8k.data(), n),
+                                     ops<B>::dot_q6_k_q8_k(q6.data(), q8k.data(), n)};
+    for (const float d : dots) CHECK(std::isfinite(d));
+    return std::vector<std::vector<unsigned char>>{
+        {reinterpret_cast<unsigned char*>(q8.data()), reinterpret_cast<unsigned char*>(q8.data() + n / 32)},
+        {reinterpret_cast<unsigned char*>(q4.data()), reinterpret_cast<unsigned char*>(q4.data() + n / 32)},
+        {reinterpret_cast<unsigned char*>(qk.data()), reinterpret_cast<unsigned char*>(qk.data() + n / 256)},
+        {reinterpret_cast<unsigned char*>(q6.data()), reinterpret_cast<unsigned char*>(q6.data() + n / 256)},
+        {reinterpret_cast<unsigned char*>(q8k.data()), reinterpret_cast<unsigned char*>(q8k.data() + n / 256)}};
+  };
+  const auto want = run(scalar{});
+  for_each_simd_backend([&](auto b) { CHECK(run(b) == want); });
+}
+
+// ================================================== f16 / bf16 row conversion
+
+namespace {
+
+/// Floats that stress every conversion rule: signed zeros, float denormals,
+/// the f16 subnormal range and its rounding midpoints, the f16 overflow
+/// threshold, infinities, NaNs with payloads, and random values.
+std::vector<float> conversion_inputs(ruvllm::test::rng& gen, std::size_t n) {
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            std::numeric_limits<float>::denorm_min(),
+                            -1e-40f,
+                            std::numeric_limits<float>::min(),
+                            5.9604645e-08f,  // 2^-24, the smallest f16 subnormal
+                            2.9802322e-08f,  // its half: ties to 0
+                            8.940697e-08f,   // 1.5 * 2^-24: ties to even (2^-23)
+                            6.1035156e-05f,  // 2^-14, the smallest f16 normal
+                            65504.0f,
+                            65519.99f,
+                            65520.0f,
+                            -65536.0f,
+                            1.0009766f,  // 1 + 2^-10
+                            1.0004883f,  // 1 + 2^-11: a tie
+                            3.3895314e38f,
+                            std::numeric_limits<float>::max(),
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::bit_cast<float>(0x7FC0'0000u),
+                            std::bit_cast<float>(0xFF80'0001u),  // sNaN, payload only in the low bits
+                            std::bit_cast<float>(0x7FA1'2345u)};
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    v[i] = gen.chance(0.3) ? specials[gen.uniform_index(0, std::size(specials) - 1)]
+                           : std::ldexp(gen.uniform(-1.0f, 1.0f), static_cast<int>(gen.uniform_index(0, 60)) - 30);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("f16 and bf16 row conversions equal the scalar conversions bit for bit", "[kernels][quant][convert]") {
+  ruvllm::test::rng gen(41);
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{33}, std::size_t{4099}}) {
+    const auto values = conversion_inputs(gen, n);
+    placed<float> x(n, 4);
+    std::copy(values.begin(), values.end(), x.data());
+    std::vector<f16> want_h(n);
+    std::vector<bf16> want_b(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      want_h[i] = ruvllm::to_f16(x[i]);
+      want_b[i] = ruvllm::to_bf16(x[i]);
+    }
+    std::vector<float> want_hf(n), want_bf(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      want_hf[i] = ruvllm::to_float(want_h[i]);
+      want_bf[i] = ruvllm::to_float(want_b[i]);
+    }
+    INFO("n = " << n);
+    const auto check = [&](auto tag) {
+      using B = decltype(tag);
+      placed<f16> h(n, 2);
+      placed<bf16> bh(n, 2);
+      placed<float> back(n, 4);
+      ops<B>::convert_f32_to_f16(x.data(), h.data(), n);
+      CHECK(first_difference(h.data(), want_h.data(), n) == -1);
+      ops<B>::convert_f16_to_f32(h.data(), back.data(), n);
+      CHECK(first_difference(back.data(), want_hf.data(), n) == -1);
+      ops<B>::convert_f32_to_bf16(x.data(), bh.data(), n);
+      CHECK(first_difference(bh.data(), want_b.data(), n) == -1);
+      ops<B>::convert_bf16_to_f32(bh.data(), back.data(), n);
+      CHECK(first_difference(back.data(), want_bf.data(), n) == -1);
+    };
+    check(scalar{});
+    for_each_simd_backend(check);
+  }
+}
+
+TEST_CASE("f16 -> f32 conversion of all 65536 halves equals the scalar one", "[kernels][quant][convert]") {
+  std::vector<f16> all(65536);
+  for (std::uint32_t i = 0; i < 65536; ++i) all[i] = f16{static_cast<std::uint16_t>(i)};
+  std::vector<float> want(65536);
+  ops<scalar>::convert_f16_to_f32(all.data(), want.data(), all.size());
+  std::size_t mismatches = 0;
+  for (std::uint32_t i = 0; i < 65536; ++i) {
+    mismatches += std::bit_cast<std::uint32_t>(want[i]) != std::bit_cast<std::uint32_t>(ruvllm::to_float(all[i]));
+  }
+  REQUIRE(mismatches == 0);
+  ruvllm::test::for_each_highway_target([&](const std::string&) {
+    std::vector<float> got(65536);
+    ops<highway>::convert_f16_to_f32(all.data(), got.data(), all.size());
+    CHECK(first_difference(got.data(), want.data(), got.size()) == -1);
+    std::vector<bf16> b(65536);
+    std::vector<float> gb(65536), wb(65536);
+    std::memcpy(b.data(), all.data(), sizeof(f16) * all.size());
+    ops<highway>::convert_bf16_to_f32(b.data(), gb.data(), b.size());
+    ops<scalar>::convert_bf16_to_f32(b.data(), wb.data(), b.size());
+    CHECK(first_difference(gb.data(), wb.data(), gb.size()) == -1);
+  });
+}
+
+// ========================================================= checked wrappers
+
+TEST_CASE("checked wrappers name n and the block size, and pass good input through", "[kernels][quant][checked]") {
+  using q = ruvllm::kernels::quant_ops<scalar>;
+  std::vector<float> x(512, 0.5f);
+  placed<block_q8_0> y8(16);
+  placed<block_q4_k> yk(2);
+  placed<block_q8_k> ak(2);
+
+  const auto bad = q::quantize_q8_0_checked(x.data(), y8.data(), 33);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().code() == ruvllm::errc::invalid_argument);
+  CHECK(bad.error().message() == "quantize_q8_0: n = 33 is not a multiple of the q8_0 block size 32");
+
+  const auto bad_k = ops<highway>::dot_q4_k_q8_k_checked(yk.data(), ak.data(), 300);
+  REQUIRE_FALSE(bad_k.has_value());
+  CHECK(bad_k.error().message() == "dot_q4_k_q8_k: n = 300 is not a multiple of the q4_k block size 256");
+
+  const auto bad_deq = ops<xsimd_backend>::dequantize_q6_k_checked(nullptr, nullptr, 100);
+  REQUIRE_FALSE(bad_deq.has_value());
+  CHECK(bad_deq.error().message().find("n = 100") != std::string::npos);
+
+  x[7] = std::numeric_limits<float>::quiet_NaN();
+  placed<block_q4_0> y4(1);
+  const auto nan = ops<highway>::quantize_q4_0_checked(x.data(), y4.data(), 32);
+  REQUIRE_FALSE(nan.has_value());
+  CHECK(nan.error().message().find("element 7") != std::string::npos);
+  x[7] = 0.5f;
+
+  x[40] = 1e7f;  // needs d = 1e7 / 127 > 65504: the f16 scale overflows
+  const auto huge = ops<highway>::quantize_q8_0_checked(x.data(), y8.data(), 64);
+  REQUIRE_FALSE(huge.has_value());
+  CHECK(huge.error().code() == ruvllm::errc::out_of_range);
+  CHECK(huge.error().message().find("block 1") != std::string::npos);
+  x[40] = 0.5f;
+
+  REQUIRE(ops<highway>::quantize_q8_0_checked(x.data(), y8.data(), 512).has_value());
+  placed<block_q8_0> plain(16);
+  ops<scalar>::quantize_q8_0(x.data(), plain.data(), 512);
+  CHECK(first_difference(plain.data(), y8.data(), 16) == -1);
+  const auto dot = ops<highway>::dot_q8_0_q8_0_checked(y8.data(), plain.data(), 512);
+  REQUIRE(dot.has_value());
+  CHECK(*dot == ops<scalar>::dot_q8_0_q8_0(y8.data(), plain.data(), 512));
+
+  float out[2];
+  const auto short_stride = ops<scalar>::dot_q8_0_q8_0_rows_checked(y8.data(), 8 * 34 - 2, 2, plain.data(), 256, out);
+  REQUIRE_FALSE(short_stride.has_value());
+  CHECK(short_stride.error().message().find("row_stride = 270") != std::string::npos);
+  const auto odd_stride = ops<scalar>::dot_q8_0_q8_0_rows_checked(y8.data(), 8 * 34 + 1, 2, plain.data(), 256, out);
+  REQUIRE_FALSE(odd_stride.has_value());
+  REQUIRE(ops<scalar>::dot_q8_0_q8_0_rows_checked(y8.data(), 8 * 34, 2, plain.data(), 256, out).has_value());
+  CHECK(out[0] == ops<scalar>::dot_q8_0_q8_0(y8.data(), plain.data(), 256));
+  CHECK(out[1] == ops<scalar>::dot_q8_0_q8_0(y8.data() + 8, plain.data(), 256));
+}
