@@ -3096,8 +3096,8 @@ inline void q4_k_scales_mins(const block_q4_k& b, std::uint8_t* sc, std::uint8_t
 /// [0, nmax] and min >= 0 by a weighted least-squares search over nstep + 1
 /// candidate inverse scales; returns the scale and stores the min. L receives
 /// the best quants. n <= 32.
-inline float fit_scale_min(std::size_t n, int nmax, const float* x, const float* w, std::uint8_t* L,
-                           float& the_min, float rmin, float rdelta, int nstep) noexcept {
+inline float fit_scale_min(std::size_t n, int nmax, const float* x, const float* w, std::uint8_t* L, float& the_min,
+                           float rmin, float rdelta, int nstep) noexcept {
   float min = x[0], max = x[0];
   float sum_w = 0.0f, sum_x = 0.0f;
   for (std::size_t i = 0; i < n; ++i) {
@@ -3340,7 +3340,8 @@ inline void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept
       if (ds == 0.0f) continue;  // keep the fit's quants, as ggml does
       const float dm = dmin * static_cast<float>(m);
       for (std::size_t l = 0; l < 32; ++l) {
-        L[32 * j + l] = static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int((x[32 * j + l] + dm) / ds), 0, 15));
+        L[32 * j + l] =
+            static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int((x[32 * j + l] + dm) / ds), 0, 15));
       }
     }
     for (std::size_t g = 0; g < 4; ++g) {
@@ -3383,7 +3384,8 @@ inline void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept
       const float ds = d * static_cast<float>(out.scales[g]);
       if (ds == 0.0f) continue;  // keep the fit's quants, as ggml does
       for (std::size_t l = 0; l < 16; ++l) {
-        L[16 * g + l] = static_cast<std::int8_t>(std::clamp(quant_detail::nearest_int(x[16 * g + l] / ds), -32, 31) + 32);
+        L[16 * g + l] =
+            static_cast<std::int8_t>(std::clamp(quant_detail::nearest_int(x[16 * g + l] / ds), -32, 31) + 32);
       }
     }
     for (std::size_t half = 0; half < 2; ++half) {
@@ -3611,8 +3613,8 @@ struct quant_checked {
  private:
   static result<void> check_length(std::string_view fn, std::string_view format, std::size_t n, std::size_t block) {
     if (n % block != 0) {
-      return make_error(errc::invalid_argument, fn, ": n = ", n, " is not a multiple of the ", format,
-                        " block size ", block);
+      return make_error(errc::invalid_argument, fn, ": n = ", n, " is not a multiple of the ", format, " block size ",
+                        block);
     }
     return {};
   }
@@ -3799,8 +3801,12 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
     scalar::dequantize_q8_k(x, y, n);
   }
 
-  static void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept { scalar::convert_f32_to_f16(x, y, n); }
-  static void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept { scalar::convert_f16_to_f32(x, y, n); }
+  static void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept {
+    scalar::convert_f32_to_f16(x, y, n);
+  }
+  static void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept {
+    scalar::convert_f16_to_f32(x, y, n);
+  }
   static void convert_f32_to_bf16(const float* x, bf16* y, std::size_t n) noexcept {
     scalar::convert_f32_to_bf16(x, y, n);
   }
@@ -3846,21 +3852,21 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
 // X(return type, name, (parameters), (arguments)). Each name is defined per
 // target in quant-inl.h and called by kernels/highway/quant.hpp.
 #define RUVLLM_DETAIL_QUANT_ROW(X, NAME, IN, OUT) X(void, NAME, (const IN* x, OUT* y, std::size_t n), (x, y, n))
-#define RUVLLM_DETAIL_QUANT_ROWS(X, NAME, W, A)                                                                   \
+#define RUVLLM_DETAIL_QUANT_ROWS(X, NAME, W, A)                                                                \
   X(void, NAME, (const W* w, std::size_t row_stride, std::size_t rows, const A* a, std::size_t n, float* out), \
     (w, row_stride, rows, a, n, out))
-#define RUVLLM_QUANT_EXPORTED(X)                                                        \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q4_0, float, ruvllm::block_q4_0)            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_k, float, ruvllm::block_q8_k)            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q8_0, ruvllm::block_q8_0, float)          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_0, ruvllm::block_q4_0, float)          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_k, ruvllm::block_q4_k, float)          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q6_k, ruvllm::block_q6_k, float)          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_f16, float, ruvllm::f16)              \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f16_to_f32, ruvllm::f16, float)              \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_bf16, float, ruvllm::bf16)            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)            \
+#define RUVLLM_QUANT_EXPORTED(X)                                                                \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)                    \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q4_0, float, ruvllm::block_q4_0)                    \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_k, float, ruvllm::block_q8_k)                    \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q8_0, ruvllm::block_q8_0, float)                  \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_0, ruvllm::block_q4_0, float)                  \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_k, ruvllm::block_q4_k, float)                  \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q6_k, ruvllm::block_q6_k, float)                  \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_f16, float, ruvllm::f16)                      \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f16_to_f32, ruvllm::f16, float)                      \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_bf16, float, ruvllm::bf16)                    \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)                    \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k) \
@@ -4671,6 +4677,7 @@ struct kv_quant_ops<backend::scalar> {
 // Preconditions (checked at the boundary by attention_check_prefill and
 // attention_plan_decode, asserted in debug builds elsewhere): head_dim a
 // multiple of kv_head_dim_multiple (16) and <= kv_max_head_dim (256);
+// prefill positions below attention_max_positions (2^24);
 // n_kv_heads >= 1 and n_heads % n_kv_heads == 0; strides >= the heads they
 // hold; out does not overlap the inputs. No kernel allocates, throws, or reads
 // past the rows and pages it was given.
@@ -4692,11 +4699,15 @@ template <Backend B>
 struct attention_ops;
 
 /// Rows (query, head-in-group pairs) of one prefill work item. 64 rows of Q
-/// and of the output, at head_dim 128, are 32 KiB each; with a key tile they
-/// stay in L2 while each key block streams through L1.
+/// and of the output, at head_dim 128, are 32 KiB each and stay in L2 with the
+/// K and V blocks (another 64 KiB).
 inline constexpr std::size_t attention_tile_rows = 64;
-/// Keys per block of the prefill inner loop: K^T and the score tile fit L1.
+/// Keys per block of the prefill inner loop: the score tile and one pair of
+/// row vectors of Q^T stay in L1 while the block's K and V stream from L2.
 inline constexpr std::size_t attention_tile_keys = 64;
+/// Token positions (q_pos + n_q and n_kv) stay below this: the SIMD causal
+/// mask compares them as floats, exact below 2^24.
+inline constexpr std::size_t attention_max_positions = std::size_t{1} << 24;
 
 // ================================================================ prefill
 
@@ -4754,33 +4765,38 @@ namespace attention_detail {
 }
 
 /// The float tiles of one prefill caller, carved from its workspace (64-byte
-/// aligned): scaled Q rows, output rows, scores, K^T, and per-row m, l, alpha.
+/// aligned): Q^T pre-scaled, output rows, S^T / P^T, contiguous copies of the
+/// K and V blocks, and per-row m, l, alpha and position.
 struct prefill_tiles {
-  float* q;       // [tile_rows][head_dim]
-  float* o;       // [tile_rows][head_dim]
-  float* s;       // [tile_rows][tile_keys]
-  float* kt;      // [head_dim][tile_keys]
-  float* m;       // [tile_rows]
-  float* l;       // [tile_rows]
-  float* alpha;   // [tile_rows]
+  float* qt;     // [head_dim][tile_rows]
+  float* o;      // [tile_rows][head_dim]
+  float* s;      // [tile_keys][tile_rows]
+  float* k;      // [tile_keys][head_dim]
+  float* v;      // [tile_keys][head_dim]
+  float* m;      // [tile_rows]
+  float* l;      // [tile_rows]
+  float* alpha;  // [tile_rows]
+  float* pos;    // [tile_rows]
 };
 
 [[nodiscard]] constexpr std::size_t prefill_workspace_floats(std::size_t head_dim) noexcept {
   return 2 * attention_tile_rows * head_dim + attention_tile_rows * attention_tile_keys +
-         head_dim * attention_tile_keys + 3 * attention_tile_rows;
+         2 * attention_tile_keys * head_dim + 4 * attention_tile_rows;
 }
 
 [[nodiscard]] inline prefill_tiles carve_prefill_tiles(std::byte* workspace, std::size_t head_dim) noexcept {
   auto base = reinterpret_cast<std::uintptr_t>(workspace);
   auto* f = reinterpret_cast<float*>((base + 63) & ~std::uintptr_t{63});
   prefill_tiles t;
-  t.q = f;
-  t.o = t.q + attention_tile_rows * head_dim;
+  t.qt = f;
+  t.o = t.qt + attention_tile_rows * head_dim;
   t.s = t.o + attention_tile_rows * head_dim;
-  t.kt = t.s + attention_tile_rows * attention_tile_keys;
-  t.m = t.kt + head_dim * attention_tile_keys;
+  t.k = t.s + attention_tile_rows * attention_tile_keys;
+  t.v = t.k + attention_tile_keys * head_dim;
+  t.m = t.v + attention_tile_keys * head_dim;
   t.l = t.m + attention_tile_rows;
   t.alpha = t.l + attention_tile_rows;
+  t.pos = t.alpha + attention_tile_rows;
   return t;
 }
 
@@ -4791,24 +4807,20 @@ struct prefill_tiles {
   return s;
 }
 
-/// Running softmax state of one row: max m, sum l, unnormalized output acc.
-/// add() folds in one key with scaled score x and value v.
-struct online_row {
-  float m = -std::numeric_limits<float>::infinity();
-  float l = 0.0f;
-
-  void add(float x, const float* v, float* acc, std::size_t n) noexcept {
-    if (x > m) {
-      const float alpha = std::exp(m - x);  // 0 on the first key (m = -inf)
-      for (std::size_t c = 0; c < n; ++c) acc[c] *= alpha;
-      l *= alpha;
-      m = x;
-    }
-    const float p = std::exp(x - m);
-    l += p;
-    for (std::size_t c = 0; c < n; ++c) acc[c] += p * v[c];
+/// Folds one key with scaled score x and value v into a row's running
+/// softmax state: ml = {max m, sum l} (start: {-inf, 0}) and the unnormalized
+/// output acc (start: zeros), rescaled when the max grows.
+inline void online_add(float* ml, float x, const float* v, float* acc, std::size_t n) noexcept {
+  if (x > ml[0]) {
+    const float alpha = std::exp(ml[0] - x);  // 0 on the first key (m = -inf)
+    for (std::size_t c = 0; c < n; ++c) acc[c] *= alpha;
+    ml[1] *= alpha;
+    ml[0] = x;
   }
-};
+  const float p = std::exp(x - ml[0]);
+  ml[1] += p;
+  for (std::size_t c = 0; c < n; ++c) acc[c] += p * v[c];
+}
 
 }  // namespace attention_detail
 
@@ -4818,7 +4830,7 @@ struct online_row {
 }
 
 /// Bytes of workspace each concurrent attention_prefill caller needs (any
-/// alignment; for head_dim 128 about 113 KiB).
+/// alignment; for head_dim 128 about 145 KiB).
 [[nodiscard]] constexpr std::size_t attention_prefill_workspace_bytes(std::size_t head_dim) noexcept {
   return attention_detail::prefill_workspace_floats(head_dim) * sizeof(float) + 64;
 }
@@ -4843,8 +4855,9 @@ struct online_row {
     return make_error(errc::invalid_argument, "q and out must be non-null for ", a.n_q, " queries");
   if (a.n_q > 0 && a.n_kv > 0 && (a.k == nullptr || a.v == nullptr))
     return make_error(errc::invalid_argument, "k and v must be non-null for ", a.n_kv, " keys");
-  if (a.n_q > 0xFFFF'FFFFu || a.n_kv > 0xFFFF'FFFFu)
-    return make_error(errc::out_of_range, "token counts ", a.n_q, "/", a.n_kv, " exceed 2^32 - 1");
+  if (a.n_kv >= attention_max_positions || a.q_pos + a.n_q >= attention_max_positions)
+    return make_error(errc::out_of_range, "positions up to ", std::max(a.n_kv, a.q_pos + a.n_q), " reach the limit ",
+                      attention_max_positions);
   return {};
 }
 
@@ -5092,21 +5105,22 @@ inline void attention_prefill(const attention_prefill_args& a, std::span<std::by
       const std::size_t i = r / G, head = kvh * G + r % G;
       const float* q = a.q + i * a.q_stride + head * D;
       const std::size_t visible = a.causal ? std::min(a.n_kv, a.q_pos + i + 1) : a.n_kv;
-      d::online_row row;
+      float ml[2] = {-std::numeric_limits<float>::infinity(), 0.0f};
       std::fill(acc, acc + D, 0.0f);
       for (std::size_t j = 0; j < visible; ++j) {
         const float x = a.scale * d::dot(q, a.k + j * a.k_stride + kvh * D, D);
-        row.add(x, a.v + j * a.v_stride + kvh * D, acc, D);
+        d::online_add(ml, x, a.v + j * a.v_stride + kvh * D, acc, D);
       }
       float* o = a.out + i * a.out_stride + head * D;
-      const float inv = row.l > 0.0f ? 1.0f / row.l : 0.0f;
+      const float inv = ml[1] > 0.0f ? 1.0f / ml[1] : 0.0f;
       for (std::size_t c = 0; c < D; ++c) o[c] = acc[c] * inv;
     }
   }
 }
 
-/// Reference decode: work items [begin, end), each head an online softmax
-/// over its tokens one at a time, K and V rows dequantized into stack rows.
+/// Reference decode: work items [begin, end); token by token, the K and V
+/// rows are dequantized into stack rows and folded into every head of the
+/// group's online softmax.
 inline void attention_decode(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q,
                              std::size_t begin, std::size_t end) noexcept {
   namespace d = attention_detail;
@@ -5114,23 +5128,22 @@ inline void attention_decode(const attention_decode_plan& plan, const paged_kv_d
   float k[kv_max_head_dim], v[kv_max_head_dim];
   for (std::size_t i = begin; i < end; ++i) {
     const attention_decode_item& it = plan.items[i];
+    const float* qg = q + (std::size_t{it.seq} * plan.n_heads + std::size_t{it.kv_head} * G) * D;
     for (std::size_t h = 0; h < G; ++h) {
-      const float* qh = q + (std::size_t{it.seq} * plan.n_heads + std::size_t{it.kv_head} * G + h) * D;
-      float* acc = plan.acc(i, h);
-      std::fill(acc, acc + D, 0.0f);
-      d::online_row row;
-      for (std::uint32_t p = it.page_begin; p < it.page_end; ++p) {
-        const std::byte* kh = kv.k_head(it.seq, p, it.kv_head);
-        const std::byte* vh = kv.v_head(it.seq, p, it.kv_head);
-        const std::size_t n = kv.page_tokens(it.seq, p);
-        for (std::size_t t = 0; t < n; ++t) {
-          d::page_row(kv.k_format, kv_role::key, kh, t, D, k);
-          d::page_row(kv.v_format, kv_role::value, vh, t, D, v);
-          row.add(plan.scale * d::dot(qh, k, D), v, acc, D);
-        }
+      plan.ml(i, h)[0] = -std::numeric_limits<float>::infinity();
+      plan.ml(i, h)[1] = 0.0f;
+      std::fill(plan.acc(i, h), plan.acc(i, h) + D, 0.0f);
+    }
+    for (std::uint32_t p = it.page_begin; p < it.page_end; ++p) {
+      const std::byte* kh = kv.k_head(it.seq, p, it.kv_head);
+      const std::byte* vh = kv.v_head(it.seq, p, it.kv_head);
+      const std::size_t n = kv.page_tokens(it.seq, p);
+      for (std::size_t t = 0; t < n; ++t) {
+        d::page_row(kv.k_format, kv_role::key, kh, t, D, k);
+        d::page_row(kv.v_format, kv_role::value, vh, t, D, v);
+        for (std::size_t h = 0; h < G; ++h)
+          d::online_add(plan.ml(i, h), plan.scale * d::dot(qg + h * D, k, D), v, plan.acc(i, h), D);
       }
-      plan.ml(i, h)[0] = row.m;
-      plan.ml(i, h)[1] = row.l;
     }
   }
 }
@@ -5450,8 +5463,8 @@ HWY_INLINE float sum_lanes(D d, hn::Vec<D> v) {
 }
 
 // ------------------------------------------------------------ float kernels
-// Four accumulators hide the FMA latency of the single-sum kernels; cosine
-// keeps two per sum (six in all) to stay within 16 registers.
+// Four accumulators per sum hide the FMA latency (a D = 768 row is 24 FMAs
+// deep per accumulator on AVX2).
 
 template <class T>
 HWY_INLINE float dot(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n) {
@@ -5519,85 +5532,57 @@ HWY_INLINE float l1(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_
   return sum_lanes(d, hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3)));
 }
 
-// The cosine sums. Each sum has its own two accumulators, used at the same
-// positions in all three functions below, so the query norm computed alone
-// by squared_norm has the bits that cosine_sums computes for it.
-
-template <class T>
-HWY_INLINE float squared_norm(const T* HWY_RESTRICT a, std::size_t n) {
-  const hn::ScalableTag<float> d;
-  const std::size_t lanes = hn::Lanes(d);
-  auto aa0 = hn::Zero(d), aa1 = hn::Zero(d);
-  std::size_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    const auto x0 = load_float(d, a + i), x1 = load_float(d, a + i + lanes);
-    aa0 = hn::MulAdd(x0, x0, aa0);
-    aa1 = hn::MulAdd(x1, x1, aa1);
-  }
-  for (; i + lanes <= n; i += lanes) {
-    const auto x = load_float(d, a + i);
-    aa0 = hn::MulAdd(x, x, aa0);
-  }
-  if (i < n) {
-    const float_tail<T> tail(a + i, a + i, n - i);
-    const auto x = load_float(d, tail.a);
-    aa1 = hn::MulAdd(x, x, aa1);
-  }
-  return sum_lanes(d, hn::Add(aa0, aa1));
-}
-
-/// dot(a, b) and squared_norm(b); with_a also squared_norm(a) into *aa_out.
-template <bool WithA, class T>
+// The cosine sums: sum a*b, sum a*a and sum b*b, each only if asked, in one
+// pass. Each sum has its own four accumulators (twelve in all: the FMA
+// latency, not the load ports, bounds two-accumulator versions); a sum's
+// accumulation does not depend on which others run beside it, so the query
+// norm computed alone for cosine_many has the bits cosine computes for it.
+template <bool AB, bool AA, bool BB, class T>
 HWY_INLINE void cosine_sums(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n, float* ab_out,
                             float* aa_out, float* bb_out) {
   const hn::ScalableTag<float> d;
   const std::size_t lanes = hn::Lanes(d);
-  auto ab0 = hn::Zero(d), ab1 = hn::Zero(d), aa0 = hn::Zero(d), aa1 = hn::Zero(d), bb0 = hn::Zero(d), bb1 = hn::Zero(d);
+  auto ab0 = hn::Zero(d), ab1 = hn::Zero(d), ab2 = hn::Zero(d), ab3 = hn::Zero(d);
+  auto aa0 = hn::Zero(d), aa1 = hn::Zero(d), aa2 = hn::Zero(d), aa3 = hn::Zero(d);
+  auto bb0 = hn::Zero(d), bb1 = hn::Zero(d), bb2 = hn::Zero(d), bb3 = hn::Zero(d);
+  using V = hn::Vec<decltype(d)>;
+  const auto accumulate = [](V x, V y, V& ab, V& aa, V& bb) HWY_ATTR {
+    if constexpr (AB) ab = hn::MulAdd(x, y, ab);
+    if constexpr (AA) aa = hn::MulAdd(x, x, aa);
+    if constexpr (BB) bb = hn::MulAdd(y, y, bb);
+  };
   std::size_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    const auto x0 = load_float(d, a + i), x1 = load_float(d, a + i + lanes);
-    const auto y0 = load_float(d, b + i), y1 = load_float(d, b + i + lanes);
-    ab0 = hn::MulAdd(x0, y0, ab0);
-    ab1 = hn::MulAdd(x1, y1, ab1);
-    if constexpr (WithA) {
-      aa0 = hn::MulAdd(x0, x0, aa0);
-      aa1 = hn::MulAdd(x1, x1, aa1);
-    }
-    bb0 = hn::MulAdd(y0, y0, bb0);
-    bb1 = hn::MulAdd(y1, y1, bb1);
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    accumulate(load_float(d, a + i), load_float(d, b + i), ab0, aa0, bb0);
+    accumulate(load_float(d, a + i + lanes), load_float(d, b + i + lanes), ab1, aa1, bb1);
+    accumulate(load_float(d, a + i + 2 * lanes), load_float(d, b + i + 2 * lanes), ab2, aa2, bb2);
+    accumulate(load_float(d, a + i + 3 * lanes), load_float(d, b + i + 3 * lanes), ab3, aa3, bb3);
   }
-  for (; i + lanes <= n; i += lanes) {
-    const auto x = load_float(d, a + i), y = load_float(d, b + i);
-    ab0 = hn::MulAdd(x, y, ab0);
-    if constexpr (WithA) aa0 = hn::MulAdd(x, x, aa0);
-    bb0 = hn::MulAdd(y, y, bb0);
-  }
+  for (; i + lanes <= n; i += lanes) accumulate(load_float(d, a + i), load_float(d, b + i), ab0, aa0, bb0);
   if (i < n) {
     const float_tail<T> tail(a + i, b + i, n - i);
-    const auto x = load_float(d, tail.a), y = load_float(d, tail.b);
-    ab1 = hn::MulAdd(x, y, ab1);
-    if constexpr (WithA) aa1 = hn::MulAdd(x, x, aa1);
-    bb1 = hn::MulAdd(y, y, bb1);
+    accumulate(load_float(d, tail.a), load_float(d, tail.b), ab1, aa1, bb1);
   }
-  *ab_out = sum_lanes(d, hn::Add(ab0, ab1));
-  if constexpr (WithA) *aa_out = sum_lanes(d, hn::Add(aa0, aa1));
-  *bb_out = sum_lanes(d, hn::Add(bb0, bb1));
+  if constexpr (AB) *ab_out = sum_lanes(d, hn::Add(hn::Add(ab0, ab1), hn::Add(ab2, ab3)));
+  if constexpr (AA) *aa_out = sum_lanes(d, hn::Add(hn::Add(aa0, aa1), hn::Add(aa2, aa3)));
+  if constexpr (BB) *bb_out = sum_lanes(d, hn::Add(hn::Add(bb0, bb1), hn::Add(bb2, bb3)));
 }
 
 template <class T>
 HWY_INLINE float cosine(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n) {
   float ab = 0.0f, aa = 0.0f, bb = 0.0f;
-  cosine_sums<true>(a, b, n, &ab, &aa, &bb);
+  cosine_sums<true, true, true>(a, b, n, &ab, &aa, &bb);
   return kernels::distance_detail::cosine_from_sums(ab, aa, bb);
 }
 
 template <class T>
 HWY_INLINE void cosine_many(const T* HWY_RESTRICT query, const T* HWY_RESTRICT rows, std::size_t n,
                             std::size_t row_count, std::size_t row_stride, float* HWY_RESTRICT out) {
-  const float qq = squared_norm(query, n);
+  float qq = 0.0f;
+  cosine_sums<false, true, false>(query, query, n, nullptr, &qq, nullptr);
   for (std::size_t r = 0; r < row_count; ++r) {
     float ab = 0.0f, bb = 0.0f;
-    cosine_sums<false>(query, rows + r * row_stride, n, &ab, nullptr, &bb);
+    cosine_sums<true, false, true>(query, rows + r * row_stride, n, &ab, nullptr, &bb);
     out[r] = kernels::distance_detail::cosine_from_sums(ab, qq, bb);
   }
 }
@@ -6428,8 +6413,13 @@ HWY_INLINE float row_max(D d, const float* HWY_RESTRICT x, std::size_t n) {
     std::memcpy(tail, x + i, (n - i) * sizeof(float));
     m1 = hn::Max(m1, hn::Load(d, tail));
   }
-  m0 = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
-  return hn::GetLane(hn::MaxOfLanes(d, m0));
+  // Reduced by hand: MaxOfLanes on EMU128 (Highway 1.0.3) starts from
+  // -FLT_MAX, which would turn a row of only -inf into a finite max.
+  HWY_ALIGN float lane_max[HWY_MAX_BYTES / sizeof(float)];
+  hn::Store(hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)), d, lane_max);
+  float max = lane_max[0];
+  for (std::size_t k = 1; k < lanes; ++k) max = lane_max[k] > max ? lane_max[k] : max;
+  return max;
 }
 
 // y[i] = exp((x[i] - max) * scale) for one row, the reference's rounding
@@ -6711,9 +6701,11 @@ HWY_AFTER_NAMESPACE();
 #if HWY_TARGET == HWY_AVX3_DL && defined(__GNUC__)
 #define RUVLLM_QUANT_VNNI 1
 #define RUVLLM_QUANT_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+#define RUVLLM_QUANT_LAMBDA RUVLLM_QUANT_ATTR
 #else
 #define RUVLLM_QUANT_VNNI 0
 #define RUVLLM_QUANT_ATTR
+#define RUVLLM_QUANT_LAMBDA HWY_ATTR
 #endif
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
 #define RUVLLM_QUANT_F16C 1
@@ -6762,7 +6754,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE float half_to_float(ruvllm::f16 h) {
 // _mm512_zextsi256_si512 / _mm512_castsi512_si256 trip -Wmaybe-uninitialized.
 RUVLLM_QUANT_ATTR HWY_INLINE V32 vnni_dot512(__m512i u8, __m512i s8) {
   const __m512i r = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u8, s8);
-  return V32{reinterpret_cast<__m256i>(__builtin_shufflevector(reinterpret_cast<__v8di>(r), reinterpret_cast<__v8di>(r), 0, 1, 2, 3))};
+  return V32{reinterpret_cast<__m256i>(
+      __builtin_shufflevector(reinterpret_cast<__v8di>(r), reinterpret_cast<__v8di>(r), 0, 1, 2, 3))};
 }
 RUVLLM_QUANT_ATTR HWY_INLINE V32 vnni_dot256(__m256i u8, __m256i s8) {
   const __v4di z = reinterpret_cast<__v4di>(_mm256_setzero_si256());
@@ -6927,7 +6920,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::s
   for (std::size_t k = 0; k < R; ++k) row[k] = scalar::quant_detail::row_at(w, row_stride, k);
   hn::Vec<DF> acc[R][2];
   for (std::size_t k = 0; k < R; ++k) acc[k][0] = acc[k][1] = hn::Zero(df);
-  const auto step = [&](std::size_t b, std::size_t slot) HWY_ATTR {
+  const auto step = [&](std::size_t b, std::size_t slot) RUVLLM_QUANT_LAMBDA {
     const act32 act = prepare_act32(a[b].qs);
     const float da = half_to_float(a[b].d);
     for (std::size_t k = 0; k < R; ++k) {
@@ -6946,8 +6939,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::s
 
 /// All rows, four at a time, then the remainder one at a time.
 template <class Block, class BlockDot>
-RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride,
-                                                 std::size_t rows, const block_q8_0* HWY_RESTRICT a, std::size_t n,
+RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_0* HWY_RESTRICT a, std::size_t n,
                                                  float* HWY_RESTRICT out, BlockDot block_dot) {
   std::size_t r = 0;
   for (; r + 4 <= rows; r += 4) {
@@ -6973,8 +6966,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q
     const std::int8_t* q8 = a.qs + 64 * g;
     const VU8 p0 = hn::LoadU(du8, q), p1 = hn::LoadU(du8, q + 16);
     acc = hn::Add(acc, hn::Mul(dot32_u8(hn::And(p0, mask), hn::And(p1, mask), q8), hn::Set(d32, sc[2 * g])));
-    acc = hn::Add(acc, hn::Mul(dot32_u8(hn::ShiftRight<4>(p0), hn::ShiftRight<4>(p1), q8 + 32),
-                               hn::Set(d32, sc[2 * g + 1])));
+    acc = hn::Add(
+        acc, hn::Mul(dot32_u8(hn::ShiftRight<4>(p0), hn::ShiftRight<4>(p1), q8 + 32), hn::Set(d32, sc[2 * g + 1])));
   }
   const std::int32_t scaled = hn::GetLane(hn::SumOfLanes(d32, acc));
   const float d = ruvllm::to_float(w.d) * a.d;
@@ -6985,7 +6978,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q
 /// The 16 six-bit quants (0..63) of Q6_K sub-group `group` (0..3, elements
 /// 32 group + l0 + [0, 16) of a 128-element half) from that half's ql/qh.
 RUVLLM_QUANT_ATTR HWY_INLINE void q6_k_unpack16(const std::uint8_t* ql, const std::uint8_t* qh, std::size_t l0,
-                                               VU8 (&q)[4]) {
+                                                VU8 (&q)[4]) {
   const DU8 du8;
   const VU8 m4 = hn::Set(du8, 0x0F), m2 = hn::Set(du8, 0x03);
   const VU8 l_a = hn::LoadU(du8, ql + l0), l_b = hn::LoadU(du8, ql + 32 + l0), h = hn::LoadU(du8, qh + l0);
@@ -7046,8 +7039,10 @@ RUVLLM_QUANT_ATTR HWY_INLINE float first_of_magnitude(D d, const float* HWY_REST
   return 0.0f;  // unreachable for finite inputs
 }
 
-/// Writes 32 int8 quants (or 16 uint8) from int32 lanes of a dequantized
-/// group into y: float(q) * d, or d * q - m, through DF lanes.
+/// y[k] = float(q_k) * d - m for k < count (a multiple of the lane count),
+/// with load(k) giving the int32 quants q_k.. of the next lanes. Callers pass
+/// products q * d that are exact in float, so the fused multiply-subtract
+/// rounds exactly like ggml's separate multiply and subtract.
 template <class Load>
 RUVLLM_QUANT_ATTR HWY_INLINE void scale_group(const Load& load, std::size_t count, float d, float m, float* y) {
   const DF df;
@@ -7108,7 +7103,7 @@ RUVLLM_QUANT_ATTR inline void quant_quantize_q4_0(const float* HWY_RESTRICT x, b
     }
     const auto vid = hn::Set(df, id);
     // min(15, trunc(min(p, 7.5) + 8.5)): see scalar::quant_detail::q4_0_nibble.
-    const auto nibbles = [&](const float* p) HWY_ATTR {
+    const auto nibbles = [&](const float* p) RUVLLM_QUANT_LAMBDA {
       const auto t = hn::Add(hn::Min(hn::Mul(hn::LoadU(df, p), vid), hn::Set(df, 7.5f)), hn::Set(df, 8.5f));
       return hn::Min(hn::ConvertTo(di, t), hn::Set(di, 15));
     };
@@ -7173,8 +7168,9 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q8_0(const block_q8_0* HWY_RESTRI
   const hn::Rebind<std::int8_t, decltype(d32)> d8;
   for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
     const std::int8_t* qs = x[b].qs;
-    quant_simd::scale_group([&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, qs + k)); }, 32,
-                            ruvllm::to_float(x[b].d), 0.0f, y);
+    quant_simd::scale_group([&](std::size_t k)
+                                RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, qs + k)); },
+                            32, ruvllm::to_float(x[b].d), 0.0f, y);
   }
 #endif
 }
@@ -7194,8 +7190,8 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q4_0(const block_q4_0* HWY_RESTRI
     const auto eight = hn::Set(du8, 8);
     hn::Store(hn::BitCast(di8, hn::Sub(hn::And(packed, hn::Set(du8, 0x0F)), eight)), di8, q);
     hn::Store(hn::BitCast(di8, hn::Sub(hn::ShiftRight<4>(packed), eight)), di8, q + 16);
-    quant_simd::scale_group([&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); }, 32,
-                            ruvllm::to_float(x[b].d), 0.0f, y);
+    quant_simd::scale_group([&](std::size_t k) RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); },
+                            32, ruvllm::to_float(x[b].d), 0.0f, y);
   }
 #endif
 }
@@ -7220,9 +7216,10 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q4_k(const block_q4_k* HWY_RESTRI
         hn::Store(hn::ShiftRight<4>(packed), du8, q + 32 + h);
       }
       // d1 * q - m1 with d1 * q exact, so the fused form rounds like ggml's.
-      const auto load = [&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); };
+      const auto load = [&](std::size_t k) RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); };
       quant_simd::scale_group(load, 32, d * static_cast<float>(sc[2 * g]), dmin * static_cast<float>(m[2 * g]), y);
-      const auto load_hi = [&](std::size_t k) HWY_ATTR { return hn::PromoteTo(d32, hn::LoadU(d8, q + 32 + k)); };
+      const auto load_hi = [&](std::size_t k)
+                               RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, q + 32 + k)); };
       quant_simd::scale_group(load_hi, 32, d * static_cast<float>(sc[2 * g + 1]),
                               dmin * static_cast<float>(m[2 * g + 1]), y + 32);
     }
@@ -7250,7 +7247,7 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q6_k(const block_q6_k* HWY_RESTRI
     const float d = ruvllm::to_float(x[b].d);
     for (std::size_t g = 0; g < qk_k / 16; ++g) {
       // (d * sc) * (q - 32): both products exact, as in ggml.
-      const auto load = [&](std::size_t k) HWY_ATTR {
+      const auto load = [&](std::size_t k) RUVLLM_QUANT_LAMBDA {
         return hn::Sub(hn::PromoteTo(d32, hn::LoadU(d8, q + 16 * g + k)), hn::Set(d32, 32));
       };
       quant_simd::scale_group(load, 16, d * static_cast<float>(x[b].scales[g]), 0.0f, y + 16 * g);
@@ -7348,9 +7345,8 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_q8_0_rows(const block_q8_0* HWY_RES
   scalar::dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, a, n, out,
-                             [](const std::int8_t* qs, const quant_simd::act32& act) RUVLLM_QUANT_ATTR {
-                               return quant_simd::dot_q8_0_block(qs, act);
-                             });
+                             [](const std::int8_t* qs, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q8_0_block(qs, act); });
 #endif
 }
 
@@ -7361,9 +7357,8 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_q8_0_rows(const block_q4_0* HWY_RES
   scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, a, n, out,
-                             [](const std::uint8_t* qs, const quant_simd::act32& act) RUVLLM_QUANT_ATTR {
-                               return quant_simd::dot_q4_0_block(qs, act);
-                             });
+                             [](const std::uint8_t* qs, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q4_0_block(qs, act); });
 #endif
 }
 
@@ -7403,6 +7398,7 @@ HWY_AFTER_NAMESPACE();
 #undef RUVLLM_QUANT_SIMD
 #undef RUVLLM_QUANT_VNNI
 #undef RUVLLM_QUANT_ATTR
+#undef RUVLLM_QUANT_LAMBDA
 #undef RUVLLM_QUANT_F16C
 #undef RUVLLM_QUANT_WIDE
 
@@ -7570,166 +7566,203 @@ HWY_INLINE std::uint32_t load_u32(const std::byte* p) {
 inline constexpr std::size_t tile_rows = attention_tile_rows;
 inline constexpr std::size_t tile_keys = attention_tile_keys;
 
-/// s[r][j0 .. j0 + ncols) = qt[r] . kt[.][j] for MR rows; ncols a multiple of 2 * Lanes.
-template <std::size_t MR>
-HWY_INLINE void score_rows(const float* HWY_RESTRICT qt, std::size_t D, const float* HWY_RESTRICT kt,
-                           std::size_t ncols, float* HWY_RESTRICT s) {
+/// S^T[j][r0 .. r0 + 2L) = k_j . Q^T[.][r0 ..] for MK keys from j0: keys
+/// broadcast, rows in lanes (so no block needs transposing).
+template <std::size_t MK>
+HWY_INLINE void score_keys(const float* HWY_RESTRICT kc, std::size_t j0, const float* HWY_RESTRICT qt, std::size_t D,
+                           std::size_t r0, float* HWY_RESTRICT s) {
   const DF d;
   const std::size_t L = hn::Lanes(d);
   using V = hn::Vec<DF>;
-  for (std::size_t j = 0; j < ncols; j += 2 * L) {
-    V c0[MR], c1[MR];
-    for (std::size_t r = 0; r < MR; ++r) c0[r] = c1[r] = hn::Zero(d);
-    const float* HWY_RESTRICT b = kt + j;
-    for (std::size_t k = 0; k < D; ++k, b += tile_keys) {
-      const V b0 = hn::Load(d, b);
-      const V b1 = hn::Load(d, b + L);
-      for (std::size_t r = 0; r < MR; ++r) {
-        const V a = hn::Set(d, qt[r * D + k]);
-        c0[r] = hn::MulAdd(a, b0, c0[r]);
-        c1[r] = hn::MulAdd(a, b1, c1[r]);
-      }
+  V c0[MK], c1[MK];
+  for (std::size_t k = 0; k < MK; ++k) c0[k] = c1[k] = hn::Zero(d);
+  const float* HWY_RESTRICT key = kc + j0 * D;
+  const float* HWY_RESTRICT q = qt + r0;
+  for (std::size_t x = 0; x < D; ++x, q += tile_rows) {
+    const V a0 = hn::Load(d, q);
+    const V a1 = hn::Load(d, q + L);
+    for (std::size_t k = 0; k < MK; ++k) {
+      const V b = hn::Set(d, key[k * D + x]);
+      c0[k] = hn::MulAdd(b, a0, c0[k]);
+      c1[k] = hn::MulAdd(b, a1, c1[k]);
     }
-    for (std::size_t r = 0; r < MR; ++r) {
-      hn::Store(c0[r], d, s + r * tile_keys + j);
-      hn::Store(c1[r], d, s + r * tile_keys + j + L);
-    }
+  }
+  for (std::size_t k = 0; k < MK; ++k) {
+    hn::Store(c0[k], d, s + (j0 + k) * tile_rows + r0);
+    hn::Store(c1[k], d, s + (j0 + k) * tile_rows + r0 + L);
   }
 }
 
-/// o[r][c ..] += sum_{j < nkeys} p[r][j] v[j][c ..] for MR rows, over NV
-/// vectors of channels starting at c.
+/// o[r][c ..] += sum_{j < nkeys} P^T[j][r] v[j][c ..] for MR rows from r0,
+/// over NV vectors of channels from c.
 template <std::size_t MR, std::size_t NV>
-HWY_INLINE void pv_rows(const float* HWY_RESTRICT p, std::size_t nkeys, const float* HWY_RESTRICT v,
-                        std::size_t v_stride, std::size_t c, float* HWY_RESTRICT o, std::size_t D) {
+HWY_INLINE void pv_rows(const float* HWY_RESTRICT pt, std::size_t r0, std::size_t nkeys, const float* HWY_RESTRICT v,
+                        std::size_t c, float* HWY_RESTRICT o, std::size_t D) {
   const DF d;
   const std::size_t L = hn::Lanes(d);
   using V = hn::Vec<DF>;
   V acc[MR][NV];
   for (std::size_t r = 0; r < MR; ++r)
-    for (std::size_t n = 0; n < NV; ++n) acc[r][n] = hn::Load(d, o + r * D + c + n * L);
+    for (std::size_t n = 0; n < NV; ++n) acc[r][n] = hn::Load(d, o + (r0 + r) * D + c + n * L);
   const float* HWY_RESTRICT vr = v + c;
-  for (std::size_t j = 0; j < nkeys; ++j, vr += v_stride) {
+  const float* HWY_RESTRICT p = pt + r0;
+  for (std::size_t j = 0; j < nkeys; ++j, vr += D, p += tile_rows) {
     V b[NV];
-    for (std::size_t n = 0; n < NV; ++n) b[n] = hn::LoadU(d, vr + n * L);
+    for (std::size_t n = 0; n < NV; ++n) b[n] = hn::Load(d, vr + n * L);
     for (std::size_t r = 0; r < MR; ++r) {
-      const V a = hn::Set(d, p[r * tile_keys + j]);
+      const V a = hn::Set(d, p[r]);
       for (std::size_t n = 0; n < NV; ++n) acc[r][n] = hn::MulAdd(a, b[n], acc[r][n]);
     }
   }
   for (std::size_t r = 0; r < MR; ++r)
-    for (std::size_t n = 0; n < NV; ++n) hn::Store(acc[r][n], d, o + r * D + c + n * L);
+    for (std::size_t n = 0; n < NV; ++n) hn::Store(acc[r][n], d, o + (r0 + r) * D + c + n * L);
 }
 
 template <std::size_t MR>
-HWY_INLINE void pv_all(const float* p, std::size_t nkeys, const float* v, std::size_t v_stride, float* o,
-                       std::size_t D) {
+HWY_INLINE void pv_all(const float* pt, std::size_t r0, std::size_t nkeys, const float* v, float* o, std::size_t D) {
   const std::size_t L = hn::Lanes(DF());
   std::size_t c = 0;
-  for (; c + 2 * L <= D; c += 2 * L) pv_rows<MR, 2>(p, nkeys, v, v_stride, c, o, D);
-  for (; c < D; c += L) pv_rows<MR, 1>(p, nkeys, v, v_stride, c, o, D);
+  for (; c + 2 * L <= D; c += 2 * L) pv_rows<MR, 2>(pt, r0, nkeys, v, c, o, D);
+  for (; c < D; c += L) pv_rows<MR, 1>(pt, r0, nkeys, v, c, o, D);
 }
 
-inline constexpr std::size_t micro_rows = 6;
-
-/// Runs f.template operator()<MR>(r) over rows [0, nr) in blocks of micro_rows.
+/// Runs f.template operator()<M>(i) over [0, n) in blocks of up to 6.
 template <class F>
-HWY_INLINE void for_row_blocks(std::size_t nr, F&& f) {
-  std::size_t r = 0;
-  for (; r + micro_rows <= nr; r += micro_rows) f.template operator()<micro_rows>(r);
-  switch (nr - r) {
-    case 5: f.template operator()<5>(r); break;
-    case 4: f.template operator()<4>(r); break;
-    case 3: f.template operator()<3>(r); break;
-    case 2: f.template operator()<2>(r); break;
-    case 1: f.template operator()<1>(r); break;
+HWY_INLINE void for_blocks_of_6(std::size_t n, F&& f) {
+  std::size_t i = 0;
+  for (; i + 6 <= n; i += 6) f.template operator()<6>(i);
+  switch (n - i) {
+    case 5: f.template operator()<5>(i); break;
+    case 4: f.template operator()<4>(i); break;
+    case 3: f.template operator()<3>(i); break;
+    case 2: f.template operator()<2>(i); break;
+    case 1: f.template operator()<1>(i); break;
     default: break;
   }
 }
 
+/// dst[0, n) = src[0, n) for rows of D floats at a stride (D a multiple of Lanes).
+HWY_INLINE void copy_rows(const float* HWY_RESTRICT src, std::size_t stride, std::size_t n, std::size_t D,
+                          float* HWY_RESTRICT dst) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  for (std::size_t j = 0; j < n; ++j, src += stride, dst += D)
+    for (std::size_t c = 0; c < D; c += L) hn::Store(hn::LoadU(d, src + c), d, dst + c);
+}
+
+/// Asks for n rows of `bytes` at a stride to be brought into L2: the rows of
+/// Q, K and V are one head's slice of a token (512 B at head_dim 128) a whole
+/// token apart (16 KiB for 32 heads), which hardware prefetchers do not follow.
+HWY_INLINE void prefetch_rows(const float* p, std::size_t stride, std::size_t n, std::size_t bytes) {
+  for (std::size_t j = 0; j < n; ++j, p += stride)
+    for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(p) + b, 0, 2);
+}
+
+/// Prefetches what prefill work item `item` reads first: its Q rows and first key block.
+inline void prefetch_item(const attention_prefill_args& a, std::size_t item) {
+  const std::size_t D = a.head_dim, G = a.n_heads / a.n_kv_heads;
+  const std::size_t tiles = kernels::attention_detail::prefill_row_tiles(a);
+  const std::size_t kvh = item / tiles, r0 = (item % tiles) * tile_rows;
+  const std::size_t nr = std::min(tile_rows, a.n_q * G - r0);
+  for (std::size_t r = 0; r < nr; ++r) {
+    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
+    prefetch_rows(a.q + i * a.q_stride + head * D, 0, 1, D * sizeof(float));
+    float* out = a.out + i * a.out_stride + head * D;  // for writing: saves the read-for-ownership miss
+    for (std::size_t b = 0; b < D * sizeof(float); b += 64) __builtin_prefetch(reinterpret_cast<char*>(out) + b, 1, 2);
+  }
+  const std::size_t nk = std::min(tile_keys, a.n_kv);
+  prefetch_rows(a.k + kvh * D, a.k_stride, nk, D * sizeof(float));
+  prefetch_rows(a.v + kvh * D, a.v_stride, nk, D * sizeof(float));
+}
+
 inline void prefill_item(const attention_prefill_args& a, const kernels::attention_detail::prefill_tiles& t,
-                             std::size_t item) {
+                         std::size_t item) {
   const DF d;
   const std::size_t L = hn::Lanes(d);
   const std::size_t D = a.head_dim, G = a.n_heads / a.n_kv_heads;
   const std::size_t tiles = kernels::attention_detail::prefill_row_tiles(a);
   const std::size_t kvh = item / tiles, r0 = (item % tiles) * tile_rows;
   const std::size_t nr = std::min(tile_rows, a.n_q * G - r0);
+  // Rows in whole pairs of vectors; padding rows have q = 0 and see every key.
+  const std::size_t nr_pad = kernels::attention_detail::round_up(nr, 2 * L);
 
-  // Q rows, pre-scaled; output rows and softmax state cleared.
-  const auto scale = hn::Set(d, a.scale);
-  for (std::size_t r = 0; r < nr; ++r) {
-    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
-    const float* src = a.q + i * a.q_stride + head * D;
-    for (std::size_t c = 0; c < D; c += L) {
-      hn::Store(hn::Mul(hn::LoadU(d, src + c), scale), d, t.q + r * D + c);
-      hn::Store(hn::Zero(d), d, t.o + r * D + c);
-    }
+  // Q^T (pre-scaled), output rows and per-row state.
+  for (std::size_t r = 0; r < nr_pad; ++r) {
     t.m[r] = neg_inf;
     t.l[r] = 0.0f;
+    t.pos[r] = static_cast<float>(r < nr ? a.q_pos + (r0 + r) / G : std::size_t{1} << 24);
+    if (r >= nr) {
+      for (std::size_t x = 0; x < D; ++x) t.qt[x * tile_rows + r] = 0.0f;
+      continue;
+    }
+    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
+    const float* src = a.q + i * a.q_stride + head * D;
+    for (std::size_t x = 0; x < D; ++x) t.qt[x * tile_rows + r] = src[x] * a.scale;
+    for (std::size_t x = 0; x < D; x += L) hn::Store(hn::Zero(d), d, t.o + r * D + x);
   }
-  const std::size_t pos_min = a.q_pos + r0 / G, pos_max = a.q_pos + (r0 + nr - 1) / G;
+  const std::size_t pos_max = a.q_pos + (r0 + nr - 1) / G;
   const std::size_t kv_end = a.causal ? std::min(a.n_kv, pos_max + 1) : a.n_kv;
-  const float* kbase = a.k + kvh * D;
-  const float* vbase = a.v + kvh * D;
+  // Keys of block kb0 that row r may see: [0, visible(r)).
+  const auto visible = [&](std::size_t r, std::size_t kb0, std::size_t nk) {
+    if (!a.causal) return nk;
+    const std::size_t pos = static_cast<std::size_t>(t.pos[std::min(r, nr - 1)]);
+    return pos + 1 <= kb0 ? std::size_t{0} : std::min(nk, pos + 1 - kb0);
+  };
 
   for (std::size_t kb0 = 0; kb0 < kv_end; kb0 += tile_keys) {
     const std::size_t nk = std::min(tile_keys, kv_end - kb0);
-    const std::size_t ncols = kernels::attention_detail::round_up(nk, 2 * L);
-    // K^T: kt[c][j] = K[kb0 + j][c]; zero columns past nk keep the padded
-    // scores finite (they are masked below).
-    for (std::size_t j = 0; j < nk; ++j) {
-      const float* krow = kbase + (kb0 + j) * a.k_stride;
-      for (std::size_t c = 0; c < D; ++c) t.kt[c * tile_keys + j] = krow[c];
+    copy_rows(a.k + kb0 * a.k_stride + kvh * D, a.k_stride, nk, D, t.k);
+    copy_rows(a.v + kb0 * a.v_stride + kvh * D, a.v_stride, nk, D, t.v);
+    if (kb0 + tile_keys < kv_end) {  // the next block arrives while this one is computed
+      const std::size_t next = std::min(tile_keys, kv_end - kb0 - tile_keys);
+      prefetch_rows(a.k + (kb0 + tile_keys) * a.k_stride + kvh * D, a.k_stride, next, D * sizeof(float));
+      prefetch_rows(a.v + (kb0 + tile_keys) * a.v_stride + kvh * D, a.v_stride, next, D * sizeof(float));
     }
-    for (std::size_t c = 0; c < D; ++c)
-      for (std::size_t j = nk; j < ncols; ++j) t.kt[c * tile_keys + j] = 0.0f;
 
-    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) HWY_ATTR {
-      score_rows<MR>(t.q + r * D, D, t.kt, ncols, t.s + r * tile_keys);
-    });
+    // S^T, a pair of row vectors at a time, only over keys some row of the pair sees.
+    for (std::size_t rp = 0; rp < nr_pad; rp += 2 * L) {
+      const std::size_t keys = visible(rp + 2 * L - 1, kb0, nk);
+      for_blocks_of_6(keys, [&]<std::size_t MK>(std::size_t j) HWY_ATTR { score_keys<MK>(t.k, j, t.qt, D, rp, t.s); });
+    }
 
-    // Online softmax, row by row; P overwrites S.
-    const bool needs_mask = a.causal && kb0 + nk - 1 > pos_min;
-    for (std::size_t r = 0; r < nr; ++r) {
-      float* s = t.s + r * tile_keys;
-      std::size_t valid = nk;
-      if (needs_mask) {
-        const std::size_t pos = a.q_pos + (r0 + r) / G;
-        valid = pos + 1 <= kb0 ? 0 : std::min(nk, pos + 1 - kb0);
-      }
-      if (valid == 0) {  // every key of this block is in the row's future
-        for (std::size_t j = 0; j < ncols; j += L) hn::Store(hn::Zero(d), d, s + j);
-        t.alpha[r] = 1.0f;
-        continue;
-      }
+    // Online softmax with rows in lanes; P^T overwrites S^T, zero where masked.
+    for (std::size_t rv = 0; rv < nr_pad; rv += L) {
+      const std::size_t keys = visible(rv + L - 1, kb0, nk);
+      const bool mask = a.causal && visible(rv, kb0, nk) < keys;
+      const auto pos = hn::Load(d, t.pos + rv);
+      const auto m_old = hn::Load(d, t.m + rv);
       auto vmax = hn::Set(d, neg_inf);
-      std::size_t j = 0;
-      for (; j + L <= valid; j += L) vmax = hn::Max(vmax, hn::Load(d, s + j));
-      if (j < valid) vmax = hn::Max(vmax, hn::IfThenElse(hn::FirstN(d, valid - j), hn::Load(d, s + j), vmax));
-      const float m_old = t.m[r];
-      const float m_new = std::max(m_old, hn::GetLane(hn::MaxOfLanes(d, vmax)));
-      const auto vm = hn::Set(d, m_new);
-      auto vsum = hn::Zero(d);
-      for (j = 0; j < ncols; j += L) {
-        auto p = hn::Exp(d, hn::Sub(hn::Load(d, s + j), vm));
-        if (j + L > valid) p = hn::IfThenElseZero(hn::FirstN(d, valid > j ? valid - j : 0), p);
-        hn::Store(p, d, s + j);
-        vsum = hn::Add(vsum, p);
+      for (std::size_t j = 0; j < keys; ++j) {
+        auto sj = hn::Load(d, t.s + j * tile_rows + rv);
+        if (mask) sj = hn::IfThenElse(hn::Ge(pos, hn::Set(d, static_cast<float>(kb0 + j))), sj, hn::Set(d, neg_inf));
+        vmax = hn::Max(vmax, sj);
       }
-      const float alpha = std::exp(m_old - m_new);  // 0 on the first block
-      t.alpha[r] = alpha;
-      t.l[r] = t.l[r] * alpha + reduce_sum(d, vsum);
-      t.m[r] = m_new;
-      if (alpha != 1.0f) {
-        const auto va = hn::Set(d, alpha);
-        for (std::size_t c = 0; c < D; c += L) hn::Store(hn::Mul(hn::Load(d, t.o + r * D + c), va), d, t.o + r * D + c);
+      const auto m_new = hn::Max(m_old, vmax);
+      // exp(-inf - -inf) is NaN, which hn::Exp maps to 0 like -inf: a row with
+      // no visible key yet keeps l = 0 and a zero output.
+      const auto alpha = hn::Exp(d, hn::Sub(m_old, m_new));
+      auto sum = hn::Zero(d);
+      for (std::size_t j = 0; j < keys; ++j) {
+        float* sj = t.s + j * tile_rows + rv;
+        auto pj = hn::Exp(d, hn::Sub(hn::Load(d, sj), m_new));
+        if (mask) pj = hn::IfThenElseZero(hn::Ge(pos, hn::Set(d, static_cast<float>(kb0 + j))), pj);
+        hn::Store(pj, d, sj);
+        sum = hn::Add(sum, pj);
       }
+      for (std::size_t j = keys; j < nk; ++j) hn::Store(hn::Zero(d), d, t.s + j * tile_rows + rv);
+      hn::Store(hn::MulAdd(hn::Load(d, t.l + rv), alpha, sum), d, t.l + rv);
+      hn::Store(m_new, d, t.m + rv);
+      hn::Store(alpha, d, t.alpha + rv);
+    }
+    for (std::size_t r = 0; r < nr; ++r) {
+      if (t.alpha[r] == 1.0f) continue;
+      const auto va = hn::Set(d, t.alpha[r]);
+      for (std::size_t x = 0; x < D; x += L) hn::Store(hn::Mul(hn::Load(d, t.o + r * D + x), va), d, t.o + r * D + x);
     }
 
-    const float* vblock = vbase + kb0 * a.v_stride;
-    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) HWY_ATTR {
-      pv_all<MR>(t.s + r * tile_keys, nk, vblock, a.v_stride, t.o + r * D, D);
+    // O += P V, six output rows at a time over the keys the last of them sees.
+    for_blocks_of_6(nr, [&]<std::size_t MR>(std::size_t r) HWY_ATTR {
+      pv_all<MR>(t.s, r, visible(r + MR - 1, kb0, nk), t.v, t.o, D);
     });
   }
 
@@ -7737,7 +7770,7 @@ inline void prefill_item(const attention_prefill_args& a, const kernels::attenti
     const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
     float* dst = a.out + i * a.out_stride + head * D;
     const auto inv = hn::Set(d, t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f);
-    for (std::size_t c = 0; c < D; c += L) hn::StoreU(hn::Mul(hn::Load(d, t.o + r * D + c), inv), d, dst + c);
+    for (std::size_t x = 0; x < D; x += L) hn::StoreU(hn::Mul(hn::Load(d, t.o + r * D + x), inv), d, dst + x);
   }
 }
 
@@ -8197,7 +8230,14 @@ inline void attention_prefill(const attention_prefill_args& a, std::byte* worksp
   (void)workspace;
 #else
   const auto tiles = kernels::attention_detail::carve_prefill_tiles(workspace, a.head_dim);
-  for (std::size_t w = begin; w < end; ++w) attention_simd::prefill_item(a, tiles, w);
+  // The item after each one is prefetched even past `end`: with a pool
+  // handing out one item at a time, it is usually the caller's next item.
+  const std::size_t items = kernels::attention_prefill_work_items(a);
+  if (begin < end) attention_simd::prefetch_item(a, begin);
+  for (std::size_t w = begin; w < end; ++w) {
+    if (w + 1 < items) attention_simd::prefetch_item(a, w + 1);
+    attention_simd::prefill_item(a, tiles, w);
+  }
 #endif
 }
 
@@ -8923,9 +8963,11 @@ inline const char* ruvllm::backend::xsimd::target_name() noexcept { return kerne
 //    halves (even elements) and the high halves (odd elements) are widened
 //    in place to two float batches: bf16 by shifting, f16 by rebuilding the
 //    float bits like ruvllm::to_float (equal on all 65536 patterns;
-//    subnormals through an exact int-to-float conversion). Sums do not
-//    depend on the order, so the even/odd split costs nothing. The last
-//    partial step (< 2 batches of elements) goes through the scalar helper
+//    subnormals through an exact int-to-float conversion). xsimd has no
+//    F16C wrapper: with 256-bit batches and F16C (-march=native on AVX2) f16
+//    is widened by the VCVTPH2PS intrinsic instead. Sums do not depend on
+//    the order, so the even/odd split costs nothing. The last partial step
+//    (< 2 batches of elements) goes through the scalar helper
 //    ruvllm::to_float, one element at a time.
 //  * int8: a batch of int16 words holds two int8 per lane; arithmetic shifts
 //    sign-extend the even and odd elements, products are exact in int16
@@ -8988,9 +9030,16 @@ inline batch_f f16_bits_to_float(batch_i32 h) noexcept {
 }
 
 inline void load_pair(const f16* p, batch_f& lo, batch_f& hi) noexcept {
+#if XSIMD_WITH_AVX && !XSIMD_WITH_AVX512F && defined(__F16C__)
+  // 256-bit batches on a CPU with F16C (every AVX2 one): VCVTPH2PS, which
+  // equals ruvllm::to_float, is 8x faster than rebuilding the bits below.
+  lo = batch_f(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  hi = batch_f(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8))));
+#else
   const auto words = ::xsimd::bitwise_cast<batch_i32>(load_u16_pairs(reinterpret_cast<const std::uint16_t*>(p)));
   lo = f16_bits_to_float(words & batch_i32(0xFFFF));
   hi = f16_bits_to_float(::xsimd::bitwise_cast<batch_i32>(::xsimd::bitwise_cast<batch_u32>(words) >> 16));
+#endif
 }
 
 inline void load_pair(const bf16* p, batch_f& lo, batch_f& hi) noexcept {
@@ -9086,69 +9135,67 @@ template <class T>
   return sum;
 }
 
-// The cosine sums, each in its own accumulator pair at the same positions in
-// squared_norm and cosine_sums, so cosine_many's separately computed query
-// norm has the bits cosine computes for it.
-
-template <class T>
-[[nodiscard]] float squared_norm(const T* a, std::size_t n) noexcept {
-  batch_f aa0(0.0f), aa1(0.0f), x0, x1;
+// The cosine sums: sum a*b, sum a*a and sum b*b, each only if asked, in one
+// pass with four accumulators per sum (two load_pair steps per iteration),
+// so FMA latency does not bound it. A sum's accumulation does not depend on
+// which others run beside it: cosine_many's query norm, computed alone, has
+// the bits cosine computes for it.
+template <bool AB, bool AA, bool BB, class T>
+void cosine_sums(const T* a, const T* b, std::size_t n, float* ab_out, float* aa_out, float* bb_out) noexcept {
+  batch_f ab0(0.0f), ab1(0.0f), ab2(0.0f), ab3(0.0f), aa0(0.0f), aa1(0.0f), aa2(0.0f), aa3(0.0f), bb0(0.0f), bb1(0.0f),
+      bb2(0.0f), bb3(0.0f);
+  batch_f x0, x1, y0, y1;
+  const auto accumulate = [](const batch_f& x, const batch_f& y, batch_f& ab, batch_f& aa, batch_f& bb) noexcept {
+    if constexpr (AB) ab = ::xsimd::fma(x, y, ab);
+    if constexpr (AA) aa = ::xsimd::fma(x, x, aa);
+    if constexpr (BB) bb = ::xsimd::fma(y, y, bb);
+  };
   std::size_t i = 0;
-  for (; i + step <= n; i += step) {
+  for (; i + 2 * step <= n; i += 2 * step) {
     load_pair(a + i, x0, x1);
-    aa0 = ::xsimd::fma(x0, x0, aa0);
-    aa1 = ::xsimd::fma(x1, x1, aa1);
+    load_pair(b + i, y0, y1);
+    accumulate(x0, y0, ab0, aa0, bb0);
+    accumulate(x1, y1, ab1, aa1, bb1);
+    load_pair(a + i + step, x0, x1);
+    load_pair(b + i + step, y0, y1);
+    accumulate(x0, y0, ab2, aa2, bb2);
+    accumulate(x1, y1, ab3, aa3, bb3);
   }
-  float aa = ::xsimd::hadd(aa0 + aa1);
-  for (; i < n; ++i) aa += distance_detail::widen(a[i]) * distance_detail::widen(a[i]);
-  return aa;
-}
-
-/// dot(a, b) into *ab and squared_norm(b) into *bb; with WithA also
-/// squared_norm(a) into *aa.
-template <bool WithA, class T>
-void cosine_sums(const T* a, const T* b, std::size_t n, float* ab, float* aa, float* bb) noexcept {
-  batch_f ab0(0.0f), ab1(0.0f), aa0(0.0f), aa1(0.0f), bb0(0.0f), bb1(0.0f), x0, x1, y0, y1;
-  std::size_t i = 0;
   for (; i + step <= n; i += step) {
     load_pair(a + i, x0, x1);
     load_pair(b + i, y0, y1);
-    ab0 = ::xsimd::fma(x0, y0, ab0);
-    ab1 = ::xsimd::fma(x1, y1, ab1);
-    if constexpr (WithA) {
-      aa0 = ::xsimd::fma(x0, x0, aa0);
-      aa1 = ::xsimd::fma(x1, x1, aa1);
-    }
-    bb0 = ::xsimd::fma(y0, y0, bb0);
-    bb1 = ::xsimd::fma(y1, y1, bb1);
+    accumulate(x0, y0, ab0, aa0, bb0);
+    accumulate(x1, y1, ab1, aa1, bb1);
   }
-  float sab = ::xsimd::hadd(ab0 + ab1), saa = 0.0f, sbb = ::xsimd::hadd(bb0 + bb1);
-  if constexpr (WithA) saa = ::xsimd::hadd(aa0 + aa1);
+  float sab = ::xsimd::hadd((ab0 + ab1) + (ab2 + ab3));
+  float saa = ::xsimd::hadd((aa0 + aa1) + (aa2 + aa3));
+  float sbb = ::xsimd::hadd((bb0 + bb1) + (bb2 + bb3));
   for (; i < n; ++i) {
     const float x = distance_detail::widen(a[i]), y = distance_detail::widen(b[i]);
     sab += x * y;
-    if constexpr (WithA) saa += x * x;
+    saa += x * x;
     sbb += y * y;
   }
-  *ab = sab;
-  if constexpr (WithA) *aa = saa;
-  *bb = sbb;
+  if constexpr (AB) *ab_out = sab;
+  if constexpr (AA) *aa_out = saa;
+  if constexpr (BB) *bb_out = sbb;
 }
 
 template <class T>
 [[nodiscard]] float cosine(const T* a, const T* b, std::size_t n) noexcept {
   float ab = 0.0f, aa = 0.0f, bb = 0.0f;
-  cosine_sums<true>(a, b, n, &ab, &aa, &bb);
+  cosine_sums<true, true, true>(a, b, n, &ab, &aa, &bb);
   return distance_detail::cosine_from_sums(ab, aa, bb);
 }
 
 template <class T>
 void cosine_many(const T* query, const T* rows, std::size_t n, std::size_t row_count, std::size_t row_stride,
                  float* out) noexcept {
-  const float qq = squared_norm(query, n);
+  float qq = 0.0f;
+  cosine_sums<false, true, false>(query, query, n, nullptr, &qq, nullptr);
   for (std::size_t r = 0; r < row_count; ++r) {
     float ab = 0.0f, bb = 0.0f;
-    cosine_sums<false>(query, rows + r * row_stride, n, &ab, nullptr, &bb);
+    cosine_sums<true, false, true>(query, rows + r * row_stride, n, &ab, nullptr, &bb);
     out[r] = distance_detail::cosine_from_sums(ab, qq, bb);
   }
 }
@@ -10308,9 +10355,13 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   }
 
   /// f32 -> f16 row (scalar); any n.
-  static void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept { scalar::convert_f32_to_f16(x, y, n); }
+  static void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept {
+    scalar::convert_f32_to_f16(x, y, n);
+  }
   /// f16 -> f32 row (scalar); any n.
-  static void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept { scalar::convert_f16_to_f32(x, y, n); }
+  static void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept {
+    scalar::convert_f16_to_f32(x, y, n);
+  }
   /// f32 -> bf16 row (scalar); any n.
   static void convert_f32_to_bf16(const float* x, bf16* y, std::size_t n) noexcept {
     scalar::convert_f32_to_bf16(x, y, n);
@@ -10374,9 +10425,9 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
 // Attention kernels of backend::xsimd (see xsimd/arch.hpp on compile flags).
 // Contract: ruvllm/kernels/scalar/attention.hpp.
 //
-// Prefill uses the tiling of the Highway kernel (attention-inl.h): pre-scaled
-// Q tile, K^T per key block, a 6-row x 2-vector FMA register tile for S = QK^T
-// and for O += PV, online softmax per row with xsimd::exp.
+// Prefill uses the tiling of the Highway kernel (attention-inl.h): Q^T
+// pre-scaled, contiguous K and V blocks, 6 x 2-vector FMA register tiles for
+// S^T (rows in lanes) and O += PV, online softmax across rows with xsimd::exp.
 // Decode dequantizes into a stack tile of one row (f16, q8_0 keys; every value
 // format) or one channel of one KIVI key group (codes along tokens: tokens in
 // lanes, the channel's scale folded into the query), inside the online-softmax
@@ -10405,7 +10456,7 @@ inline constexpr std::size_t lanes = vf::size;
 inline constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 inline constexpr std::size_t tile_rows = attention_tile_rows;
 inline constexpr std::size_t tile_keys = attention_tile_keys;
-static_assert(tile_keys % (2 * lanes) == 0, "a key block holds whole register tiles");
+static_assert(tile_rows % (2 * lanes) == 0, "a row tile holds whole pairs of vectors");
 
 /// 0, 1, 2, ... in the lanes (for partial-vector masks).
 [[nodiscard]] inline vf iota() noexcept {
@@ -10451,67 +10502,74 @@ inline void widen_f16(const std::byte* p, std::size_t n, float* dst) noexcept {
 
 // ================================================================ prefill
 
-template <std::size_t MR>
-inline void score_rows(const float* qt, std::size_t D, const float* kt, std::size_t ncols, float* s) noexcept {
-  for (std::size_t j = 0; j < ncols; j += 2 * lanes) {
-    vf c0[MR], c1[MR];
-    for (std::size_t r = 0; r < MR; ++r) c0[r] = c1[r] = vf(0.0f);
-    const float* b = kt + j;
-    for (std::size_t k = 0; k < D; ++k, b += tile_keys) {
-      const vf b0 = vf::load_aligned(b), b1 = vf::load_aligned(b + lanes);
-      for (std::size_t r = 0; r < MR; ++r) {
-        const vf a(qt[r * D + k]);
-        c0[r] = ::xsimd::fma(a, b0, c0[r]);
-        c1[r] = ::xsimd::fma(a, b1, c1[r]);
-      }
+/// S^T[j][r0 .. r0 + 2 lanes) = k_j . Q^T[.][r0 ..] for MK keys from j0.
+template <std::size_t MK>
+inline void score_keys(const float* kc, std::size_t j0, const float* qt, std::size_t D, std::size_t r0,
+                       float* s) noexcept {
+  vf c0[MK], c1[MK];
+  for (std::size_t k = 0; k < MK; ++k) c0[k] = c1[k] = vf(0.0f);
+  const float* key = kc + j0 * D;
+  const float* q = qt + r0;
+  for (std::size_t x = 0; x < D; ++x, q += tile_rows) {
+    const vf a0 = vf::load_aligned(q), a1 = vf::load_aligned(q + lanes);
+    for (std::size_t k = 0; k < MK; ++k) {
+      const vf b(key[k * D + x]);
+      c0[k] = ::xsimd::fma(b, a0, c0[k]);
+      c1[k] = ::xsimd::fma(b, a1, c1[k]);
     }
-    for (std::size_t r = 0; r < MR; ++r) {
-      c0[r].store_aligned(s + r * tile_keys + j);
-      c1[r].store_aligned(s + r * tile_keys + j + lanes);
-    }
+  }
+  for (std::size_t k = 0; k < MK; ++k) {
+    c0[k].store_aligned(s + (j0 + k) * tile_rows + r0);
+    c1[k].store_aligned(s + (j0 + k) * tile_rows + r0 + lanes);
   }
 }
 
+/// o[r][c ..] += sum_{j < nkeys} P^T[j][r] v[j][c ..] for MR rows from r0.
 template <std::size_t MR, std::size_t NV>
-inline void pv_rows(const float* p, std::size_t nkeys, const float* v, std::size_t v_stride, std::size_t c, float* o,
+inline void pv_rows(const float* pt, std::size_t r0, std::size_t nkeys, const float* v, std::size_t c, float* o,
                     std::size_t D) noexcept {
   vf acc[MR][NV];
   for (std::size_t r = 0; r < MR; ++r)
-    for (std::size_t n = 0; n < NV; ++n) acc[r][n] = vf::load_aligned(o + r * D + c + n * lanes);
+    for (std::size_t n = 0; n < NV; ++n) acc[r][n] = vf::load_aligned(o + (r0 + r) * D + c + n * lanes);
   const float* vr = v + c;
-  for (std::size_t j = 0; j < nkeys; ++j, vr += v_stride) {
+  const float* p = pt + r0;
+  for (std::size_t j = 0; j < nkeys; ++j, vr += D, p += tile_rows) {
     vf b[NV];
-    for (std::size_t n = 0; n < NV; ++n) b[n] = vf::load_unaligned(vr + n * lanes);
+    for (std::size_t n = 0; n < NV; ++n) b[n] = vf::load_aligned(vr + n * lanes);
     for (std::size_t r = 0; r < MR; ++r) {
-      const vf a(p[r * tile_keys + j]);
+      const vf a(p[r]);
       for (std::size_t n = 0; n < NV; ++n) acc[r][n] = ::xsimd::fma(a, b[n], acc[r][n]);
     }
   }
   for (std::size_t r = 0; r < MR; ++r)
-    for (std::size_t n = 0; n < NV; ++n) acc[r][n].store_aligned(o + r * D + c + n * lanes);
+    for (std::size_t n = 0; n < NV; ++n) acc[r][n].store_aligned(o + (r0 + r) * D + c + n * lanes);
 }
 
 template <std::size_t MR>
-inline void pv_all(const float* p, std::size_t nkeys, const float* v, std::size_t v_stride, float* o,
+inline void pv_all(const float* pt, std::size_t r0, std::size_t nkeys, const float* v, float* o,
                    std::size_t D) noexcept {
   std::size_t c = 0;
-  for (; c + 2 * lanes <= D; c += 2 * lanes) pv_rows<MR, 2>(p, nkeys, v, v_stride, c, o, D);
-  for (; c < D; c += lanes) pv_rows<MR, 1>(p, nkeys, v, v_stride, c, o, D);
+  for (; c + 2 * lanes <= D; c += 2 * lanes) pv_rows<MR, 2>(pt, r0, nkeys, v, c, o, D);
+  for (; c < D; c += lanes) pv_rows<MR, 1>(pt, r0, nkeys, v, c, o, D);
 }
 
 template <class F>
-inline void for_row_blocks(std::size_t nr, F&& f) {
-  constexpr std::size_t mr = 6;
-  std::size_t r = 0;
-  for (; r + mr <= nr; r += mr) f.template operator()<mr>(r);
-  switch (nr - r) {
-    case 5: f.template operator()<5>(r); break;
-    case 4: f.template operator()<4>(r); break;
-    case 3: f.template operator()<3>(r); break;
-    case 2: f.template operator()<2>(r); break;
-    case 1: f.template operator()<1>(r); break;
+inline void for_blocks_of_6(std::size_t n, F&& f) {
+  std::size_t i = 0;
+  for (; i + 6 <= n; i += 6) f.template operator()<6>(i);
+  switch (n - i) {
+    case 5: f.template operator()<5>(i); break;
+    case 4: f.template operator()<4>(i); break;
+    case 3: f.template operator()<3>(i); break;
+    case 2: f.template operator()<2>(i); break;
+    case 1: f.template operator()<1>(i); break;
     default: break;
   }
+}
+
+inline void copy_rows(const float* src, std::size_t stride, std::size_t n, std::size_t D, float* dst) noexcept {
+  for (std::size_t j = 0; j < n; ++j, src += stride, dst += D)
+    for (std::size_t c = 0; c < D; c += lanes) vf::load_unaligned(src + c).store_aligned(dst + c);
 }
 
 inline void prefill_item(const attention_prefill_args& a, const attention_detail::prefill_tiles& t,
@@ -10520,80 +10578,77 @@ inline void prefill_item(const attention_prefill_args& a, const attention_detail
   const std::size_t tiles = attention_detail::prefill_row_tiles(a);
   const std::size_t kvh = item / tiles, r0 = (item % tiles) * tile_rows;
   const std::size_t nr = std::min(tile_rows, a.n_q * G - r0);
-  const vf scale(a.scale), zero(0.0f), idx = iota();
-  for (std::size_t r = 0; r < nr; ++r) {
-    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
-    const float* src = a.q + i * a.q_stride + head * D;
-    for (std::size_t c = 0; c < D; c += lanes) {
-      (vf::load_unaligned(src + c) * scale).store_aligned(t.q + r * D + c);
-      zero.store_aligned(t.o + r * D + c);
-    }
+  const std::size_t nr_pad = attention_detail::round_up(nr, 2 * lanes);
+  const vf zero(0.0f), ninf(neg_inf);
+  for (std::size_t r = 0; r < nr_pad; ++r) {
     t.m[r] = neg_inf;
     t.l[r] = 0.0f;
+    t.pos[r] = static_cast<float>(r < nr ? a.q_pos + (r0 + r) / G : std::size_t{1} << 24);
+    if (r >= nr) {
+      for (std::size_t x = 0; x < D; ++x) t.qt[x * tile_rows + r] = 0.0f;
+      continue;
+    }
+    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
+    const float* src = a.q + i * a.q_stride + head * D;
+    for (std::size_t x = 0; x < D; ++x) t.qt[x * tile_rows + r] = src[x] * a.scale;
+    for (std::size_t x = 0; x < D; x += lanes) zero.store_aligned(t.o + r * D + x);
   }
-  const std::size_t pos_min = a.q_pos + r0 / G, pos_max = a.q_pos + (r0 + nr - 1) / G;
+  const std::size_t pos_max = a.q_pos + (r0 + nr - 1) / G;
   const std::size_t kv_end = a.causal ? std::min(a.n_kv, pos_max + 1) : a.n_kv;
-  const float* kbase = a.k + kvh * D;
-  const float* vbase = a.v + kvh * D;
+  const auto visible = [&](std::size_t r, std::size_t kb0, std::size_t nk) {
+    if (!a.causal) return nk;
+    const auto pos = static_cast<std::size_t>(t.pos[std::min(r, nr - 1)]);
+    return pos + 1 <= kb0 ? std::size_t{0} : std::min(nk, pos + 1 - kb0);
+  };
   for (std::size_t kb0 = 0; kb0 < kv_end; kb0 += tile_keys) {
     const std::size_t nk = std::min(tile_keys, kv_end - kb0);
-    const std::size_t ncols = attention_detail::round_up(nk, 2 * lanes);
-    for (std::size_t j = 0; j < nk; ++j) {
-      const float* krow = kbase + (kb0 + j) * a.k_stride;
-      for (std::size_t c = 0; c < D; ++c) t.kt[c * tile_keys + j] = krow[c];
+    copy_rows(a.k + kb0 * a.k_stride + kvh * D, a.k_stride, nk, D, t.k);
+    copy_rows(a.v + kb0 * a.v_stride + kvh * D, a.v_stride, nk, D, t.v);
+    for (std::size_t rp = 0; rp < nr_pad; rp += 2 * lanes) {
+      const std::size_t keys = visible(rp + 2 * lanes - 1, kb0, nk);
+      for_blocks_of_6(keys, [&]<std::size_t MK>(std::size_t j) { score_keys<MK>(t.k, j, t.qt, D, rp, t.s); });
     }
-    for (std::size_t c = 0; c < D; ++c)
-      for (std::size_t j = nk; j < ncols; ++j) t.kt[c * tile_keys + j] = 0.0f;
-    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) {
-      score_rows<MR>(t.q + r * D, D, t.kt, ncols, t.s + r * tile_keys);
-    });
-    const bool needs_mask = a.causal && kb0 + nk - 1 > pos_min;
+    for (std::size_t rv = 0; rv < nr_pad; rv += lanes) {
+      const std::size_t keys = visible(rv + lanes - 1, kb0, nk);
+      const bool mask = a.causal && visible(rv, kb0, nk) < keys;
+      const vf pos = vf::load_aligned(t.pos + rv);
+      const vf m_old = vf::load_aligned(t.m + rv);
+      vf vmax = ninf;
+      for (std::size_t j = 0; j < keys; ++j) {
+        vf sj = vf::load_aligned(t.s + j * tile_rows + rv);
+        if (mask) sj = ::xsimd::select(pos >= vf(static_cast<float>(kb0 + j)), sj, ninf);
+        vmax = ::xsimd::max(vmax, sj);
+      }
+      const vf m_new = ::xsimd::max(m_old, vmax);
+      // A row with no visible key yet (m_old = m_new = -inf) keeps alpha 0.
+      const vf alpha = ::xsimd::select(m_new == ninf, zero, ::xsimd::exp(m_old - m_new));
+      vf sum = zero;
+      for (std::size_t j = 0; j < keys; ++j) {
+        float* sj = t.s + j * tile_rows + rv;
+        vf pj = ::xsimd::exp(vf::load_aligned(sj) - m_new);
+        if (mask) pj = ::xsimd::select(pos >= vf(static_cast<float>(kb0 + j)), pj, zero);
+        pj.store_aligned(sj);
+        sum += pj;
+      }
+      for (std::size_t j = keys; j < nk; ++j) zero.store_aligned(t.s + j * tile_rows + rv);
+      ::xsimd::fma(vf::load_aligned(t.l + rv), alpha, sum).store_aligned(t.l + rv);
+      m_new.store_aligned(t.m + rv);
+      alpha.store_aligned(t.alpha + rv);
+    }
     for (std::size_t r = 0; r < nr; ++r) {
-      float* s = t.s + r * tile_keys;
-      std::size_t valid = nk;
-      if (needs_mask) {
-        const std::size_t pos = a.q_pos + (r0 + r) / G;
-        valid = pos + 1 <= kb0 ? 0 : std::min(nk, pos + 1 - kb0);
-      }
-      if (valid == 0) {
-        for (std::size_t j = 0; j < ncols; j += lanes) zero.store_aligned(s + j);
-        continue;
-      }
-      vf vmax(neg_inf);
-      std::size_t j = 0;
-      for (; j + lanes <= valid; j += lanes) vmax = ::xsimd::max(vmax, vf::load_aligned(s + j));
-      if (j < valid)
-        vmax = ::xsimd::max(vmax, ::xsimd::select(idx < vf(static_cast<float>(valid - j)), vf::load_aligned(s + j), vmax));
-      const float m_old = t.m[r];
-      const float m_new = std::max(m_old, reduce_max(vmax));
-      const vf vm(m_new);
-      vf vsum(0.0f);
-      for (j = 0; j < ncols; j += lanes) {
-        vf p = ::xsimd::exp(vf::load_aligned(s + j) - vm);
-        if (j + lanes > valid)
-          p = ::xsimd::select(idx < vf(static_cast<float>(valid > j ? valid - j : 0)), p, zero);
-        p.store_aligned(s + j);
-        vsum += p;
-      }
-      const float alpha = std::exp(m_old - m_new);
-      t.l[r] = t.l[r] * alpha + ::xsimd::hadd(vsum);
-      t.m[r] = m_new;
-      if (alpha != 1.0f) {
-        const vf va(alpha);
-        for (std::size_t c = 0; c < D; c += lanes)
-          (vf::load_aligned(t.o + r * D + c) * va).store_aligned(t.o + r * D + c);
-      }
+      if (t.alpha[r] == 1.0f) continue;
+      const vf va(t.alpha[r]);
+      for (std::size_t x = 0; x < D; x += lanes) (vf::load_aligned(t.o + r * D + x) * va).store_aligned(t.o + r * D + x);
     }
-    const float* vblock = vbase + kb0 * a.v_stride;
-    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) {
-      pv_all<MR>(t.s + r * tile_keys, nk, vblock, a.v_stride, t.o + r * D, D);
+    for_blocks_of_6(nr, [&]<std::size_t MR>(std::size_t r) {
+      pv_all<MR>(t.s, r, visible(r + MR - 1, kb0, nk), t.v, t.o, D);
     });
   }
   for (std::size_t r = 0; r < nr; ++r) {
     const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
     float* dst = a.out + i * a.out_stride + head * D;
     const vf inv(t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f);
-    for (std::size_t c = 0; c < D; c += lanes) (vf::load_aligned(t.o + r * D + c) * inv).store_unaligned(dst + c);
+    for (std::size_t x = 0; x < D; x += lanes) (vf::load_aligned(t.o + r * D + x) * inv).store_unaligned(dst + x);
   }
 }
 

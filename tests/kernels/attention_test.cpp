@@ -388,14 +388,29 @@ double output_bound_of() {
   }
 }
 
-template <class K, class V, std::size_t T>
-void check_decode_pair(std::size_t n_heads, std::size_t n_kv_heads, std::size_t D, std::vector<std::size_t> lens,
-                       std::uint64_t seed, const k::attention_decode_options& o = {}) {
+/// A decode problem: K/V of a batch and one query token per sequence.
+struct decode_input {
+  kv_batch b;
+  std::vector<float> q;
+  std::size_t n_heads;
+};
+
+decode_input make_input(std::size_t n_heads, std::size_t n_kv_heads, std::size_t D, std::vector<std::size_t> lens,
+                        std::uint64_t seed) {
   ruvllm::test::rng gen(seed);
-  const kv_batch b = make_kv(gen, std::move(lens), n_kv_heads, D);
+  decode_input in{make_kv(gen, std::move(lens), n_kv_heads, D), {}, n_heads};
+  in.q.resize(in.b.lens.size() * n_heads * D);
+  for (float& x : in.q) x = gen.normal();
+  return in;
+}
+
+template <class K, class V, std::size_t T>
+void check_decode_pair(const decode_input& in, std::uint64_t seed, const k::attention_decode_options& o = {}) {
+  ruvllm::test::rng gen(seed);
+  const kv_batch& b = in.b;
+  const std::vector<float>& q = in.q;
+  const std::size_t n_heads = in.n_heads, n_kv_heads = b.n_kv_heads, D = b.D;
   const paged_batch<K, V, T> pb(b, gen);
-  std::vector<float> q(b.lens.size() * n_heads * D);
-  for (float& x : q) x = gen.normal();
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   std::vector<std::vector<float>> dk(b.lens.size()), dv(b.lens.size());
   for (std::size_t s = 0; s < b.lens.size(); ++s) pb.dequantized(s, b, dk[s], dv[s]);
@@ -423,10 +438,15 @@ void check_decode_pair(std::size_t n_heads, std::size_t n_kv_heads, std::size_t 
   });
 }
 
+template <class K, class V, std::size_t T>
+void check_decode_pair(std::size_t n_heads, std::size_t n_kv_heads, std::size_t D, std::vector<std::size_t> lens,
+                       std::uint64_t seed, const k::attention_decode_options& o = {}) {
+  check_decode_pair<K, V, T>(make_input(n_heads, n_kv_heads, D, std::move(lens), seed), seed + 1, o);
+}
+
 template <class K, class... Vs>
-void check_k_with_all_v(std::size_t n_heads, std::size_t n_kv_heads, std::size_t D, const std::vector<std::size_t>& lens,
-                        std::uint64_t seed) {
-  (check_decode_pair<K, Vs, 32>(n_heads, n_kv_heads, D, lens, seed), ...);
+void check_k_with_all_v(const decode_input& in, std::uint64_t seed) {
+  (check_decode_pair<K, Vs, 32>(in, seed), ...);
 }
 
 }  // namespace
@@ -434,11 +454,11 @@ void check_k_with_all_v(std::size_t n_heads, std::size_t n_kv_heads, std::size_t
 TEST_CASE("paged decode matches the naive reference for every K x V precision pair", "[kernels][attention]") {
   // Lengths: a single token, a partial first page, many pages with a partial
   // last one, an empty sequence, and ~1000 tokens.
-  const std::vector<std::size_t> lens = {1, 20, 333, 0, 1000};
-  check_k_with_all_v<p::f16, p::f16, p::q8_0, p::kivi<4>, p::kivi<2>>(4, 2, 128, lens, 201);
-  check_k_with_all_v<p::q8_0, p::f16, p::q8_0, p::kivi<4>, p::kivi<2>>(4, 2, 128, lens, 202);
-  check_k_with_all_v<p::kivi<4>, p::f16, p::q8_0, p::kivi<4>, p::kivi<2>>(4, 2, 128, lens, 203);
-  check_k_with_all_v<p::kivi<2>, p::f16, p::q8_0, p::kivi<4>, p::kivi<2>>(4, 2, 128, lens, 204);
+  const decode_input in = make_input(8, 2, 128, {1, 20, 333, 0, 1000}, 200);
+  check_k_with_all_v<p::f16, p::f16, p::q8_0, p::kivi<4>, p::kivi<2>>(in, 201);
+  check_k_with_all_v<p::q8_0, p::f16, p::q8_0, p::kivi<4>, p::kivi<2>>(in, 202);
+  check_k_with_all_v<p::kivi<4>, p::f16, p::q8_0, p::kivi<4>, p::kivi<2>>(in, 203);
+  check_k_with_all_v<p::kivi<2>, p::f16, p::q8_0, p::kivi<4>, p::kivi<2>>(in, 204);
 }
 
 TEST_CASE("paged decode over GQA ratios, head dims and page sizes", "[kernels][attention]") {

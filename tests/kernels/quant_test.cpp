@@ -468,8 +468,8 @@ TEST_CASE("Q4_0 quantizes known blocks to ggml's exact bytes", "[kernels][quant]
     CHECK(bits(q[0].d) == 0x3C00);
     const int lo[10] = {0, 15, 15, 15, 9, 8, 8, 5, 15, 0};
     CHECK((q[0].qs[0] & 0xF) == lo[0]);
-    CHECK((q[0].qs[0] >> 4) == 9);   // x[16] = 1 -> 9.5 -> 9
-    CHECK((q[0].qs[1] >> 4) == 7);   // x[17] = -1 -> 7.5 -> 7
+    CHECK((q[0].qs[0] >> 4) == 9);  // x[16] = 1 -> 9.5 -> 9
+    CHECK((q[0].qs[1] >> 4) == 7);  // x[17] = -1 -> 7.5 -> 7
     for (int j = 1; j < 10; ++j) CHECK((q[0].qs[j] & 0xF) == lo[j]);
     for (int j = 10; j < 16; ++j) CHECK((q[0].qs[j] & 0xF) == 8);
     for (int j = 2; j < 16; ++j) CHECK((q[0].qs[j] >> 4) == 8);
@@ -538,7 +538,8 @@ TEST_CASE("Q4_K and Q6_K quantize a hand-made block whose values the format hold
     CHECK(std::round(back[i]) == x[i]);
   }
   // Q6_K: integers in [-32, 31] with the extreme -32 in every 16-group.
-  for (std::size_t i = 0; i < 256; ++i) x[i] = (i % 16 == 0) ? -32.0f : static_cast<float>(static_cast<int>(i % 61) - 30);
+  for (std::size_t i = 0; i < 256; ++i)
+    x[i] = (i % 16 == 0) ? -32.0f : static_cast<float>(static_cast<int>(i % 61) - 30);
   placed<block_q6_k> z(1);
   ops<scalar>::quantize_q6_k(x.data(), z.data(), 256);
   const auto back6 = ggml_dequantize(z.data(), 1);
@@ -550,8 +551,8 @@ TEST_CASE("Q4_K and Q6_K quantize a hand-made block whose values the format hold
 
 // ================================================ dequantization formulas
 
-TEMPLATE_TEST_CASE("dequantization equals ggml's formulas bit for bit on random blocks", "[kernels][quant]",
-                   block_q8_0, block_q4_0, block_q4_k, block_q6_k, block_q8_k) {
+TEMPLATE_TEST_CASE("dequantization equals ggml's formulas bit for bit on random blocks", "[kernels][quant]", block_q8_0,
+                   block_q4_0, block_q4_k, block_q6_k, block_q8_k) {
   using Block = TestType;
   ruvllm::test::rng gen(11);
   for (const std::size_t nb : block_counts) {
@@ -664,7 +665,8 @@ namespace {
 
 double rms(const std::vector<float>& a, const std::vector<float>& b) {
   double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    s += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
   return std::sqrt(s / static_cast<double>(a.size()));
 }
 
@@ -1005,9 +1007,9 @@ TEST_CASE("zero, huge and denormal blocks: same bytes everywhere, finite round t
     quantize<B>(x.data(), q6.data(), n);
     quantize<B>(x.data(), q8k.data(), n);
     std::vector<std::vector<float>> backs;
-    for (const auto& back : {ggml_dequantize(q8.data(), n / 32), ggml_dequantize(q4.data(), n / 32),
-                             ggml_dequantize(qk.data(), n / 256), ggml_dequantize(q6.data(), n / 256),
-                             ggml_dequantize(q8k.data(), n / 256)}) {
+    for (const auto& back :
+         {ggml_dequantize(q8.data(), n / 32), ggml_dequantize(q4.data(), n / 32), ggml_dequantize(qk.data(), n / 256),
+          ggml_dequantize(q6.data(), n / 256), ggml_dequantize(q8k.data(), n / 256)}) {
       std::size_t bad = 0;
       for (const float v : back) bad += !std::isfinite(v);
       CHECK(bad == 0);
@@ -1021,10 +1023,9 @@ TEST_CASE("zero, huge and denormal blocks: same bytes everywhere, finite round t
       CHECK(worst <= 4e5 / 7.0);  // Q4_0's clipped worst case is amax/8
       for (std::size_t i = 512; i < 1024; ++i) CHECK(std::fabs(back[i]) <= 1e-29f);
     }
-    const std::vector<float> dots = {ops<B>::dot_q8_0_q8_0(q8.data(), q8.data(), n),
-                                     ops<B>::dot_q4_0_q8_0(q4.data(), q8.data(), n),
-                                     ops<B>::dot_q4_k_q8_k(qk.data(), q8k.data(), n),
-                                     ops<B>::dot_q6_k_q8_k(q6.data(), q8k.data(), n)};
+    const std::vector<float> dots = {
+        ops<B>::dot_q8_0_q8_0(q8.data(), q8.data(), n), ops<B>::dot_q4_0_q8_0(q4.data(), q8.data(), n),
+        ops<B>::dot_q4_k_q8_k(qk.data(), q8k.data(), n), ops<B>::dot_q6_k_q8_k(q6.data(), q8k.data(), n)};
     for (const float d : dots) CHECK(std::isfinite(d));
     return std::vector<std::vector<unsigned char>>{
         {reinterpret_cast<unsigned char*>(q8.data()), reinterpret_cast<unsigned char*>(q8.data() + n / 32)},

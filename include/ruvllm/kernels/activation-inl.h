@@ -104,8 +104,13 @@ HWY_INLINE float row_max(D d, const float* HWY_RESTRICT x, std::size_t n) {
     std::memcpy(tail, x + i, (n - i) * sizeof(float));
     m1 = hn::Max(m1, hn::Load(d, tail));
   }
-  m0 = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
-  return hn::GetLane(hn::MaxOfLanes(d, m0));
+  // Reduced by hand: MaxOfLanes on EMU128 (Highway 1.0.3) starts from
+  // -FLT_MAX, which would turn a row of only -inf into a finite max.
+  HWY_ALIGN float lane_max[HWY_MAX_BYTES / sizeof(float)];
+  hn::Store(hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)), d, lane_max);
+  float max = lane_max[0];
+  for (std::size_t k = 1; k < lanes; ++k) max = lane_max[k] > max ? lane_max[k] : max;
+  return max;
 }
 
 // y[i] = exp((x[i] - max) * scale) for one row, the reference's rounding

@@ -163,166 +163,203 @@ HWY_INLINE std::uint32_t load_u32(const std::byte* p) {
 inline constexpr std::size_t tile_rows = attention_tile_rows;
 inline constexpr std::size_t tile_keys = attention_tile_keys;
 
-/// s[r][j0 .. j0 + ncols) = qt[r] . kt[.][j] for MR rows; ncols a multiple of 2 * Lanes.
-template <std::size_t MR>
-HWY_INLINE void score_rows(const float* HWY_RESTRICT qt, std::size_t D, const float* HWY_RESTRICT kt,
-                           std::size_t ncols, float* HWY_RESTRICT s) {
+/// S^T[j][r0 .. r0 + 2L) = k_j . Q^T[.][r0 ..] for MK keys from j0: keys
+/// broadcast, rows in lanes (so no block needs transposing).
+template <std::size_t MK>
+HWY_INLINE void score_keys(const float* HWY_RESTRICT kc, std::size_t j0, const float* HWY_RESTRICT qt, std::size_t D,
+                           std::size_t r0, float* HWY_RESTRICT s) {
   const DF d;
   const std::size_t L = hn::Lanes(d);
   using V = hn::Vec<DF>;
-  for (std::size_t j = 0; j < ncols; j += 2 * L) {
-    V c0[MR], c1[MR];
-    for (std::size_t r = 0; r < MR; ++r) c0[r] = c1[r] = hn::Zero(d);
-    const float* HWY_RESTRICT b = kt + j;
-    for (std::size_t k = 0; k < D; ++k, b += tile_keys) {
-      const V b0 = hn::Load(d, b);
-      const V b1 = hn::Load(d, b + L);
-      for (std::size_t r = 0; r < MR; ++r) {
-        const V a = hn::Set(d, qt[r * D + k]);
-        c0[r] = hn::MulAdd(a, b0, c0[r]);
-        c1[r] = hn::MulAdd(a, b1, c1[r]);
-      }
+  V c0[MK], c1[MK];
+  for (std::size_t k = 0; k < MK; ++k) c0[k] = c1[k] = hn::Zero(d);
+  const float* HWY_RESTRICT key = kc + j0 * D;
+  const float* HWY_RESTRICT q = qt + r0;
+  for (std::size_t x = 0; x < D; ++x, q += tile_rows) {
+    const V a0 = hn::Load(d, q);
+    const V a1 = hn::Load(d, q + L);
+    for (std::size_t k = 0; k < MK; ++k) {
+      const V b = hn::Set(d, key[k * D + x]);
+      c0[k] = hn::MulAdd(b, a0, c0[k]);
+      c1[k] = hn::MulAdd(b, a1, c1[k]);
     }
-    for (std::size_t r = 0; r < MR; ++r) {
-      hn::Store(c0[r], d, s + r * tile_keys + j);
-      hn::Store(c1[r], d, s + r * tile_keys + j + L);
-    }
+  }
+  for (std::size_t k = 0; k < MK; ++k) {
+    hn::Store(c0[k], d, s + (j0 + k) * tile_rows + r0);
+    hn::Store(c1[k], d, s + (j0 + k) * tile_rows + r0 + L);
   }
 }
 
-/// o[r][c ..] += sum_{j < nkeys} p[r][j] v[j][c ..] for MR rows, over NV
-/// vectors of channels starting at c.
+/// o[r][c ..] += sum_{j < nkeys} P^T[j][r] v[j][c ..] for MR rows from r0,
+/// over NV vectors of channels from c.
 template <std::size_t MR, std::size_t NV>
-HWY_INLINE void pv_rows(const float* HWY_RESTRICT p, std::size_t nkeys, const float* HWY_RESTRICT v,
-                        std::size_t v_stride, std::size_t c, float* HWY_RESTRICT o, std::size_t D) {
+HWY_INLINE void pv_rows(const float* HWY_RESTRICT pt, std::size_t r0, std::size_t nkeys, const float* HWY_RESTRICT v,
+                        std::size_t c, float* HWY_RESTRICT o, std::size_t D) {
   const DF d;
   const std::size_t L = hn::Lanes(d);
   using V = hn::Vec<DF>;
   V acc[MR][NV];
   for (std::size_t r = 0; r < MR; ++r)
-    for (std::size_t n = 0; n < NV; ++n) acc[r][n] = hn::Load(d, o + r * D + c + n * L);
+    for (std::size_t n = 0; n < NV; ++n) acc[r][n] = hn::Load(d, o + (r0 + r) * D + c + n * L);
   const float* HWY_RESTRICT vr = v + c;
-  for (std::size_t j = 0; j < nkeys; ++j, vr += v_stride) {
+  const float* HWY_RESTRICT p = pt + r0;
+  for (std::size_t j = 0; j < nkeys; ++j, vr += D, p += tile_rows) {
     V b[NV];
-    for (std::size_t n = 0; n < NV; ++n) b[n] = hn::LoadU(d, vr + n * L);
+    for (std::size_t n = 0; n < NV; ++n) b[n] = hn::Load(d, vr + n * L);
     for (std::size_t r = 0; r < MR; ++r) {
-      const V a = hn::Set(d, p[r * tile_keys + j]);
+      const V a = hn::Set(d, p[r]);
       for (std::size_t n = 0; n < NV; ++n) acc[r][n] = hn::MulAdd(a, b[n], acc[r][n]);
     }
   }
   for (std::size_t r = 0; r < MR; ++r)
-    for (std::size_t n = 0; n < NV; ++n) hn::Store(acc[r][n], d, o + r * D + c + n * L);
+    for (std::size_t n = 0; n < NV; ++n) hn::Store(acc[r][n], d, o + (r0 + r) * D + c + n * L);
 }
 
 template <std::size_t MR>
-HWY_INLINE void pv_all(const float* p, std::size_t nkeys, const float* v, std::size_t v_stride, float* o,
-                       std::size_t D) {
+HWY_INLINE void pv_all(const float* pt, std::size_t r0, std::size_t nkeys, const float* v, float* o, std::size_t D) {
   const std::size_t L = hn::Lanes(DF());
   std::size_t c = 0;
-  for (; c + 2 * L <= D; c += 2 * L) pv_rows<MR, 2>(p, nkeys, v, v_stride, c, o, D);
-  for (; c < D; c += L) pv_rows<MR, 1>(p, nkeys, v, v_stride, c, o, D);
+  for (; c + 2 * L <= D; c += 2 * L) pv_rows<MR, 2>(pt, r0, nkeys, v, c, o, D);
+  for (; c < D; c += L) pv_rows<MR, 1>(pt, r0, nkeys, v, c, o, D);
 }
 
-inline constexpr std::size_t micro_rows = 6;
-
-/// Runs f.template operator()<MR>(r) over rows [0, nr) in blocks of micro_rows.
+/// Runs f.template operator()<M>(i) over [0, n) in blocks of up to 6.
 template <class F>
-HWY_INLINE void for_row_blocks(std::size_t nr, F&& f) {
-  std::size_t r = 0;
-  for (; r + micro_rows <= nr; r += micro_rows) f.template operator()<micro_rows>(r);
-  switch (nr - r) {
-    case 5: f.template operator()<5>(r); break;
-    case 4: f.template operator()<4>(r); break;
-    case 3: f.template operator()<3>(r); break;
-    case 2: f.template operator()<2>(r); break;
-    case 1: f.template operator()<1>(r); break;
+HWY_INLINE void for_blocks_of_6(std::size_t n, F&& f) {
+  std::size_t i = 0;
+  for (; i + 6 <= n; i += 6) f.template operator()<6>(i);
+  switch (n - i) {
+    case 5: f.template operator()<5>(i); break;
+    case 4: f.template operator()<4>(i); break;
+    case 3: f.template operator()<3>(i); break;
+    case 2: f.template operator()<2>(i); break;
+    case 1: f.template operator()<1>(i); break;
     default: break;
   }
 }
 
+/// dst[0, n) = src[0, n) for rows of D floats at a stride (D a multiple of Lanes).
+HWY_INLINE void copy_rows(const float* HWY_RESTRICT src, std::size_t stride, std::size_t n, std::size_t D,
+                          float* HWY_RESTRICT dst) {
+  const DF d;
+  const std::size_t L = hn::Lanes(d);
+  for (std::size_t j = 0; j < n; ++j, src += stride, dst += D)
+    for (std::size_t c = 0; c < D; c += L) hn::Store(hn::LoadU(d, src + c), d, dst + c);
+}
+
+/// Asks for n rows of `bytes` at a stride to be brought into L2: the rows of
+/// Q, K and V are one head's slice of a token (512 B at head_dim 128) a whole
+/// token apart (16 KiB for 32 heads), which hardware prefetchers do not follow.
+HWY_INLINE void prefetch_rows(const float* p, std::size_t stride, std::size_t n, std::size_t bytes) {
+  for (std::size_t j = 0; j < n; ++j, p += stride)
+    for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(p) + b, 0, 2);
+}
+
+/// Prefetches what prefill work item `item` reads first: its Q rows and first key block.
+inline void prefetch_item(const attention_prefill_args& a, std::size_t item) {
+  const std::size_t D = a.head_dim, G = a.n_heads / a.n_kv_heads;
+  const std::size_t tiles = kernels::attention_detail::prefill_row_tiles(a);
+  const std::size_t kvh = item / tiles, r0 = (item % tiles) * tile_rows;
+  const std::size_t nr = std::min(tile_rows, a.n_q * G - r0);
+  for (std::size_t r = 0; r < nr; ++r) {
+    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
+    prefetch_rows(a.q + i * a.q_stride + head * D, 0, 1, D * sizeof(float));
+    float* out = a.out + i * a.out_stride + head * D;  // for writing: saves the read-for-ownership miss
+    for (std::size_t b = 0; b < D * sizeof(float); b += 64) __builtin_prefetch(reinterpret_cast<char*>(out) + b, 1, 2);
+  }
+  const std::size_t nk = std::min(tile_keys, a.n_kv);
+  prefetch_rows(a.k + kvh * D, a.k_stride, nk, D * sizeof(float));
+  prefetch_rows(a.v + kvh * D, a.v_stride, nk, D * sizeof(float));
+}
+
 inline void prefill_item(const attention_prefill_args& a, const kernels::attention_detail::prefill_tiles& t,
-                             std::size_t item) {
+                         std::size_t item) {
   const DF d;
   const std::size_t L = hn::Lanes(d);
   const std::size_t D = a.head_dim, G = a.n_heads / a.n_kv_heads;
   const std::size_t tiles = kernels::attention_detail::prefill_row_tiles(a);
   const std::size_t kvh = item / tiles, r0 = (item % tiles) * tile_rows;
   const std::size_t nr = std::min(tile_rows, a.n_q * G - r0);
+  // Rows in whole pairs of vectors; padding rows have q = 0 and see every key.
+  const std::size_t nr_pad = kernels::attention_detail::round_up(nr, 2 * L);
 
-  // Q rows, pre-scaled; output rows and softmax state cleared.
-  const auto scale = hn::Set(d, a.scale);
-  for (std::size_t r = 0; r < nr; ++r) {
-    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
-    const float* src = a.q + i * a.q_stride + head * D;
-    for (std::size_t c = 0; c < D; c += L) {
-      hn::Store(hn::Mul(hn::LoadU(d, src + c), scale), d, t.q + r * D + c);
-      hn::Store(hn::Zero(d), d, t.o + r * D + c);
-    }
+  // Q^T (pre-scaled), output rows and per-row state.
+  for (std::size_t r = 0; r < nr_pad; ++r) {
     t.m[r] = neg_inf;
     t.l[r] = 0.0f;
+    t.pos[r] = static_cast<float>(r < nr ? a.q_pos + (r0 + r) / G : std::size_t{1} << 24);
+    if (r >= nr) {
+      for (std::size_t x = 0; x < D; ++x) t.qt[x * tile_rows + r] = 0.0f;
+      continue;
+    }
+    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
+    const float* src = a.q + i * a.q_stride + head * D;
+    for (std::size_t x = 0; x < D; ++x) t.qt[x * tile_rows + r] = src[x] * a.scale;
+    for (std::size_t x = 0; x < D; x += L) hn::Store(hn::Zero(d), d, t.o + r * D + x);
   }
-  const std::size_t pos_min = a.q_pos + r0 / G, pos_max = a.q_pos + (r0 + nr - 1) / G;
+  const std::size_t pos_max = a.q_pos + (r0 + nr - 1) / G;
   const std::size_t kv_end = a.causal ? std::min(a.n_kv, pos_max + 1) : a.n_kv;
-  const float* kbase = a.k + kvh * D;
-  const float* vbase = a.v + kvh * D;
+  // Keys of block kb0 that row r may see: [0, visible(r)).
+  const auto visible = [&](std::size_t r, std::size_t kb0, std::size_t nk) {
+    if (!a.causal) return nk;
+    const std::size_t pos = static_cast<std::size_t>(t.pos[std::min(r, nr - 1)]);
+    return pos + 1 <= kb0 ? std::size_t{0} : std::min(nk, pos + 1 - kb0);
+  };
 
   for (std::size_t kb0 = 0; kb0 < kv_end; kb0 += tile_keys) {
     const std::size_t nk = std::min(tile_keys, kv_end - kb0);
-    const std::size_t ncols = kernels::attention_detail::round_up(nk, 2 * L);
-    // K^T: kt[c][j] = K[kb0 + j][c]; zero columns past nk keep the padded
-    // scores finite (they are masked below).
-    for (std::size_t j = 0; j < nk; ++j) {
-      const float* krow = kbase + (kb0 + j) * a.k_stride;
-      for (std::size_t c = 0; c < D; ++c) t.kt[c * tile_keys + j] = krow[c];
+    copy_rows(a.k + kb0 * a.k_stride + kvh * D, a.k_stride, nk, D, t.k);
+    copy_rows(a.v + kb0 * a.v_stride + kvh * D, a.v_stride, nk, D, t.v);
+    if (kb0 + tile_keys < kv_end) {  // the next block arrives while this one is computed
+      const std::size_t next = std::min(tile_keys, kv_end - kb0 - tile_keys);
+      prefetch_rows(a.k + (kb0 + tile_keys) * a.k_stride + kvh * D, a.k_stride, next, D * sizeof(float));
+      prefetch_rows(a.v + (kb0 + tile_keys) * a.v_stride + kvh * D, a.v_stride, next, D * sizeof(float));
     }
-    for (std::size_t c = 0; c < D; ++c)
-      for (std::size_t j = nk; j < ncols; ++j) t.kt[c * tile_keys + j] = 0.0f;
 
-    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) HWY_ATTR {
-      score_rows<MR>(t.q + r * D, D, t.kt, ncols, t.s + r * tile_keys);
-    });
+    // S^T, a pair of row vectors at a time, only over keys some row of the pair sees.
+    for (std::size_t rp = 0; rp < nr_pad; rp += 2 * L) {
+      const std::size_t keys = visible(rp + 2 * L - 1, kb0, nk);
+      for_blocks_of_6(keys, [&]<std::size_t MK>(std::size_t j) HWY_ATTR { score_keys<MK>(t.k, j, t.qt, D, rp, t.s); });
+    }
 
-    // Online softmax, row by row; P overwrites S.
-    const bool needs_mask = a.causal && kb0 + nk - 1 > pos_min;
-    for (std::size_t r = 0; r < nr; ++r) {
-      float* s = t.s + r * tile_keys;
-      std::size_t valid = nk;
-      if (needs_mask) {
-        const std::size_t pos = a.q_pos + (r0 + r) / G;
-        valid = pos + 1 <= kb0 ? 0 : std::min(nk, pos + 1 - kb0);
-      }
-      if (valid == 0) {  // every key of this block is in the row's future
-        for (std::size_t j = 0; j < ncols; j += L) hn::Store(hn::Zero(d), d, s + j);
-        t.alpha[r] = 1.0f;
-        continue;
-      }
+    // Online softmax with rows in lanes; P^T overwrites S^T, zero where masked.
+    for (std::size_t rv = 0; rv < nr_pad; rv += L) {
+      const std::size_t keys = visible(rv + L - 1, kb0, nk);
+      const bool mask = a.causal && visible(rv, kb0, nk) < keys;
+      const auto pos = hn::Load(d, t.pos + rv);
+      const auto m_old = hn::Load(d, t.m + rv);
       auto vmax = hn::Set(d, neg_inf);
-      std::size_t j = 0;
-      for (; j + L <= valid; j += L) vmax = hn::Max(vmax, hn::Load(d, s + j));
-      if (j < valid) vmax = hn::Max(vmax, hn::IfThenElse(hn::FirstN(d, valid - j), hn::Load(d, s + j), vmax));
-      const float m_old = t.m[r];
-      const float m_new = std::max(m_old, hn::GetLane(hn::MaxOfLanes(d, vmax)));
-      const auto vm = hn::Set(d, m_new);
-      auto vsum = hn::Zero(d);
-      for (j = 0; j < ncols; j += L) {
-        auto p = hn::Exp(d, hn::Sub(hn::Load(d, s + j), vm));
-        if (j + L > valid) p = hn::IfThenElseZero(hn::FirstN(d, valid > j ? valid - j : 0), p);
-        hn::Store(p, d, s + j);
-        vsum = hn::Add(vsum, p);
+      for (std::size_t j = 0; j < keys; ++j) {
+        auto sj = hn::Load(d, t.s + j * tile_rows + rv);
+        if (mask) sj = hn::IfThenElse(hn::Ge(pos, hn::Set(d, static_cast<float>(kb0 + j))), sj, hn::Set(d, neg_inf));
+        vmax = hn::Max(vmax, sj);
       }
-      const float alpha = std::exp(m_old - m_new);  // 0 on the first block
-      t.alpha[r] = alpha;
-      t.l[r] = t.l[r] * alpha + reduce_sum(d, vsum);
-      t.m[r] = m_new;
-      if (alpha != 1.0f) {
-        const auto va = hn::Set(d, alpha);
-        for (std::size_t c = 0; c < D; c += L) hn::Store(hn::Mul(hn::Load(d, t.o + r * D + c), va), d, t.o + r * D + c);
+      const auto m_new = hn::Max(m_old, vmax);
+      // exp(-inf - -inf) is NaN, which hn::Exp maps to 0 like -inf: a row with
+      // no visible key yet keeps l = 0 and a zero output.
+      const auto alpha = hn::Exp(d, hn::Sub(m_old, m_new));
+      auto sum = hn::Zero(d);
+      for (std::size_t j = 0; j < keys; ++j) {
+        float* sj = t.s + j * tile_rows + rv;
+        auto pj = hn::Exp(d, hn::Sub(hn::Load(d, sj), m_new));
+        if (mask) pj = hn::IfThenElseZero(hn::Ge(pos, hn::Set(d, static_cast<float>(kb0 + j))), pj);
+        hn::Store(pj, d, sj);
+        sum = hn::Add(sum, pj);
       }
+      for (std::size_t j = keys; j < nk; ++j) hn::Store(hn::Zero(d), d, t.s + j * tile_rows + rv);
+      hn::Store(hn::MulAdd(hn::Load(d, t.l + rv), alpha, sum), d, t.l + rv);
+      hn::Store(m_new, d, t.m + rv);
+      hn::Store(alpha, d, t.alpha + rv);
+    }
+    for (std::size_t r = 0; r < nr; ++r) {
+      if (t.alpha[r] == 1.0f) continue;
+      const auto va = hn::Set(d, t.alpha[r]);
+      for (std::size_t x = 0; x < D; x += L) hn::Store(hn::Mul(hn::Load(d, t.o + r * D + x), va), d, t.o + r * D + x);
     }
 
-    const float* vblock = vbase + kb0 * a.v_stride;
-    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) HWY_ATTR {
-      pv_all<MR>(t.s + r * tile_keys, nk, vblock, a.v_stride, t.o + r * D, D);
+    // O += P V, six output rows at a time over the keys the last of them sees.
+    for_blocks_of_6(nr, [&]<std::size_t MR>(std::size_t r) HWY_ATTR {
+      pv_all<MR>(t.s, r, visible(r + MR - 1, kb0, nk), t.v, t.o, D);
     });
   }
 
@@ -330,7 +367,7 @@ inline void prefill_item(const attention_prefill_args& a, const kernels::attenti
     const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
     float* dst = a.out + i * a.out_stride + head * D;
     const auto inv = hn::Set(d, t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f);
-    for (std::size_t c = 0; c < D; c += L) hn::StoreU(hn::Mul(hn::Load(d, t.o + r * D + c), inv), d, dst + c);
+    for (std::size_t x = 0; x < D; x += L) hn::StoreU(hn::Mul(hn::Load(d, t.o + r * D + x), inv), d, dst + x);
   }
 }
 
@@ -790,7 +827,14 @@ inline void attention_prefill(const attention_prefill_args& a, std::byte* worksp
   (void)workspace;
 #else
   const auto tiles = kernels::attention_detail::carve_prefill_tiles(workspace, a.head_dim);
-  for (std::size_t w = begin; w < end; ++w) attention_simd::prefill_item(a, tiles, w);
+  // The item after each one is prefetched even past `end`: with a pool
+  // handing out one item at a time, it is usually the caller's next item.
+  const std::size_t items = kernels::attention_prefill_work_items(a);
+  if (begin < end) attention_simd::prefetch_item(a, begin);
+  for (std::size_t w = begin; w < end; ++w) {
+    if (w + 1 < items) attention_simd::prefetch_item(a, w + 1);
+    attention_simd::prefill_item(a, tiles, w);
+  }
 #endif
 }
 

@@ -125,8 +125,8 @@ HWY_INLINE float sum_lanes(D d, hn::Vec<D> v) {
 }
 
 // ------------------------------------------------------------ float kernels
-// Four accumulators hide the FMA latency of the single-sum kernels; cosine
-// keeps two per sum (six in all) to stay within 16 registers.
+// Four accumulators per sum hide the FMA latency (a D = 768 row is 24 FMAs
+// deep per accumulator on AVX2).
 
 template <class T>
 HWY_INLINE float dot(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n) {
@@ -194,85 +194,57 @@ HWY_INLINE float l1(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_
   return sum_lanes(d, hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3)));
 }
 
-// The cosine sums. Each sum has its own two accumulators, used at the same
-// positions in all three functions below, so the query norm computed alone
-// by squared_norm has the bits that cosine_sums computes for it.
-
-template <class T>
-HWY_INLINE float squared_norm(const T* HWY_RESTRICT a, std::size_t n) {
-  const hn::ScalableTag<float> d;
-  const std::size_t lanes = hn::Lanes(d);
-  auto aa0 = hn::Zero(d), aa1 = hn::Zero(d);
-  std::size_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    const auto x0 = load_float(d, a + i), x1 = load_float(d, a + i + lanes);
-    aa0 = hn::MulAdd(x0, x0, aa0);
-    aa1 = hn::MulAdd(x1, x1, aa1);
-  }
-  for (; i + lanes <= n; i += lanes) {
-    const auto x = load_float(d, a + i);
-    aa0 = hn::MulAdd(x, x, aa0);
-  }
-  if (i < n) {
-    const float_tail<T> tail(a + i, a + i, n - i);
-    const auto x = load_float(d, tail.a);
-    aa1 = hn::MulAdd(x, x, aa1);
-  }
-  return sum_lanes(d, hn::Add(aa0, aa1));
-}
-
-/// dot(a, b) and squared_norm(b); with_a also squared_norm(a) into *aa_out.
-template <bool WithA, class T>
+// The cosine sums: sum a*b, sum a*a and sum b*b, each only if asked, in one
+// pass. Each sum has its own four accumulators (twelve in all: the FMA
+// latency, not the load ports, bounds two-accumulator versions); a sum's
+// accumulation does not depend on which others run beside it, so the query
+// norm computed alone for cosine_many has the bits cosine computes for it.
+template <bool AB, bool AA, bool BB, class T>
 HWY_INLINE void cosine_sums(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n, float* ab_out,
                             float* aa_out, float* bb_out) {
   const hn::ScalableTag<float> d;
   const std::size_t lanes = hn::Lanes(d);
-  auto ab0 = hn::Zero(d), ab1 = hn::Zero(d), aa0 = hn::Zero(d), aa1 = hn::Zero(d), bb0 = hn::Zero(d), bb1 = hn::Zero(d);
+  auto ab0 = hn::Zero(d), ab1 = hn::Zero(d), ab2 = hn::Zero(d), ab3 = hn::Zero(d);
+  auto aa0 = hn::Zero(d), aa1 = hn::Zero(d), aa2 = hn::Zero(d), aa3 = hn::Zero(d);
+  auto bb0 = hn::Zero(d), bb1 = hn::Zero(d), bb2 = hn::Zero(d), bb3 = hn::Zero(d);
+  using V = hn::Vec<decltype(d)>;
+  const auto accumulate = [](V x, V y, V& ab, V& aa, V& bb) HWY_ATTR {
+    if constexpr (AB) ab = hn::MulAdd(x, y, ab);
+    if constexpr (AA) aa = hn::MulAdd(x, x, aa);
+    if constexpr (BB) bb = hn::MulAdd(y, y, bb);
+  };
   std::size_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    const auto x0 = load_float(d, a + i), x1 = load_float(d, a + i + lanes);
-    const auto y0 = load_float(d, b + i), y1 = load_float(d, b + i + lanes);
-    ab0 = hn::MulAdd(x0, y0, ab0);
-    ab1 = hn::MulAdd(x1, y1, ab1);
-    if constexpr (WithA) {
-      aa0 = hn::MulAdd(x0, x0, aa0);
-      aa1 = hn::MulAdd(x1, x1, aa1);
-    }
-    bb0 = hn::MulAdd(y0, y0, bb0);
-    bb1 = hn::MulAdd(y1, y1, bb1);
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    accumulate(load_float(d, a + i), load_float(d, b + i), ab0, aa0, bb0);
+    accumulate(load_float(d, a + i + lanes), load_float(d, b + i + lanes), ab1, aa1, bb1);
+    accumulate(load_float(d, a + i + 2 * lanes), load_float(d, b + i + 2 * lanes), ab2, aa2, bb2);
+    accumulate(load_float(d, a + i + 3 * lanes), load_float(d, b + i + 3 * lanes), ab3, aa3, bb3);
   }
-  for (; i + lanes <= n; i += lanes) {
-    const auto x = load_float(d, a + i), y = load_float(d, b + i);
-    ab0 = hn::MulAdd(x, y, ab0);
-    if constexpr (WithA) aa0 = hn::MulAdd(x, x, aa0);
-    bb0 = hn::MulAdd(y, y, bb0);
-  }
+  for (; i + lanes <= n; i += lanes) accumulate(load_float(d, a + i), load_float(d, b + i), ab0, aa0, bb0);
   if (i < n) {
     const float_tail<T> tail(a + i, b + i, n - i);
-    const auto x = load_float(d, tail.a), y = load_float(d, tail.b);
-    ab1 = hn::MulAdd(x, y, ab1);
-    if constexpr (WithA) aa1 = hn::MulAdd(x, x, aa1);
-    bb1 = hn::MulAdd(y, y, bb1);
+    accumulate(load_float(d, tail.a), load_float(d, tail.b), ab1, aa1, bb1);
   }
-  *ab_out = sum_lanes(d, hn::Add(ab0, ab1));
-  if constexpr (WithA) *aa_out = sum_lanes(d, hn::Add(aa0, aa1));
-  *bb_out = sum_lanes(d, hn::Add(bb0, bb1));
+  if constexpr (AB) *ab_out = sum_lanes(d, hn::Add(hn::Add(ab0, ab1), hn::Add(ab2, ab3)));
+  if constexpr (AA) *aa_out = sum_lanes(d, hn::Add(hn::Add(aa0, aa1), hn::Add(aa2, aa3)));
+  if constexpr (BB) *bb_out = sum_lanes(d, hn::Add(hn::Add(bb0, bb1), hn::Add(bb2, bb3)));
 }
 
 template <class T>
 HWY_INLINE float cosine(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n) {
   float ab = 0.0f, aa = 0.0f, bb = 0.0f;
-  cosine_sums<true>(a, b, n, &ab, &aa, &bb);
+  cosine_sums<true, true, true>(a, b, n, &ab, &aa, &bb);
   return kernels::distance_detail::cosine_from_sums(ab, aa, bb);
 }
 
 template <class T>
 HWY_INLINE void cosine_many(const T* HWY_RESTRICT query, const T* HWY_RESTRICT rows, std::size_t n,
                             std::size_t row_count, std::size_t row_stride, float* HWY_RESTRICT out) {
-  const float qq = squared_norm(query, n);
+  float qq = 0.0f;
+  cosine_sums<false, true, false>(query, query, n, nullptr, &qq, nullptr);
   for (std::size_t r = 0; r < row_count; ++r) {
     float ab = 0.0f, bb = 0.0f;
-    cosine_sums<false>(query, rows + r * row_stride, n, &ab, nullptr, &bb);
+    cosine_sums<true, false, true>(query, rows + r * row_stride, n, &ab, nullptr, &bb);
     out[r] = kernels::distance_detail::cosine_from_sums(ab, qq, bb);
   }
 }

@@ -100,7 +100,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE float half_to_float(ruvllm::f16 h) {
 // _mm512_zextsi256_si512 / _mm512_castsi512_si256 trip -Wmaybe-uninitialized.
 RUVLLM_QUANT_ATTR HWY_INLINE V32 vnni_dot512(__m512i u8, __m512i s8) {
   const __m512i r = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u8, s8);
-  return V32{reinterpret_cast<__m256i>(__builtin_shufflevector(reinterpret_cast<__v8di>(r), reinterpret_cast<__v8di>(r), 0, 1, 2, 3))};
+  return V32{reinterpret_cast<__m256i>(
+      __builtin_shufflevector(reinterpret_cast<__v8di>(r), reinterpret_cast<__v8di>(r), 0, 1, 2, 3))};
 }
 RUVLLM_QUANT_ATTR HWY_INLINE V32 vnni_dot256(__m256i u8, __m256i s8) {
   const __v4di z = reinterpret_cast<__v4di>(_mm256_setzero_si256());
@@ -284,8 +285,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::s
 
 /// All rows, four at a time, then the remainder one at a time.
 template <class Block, class BlockDot>
-RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride,
-                                                 std::size_t rows, const block_q8_0* HWY_RESTRICT a, std::size_t n,
+RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_0* HWY_RESTRICT a, std::size_t n,
                                                  float* HWY_RESTRICT out, BlockDot block_dot) {
   std::size_t r = 0;
   for (; r + 4 <= rows; r += 4) {
@@ -311,8 +312,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q
     const std::int8_t* q8 = a.qs + 64 * g;
     const VU8 p0 = hn::LoadU(du8, q), p1 = hn::LoadU(du8, q + 16);
     acc = hn::Add(acc, hn::Mul(dot32_u8(hn::And(p0, mask), hn::And(p1, mask), q8), hn::Set(d32, sc[2 * g])));
-    acc = hn::Add(acc, hn::Mul(dot32_u8(hn::ShiftRight<4>(p0), hn::ShiftRight<4>(p1), q8 + 32),
-                               hn::Set(d32, sc[2 * g + 1])));
+    acc = hn::Add(
+        acc, hn::Mul(dot32_u8(hn::ShiftRight<4>(p0), hn::ShiftRight<4>(p1), q8 + 32), hn::Set(d32, sc[2 * g + 1])));
   }
   const std::int32_t scaled = hn::GetLane(hn::SumOfLanes(d32, acc));
   const float d = ruvllm::to_float(w.d) * a.d;
@@ -323,7 +324,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q
 /// The 16 six-bit quants (0..63) of Q6_K sub-group `group` (0..3, elements
 /// 32 group + l0 + [0, 16) of a 128-element half) from that half's ql/qh.
 RUVLLM_QUANT_ATTR HWY_INLINE void q6_k_unpack16(const std::uint8_t* ql, const std::uint8_t* qh, std::size_t l0,
-                                               VU8 (&q)[4]) {
+                                                VU8 (&q)[4]) {
   const DU8 du8;
   const VU8 m4 = hn::Set(du8, 0x0F), m2 = hn::Set(du8, 0x03);
   const VU8 l_a = hn::LoadU(du8, ql + l0), l_b = hn::LoadU(du8, ql + 32 + l0), h = hn::LoadU(du8, qh + l0);
@@ -384,8 +385,10 @@ RUVLLM_QUANT_ATTR HWY_INLINE float first_of_magnitude(D d, const float* HWY_REST
   return 0.0f;  // unreachable for finite inputs
 }
 
-/// Writes 32 int8 quants (or 16 uint8) from int32 lanes of a dequantized
-/// group into y: float(q) * d, or d * q - m, through DF lanes.
+/// y[k] = float(q_k) * d - m for k < count (a multiple of the lane count),
+/// with load(k) giving the int32 quants q_k.. of the next lanes. Callers pass
+/// products q * d that are exact in float, so the fused multiply-subtract
+/// rounds exactly like ggml's separate multiply and subtract.
 template <class Load>
 RUVLLM_QUANT_ATTR HWY_INLINE void scale_group(const Load& load, std::size_t count, float d, float m, float* y) {
   const DF df;
@@ -511,8 +514,9 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q8_0(const block_q8_0* HWY_RESTRI
   const hn::Rebind<std::int8_t, decltype(d32)> d8;
   for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
     const std::int8_t* qs = x[b].qs;
-    quant_simd::scale_group([&](std::size_t k) RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, qs + k)); }, 32,
-                            ruvllm::to_float(x[b].d), 0.0f, y);
+    quant_simd::scale_group([&](std::size_t k)
+                                RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, qs + k)); },
+                            32, ruvllm::to_float(x[b].d), 0.0f, y);
   }
 #endif
 }
@@ -532,8 +536,8 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q4_0(const block_q4_0* HWY_RESTRI
     const auto eight = hn::Set(du8, 8);
     hn::Store(hn::BitCast(di8, hn::Sub(hn::And(packed, hn::Set(du8, 0x0F)), eight)), di8, q);
     hn::Store(hn::BitCast(di8, hn::Sub(hn::ShiftRight<4>(packed), eight)), di8, q + 16);
-    quant_simd::scale_group([&](std::size_t k) RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); }, 32,
-                            ruvllm::to_float(x[b].d), 0.0f, y);
+    quant_simd::scale_group([&](std::size_t k) RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); },
+                            32, ruvllm::to_float(x[b].d), 0.0f, y);
   }
 #endif
 }
@@ -560,7 +564,8 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q4_k(const block_q4_k* HWY_RESTRI
       // d1 * q - m1 with d1 * q exact, so the fused form rounds like ggml's.
       const auto load = [&](std::size_t k) RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); };
       quant_simd::scale_group(load, 32, d * static_cast<float>(sc[2 * g]), dmin * static_cast<float>(m[2 * g]), y);
-      const auto load_hi = [&](std::size_t k) RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, q + 32 + k)); };
+      const auto load_hi = [&](std::size_t k)
+                               RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, q + 32 + k)); };
       quant_simd::scale_group(load_hi, 32, d * static_cast<float>(sc[2 * g + 1]),
                               dmin * static_cast<float>(m[2 * g + 1]), y + 32);
     }
@@ -686,9 +691,8 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_q8_0_rows(const block_q8_0* HWY_RES
   scalar::dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, a, n, out,
-                             [](const std::int8_t* qs, const quant_simd::act32& act) RUVLLM_QUANT_LAMBDA {
-                               return quant_simd::dot_q8_0_block(qs, act);
-                             });
+                             [](const std::int8_t* qs, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q8_0_block(qs, act); });
 #endif
 }
 
@@ -699,9 +703,8 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_q8_0_rows(const block_q4_0* HWY_RES
   scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, a, n, out,
-                             [](const std::uint8_t* qs, const quant_simd::act32& act) RUVLLM_QUANT_LAMBDA {
-                               return quant_simd::dot_q4_0_block(qs, act);
-                             });
+                             [](const std::uint8_t* qs, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q4_0_block(qs, act); });
 #endif
 }
 

@@ -64,6 +64,7 @@
 // Preconditions (checked at the boundary by attention_check_prefill and
 // attention_plan_decode, asserted in debug builds elsewhere): head_dim a
 // multiple of kv_head_dim_multiple (16) and <= kv_max_head_dim (256);
+// prefill positions below attention_max_positions (2^24);
 // n_kv_heads >= 1 and n_heads % n_kv_heads == 0; strides >= the heads they
 // hold; out does not overlap the inputs. No kernel allocates, throws, or reads
 // past the rows and pages it was given.
@@ -91,11 +92,15 @@ template <Backend B>
 struct attention_ops;
 
 /// Rows (query, head-in-group pairs) of one prefill work item. 64 rows of Q
-/// and of the output, at head_dim 128, are 32 KiB each; with a key tile they
-/// stay in L2 while each key block streams through L1.
+/// and of the output, at head_dim 128, are 32 KiB each and stay in L2 with the
+/// K and V blocks (another 64 KiB).
 inline constexpr std::size_t attention_tile_rows = 64;
-/// Keys per block of the prefill inner loop: K^T and the score tile fit L1.
+/// Keys per block of the prefill inner loop: the score tile and one pair of
+/// row vectors of Q^T stay in L1 while the block's K and V stream from L2.
 inline constexpr std::size_t attention_tile_keys = 64;
+/// Token positions (q_pos + n_q and n_kv) stay below this: the SIMD causal
+/// mask compares them as floats, exact below 2^24.
+inline constexpr std::size_t attention_max_positions = std::size_t{1} << 24;
 
 // ================================================================ prefill
 
@@ -153,33 +158,38 @@ namespace attention_detail {
 }
 
 /// The float tiles of one prefill caller, carved from its workspace (64-byte
-/// aligned): scaled Q rows, output rows, scores, K^T, and per-row m, l, alpha.
+/// aligned): Q^T pre-scaled, output rows, S^T / P^T, contiguous copies of the
+/// K and V blocks, and per-row m, l, alpha and position.
 struct prefill_tiles {
-  float* q;       // [tile_rows][head_dim]
-  float* o;       // [tile_rows][head_dim]
-  float* s;       // [tile_rows][tile_keys]
-  float* kt;      // [head_dim][tile_keys]
-  float* m;       // [tile_rows]
-  float* l;       // [tile_rows]
-  float* alpha;   // [tile_rows]
+  float* qt;     // [head_dim][tile_rows]
+  float* o;      // [tile_rows][head_dim]
+  float* s;      // [tile_keys][tile_rows]
+  float* k;      // [tile_keys][head_dim]
+  float* v;      // [tile_keys][head_dim]
+  float* m;      // [tile_rows]
+  float* l;      // [tile_rows]
+  float* alpha;  // [tile_rows]
+  float* pos;    // [tile_rows]
 };
 
 [[nodiscard]] constexpr std::size_t prefill_workspace_floats(std::size_t head_dim) noexcept {
   return 2 * attention_tile_rows * head_dim + attention_tile_rows * attention_tile_keys +
-         head_dim * attention_tile_keys + 3 * attention_tile_rows;
+         2 * attention_tile_keys * head_dim + 4 * attention_tile_rows;
 }
 
 [[nodiscard]] inline prefill_tiles carve_prefill_tiles(std::byte* workspace, std::size_t head_dim) noexcept {
   auto base = reinterpret_cast<std::uintptr_t>(workspace);
   auto* f = reinterpret_cast<float*>((base + 63) & ~std::uintptr_t{63});
   prefill_tiles t;
-  t.q = f;
-  t.o = t.q + attention_tile_rows * head_dim;
+  t.qt = f;
+  t.o = t.qt + attention_tile_rows * head_dim;
   t.s = t.o + attention_tile_rows * head_dim;
-  t.kt = t.s + attention_tile_rows * attention_tile_keys;
-  t.m = t.kt + head_dim * attention_tile_keys;
+  t.k = t.s + attention_tile_rows * attention_tile_keys;
+  t.v = t.k + attention_tile_keys * head_dim;
+  t.m = t.v + attention_tile_keys * head_dim;
   t.l = t.m + attention_tile_rows;
   t.alpha = t.l + attention_tile_rows;
+  t.pos = t.alpha + attention_tile_rows;
   return t;
 }
 
@@ -213,7 +223,7 @@ inline void online_add(float* ml, float x, const float* v, float* acc, std::size
 }
 
 /// Bytes of workspace each concurrent attention_prefill caller needs (any
-/// alignment; for head_dim 128 about 113 KiB).
+/// alignment; for head_dim 128 about 145 KiB).
 [[nodiscard]] constexpr std::size_t attention_prefill_workspace_bytes(std::size_t head_dim) noexcept {
   return attention_detail::prefill_workspace_floats(head_dim) * sizeof(float) + 64;
 }
@@ -238,8 +248,9 @@ inline void online_add(float* ml, float x, const float* v, float* acc, std::size
     return make_error(errc::invalid_argument, "q and out must be non-null for ", a.n_q, " queries");
   if (a.n_q > 0 && a.n_kv > 0 && (a.k == nullptr || a.v == nullptr))
     return make_error(errc::invalid_argument, "k and v must be non-null for ", a.n_kv, " keys");
-  if (a.n_q > 0xFFFF'FFFFu || a.n_kv > 0xFFFF'FFFFu)
-    return make_error(errc::out_of_range, "token counts ", a.n_q, "/", a.n_kv, " exceed 2^32 - 1");
+  if (a.n_kv >= attention_max_positions || a.q_pos + a.n_q >= attention_max_positions)
+    return make_error(errc::out_of_range, "positions up to ", std::max(a.n_kv, a.q_pos + a.n_q), " reach the limit ",
+                      attention_max_positions);
   return {};
 }
 

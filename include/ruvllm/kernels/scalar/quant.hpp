@@ -141,8 +141,8 @@ inline void q4_k_scales_mins(const block_q4_k& b, std::uint8_t* sc, std::uint8_t
 /// [0, nmax] and min >= 0 by a weighted least-squares search over nstep + 1
 /// candidate inverse scales; returns the scale and stores the min. L receives
 /// the best quants. n <= 32.
-inline float fit_scale_min(std::size_t n, int nmax, const float* x, const float* w, std::uint8_t* L,
-                           float& the_min, float rmin, float rdelta, int nstep) noexcept {
+inline float fit_scale_min(std::size_t n, int nmax, const float* x, const float* w, std::uint8_t* L, float& the_min,
+                           float rmin, float rdelta, int nstep) noexcept {
   float min = x[0], max = x[0];
   float sum_w = 0.0f, sum_x = 0.0f;
   for (std::size_t i = 0; i < n; ++i) {
@@ -385,7 +385,8 @@ inline void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept
       if (ds == 0.0f) continue;  // keep the fit's quants, as ggml does
       const float dm = dmin * static_cast<float>(m);
       for (std::size_t l = 0; l < 32; ++l) {
-        L[32 * j + l] = static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int((x[32 * j + l] + dm) / ds), 0, 15));
+        L[32 * j + l] =
+            static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int((x[32 * j + l] + dm) / ds), 0, 15));
       }
     }
     for (std::size_t g = 0; g < 4; ++g) {
@@ -428,7 +429,8 @@ inline void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept
       const float ds = d * static_cast<float>(out.scales[g]);
       if (ds == 0.0f) continue;  // keep the fit's quants, as ggml does
       for (std::size_t l = 0; l < 16; ++l) {
-        L[16 * g + l] = static_cast<std::int8_t>(std::clamp(quant_detail::nearest_int(x[16 * g + l] / ds), -32, 31) + 32);
+        L[16 * g + l] =
+            static_cast<std::int8_t>(std::clamp(quant_detail::nearest_int(x[16 * g + l] / ds), -32, 31) + 32);
       }
     }
     for (std::size_t half = 0; half < 2; ++half) {
@@ -656,8 +658,8 @@ struct quant_checked {
  private:
   static result<void> check_length(std::string_view fn, std::string_view format, std::size_t n, std::size_t block) {
     if (n % block != 0) {
-      return make_error(errc::invalid_argument, fn, ": n = ", n, " is not a multiple of the ", format,
-                        " block size ", block);
+      return make_error(errc::invalid_argument, fn, ": n = ", n, " is not a multiple of the ", format, " block size ",
+                        block);
     }
     return {};
   }
@@ -844,8 +846,12 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
     scalar::dequantize_q8_k(x, y, n);
   }
 
-  static void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept { scalar::convert_f32_to_f16(x, y, n); }
-  static void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept { scalar::convert_f16_to_f32(x, y, n); }
+  static void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept {
+    scalar::convert_f32_to_f16(x, y, n);
+  }
+  static void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept {
+    scalar::convert_f16_to_f32(x, y, n);
+  }
   static void convert_f32_to_bf16(const float* x, bf16* y, std::size_t n) noexcept {
     scalar::convert_f32_to_bf16(x, y, n);
   }
@@ -891,21 +897,21 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
 // X(return type, name, (parameters), (arguments)). Each name is defined per
 // target in quant-inl.h and called by kernels/highway/quant.hpp.
 #define RUVLLM_DETAIL_QUANT_ROW(X, NAME, IN, OUT) X(void, NAME, (const IN* x, OUT* y, std::size_t n), (x, y, n))
-#define RUVLLM_DETAIL_QUANT_ROWS(X, NAME, W, A)                                                                   \
+#define RUVLLM_DETAIL_QUANT_ROWS(X, NAME, W, A)                                                                \
   X(void, NAME, (const W* w, std::size_t row_stride, std::size_t rows, const A* a, std::size_t n, float* out), \
     (w, row_stride, rows, a, n, out))
-#define RUVLLM_QUANT_EXPORTED(X)                                                        \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q4_0, float, ruvllm::block_q4_0)            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_k, float, ruvllm::block_q8_k)            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q8_0, ruvllm::block_q8_0, float)          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_0, ruvllm::block_q4_0, float)          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_k, ruvllm::block_q4_k, float)          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q6_k, ruvllm::block_q6_k, float)          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_f16, float, ruvllm::f16)              \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f16_to_f32, ruvllm::f16, float)              \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_bf16, float, ruvllm::bf16)            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)            \
+#define RUVLLM_QUANT_EXPORTED(X)                                                                \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)                    \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q4_0, float, ruvllm::block_q4_0)                    \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_k, float, ruvllm::block_q8_k)                    \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q8_0, ruvllm::block_q8_0, float)                  \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_0, ruvllm::block_q4_0, float)                  \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_k, ruvllm::block_q4_k, float)                  \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q6_k, ruvllm::block_q6_k, float)                  \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_f16, float, ruvllm::f16)                      \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f16_to_f32, ruvllm::f16, float)                      \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_bf16, float, ruvllm::bf16)                    \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)                    \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k) \

@@ -4,9 +4,9 @@
 // Attention kernels of backend::xsimd (see xsimd/arch.hpp on compile flags).
 // Contract: ruvllm/kernels/scalar/attention.hpp.
 //
-// Prefill uses the tiling of the Highway kernel (attention-inl.h): pre-scaled
-// Q tile, K^T per key block, a 6-row x 2-vector FMA register tile for S = QK^T
-// and for O += PV, online softmax per row with xsimd::exp.
+// Prefill uses the tiling of the Highway kernel (attention-inl.h): Q^T
+// pre-scaled, contiguous K and V blocks, 6 x 2-vector FMA register tiles for
+// S^T (rows in lanes) and O += PV, online softmax across rows with xsimd::exp.
 // Decode dequantizes into a stack tile of one row (f16, q8_0 keys; every value
 // format) or one channel of one KIVI key group (codes along tokens: tokens in
 // lanes, the channel's scale folded into the query), inside the online-softmax
@@ -39,7 +39,7 @@ inline constexpr std::size_t lanes = vf::size;
 inline constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 inline constexpr std::size_t tile_rows = attention_tile_rows;
 inline constexpr std::size_t tile_keys = attention_tile_keys;
-static_assert(tile_keys % (2 * lanes) == 0, "a key block holds whole register tiles");
+static_assert(tile_rows % (2 * lanes) == 0, "a row tile holds whole pairs of vectors");
 
 /// 0, 1, 2, ... in the lanes (for partial-vector masks).
 [[nodiscard]] inline vf iota() noexcept {
@@ -85,67 +85,74 @@ inline void widen_f16(const std::byte* p, std::size_t n, float* dst) noexcept {
 
 // ================================================================ prefill
 
-template <std::size_t MR>
-inline void score_rows(const float* qt, std::size_t D, const float* kt, std::size_t ncols, float* s) noexcept {
-  for (std::size_t j = 0; j < ncols; j += 2 * lanes) {
-    vf c0[MR], c1[MR];
-    for (std::size_t r = 0; r < MR; ++r) c0[r] = c1[r] = vf(0.0f);
-    const float* b = kt + j;
-    for (std::size_t k = 0; k < D; ++k, b += tile_keys) {
-      const vf b0 = vf::load_aligned(b), b1 = vf::load_aligned(b + lanes);
-      for (std::size_t r = 0; r < MR; ++r) {
-        const vf a(qt[r * D + k]);
-        c0[r] = ::xsimd::fma(a, b0, c0[r]);
-        c1[r] = ::xsimd::fma(a, b1, c1[r]);
-      }
+/// S^T[j][r0 .. r0 + 2 lanes) = k_j . Q^T[.][r0 ..] for MK keys from j0.
+template <std::size_t MK>
+inline void score_keys(const float* kc, std::size_t j0, const float* qt, std::size_t D, std::size_t r0,
+                       float* s) noexcept {
+  vf c0[MK], c1[MK];
+  for (std::size_t k = 0; k < MK; ++k) c0[k] = c1[k] = vf(0.0f);
+  const float* key = kc + j0 * D;
+  const float* q = qt + r0;
+  for (std::size_t x = 0; x < D; ++x, q += tile_rows) {
+    const vf a0 = vf::load_aligned(q), a1 = vf::load_aligned(q + lanes);
+    for (std::size_t k = 0; k < MK; ++k) {
+      const vf b(key[k * D + x]);
+      c0[k] = ::xsimd::fma(b, a0, c0[k]);
+      c1[k] = ::xsimd::fma(b, a1, c1[k]);
     }
-    for (std::size_t r = 0; r < MR; ++r) {
-      c0[r].store_aligned(s + r * tile_keys + j);
-      c1[r].store_aligned(s + r * tile_keys + j + lanes);
-    }
+  }
+  for (std::size_t k = 0; k < MK; ++k) {
+    c0[k].store_aligned(s + (j0 + k) * tile_rows + r0);
+    c1[k].store_aligned(s + (j0 + k) * tile_rows + r0 + lanes);
   }
 }
 
+/// o[r][c ..] += sum_{j < nkeys} P^T[j][r] v[j][c ..] for MR rows from r0.
 template <std::size_t MR, std::size_t NV>
-inline void pv_rows(const float* p, std::size_t nkeys, const float* v, std::size_t v_stride, std::size_t c, float* o,
+inline void pv_rows(const float* pt, std::size_t r0, std::size_t nkeys, const float* v, std::size_t c, float* o,
                     std::size_t D) noexcept {
   vf acc[MR][NV];
   for (std::size_t r = 0; r < MR; ++r)
-    for (std::size_t n = 0; n < NV; ++n) acc[r][n] = vf::load_aligned(o + r * D + c + n * lanes);
+    for (std::size_t n = 0; n < NV; ++n) acc[r][n] = vf::load_aligned(o + (r0 + r) * D + c + n * lanes);
   const float* vr = v + c;
-  for (std::size_t j = 0; j < nkeys; ++j, vr += v_stride) {
+  const float* p = pt + r0;
+  for (std::size_t j = 0; j < nkeys; ++j, vr += D, p += tile_rows) {
     vf b[NV];
-    for (std::size_t n = 0; n < NV; ++n) b[n] = vf::load_unaligned(vr + n * lanes);
+    for (std::size_t n = 0; n < NV; ++n) b[n] = vf::load_aligned(vr + n * lanes);
     for (std::size_t r = 0; r < MR; ++r) {
-      const vf a(p[r * tile_keys + j]);
+      const vf a(p[r]);
       for (std::size_t n = 0; n < NV; ++n) acc[r][n] = ::xsimd::fma(a, b[n], acc[r][n]);
     }
   }
   for (std::size_t r = 0; r < MR; ++r)
-    for (std::size_t n = 0; n < NV; ++n) acc[r][n].store_aligned(o + r * D + c + n * lanes);
+    for (std::size_t n = 0; n < NV; ++n) acc[r][n].store_aligned(o + (r0 + r) * D + c + n * lanes);
 }
 
 template <std::size_t MR>
-inline void pv_all(const float* p, std::size_t nkeys, const float* v, std::size_t v_stride, float* o,
+inline void pv_all(const float* pt, std::size_t r0, std::size_t nkeys, const float* v, float* o,
                    std::size_t D) noexcept {
   std::size_t c = 0;
-  for (; c + 2 * lanes <= D; c += 2 * lanes) pv_rows<MR, 2>(p, nkeys, v, v_stride, c, o, D);
-  for (; c < D; c += lanes) pv_rows<MR, 1>(p, nkeys, v, v_stride, c, o, D);
+  for (; c + 2 * lanes <= D; c += 2 * lanes) pv_rows<MR, 2>(pt, r0, nkeys, v, c, o, D);
+  for (; c < D; c += lanes) pv_rows<MR, 1>(pt, r0, nkeys, v, c, o, D);
 }
 
 template <class F>
-inline void for_row_blocks(std::size_t nr, F&& f) {
-  constexpr std::size_t mr = 6;
-  std::size_t r = 0;
-  for (; r + mr <= nr; r += mr) f.template operator()<mr>(r);
-  switch (nr - r) {
-    case 5: f.template operator()<5>(r); break;
-    case 4: f.template operator()<4>(r); break;
-    case 3: f.template operator()<3>(r); break;
-    case 2: f.template operator()<2>(r); break;
-    case 1: f.template operator()<1>(r); break;
+inline void for_blocks_of_6(std::size_t n, F&& f) {
+  std::size_t i = 0;
+  for (; i + 6 <= n; i += 6) f.template operator()<6>(i);
+  switch (n - i) {
+    case 5: f.template operator()<5>(i); break;
+    case 4: f.template operator()<4>(i); break;
+    case 3: f.template operator()<3>(i); break;
+    case 2: f.template operator()<2>(i); break;
+    case 1: f.template operator()<1>(i); break;
     default: break;
   }
+}
+
+inline void copy_rows(const float* src, std::size_t stride, std::size_t n, std::size_t D, float* dst) noexcept {
+  for (std::size_t j = 0; j < n; ++j, src += stride, dst += D)
+    for (std::size_t c = 0; c < D; c += lanes) vf::load_unaligned(src + c).store_aligned(dst + c);
 }
 
 inline void prefill_item(const attention_prefill_args& a, const attention_detail::prefill_tiles& t,
@@ -154,80 +161,77 @@ inline void prefill_item(const attention_prefill_args& a, const attention_detail
   const std::size_t tiles = attention_detail::prefill_row_tiles(a);
   const std::size_t kvh = item / tiles, r0 = (item % tiles) * tile_rows;
   const std::size_t nr = std::min(tile_rows, a.n_q * G - r0);
-  const vf scale(a.scale), zero(0.0f), idx = iota();
-  for (std::size_t r = 0; r < nr; ++r) {
-    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
-    const float* src = a.q + i * a.q_stride + head * D;
-    for (std::size_t c = 0; c < D; c += lanes) {
-      (vf::load_unaligned(src + c) * scale).store_aligned(t.q + r * D + c);
-      zero.store_aligned(t.o + r * D + c);
-    }
+  const std::size_t nr_pad = attention_detail::round_up(nr, 2 * lanes);
+  const vf zero(0.0f), ninf(neg_inf);
+  for (std::size_t r = 0; r < nr_pad; ++r) {
     t.m[r] = neg_inf;
     t.l[r] = 0.0f;
+    t.pos[r] = static_cast<float>(r < nr ? a.q_pos + (r0 + r) / G : std::size_t{1} << 24);
+    if (r >= nr) {
+      for (std::size_t x = 0; x < D; ++x) t.qt[x * tile_rows + r] = 0.0f;
+      continue;
+    }
+    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
+    const float* src = a.q + i * a.q_stride + head * D;
+    for (std::size_t x = 0; x < D; ++x) t.qt[x * tile_rows + r] = src[x] * a.scale;
+    for (std::size_t x = 0; x < D; x += lanes) zero.store_aligned(t.o + r * D + x);
   }
-  const std::size_t pos_min = a.q_pos + r0 / G, pos_max = a.q_pos + (r0 + nr - 1) / G;
+  const std::size_t pos_max = a.q_pos + (r0 + nr - 1) / G;
   const std::size_t kv_end = a.causal ? std::min(a.n_kv, pos_max + 1) : a.n_kv;
-  const float* kbase = a.k + kvh * D;
-  const float* vbase = a.v + kvh * D;
+  const auto visible = [&](std::size_t r, std::size_t kb0, std::size_t nk) {
+    if (!a.causal) return nk;
+    const auto pos = static_cast<std::size_t>(t.pos[std::min(r, nr - 1)]);
+    return pos + 1 <= kb0 ? std::size_t{0} : std::min(nk, pos + 1 - kb0);
+  };
   for (std::size_t kb0 = 0; kb0 < kv_end; kb0 += tile_keys) {
     const std::size_t nk = std::min(tile_keys, kv_end - kb0);
-    const std::size_t ncols = attention_detail::round_up(nk, 2 * lanes);
-    for (std::size_t j = 0; j < nk; ++j) {
-      const float* krow = kbase + (kb0 + j) * a.k_stride;
-      for (std::size_t c = 0; c < D; ++c) t.kt[c * tile_keys + j] = krow[c];
+    copy_rows(a.k + kb0 * a.k_stride + kvh * D, a.k_stride, nk, D, t.k);
+    copy_rows(a.v + kb0 * a.v_stride + kvh * D, a.v_stride, nk, D, t.v);
+    for (std::size_t rp = 0; rp < nr_pad; rp += 2 * lanes) {
+      const std::size_t keys = visible(rp + 2 * lanes - 1, kb0, nk);
+      for_blocks_of_6(keys, [&]<std::size_t MK>(std::size_t j) { score_keys<MK>(t.k, j, t.qt, D, rp, t.s); });
     }
-    for (std::size_t c = 0; c < D; ++c)
-      for (std::size_t j = nk; j < ncols; ++j) t.kt[c * tile_keys + j] = 0.0f;
-    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) {
-      score_rows<MR>(t.q + r * D, D, t.kt, ncols, t.s + r * tile_keys);
-    });
-    const bool needs_mask = a.causal && kb0 + nk - 1 > pos_min;
+    for (std::size_t rv = 0; rv < nr_pad; rv += lanes) {
+      const std::size_t keys = visible(rv + lanes - 1, kb0, nk);
+      const bool mask = a.causal && visible(rv, kb0, nk) < keys;
+      const vf pos = vf::load_aligned(t.pos + rv);
+      const vf m_old = vf::load_aligned(t.m + rv);
+      vf vmax = ninf;
+      for (std::size_t j = 0; j < keys; ++j) {
+        vf sj = vf::load_aligned(t.s + j * tile_rows + rv);
+        if (mask) sj = ::xsimd::select(pos >= vf(static_cast<float>(kb0 + j)), sj, ninf);
+        vmax = ::xsimd::max(vmax, sj);
+      }
+      const vf m_new = ::xsimd::max(m_old, vmax);
+      // A row with no visible key yet (m_old = m_new = -inf) keeps alpha 0.
+      const vf alpha = ::xsimd::select(m_new == ninf, zero, ::xsimd::exp(m_old - m_new));
+      vf sum = zero;
+      for (std::size_t j = 0; j < keys; ++j) {
+        float* sj = t.s + j * tile_rows + rv;
+        vf pj = ::xsimd::exp(vf::load_aligned(sj) - m_new);
+        if (mask) pj = ::xsimd::select(pos >= vf(static_cast<float>(kb0 + j)), pj, zero);
+        pj.store_aligned(sj);
+        sum += pj;
+      }
+      for (std::size_t j = keys; j < nk; ++j) zero.store_aligned(t.s + j * tile_rows + rv);
+      ::xsimd::fma(vf::load_aligned(t.l + rv), alpha, sum).store_aligned(t.l + rv);
+      m_new.store_aligned(t.m + rv);
+      alpha.store_aligned(t.alpha + rv);
+    }
     for (std::size_t r = 0; r < nr; ++r) {
-      float* s = t.s + r * tile_keys;
-      std::size_t valid = nk;
-      if (needs_mask) {
-        const std::size_t pos = a.q_pos + (r0 + r) / G;
-        valid = pos + 1 <= kb0 ? 0 : std::min(nk, pos + 1 - kb0);
-      }
-      if (valid == 0) {
-        for (std::size_t j = 0; j < ncols; j += lanes) zero.store_aligned(s + j);
-        continue;
-      }
-      vf vmax(neg_inf);
-      std::size_t j = 0;
-      for (; j + lanes <= valid; j += lanes) vmax = ::xsimd::max(vmax, vf::load_aligned(s + j));
-      if (j < valid)
-        vmax = ::xsimd::max(vmax, ::xsimd::select(idx < vf(static_cast<float>(valid - j)), vf::load_aligned(s + j), vmax));
-      const float m_old = t.m[r];
-      const float m_new = std::max(m_old, reduce_max(vmax));
-      const vf vm(m_new);
-      vf vsum(0.0f);
-      for (j = 0; j < ncols; j += lanes) {
-        vf p = ::xsimd::exp(vf::load_aligned(s + j) - vm);
-        if (j + lanes > valid)
-          p = ::xsimd::select(idx < vf(static_cast<float>(valid > j ? valid - j : 0)), p, zero);
-        p.store_aligned(s + j);
-        vsum += p;
-      }
-      const float alpha = std::exp(m_old - m_new);
-      t.l[r] = t.l[r] * alpha + ::xsimd::hadd(vsum);
-      t.m[r] = m_new;
-      if (alpha != 1.0f) {
-        const vf va(alpha);
-        for (std::size_t c = 0; c < D; c += lanes)
-          (vf::load_aligned(t.o + r * D + c) * va).store_aligned(t.o + r * D + c);
-      }
+      if (t.alpha[r] == 1.0f) continue;
+      const vf va(t.alpha[r]);
+      for (std::size_t x = 0; x < D; x += lanes) (vf::load_aligned(t.o + r * D + x) * va).store_aligned(t.o + r * D + x);
     }
-    const float* vblock = vbase + kb0 * a.v_stride;
-    for_row_blocks(nr, [&]<std::size_t MR>(std::size_t r) {
-      pv_all<MR>(t.s + r * tile_keys, nk, vblock, a.v_stride, t.o + r * D, D);
+    for_blocks_of_6(nr, [&]<std::size_t MR>(std::size_t r) {
+      pv_all<MR>(t.s, r, visible(r + MR - 1, kb0, nk), t.v, t.o, D);
     });
   }
   for (std::size_t r = 0; r < nr; ++r) {
     const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
     float* dst = a.out + i * a.out_stride + head * D;
     const vf inv(t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f);
-    for (std::size_t c = 0; c < D; c += lanes) (vf::load_aligned(t.o + r * D + c) * inv).store_unaligned(dst + c);
+    for (std::size_t x = 0; x < D; x += lanes) (vf::load_aligned(t.o + r * D + x) * inv).store_unaligned(dst + x);
   }
 }
 

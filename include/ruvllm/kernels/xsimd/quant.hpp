@@ -264,9 +264,13 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   }
 
   /// f32 -> f16 row (scalar); any n.
-  static void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept { scalar::convert_f32_to_f16(x, y, n); }
+  static void convert_f32_to_f16(const float* x, f16* y, std::size_t n) noexcept {
+    scalar::convert_f32_to_f16(x, y, n);
+  }
   /// f16 -> f32 row (scalar); any n.
-  static void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept { scalar::convert_f16_to_f32(x, y, n); }
+  static void convert_f16_to_f32(const f16* x, float* y, std::size_t n) noexcept {
+    scalar::convert_f16_to_f32(x, y, n);
+  }
   /// f32 -> bf16 row (scalar); any n.
   static void convert_f32_to_bf16(const float* x, bf16* y, std::size_t n) noexcept {
     scalar::convert_f32_to_bf16(x, y, n);
