@@ -39,7 +39,15 @@ using public_types = std::tuple<
     ruvllm::kernels::activation_ops<ruvllm::backend::scalar>, ruvllm::kernels::activation_ops<ruvllm::backend::highway>,
     ruvllm::kernels::activation_ops<ruvllm::backend::xsimd>, ruvllm::kernels::rope_ops<ruvllm::backend::scalar>,
     ruvllm::kernels::rope_ops<ruvllm::backend::highway>, ruvllm::kernels::rope_ops<ruvllm::backend::xsimd>,
-    ruvllm::kernels::rope_table, ruvllm::kernels::rope_params, ruvllm::kernels::rope_strides>;
+    // kernels: attention and KV quantizers
+    ruvllm::kernels::attention_ops<ruvllm::backend::scalar>, ruvllm::kernels::attention_ops<ruvllm::backend::highway>,
+    ruvllm::kernels::attention_ops<ruvllm::backend::xsimd>, ruvllm::kernels::kv_quant_ops<ruvllm::backend::scalar>,
+    ruvllm::kernels::kv_quant_ops<ruvllm::backend::highway>, ruvllm::kernels::kv_quant_ops<ruvllm::backend::xsimd>,
+    ruvllm::kernels::paged_kv_view<p::f16, p::f16, 16>, ruvllm::kernels::paged_kv_view<p::q8_0, p::kivi<2>, 32>,
+    ruvllm::kernels::paged_kv_view<p::kivi<4>, p::kivi<4, 16>, 64>, ruvllm::kernels::paged_kv_desc,
+    ruvllm::kernels::kv_format_desc, ruvllm::kernels::attention_prefill_args, ruvllm::kernels::attention_decode_options,
+    ruvllm::kernels::attention_decode_item, ruvllm::kernels::attention_decode_plan, ruvllm::kernels::rope_table,
+    ruvllm::kernels::rope_params, ruvllm::kernels::rope_strides>;
 
 template <class... Ts>
 constexpr bool none_polymorphic(std::tuple<Ts...>*) {

@@ -40,7 +40,7 @@ std::vector<float> group_values(ruvllm::test::rng& gen, int kind, std::size_t n)
       case 0: x[i] = gen.uniform(-1.0f, 1.0f); break;
       case 1: x[i] = 100.0f + gen.uniform(0.0f, 0.01f); break;  // far from 0: |min| >> range
       case 2: x[i] = -3.25f; break;                             // constant
-      case 3: x[i] = gen.uniform(-1e-6f, 1e-6f); break;          // f16 subnormal scales
+      case 3: x[i] = gen.uniform(-1e-6f, 1e-6f); break;         // f16 subnormal scales
       case 4: x[i] = gen.normal() * (gen.chance(0.1) ? 20.0f : 1.0f); break;
       case 5: x[i] = -1000.0f + gen.uniform(-50.0f, 0.0f); break;
       default: x[i] = gen.uniform(-1e-30f, 1e-30f); break;  // below every f16
@@ -161,8 +161,8 @@ struct format_case {
 };
 
 const format_case formats[] = {
-    {{k::kv_format::f16, 1}, "f16"},       {{k::kv_format::q8_0, 32}, "q8_0"},
-    {{k::kv_format::kivi4, 32}, "kivi4"},  {{k::kv_format::kivi2, 32}, "kivi2"},
+    {{k::kv_format::f16, 1}, "f16"},         {{k::kv_format::q8_0, 32}, "q8_0"},
+    {{k::kv_format::kivi4, 32}, "kivi4"},    {{k::kv_format::kivi2, 32}, "kivi2"},
     {{k::kv_format::kivi2, 16}, "kivi2/16"}, {{k::kv_format::kivi4, 8}, "kivi4/8"},
     {{k::kv_format::kivi2, 64}, "kivi2/64"},
 };
@@ -176,7 +176,8 @@ double element_bound(k::kv_format_desc f, double group_min, double group_max, do
     case k::kv_format::q8_0: return amax / 127.0 * (1.0 + 0x1p-10) / 2 + 1e-7;
     default: {
       const double levels = (1u << k::kv_bits(f.format)) - 1;
-      return ((group_max - group_min) + std::max(std::fabs(group_min) * 0x1p-10, 0x1p-24)) / levels * (1.0 + 0x1p-9) / 2 +
+      return ((group_max - group_min) + std::max(std::fabs(group_min) * 0x1p-10, 0x1p-24)) / levels * (1.0 + 0x1p-9) /
+                 2 +
              0x1p-24 + 4 * ulp(std::max(std::fabs(group_min), std::fabs(group_max)));
     }
   }
@@ -193,8 +194,8 @@ TEST_CASE("page-heads round trip in every format and role", "[kernels][kv_quant]
         if (!k::kv_format_check(fc.f, role, T, D).has_value()) continue;
         const std::size_t head_bytes = k::kv_page_head_bytes(fc.f, role, T, D);
         // Write tokens [first, first + n) into a page pre-filled with 0xAB.
-        const bool kivi_key = role == k::kv_role::key && fc.f.format != k::kv_format::f16 &&
-                              fc.f.format != k::kv_format::q8_0;
+        const bool kivi_key =
+            role == k::kv_role::key && fc.f.format != k::kv_format::f16 && fc.f.format != k::kv_format::q8_0;
         const std::size_t first = !kivi_key ? 3 : (2 * fc.f.group <= T ? fc.f.group : 0), n = T - first - 5;
         const std::size_t stride = D + 7;
         std::vector<float> src(n * stride);
@@ -243,36 +244,56 @@ TEST_CASE("page-heads round trip in every format and role", "[kernels][kv_quant]
 }
 
 TEST_CASE("KV quantizers of every backend match the scalar reference", "[kernels][kv_quant]") {
+  // Cases (inputs and the scalar reference's bytes and values) are built
+  // once; every backend must reproduce the bytes exactly and the values to
+  // an ulp (a dequantization may or may not fuse its multiply and add).
+  struct case_data {
+    const format_case* fc;
+    k::kv_role role;
+    std::size_t D, first, n, stride;
+    std::vector<float> src;
+    std::vector<std::byte> bytes;
+    std::vector<float> values;
+  };
   ruvllm::test::rng gen(14);
+  std::vector<case_data> cases;
+  const std::size_t T = 64;
+  for (const format_case& fc : formats)
+    for (const k::kv_role role : {k::kv_role::key, k::kv_role::value})
+      for (const std::size_t D : {16, 80, 128}) {
+        if (!k::kv_format_check(fc.f, role, T, D).has_value()) continue;
+        const bool kivi_key = role == k::kv_role::key && fc.f.group > 1 && fc.f.format != k::kv_format::q8_0;
+        for (int kind = 0; kind < kinds; ++kind)
+          for (const std::size_t n : {1, 7, 40}) {
+            case_data c{&fc, role, D, 0, n, D + 3, {}, {}, {}};  // misaligned rows
+            c.first = kivi_key ? (2 * fc.f.group <= T - n ? fc.f.group : 0) : 5;
+            c.src.resize(n * c.stride);
+            for (std::size_t t = 0; t < n; ++t) {
+              const auto row = group_values(gen, kind, D);
+              std::copy(row.begin(), row.end(), c.src.begin() + static_cast<std::ptrdiff_t>(t * c.stride));
+            }
+            c.bytes.assign(k::kv_page_head_bytes(fc.f, role, T, D), std::byte{0x5A});
+            k::scalar::quantize_page_head(fc.f, role, c.src.data(), c.stride, c.first, n, D, c.bytes.data());
+            c.values.resize(n * D);
+            k::scalar::dequantize_page_head(fc.f, role, c.bytes.data(), c.first, n, D, c.values.data(), D);
+            cases.push_back(std::move(c));
+          }
+      }
   const auto run = [&](auto backend, const std::string& name) {
     using ops = k::ops<decltype(backend)>;
     INFO("backend " << name);
-    for (const format_case& fc : formats)
-      for (const k::kv_role role : {k::kv_role::key, k::kv_role::value})
-        for (const std::size_t D : {16, 64, 80, 128}) {
-          const std::size_t T = 64;
-          if (!k::kv_format_check(fc.f, role, T, D).has_value()) continue;
-          INFO("format " << fc.name << (role == k::kv_role::key ? " keys" : " values") << " D " << D);
-          const std::size_t head_bytes = k::kv_page_head_bytes(fc.f, role, T, D);
-          for (int kind = 0; kind < kinds; ++kind)
-            for (const std::size_t n : {std::size_t{1}, std::size_t{7}, T}) {
-              const std::size_t stride = D + 3;  // misaligned rows
-              std::vector<float> src(n * stride);
-              for (std::size_t t = 0; t < n; ++t) {
-                const auto row = group_values(gen, kind, D);
-                std::copy(row.begin(), row.end(), src.begin() + static_cast<std::ptrdiff_t>(t * stride));
-              }
-              std::vector<std::byte> want(head_bytes, std::byte{0x5A}), got(head_bytes, std::byte{0x5A});
-              k::scalar::quantize_page_head(fc.f, role, src.data(), stride, 0, n, D, want.data());
-              ops::kv_quantize_page_head(fc.f, role, src.data(), stride, 0, n, D, got.data());
-              CHECK(std::memcmp(want.data(), got.data(), head_bytes) == 0);
-              std::vector<float> a(n * D), b(n * D);
-              k::scalar::dequantize_page_head(fc.f, role, want.data(), 0, n, D, a.data(), D);
-              ops::kv_dequantize_page_head(fc.f, role, want.data(), 0, n, D, b.data(), D);
-              for (std::size_t i = 0; i < a.size(); ++i)
-                if (!(std::fabs(a[i] - b[i]) <= ulp(a[i]))) FAIL_CHECK("element " << i << ": " << a[i] << " vs " << b[i]);
-            }
-        }
+    for (const case_data& c : cases) {
+      INFO("format " << c.fc->name << (c.role == k::kv_role::key ? " keys" : " values") << " D " << c.D << " tokens "
+                     << c.first << " + " << c.n);
+      std::vector<std::byte> got(c.bytes.size(), std::byte{0x5A});
+      ops::kv_quantize_page_head(c.fc->f, c.role, c.src.data(), c.stride, c.first, c.n, c.D, got.data());
+      CHECK(std::memcmp(c.bytes.data(), got.data(), got.size()) == 0);
+      std::vector<float> values(c.n * c.D);
+      ops::kv_dequantize_page_head(c.fc->f, c.role, c.bytes.data(), c.first, c.n, c.D, values.data(), c.D);
+      for (std::size_t i = 0; i < values.size(); ++i)
+        if (!(std::fabs(values[i] - c.values[i]) <= ulp(c.values[i])))
+          FAIL_CHECK("element " << i << ": " << values[i] << " vs " << c.values[i]);
+    }
   };
   run(scalar{}, "scalar");
   run(xsimd_backend{}, "xsimd");

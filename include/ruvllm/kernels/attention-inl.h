@@ -7,16 +7,23 @@
 //
 // Prefill (per work item: one KV head, attention_tile_rows rows of (query,
 // head-in-group), so a GQA group shares every K/V load):
-//   pack the tile's Q rows, pre-scaled, into a contiguous tile;
+//   Q^T [dim][row], pre-scaled, packed once per item;
 //   for each block of attention_tile_keys keys:
-//     K block -> K^T tile [dim][key] (so scores are a plain GEMM micro-kernel);
-//     S = Q K^T with a 6-row x 2-vector register tile (12 accumulators, 2 loads
-//       and 6 broadcasts per 12 FMAs: FMA-bound on AVX2 and AVX-512);
-//     causal mask (only blocks that cross a row's position), online softmax per
-//       row (vector max, hn::Exp, sum), rescale the output rows by exp(m_old - m_new);
-//     O += P V with the same register tile over [row][dim] (V rows read in place).
-// Tiles: 64 rows x 128 dims of Q and O (32 KiB each) stay in L2; a 64-key
-// block of K^T (32 KiB) and the 16 KiB score tile stream through L1.
+//     copy the K and V rows into contiguous tiles: in [token][head][dim] the
+//       rows of one head sit a whole token apart (16 KiB at 32 x 128), so a
+//       64-key block read in place maps onto a few L1 sets and thrashes;
+//       the next block is prefetched meanwhile;
+//     S^T [key][row] = K Q^T with a 6-key x 2-row-vector register tile (12
+//       accumulators, 2 loads + 6 broadcasts per 12 FMAs), rows in lanes so
+//       no block needs transposing; causal: a pair of row vectors only
+//       computes the keys its last row may see;
+//     online softmax with rows in lanes (vector max, hn::Exp, sum; causal
+//       mask by comparing positions only in blocks that cross a row), then
+//       the output rows rescaled by exp(m_old - m_new);
+//     O += P V with a 6-row x 2-vector register tile over [row][dim].
+// Tiles (head_dim 128): Q^T, O and the K and V copies 32 KiB each stay in
+// L2; a pair of Q^T row vectors (8 KiB) and the 16 KiB score tile in L1. The
+// next work item's Q rows and first key block are prefetched before each item.
 //
 // Decode (per work item: one sequence, one KV head, a page range; heads of
 // the GQA group in register blocks of 8, 4, 2 or 1 so each K/V vector loaded
@@ -32,12 +39,13 @@
 //     folded into the broadcast weight, KIVI zeros added once per group.
 // Scale/zero f16 pairs are gathered into a small stack array and widened a
 // vector at a time; nothing larger than a page's scores or a group's folded
-// query (8 KiB) is ever dequantized into memory. The next page of the range
-// is prefetched while the current one is processed.
+// query (8 KiB) is ever dequantized into memory. The first lines of the next
+// page of the range are prefetched (the hardware streams the rest).
 //
 // Highway 1.0.3 facts this relies on:
 //  * PromoteTo(float, float16) is VCVTPH2PS on AVX2/AVX3/AVX3_DL (bit-exact
-//    ruvllm::to_float); elsewhere f16 is widened by f16_bits_to_f32 below.
+//    ruvllm::to_float); elsewhere f16 is widened by f16_bits_to_f32
+//    (kv_quant-inl.h, with the other widening loads).
 //  * hn::Exp (hwy/contrib/math) returns 0 below -104, so exp(-inf) == 0.
 //  * The SCALAR target (the g++ 12 fallback) has one lane and lacks ops: it
 //    forwards to the scalar reference.
@@ -61,6 +69,7 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "ruvllm/core/half.hpp"
+#include "ruvllm/kernels/kv_quant-inl.h"
 #include "ruvllm/kernels/paged_kv_view.hpp"
 #include "ruvllm/kernels/scalar/attention.hpp"
 
@@ -74,61 +83,12 @@ namespace attention_simd {
 using DF = hn::ScalableTag<float>;
 inline constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
-// ------------------------------------------------------------ conversions
-
-/// Floats of the f16 bit patterns in the low 16 bits of the u32 lanes of h,
-/// bit for bit ruvllm::to_float: subnormals through an exact int-to-float
-/// conversion (so DAZ cannot flush them), inf kept, NaN made quiet.
-template <class D, class VU>
-HWY_INLINE hn::Vec<D> f16_bits_to_f32(D df, VU h) {
-  const hn::RebindToUnsigned<D> du;
-  const hn::RebindToSigned<D> di;
-  const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
-  const auto mag = hn::And(h, hn::Set(du, 0x7FFFu));
-  const auto mag_i = hn::BitCast(di, mag);
-  const auto rebias = hn::Set(du, 112u << 23);  // exponent 15 -> 127
-  const auto normal = hn::Add(hn::ShiftLeft<13>(mag), rebias);
-  const auto quiet =
-      hn::IfThenElseZero(hn::RebindMask(du, hn::Gt(mag_i, hn::Set(di, 0x7C00))), hn::Set(du, 0x0040'0000u));
-  const auto special = hn::Or(hn::Add(normal, rebias), quiet);  // exponent 31 -> 255
-  const auto subnormal = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, mag_i), hn::Set(df, 1.0f / 16777216.0f)));
-  auto bits = hn::IfThenElse(hn::RebindMask(du, hn::Gt(mag_i, hn::Set(di, 0x7BFF))), special, normal);
-  bits = hn::IfThenElse(hn::RebindMask(du, hn::Lt(mag_i, hn::Set(di, 0x0400))), subnormal, bits);
-  return hn::BitCast(df, hn::Or(bits, sign));
-}
-
-/// Lanes(d) f16 values from p (any alignment), widened exactly.
-template <class D>
-HWY_INLINE hn::Vec<D> load_f16(D d, const std::byte* HWY_RESTRICT p) {
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
-    !defined(HWY_DISABLE_F16C)
-  const hn::Rebind<hwy::float16_t, D> dh;
-  return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
-#else
-  const hn::Rebind<std::uint16_t, D> d16;
-  const hn::RebindToUnsigned<D> du;
-  return f16_bits_to_f32(d, hn::PromoteTo(du, hn::LoadU(d16, reinterpret_cast<const std::uint16_t*>(p))));
-#endif
-}
-
-/// Lanes(d) int8 codes from p, as floats.
-template <class D>
-HWY_INLINE hn::Vec<D> load_i8(D d, const std::byte* HWY_RESTRICT p) {
-  const hn::Rebind<std::int8_t, D> d8;
-  const hn::RebindToSigned<D> di;
-  return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(p))));
-}
-
-/// Lanes(d) consecutive KIVI codes starting at byte `offset` of plane `plane`
-/// (bits [bits * plane, bits * plane + bits) of each byte), as floats.
-template <class D>
-HWY_INLINE hn::Vec<D> load_codes(D d, const std::uint8_t* HWY_RESTRICT bytes, int shift, hn::Vec<hn::RebindToUnsigned<D>> mask) {
-  const hn::Rebind<std::uint8_t, D> d8;
-  const hn::RebindToUnsigned<D> du;
-  const hn::RebindToSigned<D> di;
-  const auto wide = hn::PromoteTo(du, hn::LoadU(d8, bytes));
-  return hn::ConvertTo(d, hn::BitCast(di, hn::And(hn::ShiftRightSame(wide, shift), mask)));
-}
+// The widening loads shared with the KV quantizers (kv_quant-inl.h).
+using kv_simd::f16_bits_to_f32;
+using kv_simd::load_codes;
+using kv_simd::load_f16;
+using kv_simd::load_i8;
+using kv_simd::load_u32;
 
 template <class D>
 HWY_INLINE float reduce_sum(D d, hn::Vec<D> v) {
@@ -149,13 +109,6 @@ HWY_INLINE void widen_pairs(const std::uint32_t* HWY_RESTRICT pairs, std::size_t
     hn::StoreU(f16_bits_to_f32(d, hn::And(v, low_mask)), d, lo + i);
     if (hi != nullptr) hn::StoreU(f16_bits_to_f32(d, hn::ShiftRight<16>(v)), d, hi + i);
   }
-}
-
-/// The 32 bits at p (an f16 pair, or an f16 and two code bytes).
-HWY_INLINE std::uint32_t load_u32(const std::byte* p) {
-  std::uint32_t x;
-  std::memcpy(&x, p, sizeof x);
-  return x;
 }
 
 // ================================================================ prefill
@@ -358,9 +311,8 @@ inline void prefill_item(const attention_prefill_args& a, const kernels::attenti
     }
 
     // O += P V, six output rows at a time over the keys the last of them sees.
-    for_blocks_of_6(nr, [&]<std::size_t MR>(std::size_t r) HWY_ATTR {
-      pv_all<MR>(t.s, r, visible(r + MR - 1, kb0, nk), t.v, t.o, D);
-    });
+    for_blocks_of_6(nr, [&]<std::size_t MR>(std::size_t r)
+                            HWY_ATTR { pv_all<MR>(t.s, r, visible(r + MR - 1, kb0, nk), t.v, t.o, D); });
   }
 
   for (std::size_t r = 0; r < nr; ++r) {
@@ -379,13 +331,13 @@ inline constexpr std::size_t score_stride = kv_max_tokens_per_page + 16;
 
 /// What one head block of one page needs.
 struct page_ctx {
-  const float* q;        // HB rows of head_dim (the block's first head)
-  const std::byte* k;    // the page-head of keys
-  const std::byte* v;    // the page-head of values
-  std::size_t n;         // tokens in the page
+  const float* q;      // HB rows of head_dim (the block's first head)
+  const std::byte* k;  // the page-head of keys
+  const std::byte* v;  // the page-head of values
+  std::size_t n;       // tokens in the page
   std::size_t D;
-  float* s;              // HB rows of score_stride: scores, then probabilities
-  float* acc;            // HB rows of D
+  float* s;    // HB rows of score_stride: scores, then probabilities
+  float* acc;  // HB rows of D
 };
 
 // ---- keys: s[h][t] = q_h . k_t (unscaled)
@@ -768,8 +720,7 @@ HWY_INLINE void prefetch_bytes(const std::byte* p, std::size_t bytes) {
   for (std::size_t off = 0; off < bytes; off += 64) hwy::Prefetch(p + off);
 }
 
-inline void decode_item(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q,
-                            std::size_t i) {
+inline void decode_item(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q, std::size_t i) {
   const attention_decode_item& it = plan.items[i];
   const std::size_t D = plan.head_dim, G = plan.group;
   for (std::size_t h = 0; h < G; ++h) {
@@ -787,8 +738,11 @@ inline void decode_item(const attention_decode_plan& plan, const paged_kv_desc& 
     c.D = D;
     c.s = s;
     if (p + 1 < it.page_end) {
-      prefetch_bytes(kv.k_head(it.seq, p + 1, it.kv_head), kv.k_head_bytes);
-      prefetch_bytes(kv.v_head(it.seq, p + 1, it.kv_head), kv.v_head_bytes);
+      // Only the first lines of the next page-heads: that starts the
+      // hardware streams early; issuing the whole page at once stalls on
+      // the line-fill buffers (measured: 17% of a decode step).
+      prefetch_bytes(kv.k_head(it.seq, p + 1, it.kv_head), std::min<std::size_t>(kv.k_head_bytes, 512));
+      prefetch_bytes(kv.v_head(it.seq, p + 1, it.kv_head), std::min<std::size_t>(kv.v_head_bytes, 512));
     }
     // Scores past n within a vector are computed from zero padding or
     // ignored, never from memory past the page-head.

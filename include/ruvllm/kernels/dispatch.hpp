@@ -66,7 +66,9 @@
   /* quant-inl.h */                   \
   RUVLLM_QUANT_EXPORTED(X)            \
   /* attention-inl.h */               \
-  RUVLLM_ATTENTION_EXPORTED(X)
+  RUVLLM_ATTENTION_EXPORTED(X)        \
+  /* kv_quant-inl.h */                \
+  RUVLLM_KV_QUANT_EXPORTED(X)
 
 #if RUVLLM_KERNELS_EXPAND
 #if defined(RUVLLM_STATIC_DISPATCH) && !defined(HWY_COMPILE_ONLY_STATIC)

@@ -10,4 +10,5 @@
 #include "ruvllm/kernels/activation-inl.h"
 #include "ruvllm/kernels/rope-inl.h"
 #include "ruvllm/kernels/quant-inl.h"
+#include "ruvllm/kernels/kv_quant-inl.h"
 #include "ruvllm/kernels/attention-inl.h"

@@ -331,14 +331,13 @@ struct paged_kv_view {
   [[nodiscard]] static result<paged_kv_view> make(const std::byte* k_pages, const std::byte* v_pages,
                                                   std::size_t page_count, std::span<const std::uint32_t> page_indptr,
                                                   std::span<const std::uint32_t> page_ids,
-                                                  std::span<const std::uint32_t> last_page_len,
-                                                  std::size_t n_kv_heads, std::size_t head_dim) {
+                                                  std::span<const std::uint32_t> last_page_len, std::size_t n_kv_heads,
+                                                  std::size_t head_dim) {
     RUVLLM_TRY(kv_format_check(k_format, kv_role::key, TokensPerBlock, head_dim));
     RUVLLM_TRY(kv_format_check(v_format, kv_role::value, TokensPerBlock, head_dim));
     if (n_kv_heads == 0 || n_kv_heads > 0xFFFF)
       return make_error(errc::invalid_argument, "n_kv_heads ", n_kv_heads, " must be in [1, 65535]");
-    if (page_indptr.empty())
-      return make_error(errc::invalid_argument, "page_indptr needs batch + 1 entries, got 0");
+    if (page_indptr.empty()) return make_error(errc::invalid_argument, "page_indptr needs batch + 1 entries, got 0");
     const std::size_t batch = page_indptr.size() - 1;
     if (last_page_len.size() != batch)
       return make_error(errc::invalid_argument, "last_page_len has ", last_page_len.size(), " entries, expected batch ",

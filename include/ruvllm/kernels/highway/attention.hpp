@@ -43,8 +43,8 @@ struct attention_ops<backend::highway> {
     attention_detail::decode_merge(plan, out, lse, begin, end);
   }
   /// Combines two attention outputs over disjoint keys by their log-sum-exps.
-  static void attention_merge_states(const float* a, const float* lse_a, const float* b, const float* lse_b,
-                                     float* out, float* lse_out, std::size_t rows, std::size_t head_dim) noexcept {
+  static void attention_merge_states(const float* a, const float* lse_a, const float* b, const float* lse_b, float* out,
+                                     float* lse_out, std::size_t rows, std::size_t head_dim) noexcept {
     attention_detail::merge_states(a, lse_a, b, lse_b, out, lse_out, rows, head_dim);
   }
 };

@@ -58,8 +58,9 @@
 //
 // Numerics: scores, softmax and accumulation in float. Backends and targets
 // differ by rounding only (summation order, FMA, and exp: std::exp in the
-// scalar reference, a polynomial within a few ulp in SIMD backends), so tests
-// bound |out - reference| by a few 1e-6 of max |v|. Inputs must be finite.
+// scalar reference, a polynomial within a few ulp in SIMD backends); tests
+// hold every backend to 2e-5 * max |v| of a double-precision reference (at
+// scores of magnitude ~1, looser for huge scores). Inputs must be finite.
 //
 // Preconditions (checked at the boundary by attention_check_prefill and
 // attention_plan_decode, asserted in debug builds elsewhere): head_dim a
@@ -232,8 +233,8 @@ inline void online_add(float* ml, float x, const float* v, float* acc, std::size
 /// and the limit.
 [[nodiscard]] inline result<void> attention_check_prefill(const attention_prefill_args& a) {
   if (a.head_dim == 0 || a.head_dim > kv_max_head_dim || a.head_dim % kv_head_dim_multiple != 0)
-    return make_error(errc::invalid_argument, "head_dim ", a.head_dim, " must be a multiple of ",
-                      kv_head_dim_multiple, " in [", kv_head_dim_multiple, ", ", kv_max_head_dim, "]");
+    return make_error(errc::invalid_argument, "head_dim ", a.head_dim, " must be a multiple of ", kv_head_dim_multiple,
+                      " in [", kv_head_dim_multiple, ", ", kv_max_head_dim, "]");
   if (a.n_kv_heads == 0 || a.n_heads == 0 || a.n_heads % a.n_kv_heads != 0)
     return make_error(errc::invalid_argument, "n_heads ", a.n_heads, " must be a positive multiple of n_kv_heads ",
                       a.n_kv_heads);
@@ -281,8 +282,8 @@ struct attention_decode_item {
 struct attention_decode_plan {
   const attention_decode_item* items = nullptr;
   const std::uint32_t* seq_items = nullptr;  // batch + 1: sequence s owns items [seq_items[s], seq_items[s + 1])
-  float* state_ml = nullptr;   // per item and head of its group: m, l
-  float* state_acc = nullptr;  // per item and head of its group: head_dim floats
+  float* state_ml = nullptr;                 // per item and head of its group: m, l
+  float* state_acc = nullptr;                // per item and head of its group: head_dim floats
   std::uint32_t n_items = 0;
   std::uint32_t batch = 0;
   std::uint32_t n_heads = 0;
@@ -310,8 +311,8 @@ namespace attention_detail {
   if (base >= o.min_work_items || kv.batch == 0) return 0xFFFF'FFFFu;
   const std::size_t total = std::size_t{kv.page_indptr[kv.batch]} - kv.page_indptr[0];
   const std::size_t want = ceil_div(total * kv.n_kv_heads, std::max<std::size_t>(o.min_work_items, 1));
-  return static_cast<std::uint32_t>(std::clamp<std::size_t>(want, std::max<std::uint32_t>(o.min_pages_per_item, 1),
-                                                            0xFFFF'FFFFu));
+  return static_cast<std::uint32_t>(
+      std::clamp<std::size_t>(want, std::max<std::uint32_t>(o.min_pages_per_item, 1), 0xFFFF'FFFFu));
 }
 
 [[nodiscard]] inline std::size_t decode_items_of(const paged_kv_desc& kv, std::size_t s, std::uint32_t chunk) noexcept {
@@ -351,8 +352,7 @@ struct decode_layout {
 /// allocation except an error message). Errors: head_dim, group or format
 /// outside the limits (kv_format_check), n_heads not a multiple of
 /// n_kv_heads, or a workspace smaller than attention_decode_workspace_bytes.
-[[nodiscard]] inline result<attention_decode_plan> attention_plan_decode(const paged_kv_desc& kv,
-                                                                         std::size_t n_heads,
+[[nodiscard]] inline result<attention_decode_plan> attention_plan_decode(const paged_kv_desc& kv, std::size_t n_heads,
                                                                          const attention_decode_options& o,
                                                                          std::span<std::byte> workspace) {
   namespace d = attention_detail;
@@ -399,15 +399,13 @@ struct decode_layout {
   plan.n_kv_heads = kv.n_kv_heads;
   plan.head_dim = kv.head_dim;
   plan.group = static_cast<std::uint32_t>(n_heads / kv.n_kv_heads);
-  plan.scale = o.scale != 0.0f ? o.scale
-                               : static_cast<float>(1.0 / std::sqrt(static_cast<double>(kv.head_dim)));
+  plan.scale = o.scale != 0.0f ? o.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(kv.head_dim)));
   return plan;
 }
 
 /// attention_plan_decode for a typed view.
 template <class K, class V, std::size_t T>
-[[nodiscard]] result<attention_decode_plan> attention_plan_decode(const paged_kv_view<K, V, T>& kv,
-                                                                  std::size_t n_heads,
+[[nodiscard]] result<attention_decode_plan> attention_plan_decode(const paged_kv_view<K, V, T>& kv, std::size_t n_heads,
                                                                   const attention_decode_options& o,
                                                                   std::span<std::byte> workspace) {
   return attention_plan_decode(kv.desc(), n_heads, o, workspace);
@@ -575,8 +573,8 @@ struct attention_ops<backend::scalar> {
   }
   /// Combines `rows` attention outputs a and b over disjoint keys, given
   /// their log-sum-exps, into out / lse_out (which may alias a / lse_a).
-  static void attention_merge_states(const float* a, const float* lse_a, const float* b, const float* lse_b,
-                                     float* out, float* lse_out, std::size_t rows, std::size_t head_dim) noexcept {
+  static void attention_merge_states(const float* a, const float* lse_a, const float* b, const float* lse_b, float* out,
+                                     float* lse_out, std::size_t rows, std::size_t head_dim) noexcept {
     attention_detail::merge_states(a, lse_a, b, lse_b, out, lse_out, rows, head_dim);
   }
 };
@@ -588,7 +586,7 @@ struct attention_ops<backend::scalar> {
 // The dispatched attention kernels, for RUVLLM_KERNELS_EXPORTED in dispatch.hpp.
 #define RUVLLM_ATTENTION_EXPORTED(X)                                                                               \
   X(void, attention_prefill,                                                                                       \
-    (const ruvllm::kernels::attention_prefill_args& a, std::byte* workspace, std::size_t begin, std::size_t end), \
+    (const ruvllm::kernels::attention_prefill_args& a, std::byte* workspace, std::size_t begin, std::size_t end),  \
     (a, workspace, begin, end))                                                                                    \
   X(void, attention_decode,                                                                                        \
     (const ruvllm::kernels::attention_decode_plan& plan, const ruvllm::kernels::paged_kv_desc& kv, const float* q, \

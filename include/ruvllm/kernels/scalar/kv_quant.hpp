@@ -91,7 +91,9 @@ struct kivi_params {
 };
 
 [[nodiscard]] constexpr kivi_params kivi_params_for(float mn, float mx, unsigned bits) noexcept {
-  const f16 zero = f16_at_most(mn);
+  // + 0.0f turns a -0 minimum into +0, so every backend stores the same zero
+  // whichever of two equal signed zeros its min reduction returned.
+  const f16 zero = f16_at_most(mn + 0.0f);
   const double levels = static_cast<double>((1u << bits) - 1u);
   const f16 scale = f16_at_least((static_cast<double>(mx) - static_cast<double>(to_float(zero))) / levels);
   const float s = to_float(scale);
@@ -183,7 +185,8 @@ inline void q8_0_dequantize_block(const std::byte* block, float* x) noexcept {
 }
 
 /// The preconditions of the page-head forms.
-[[nodiscard]] inline bool page_args_ok(kv_format_desc f, kv_role r, std::size_t first_token, std::size_t head_dim) noexcept {
+[[nodiscard]] inline bool page_args_ok(kv_format_desc f, kv_role r, std::size_t first_token,
+                                       std::size_t head_dim) noexcept {
   const bool kivi = f.format == kv_format::kivi4 || f.format == kv_format::kivi2;
   return head_dim % kv_head_dim_multiple == 0 && (!kivi || f.group > 0) &&
          (!kivi || (r == kv_role::key ? first_token % f.group == 0 : head_dim % f.group == 0)) &&
@@ -267,10 +270,10 @@ inline void quantize_page_head(kv_format_desc f, kv_role r, const float* src, st
 /// format f and role r into dst, a [token][dim] float matrix with token t
 /// (relative to first_token) at dst + t * dst_stride.
 inline void dequantize_page_head(kv_format_desc f, kv_role r, const std::byte* src, std::size_t first_token,
-                                 std::size_t tokens, std::size_t head_dim, float* dst, std::size_t dst_stride) noexcept {
+                                 std::size_t tokens, std::size_t head_dim, float* dst,
+                                 std::size_t dst_stride) noexcept {
   namespace d = kv_quant_detail;
-  RUVLLM_ASSERT(f.format == kv_format::f16 || f.format == kv_format::q8_0 || r == kv_role::value ||
-                f.group > 0);
+  RUVLLM_ASSERT(f.format == kv_format::f16 || f.format == kv_format::q8_0 || r == kv_role::value || f.group > 0);
   const std::size_t D = head_dim;
   switch (f.format) {
     case kv_format::f16: {
@@ -315,14 +318,14 @@ template <>
 struct kv_quant_ops<backend::scalar> {
   /// Quantizes `tokens` tokens of one page-head (see scalar::quantize_page_head).
   static void kv_quantize_page_head(kv_format_desc f, kv_role r, const float* src, std::size_t src_stride,
-                                 std::size_t first_token, std::size_t tokens, std::size_t head_dim,
-                                 std::byte* dst) noexcept {
+                                    std::size_t first_token, std::size_t tokens, std::size_t head_dim,
+                                    std::byte* dst) noexcept {
     scalar::quantize_page_head(f, r, src, src_stride, first_token, tokens, head_dim, dst);
   }
   /// Dequantizes `tokens` tokens of one page-head (see scalar::dequantize_page_head).
   static void kv_dequantize_page_head(kv_format_desc f, kv_role r, const std::byte* src, std::size_t first_token,
-                                   std::size_t tokens, std::size_t head_dim, float* dst,
-                                   std::size_t dst_stride) noexcept {
+                                      std::size_t tokens, std::size_t head_dim, float* dst,
+                                      std::size_t dst_stride) noexcept {
     scalar::dequantize_page_head(f, r, src, first_token, tokens, head_dim, dst, dst_stride);
   }
 };
@@ -330,3 +333,14 @@ struct kv_quant_ops<backend::scalar> {
 }  // namespace ruvllm::kernels
 
 #endif  // RUVLLM_KERNELS_SCALAR_KV_QUANT_HPP
+
+// The dispatched KV quantizers, for RUVLLM_KERNELS_EXPORTED in dispatch.hpp.
+#define RUVLLM_KV_QUANT_EXPORTED(X)                                                                                \
+  X(void, kv_quantize_page_head,                                                                                   \
+    (ruvllm::kernels::kv_format_desc f, ruvllm::kernels::kv_role r, const float* src, std::size_t src_stride,      \
+     std::size_t first_token, std::size_t tokens, std::size_t head_dim, std::byte* dst),                           \
+    (f, r, src, src_stride, first_token, tokens, head_dim, dst))                                                   \
+  X(void, kv_dequantize_page_head,                                                                                 \
+    (ruvllm::kernels::kv_format_desc f, ruvllm::kernels::kv_role r, const std::byte* src, std::size_t first_token, \
+     std::size_t tokens, std::size_t head_dim, float* dst, std::size_t dst_stride),                                \
+    (f, r, src, first_token, tokens, head_dim, dst, dst_stride))

@@ -175,7 +175,7 @@ class rope_table {
   [[nodiscard]] const rope_params& params() const noexcept { return params_; }
   [[nodiscard]] std::size_t head_dim() const noexcept { return params_.head_dim; }
   [[nodiscard]] std::size_t max_positions() const noexcept { return params_.max_positions; }
-  /// False for a default-constructed (or moved-from) table.
+  /// True for a default-constructed (or moved-from) table, which rope_apply must not be given.
   [[nodiscard]] bool empty() const noexcept { return values_.empty(); }
 
   /// Row of `position`: head_dim / 2 cosines, then head_dim / 2 sines.

@@ -26,6 +26,7 @@
 #include "ruvllm/kernels/paged_kv_view.hpp"
 #include "ruvllm/kernels/scalar/attention.hpp"
 #include "ruvllm/kernels/xsimd/arch.hpp"
+#include "ruvllm/kernels/xsimd/kv_quant.hpp"
 
 namespace ruvllm::kernels {
 
@@ -56,32 +57,7 @@ static_assert(tile_rows % (2 * lanes) == 0, "a row tile holds whole pairs of vec
   return m;
 }
 
-/// Floats of the f16 bit patterns in the lanes of h (< 2^16), bit for bit
-/// ruvllm::to_float (subnormals via an exact int-to-float conversion).
-[[nodiscard]] inline vf f16_bits(vi h) noexcept {
-  const vi sign = (h & vi(0x8000)) << 16;
-  const vi mag = h & vi(0x7FFF);
-  const vi rebias(112 << 23);
-  const vi normal = (mag << 13) + rebias;
-  const vi special = (normal + rebias) | ::xsimd::select(mag > vi(0x7C00), vi(0x0040'0000), vi(0));
-  const vi subnormal = ::xsimd::bitwise_cast<vi>(::xsimd::to_float(mag) * vf(1.0f / 16777216.0f));
-  vi bits = ::xsimd::select(mag > vi(0x7BFF), special, normal);
-  bits = ::xsimd::select(mag < vi(0x0400), subnormal, bits);
-  return ::xsimd::bitwise_cast<vf>(bits | sign);
-}
-
-/// dst[0, n) = the n (a multiple of lanes) f16 values at p.
-inline void widen_f16(const std::byte* p, std::size_t n, float* dst) noexcept {
-  alignas(64) std::int32_t h[lanes];
-  for (std::size_t i = 0; i < n; i += lanes) {
-    for (std::size_t j = 0; j < lanes; ++j) {
-      std::uint16_t u;
-      std::memcpy(&u, p + 2 * (i + j), 2);
-      h[j] = u;
-    }
-    f16_bits(vi::load_aligned(h)).store_unaligned(dst + i);
-  }
-}
+using kv_x::widen_f16;  // shared with the KV quantizers (xsimd/kv_quant.hpp)
 
 // ================================================================ prefill
 
@@ -221,11 +197,11 @@ inline void prefill_item(const attention_prefill_args& a, const attention_detail
     for (std::size_t r = 0; r < nr; ++r) {
       if (t.alpha[r] == 1.0f) continue;
       const vf va(t.alpha[r]);
-      for (std::size_t x = 0; x < D; x += lanes) (vf::load_aligned(t.o + r * D + x) * va).store_aligned(t.o + r * D + x);
+      for (std::size_t x = 0; x < D; x += lanes)
+        (vf::load_aligned(t.o + r * D + x) * va).store_aligned(t.o + r * D + x);
     }
-    for_blocks_of_6(nr, [&]<std::size_t MR>(std::size_t r) {
-      pv_all<MR>(t.s, r, visible(r + MR - 1, kb0, nk), t.v, t.o, D);
-    });
+    for_blocks_of_6(
+        nr, [&]<std::size_t MR>(std::size_t r) { pv_all<MR>(t.s, r, visible(r + MR - 1, kb0, nk), t.v, t.o, D); });
   }
   for (std::size_t r = 0; r < nr; ++r) {
     const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
@@ -286,7 +262,8 @@ inline void score_page(const paged_kv_desc& kv, const float* q, std::size_t G, c
   const std::size_t full = Gk / lanes * lanes;
   alignas(64) float codes[kv_max_tokens_per_page];
   for (std::size_t j = 0; j * Gk < n; ++j) {
-    for (std::size_t h = 0; h < G; ++h) std::fill(s + h * score_stride + j * Gk, s + h * score_stride + (j + 1) * Gk, 0.0f);
+    for (std::size_t h = 0; h < G; ++h)
+      std::fill(s + h * score_stride + j * Gk, s + h * score_stride + (j + 1) * Gk, 0.0f);
     for (std::size_t ch = 0; ch < D; ++ch) {
       const std::byte* block = kh + S * (j * D + ch);
       const float scale = to_float(kv_quant_detail::load_f16(block));
@@ -333,7 +310,7 @@ inline void decode_item(const attention_decode_plan& plan, const paged_kv_desc& 
         vf vmax(neg_inf);
         for (std::size_t t = 0; t < padded; t += lanes)
           vmax = ::xsimd::max(vmax, ::xsimd::select(idx < vf(static_cast<float>(n - t)),
-                                                     vf::load_aligned(sh + t) * scale, vf(neg_inf)));
+                                                    vf::load_aligned(sh + t) * scale, vf(neg_inf)));
         float* ml = plan.ml(i, h0 + h);
         const float m_new = std::max(ml[0], reduce_max(vmax));
         const vf vm(m_new);
@@ -396,8 +373,8 @@ struct attention_ops<backend::xsimd> {
     attention_detail::decode_merge(plan, out, lse, begin, end);
   }
   /// Combines two attention outputs over disjoint keys by their log-sum-exps.
-  static void attention_merge_states(const float* a, const float* lse_a, const float* b, const float* lse_b,
-                                     float* out, float* lse_out, std::size_t rows, std::size_t head_dim) noexcept {
+  static void attention_merge_states(const float* a, const float* lse_a, const float* b, const float* lse_b, float* out,
+                                     float* lse_out, std::size_t rows, std::size_t head_dim) noexcept {
     attention_detail::merge_states(a, lse_a, b, lse_b, out, lse_out, rows, head_dim);
   }
 };
