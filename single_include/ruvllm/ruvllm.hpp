@@ -962,6 +962,16 @@ inline constexpr std::size_t unbounded_tokens = std::numeric_limits<std::size_t>
 namespace detail {
 struct cache_tier_category {};
 struct cache_tiers_category {};
+
+// At namespace scope: clang rejects a constant-expression call to a member
+// function of a class that is still being defined.
+template <std::size_t... Capacities>
+constexpr bool only_last_unbounded() {
+  constexpr std::size_t capacities[] = {Capacities...};
+  for (std::size_t i = 0; i + 1 < sizeof...(Capacities); ++i)
+    if (capacities[i] == unbounded_tokens) return false;
+  return true;
+}
 }  // namespace detail
 
 /// One KV tier: blocks stored in precision P, at most CapacityTokens tokens.
@@ -990,21 +1000,12 @@ struct tiers {
   using cache_tiers_category = detail::cache_tiers_category;
   static constexpr std::size_t count = sizeof...(Tiers);
 
- private:
-  static constexpr std::size_t capacities[] = {Tiers::capacity_tokens...};
-  static constexpr bool only_last_unbounded() {
-    for (std::size_t i = 0; i + 1 < count; ++i)
-      if (capacities[i] == unbounded_tokens) return false;
-    return true;
-  }
-
- public:
-  static_assert(only_last_unbounded(), "only the coldest KV tier may be unbounded");
+  static_assert(detail::only_last_unbounded<Tiers::capacity_tokens...>(), "only the coldest KV tier may be unbounded");
 
   template <std::size_t I>
   using at = std::tuple_element_t<I, std::tuple<Tiers...>>;
   template <std::size_t I>
-  static constexpr std::size_t capacity = capacities[I];
+  static constexpr std::size_t capacity = at<I>::capacity_tokens;
 };
 
 /// An ordered list of KV tiers: a specialization of ruvllm::tiers.

@@ -15,13 +15,13 @@ namespace p = ruvllm::precision;
 
 // Look-alikes that must be rejected.
 struct fake_backend {  // has the members but not the category
-  static constexpr std::string_view name = "fake";
-  static constexpr bool runtime_dispatch = false;
+  [[maybe_unused]] static constexpr std::string_view name = "fake";
+  [[maybe_unused]] static constexpr bool runtime_dispatch = false;
 };
 struct stateful_backend {  // a backend must be an empty tag
   using backend_category = ruvllm::backend::detail::backend_category;
-  static constexpr std::string_view name = "stateful";
-  static constexpr bool runtime_dispatch = false;
+  [[maybe_unused]] static constexpr std::string_view name = "stateful";
+  [[maybe_unused]] static constexpr bool runtime_dispatch = false;
   int state;
 };
 struct wrong_size_precision {  // bytes_per_block disagrees with the block
@@ -33,7 +33,7 @@ struct wrong_size_precision {  // bytes_per_block disagrees with the block
 };
 struct untagged_tier {
   using precision = p::f16;
-  static constexpr std::size_t capacity_tokens = 16;
+  [[maybe_unused]] static constexpr std::size_t capacity_tokens = 16;
 };
 struct no_queue_policy {
   struct hook {};
