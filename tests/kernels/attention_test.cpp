@@ -393,6 +393,7 @@ struct decode_input {
   kv_batch b;
   std::vector<float> q;
   std::size_t n_heads;
+  bool check_quantization_error = true;  // the loose bound against f32 K/V (not for peaked softmaxes)
 };
 
 decode_input make_input(std::size_t n_heads, std::size_t n_kv_heads, std::size_t D, std::vector<std::size_t> lens,
@@ -429,12 +430,14 @@ void check_decode_pair(const decode_input& in, std::uint64_t seed, const k::atte
     const decode_errors tight = compare(out, lse, want_deq, lse_deq);
     const decode_errors loose = compare(out, lse, want_f32, lse_f32);
     INFO("vs dequantized: out " << tight.out << " lse " << tight.lse << "; vs f32: out " << loose.out);
-    CHECK(tight.out <= 2e-5 * vmax);
     double lse_max = 0.0;
     for (const double l : lse_deq)
       if (std::isfinite(l)) lse_max = std::max(lse_max, std::fabs(l));
+    // Float scores carry rounding errors proportional to their magnitude
+    // (~ lse at a peaked softmax), which move the weights by as much.
+    CHECK(tight.out <= 2e-5 * std::max(1.0, lse_max / 8.0) * vmax);
     CHECK(tight.lse <= 2e-5 * (1.0 + lse_max));
-    CHECK(loose.out <= std::max(output_bound_of<K>(), output_bound_of<V>()) * vmax);
+    if (in.check_quantization_error) CHECK(loose.out <= std::max(output_bound_of<K>(), output_bound_of<V>()) * vmax);
   });
 }
 
@@ -480,6 +483,20 @@ TEST_CASE("paged decode over GQA ratios, head dims and page sizes", "[kernels][a
   // One token per page; the largest pages.
   check_decode_pair<p::q8_0, p::f16, 1>(2, 1, 32 * 2, {1, 9}, 508);
   check_decode_pair<p::f16, p::q8_0, 256>(4, 2, 128, {300, 256, 1}, 509);
+}
+
+TEST_CASE("paged decode with a sharply peaked softmax", "[kernels][attention]") {
+  // Queries x40: scores spread over hundreds, so the running max jumps
+  // between pages and most weights underflow; tiny queries: a flat softmax.
+  for (const float q_scale : {40.0f, 1e-20f}) {
+    decode_input in = make_input(4, 1, 64, {700, 45}, 800);
+    for (float& x : in.q) x *= q_scale;
+    // A quantized key may win the argmax from the true one: only the tight
+    // bound (against the dequantized K/V) applies.
+    in.check_quantization_error = q_scale < 1.0f;
+    check_decode_pair<p::q8_0, p::f16, 32>(in, 801);
+    check_decode_pair<p::kivi<2>, p::kivi<4>, 32>(in, 802);
+  }
 }
 
 TEST_CASE("paged decode split into page ranges matches the unsplit run", "[kernels][attention]") {

@@ -39,8 +39,9 @@
 //     folded into the broadcast weight, KIVI zeros added once per group.
 // Scale/zero f16 pairs are gathered into a small stack array and widened a
 // vector at a time; nothing larger than a page's scores or a group's folded
-// query (8 KiB) is ever dequantized into memory. The first lines of the next
-// page of the range are prefetched (the hardware streams the rest).
+// query (8 KiB) is ever dequantized into memory. Prefetches run one phase
+// ahead, a slice per loop step: this page's values while its keys are
+// scored, the next page's keys while the values are accumulated.
 //
 // Highway 1.0.3 facts this relies on:
 //  * PromoteTo(float, float16) is VCVTPH2PS on AVX2/AVX3/AVX3_DL (bit-exact
@@ -200,6 +201,57 @@ HWY_INLINE void copy_rows(const float* HWY_RESTRICT src, std::size_t stride, std
     for (std::size_t c = 0; c < D; c += L) hn::Store(hn::LoadU(d, src + c), d, dst + c);
 }
 
+/// Q^T[x][r] = scale * Q row r [x] for rows [0, nr) of the tile. On AVX2 whole
+/// groups of 8 rows x 8 dims go through an in-register 8x8 transpose (24
+/// shuffles per 64 floats instead of 64 scattered scalar stores, which cost
+/// as much as the arithmetic of a tile's first key block); other targets and
+/// the remaining rows store one float at a time.
+inline void pack_qt(const attention_prefill_args& a, std::size_t kvh, std::size_t r0, std::size_t nr, float* qt) {
+  const std::size_t D = a.head_dim, G = a.n_heads / a.n_kv_heads;
+  const auto row_ptr = [&](std::size_t r) { return a.q + (r0 + r) / G * a.q_stride + (kvh * G + (r0 + r) % G) * D; };
+  std::size_t r = 0;
+#if HWY_TARGET == HWY_AVX2
+  const DF d;
+  const hn::Repartition<std::uint64_t, DF> d64;
+  const auto scale = hn::Set(d, a.scale);
+  const auto lo64 = [&](hn::Vec<DF> x, hn::Vec<DF> y) HWY_ATTR {
+    return hn::BitCast(d, hn::InterleaveLower(d64, hn::BitCast(d64, x), hn::BitCast(d64, y)));
+  };
+  const auto hi64 = [&](hn::Vec<DF> x, hn::Vec<DF> y) HWY_ATTR {
+    return hn::BitCast(d, hn::InterleaveUpper(d64, hn::BitCast(d64, x), hn::BitCast(d64, y)));
+  };
+  for (; r + 8 <= nr; r += 8) {
+    const float* p[8];
+    for (std::size_t i = 0; i < 8; ++i) p[i] = row_ptr(r + i);
+    for (std::size_t x = 0; x < D; x += 8) {
+      hn::Vec<DF> v[8];
+      for (std::size_t i = 0; i < 8; ++i) v[i] = hn::Mul(hn::LoadU(d, p[i] + x), scale);
+      // Rows i, i+1 interleaved (per 128-bit block), then pairs of pairs.
+      const auto t0 = hn::InterleaveLower(d, v[0], v[1]), t1 = hn::InterleaveUpper(d, v[0], v[1]);
+      const auto t2 = hn::InterleaveLower(d, v[2], v[3]), t3 = hn::InterleaveUpper(d, v[2], v[3]);
+      const auto t4 = hn::InterleaveLower(d, v[4], v[5]), t5 = hn::InterleaveUpper(d, v[4], v[5]);
+      const auto t6 = hn::InterleaveLower(d, v[6], v[7]), t7 = hn::InterleaveUpper(d, v[6], v[7]);
+      // u_k: rows 0-3 (or 4-7) of dims k | k + 4.
+      const auto u0 = lo64(t0, t2), u1 = hi64(t0, t2), u2 = lo64(t1, t3), u3 = hi64(t1, t3);
+      const auto u4 = lo64(t4, t6), u5 = hi64(t4, t6), u6 = lo64(t5, t7), u7 = hi64(t5, t7);
+      float* out = qt + x * tile_rows + r;
+      hn::Store(hn::ConcatLowerLower(d, u4, u0), d, out);
+      hn::Store(hn::ConcatLowerLower(d, u5, u1), d, out + 1 * tile_rows);
+      hn::Store(hn::ConcatLowerLower(d, u6, u2), d, out + 2 * tile_rows);
+      hn::Store(hn::ConcatLowerLower(d, u7, u3), d, out + 3 * tile_rows);
+      hn::Store(hn::ConcatUpperUpper(d, u4, u0), d, out + 4 * tile_rows);
+      hn::Store(hn::ConcatUpperUpper(d, u5, u1), d, out + 5 * tile_rows);
+      hn::Store(hn::ConcatUpperUpper(d, u6, u2), d, out + 6 * tile_rows);
+      hn::Store(hn::ConcatUpperUpper(d, u7, u3), d, out + 7 * tile_rows);
+    }
+  }
+#endif
+  for (; r < nr; ++r) {
+    const float* src = row_ptr(r);
+    for (std::size_t x = 0; x < D; ++x) qt[x * tile_rows + r] = src[x] * a.scale;
+  }
+}
+
 /// Asks for n rows of `bytes` at a stride to be brought into L2: the rows of
 /// Q, K and V are one head's slice of a token (512 B at head_dim 128) a whole
 /// token apart (16 KiB for 32 heads), which hardware prefetchers do not follow.
@@ -237,6 +289,7 @@ inline void prefill_item(const attention_prefill_args& a, const kernels::attenti
   const std::size_t nr_pad = kernels::attention_detail::round_up(nr, 2 * L);
 
   // Q^T (pre-scaled), output rows and per-row state.
+  pack_qt(a, kvh, r0, nr, t.qt);
   for (std::size_t r = 0; r < nr_pad; ++r) {
     t.m[r] = neg_inf;
     t.l[r] = 0.0f;
@@ -245,9 +298,6 @@ inline void prefill_item(const attention_prefill_args& a, const kernels::attenti
       for (std::size_t x = 0; x < D; ++x) t.qt[x * tile_rows + r] = 0.0f;
       continue;
     }
-    const std::size_t i = (r0 + r) / G, head = kvh * G + (r0 + r) % G;
-    const float* src = a.q + i * a.q_stride + head * D;
-    for (std::size_t x = 0; x < D; ++x) t.qt[x * tile_rows + r] = src[x] * a.scale;
     for (std::size_t x = 0; x < D; x += L) hn::Store(hn::Zero(d), d, t.o + r * D + x);
   }
   const std::size_t pos_max = a.q_pos + (r0 + nr - 1) / G;
@@ -329,6 +379,20 @@ inline void prefill_item(const attention_prefill_args& a, const kernels::attenti
 /// target's lanes, so padded vector loops stay inside the row).
 inline constexpr std::size_t score_stride = kv_max_tokens_per_page + 16;
 
+/// Prefetches a byte range a slice at a time, in step with the loop that
+/// precedes its use: issuing a whole page-head of prefetches at once stalls
+/// on the line-fill buffers (measured: 17% of a decode step).
+struct streamer {
+  const std::byte* p = nullptr;
+  std::size_t bytes = 0;
+  std::size_t next = 0;
+  /// Prefetches up to the fraction done / total of the range.
+  HWY_INLINE void until(std::size_t done, std::size_t total) {
+    const std::size_t upto = total == 0 ? bytes : std::min(bytes, bytes * done / total);
+    for (; next < upto; next += 64) hwy::Prefetch(p + next);
+  }
+};
+
 /// What one head block of one page needs.
 struct page_ctx {
   const float* q;      // HB rows of head_dim (the block's first head)
@@ -338,6 +402,10 @@ struct page_ctx {
   std::size_t D;
   float* s;    // HB rows of score_stride: scores, then probabilities
   float* acc;  // HB rows of D
+  // While scoring, this page's values arrive; while accumulating values, the
+  // next page's keys (no-ops once a range is done, e.g. for later head blocks).
+  streamer* values_ahead;
+  streamer* keys_ahead;
 };
 
 // ---- keys: s[h][t] = q_h . k_t (unscaled)
@@ -372,8 +440,12 @@ template <std::size_t HB>
 HWY_INLINE void score_f16(const page_ctx& c) {
   constexpr std::size_t TB = tokens_per_step<HB>;
   std::size_t t = 0;
-  for (; t + TB <= c.n; t += TB) score_f16_step<HB, TB>(c, t);
+  for (; t + TB <= c.n; t += TB) {
+    c.values_ahead->until(t + TB, c.n);
+    score_f16_step<HB, TB>(c, t);
+  }
   for (; t < c.n; ++t) score_f16_step<HB, 1>(c, t);
+  c.values_ahead->until(1, 1);
 }
 
 // q8_0 keys: the widened codes of each 32-channel block times its scale
@@ -416,8 +488,12 @@ inline void score_q8_0(const page_ctx& c) {
   widen_pairs(raw, count, scales, nullptr);
   constexpr std::size_t TB = tokens_per_step<HB>;
   std::size_t t = 0;
-  for (; t + TB <= c.n; t += TB) score_q8_0_step<HB, TB>(c, scales, t);
+  for (; t + TB <= c.n; t += TB) {
+    c.values_ahead->until(t + TB, c.n);
+    score_q8_0_step<HB, TB>(c, scales, t);
+  }
   for (; t < c.n; ++t) score_q8_0_step<HB, 1>(c, scales, t);
+  c.values_ahead->until(1, 1);
 }
 
 // KIVI keys: for group j, w[h][ch] = q_h[ch] * scale_ch and qz[h] = q_h . zero;
@@ -437,6 +513,7 @@ inline void score_kivi(DT dt, const page_ctx& c, unsigned bits, std::size_t G) {
   HWY_ALIGN float zero[kv_max_head_dim];
   HWY_ALIGN float w[HB][kv_max_head_dim];
   for (std::size_t j = 0; j * G < c.n; ++j) {
+    c.values_ahead->until(std::min(c.n, (j + 1) * G), c.n);
     const std::byte* group = c.k + S * j * D;
     for (std::size_t ch = 0; ch < D; ++ch) raw[ch] = load_u32(group + S * ch);
     widen_pairs(raw, D, scale, zero);
@@ -511,8 +588,12 @@ HWY_INLINE void accum_f16(const page_ctx& c) {
   constexpr std::size_t CV = channel_vectors<HB>;
   const std::size_t L = hn::Lanes(DF());
   std::size_t x = 0;
-  for (; x + CV * L <= c.D; x += CV * L) accum_f16_pass<HB, CV>(c, x);
+  for (; x + CV * L <= c.D; x += CV * L) {
+    c.keys_ahead->until(x + CV * L, c.D);
+    accum_f16_pass<HB, CV>(c, x);
+  }
   for (; x < c.D; x += L) accum_f16_pass<HB, 1>(c, x);
+  c.keys_ahead->until(1, 1);
 }
 
 // q8_0 values: per 32-channel block, the weights p[h][t] * d[t] (in pw,
@@ -560,6 +641,7 @@ inline void accum_q8_0(const page_ctx& c) {
   HWY_ALIGN float scale[score_stride];
   HWY_ALIGN float pw[HB * score_stride];
   for (std::size_t blk = 0; blk < nb; ++blk) {
+    c.keys_ahead->until(blk + 1, nb);
     for (std::size_t t = 0; t < c.n; ++t) raw[t] = load_u32(c.v + t * row_bytes + blk * sizeof(block_q8_0));
     for (std::size_t t = c.n; t < padded; ++t) raw[t] = 0;
     widen_pairs(raw, c.n, scale, nullptr);
@@ -617,6 +699,7 @@ inline void accum_kivi(DT dt, const page_ctx& c, unsigned bits, std::size_t G) {
   HWY_ALIGN float zero[score_stride];
   HWY_ALIGN float pw[HB * score_stride];
   for (std::size_t j = 0; j < groups; ++j) {
+    c.keys_ahead->until(j + 1, groups);
     for (std::size_t t = 0; t < c.n; ++t) raw[t] = load_u32(c.v + S * (t * groups + j));
     for (std::size_t t = c.n; t < padded; ++t) raw[t] = 0;
     widen_pairs(raw, c.n, scale, zero);
@@ -716,10 +799,6 @@ inline void page_block(const paged_kv_desc& kv, const page_ctx& c, float scale, 
   }
 }
 
-HWY_INLINE void prefetch_bytes(const std::byte* p, std::size_t bytes) {
-  for (std::size_t off = 0; off < bytes; off += 64) hwy::Prefetch(p + off);
-}
-
 inline void decode_item(const attention_decode_plan& plan, const paged_kv_desc& kv, const float* q, std::size_t i) {
   const attention_decode_item& it = plan.items[i];
   const std::size_t D = plan.head_dim, G = plan.group;
@@ -737,13 +816,11 @@ inline void decode_item(const attention_decode_plan& plan, const paged_kv_desc& 
     c.n = kv.page_tokens(it.seq, p);
     c.D = D;
     c.s = s;
-    if (p + 1 < it.page_end) {
-      // Only the first lines of the next page-heads: that starts the
-      // hardware streams early; issuing the whole page at once stalls on
-      // the line-fill buffers (measured: 17% of a decode step).
-      prefetch_bytes(kv.k_head(it.seq, p + 1, it.kv_head), std::min<std::size_t>(kv.k_head_bytes, 512));
-      prefetch_bytes(kv.v_head(it.seq, p + 1, it.kv_head), std::min<std::size_t>(kv.v_head_bytes, 512));
-    }
+    streamer values_ahead{c.v, kv.v_head_bytes, 0};
+    streamer keys_ahead;
+    if (p + 1 < it.page_end) keys_ahead = streamer{kv.k_head(it.seq, p + 1, it.kv_head), kv.k_head_bytes, 0};
+    c.values_ahead = &values_ahead;
+    c.keys_ahead = &keys_ahead;
     // Scores past n within a vector are computed from zero padding or
     // ignored, never from memory past the page-head.
     for (std::size_t h0 = 0; h0 < G;) {
