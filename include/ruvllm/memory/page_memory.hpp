@@ -1,0 +1,137 @@
+#ifndef RUVLLM_MEMORY_PAGE_MEMORY_HPP
+#define RUVLLM_MEMORY_PAGE_MEMORY_HPP
+
+// Whole-page memory from the operating system: the one place the memory layer
+// asks for bytes. On Linux an anonymous private mapping aligned to the page
+// size (2 MiB by default) with MADV_HUGEPAGE, so the kernel may back it with
+// transparent huge pages: a KV slab read at every decode step then costs one
+// TLB entry per 2 MiB instead of 512. Pages are committed on first touch, so
+// a large mapping costs address space, not RAM, until it is written. Where
+// mmap is unavailable (or refuses), aligned operator new is the fallback.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <utility>
+
+#include "ruvllm/core/error.hpp"
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#define RUVLLM_MEMORY_HAVE_MMAP 1
+#else
+#define RUVLLM_MEMORY_HAVE_MMAP 0
+#endif
+
+namespace ruvllm::memory {
+
+/// Default page of the pool: 2 MiB, the x86-64 and AArch64 huge page.
+inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
+
+/// An owning run of zero-filled bytes aligned to `align` (a power of two).
+/// Move-only; not synchronized (a value). allocate() is the only call that
+/// allocates; the destructor returns the memory to the operating system.
+class page_memory {
+ public:
+  page_memory() noexcept = default;
+  page_memory(page_memory&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)),
+        size_(std::exchange(o.size_, 0)),
+        map_base_(std::exchange(o.map_base_, nullptr)),
+        map_size_(std::exchange(o.map_size_, 0)),
+        align_(std::exchange(o.align_, 0)) {}
+  page_memory& operator=(page_memory&& o) noexcept {
+    if (this != &o) {
+      reset();
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+      map_base_ = std::exchange(o.map_base_, nullptr);
+      map_size_ = std::exchange(o.map_size_, 0);
+      align_ = std::exchange(o.align_, 0);
+    }
+    return *this;
+  }
+  page_memory(const page_memory&) = delete;
+  page_memory& operator=(const page_memory&) = delete;
+  ~page_memory() { reset(); }
+
+  /// Maps `bytes` (> 0, a multiple of `align`) zero-filled bytes aligned to
+  /// `align` (a power of two >= 4096). Errors: out_of_memory when the system
+  /// refuses, invalid_argument for a bad size or alignment.
+  [[nodiscard]] static result<page_memory> allocate(std::size_t bytes, std::size_t align = huge_page_bytes) {
+    if (align < 4096 || (align & (align - 1)) != 0)
+      return make_error(errc::invalid_argument, "page alignment ", align, " must be a power of two >= 4096");
+    if (bytes == 0 || bytes % align != 0)
+      return make_error(errc::invalid_argument, "page memory size ", bytes, " must be a positive multiple of ", align);
+    if (bytes > (std::size_t{1} << 47))
+      return make_error(errc::out_of_memory, "page memory size ", bytes, " exceeds the address space limit 2^47");
+    page_memory m;
+    m.align_ = align;
+#if RUVLLM_MEMORY_HAVE_MMAP
+    // Over-map by one alignment and trim, so the run starts on a huge page.
+    const std::size_t map_size = bytes + align;
+    void* p = ::mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      auto* base = static_cast<std::byte*>(p);
+      const auto addr = reinterpret_cast<std::uintptr_t>(base);
+      const std::size_t lead = (align - (addr & (align - 1))) & (align - 1);
+      if (lead != 0) ::munmap(base, lead);
+      const std::size_t tail = map_size - lead - bytes;
+      if (tail != 0) ::munmap(base + lead + bytes, tail);
+      m.data_ = base + lead;
+      m.size_ = bytes;
+      m.map_base_ = m.data_;
+      m.map_size_ = bytes;
+#ifdef MADV_HUGEPAGE
+      // Advice only: a kernel without THP (or with it disabled) ignores it.
+      if (align >= huge_page_bytes) static_cast<void>(::madvise(m.data_, bytes, MADV_HUGEPAGE));
+#endif
+      return m;
+    }
+#endif
+    void* q = ::operator new (bytes, std::align_val_t{align}, std::nothrow);
+    if (q == nullptr)
+      return make_error(errc::out_of_memory, "allocating ", bytes, " bytes of page memory aligned to ", align,
+                        " failed");
+    std::memset(q, 0, bytes);
+    m.data_ = static_cast<std::byte*>(q);
+    m.size_ = bytes;
+    return m;
+  }
+
+  [[nodiscard]] std::byte* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return data_ == nullptr; }
+  /// Whether the bytes come from mmap (true) or the aligned-new fallback.
+  [[nodiscard]] bool mapped() const noexcept { return map_base_ != nullptr; }
+
+  /// Returns the memory; the object becomes empty.
+  void reset() noexcept {
+    if (data_ == nullptr) return;
+#if RUVLLM_MEMORY_HAVE_MMAP
+    if (map_base_ != nullptr) {
+      ::munmap(map_base_, map_size_);
+    } else {
+      ::operator delete (data_, std::align_val_t{align_});
+    }
+#else
+    ::operator delete (data_, std::align_val_t{align_});
+#endif
+    data_ = nullptr;
+    size_ = 0;
+    map_base_ = nullptr;
+    map_size_ = 0;
+  }
+
+ private:
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::byte* map_base_ = nullptr;
+  std::size_t map_size_ = 0;
+  std::size_t align_ = 0;
+};
+
+}  // namespace ruvllm::memory
+
+#endif  // RUVLLM_MEMORY_PAGE_MEMORY_HPP
