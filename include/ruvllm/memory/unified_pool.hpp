@@ -20,8 +20,8 @@
 //   because an allocation is charged before its memory is requested and only
 //   after enough has been evicted.
 // * Allocations carry a kind (alloc_kind) and a tenant namespace
-//   (tenant_id < pool_options::tenants); each tenant has a quota (default:
-//   the budget). A request that would put its tenant above its quota fails
+//   (tenant_id < pool_options::tenants); each tenant may have a quota
+//   (set_quota; default none). A request that would put its tenant above its quota fails
 //   with budget_exceeded under every policy: eviction frees room for the
 //   pool, never to let a tenant outgrow its share.
 // * Unpinned allocations sit in the EvictionPolicy's intrusive queue (the
@@ -63,6 +63,7 @@
 // until the allocation is freed or evicted: pin it (or hold the handle's owner
 // lock) while using it from one thread while another may allocate.
 
+#include <algorithm>
 #include <atomic>
 #include <concepts>
 #include <cstddef>
@@ -183,6 +184,8 @@ class unified_pool {
  public:
   using policy_type = Policy;
   using hooks_type = Hooks;
+  /// The quota of a tenant without one.
+  static constexpr std::size_t no_quota = ~std::size_t{0};
 
   unified_pool() noexcept = default;
 
@@ -235,7 +238,7 @@ class unified_pool {
 
     std::lock_guard<std::mutex> lock(s.mutex);
     const std::size_t tenant_used = s.tenant_used[req.tenant].load(std::memory_order_relaxed);
-    if (tenant_used + reserved > s.quota[req.tenant]) {
+    if (reserved > s.quota[req.tenant] - std::min(tenant_used, s.quota[req.tenant])) {
       s.rejections.fetch_add(1, std::memory_order_relaxed);
       return make_error(errc::budget_exceeded, "allocation of ", bytes, " bytes (", reserved, " reserved) by tenant ",
                         req.tenant, " would exceed its quota ", s.quota[req.tenant], " (tenant uses ", tenant_used,
@@ -432,7 +435,7 @@ class unified_pool {
           tenant_used(std::make_unique<std::atomic<std::size_t>[]>(o.tenants)) {
       for (std::uint32_t i = 0; i < o.max_allocations; ++i) free_slots[i] = o.max_allocations - 1 - i;
       free_top = o.max_allocations;
-      for (std::uint32_t t = 0; t < o.tenants; ++t) quota[t] = o.budget_bytes;
+      for (std::uint32_t t = 0; t < o.tenants; ++t) quota[t] = no_quota;
     }
     state(const state&) = delete;
     state& operator=(const state&) = delete;
