@@ -1,0 +1,1206 @@
+#ifndef RUVLLM_STORE_HNSW_INDEX_HPP
+#define RUVLLM_STORE_HNSW_INDEX_HPP
+
+// hnsw_index<Metric, Precision, Backend>: an approximate nearest-neighbour
+// index (Hierarchical Navigable Small World graph, Malkov & Yashunin 2016)
+// over fixed-dimension vectors with 64-bit keys; the vector memory of the
+// store (policy memory, session index, witness log all search it).
+//
+// Memory layout, and why
+//   * Level 0 holds every node, and a search spends nearly all its time
+//     there, so each node's level-0 data is one fixed-size slot of a flat
+//     array: [code (vector_space code bytes)][u32 link count][u32 links[M0]],
+//     rounded up to 16 bytes. Expanding a node reads its links and, for each
+//     neighbour, that neighbour's code at the start of its slot: one address
+//     computation (slot * slot_bytes), no pointer chasing, and the arrays are
+//     exactly the sections of the on-disk file, so a mapped file is searched
+//     in place (hnsw_file.hpp).
+//   * Upper levels hold ~1/M of the nodes; their links live apart in one
+//     flat u32 pool ([count][links[M]] per level) indexed by a per-slot
+//     offset, so level-0 slots stay small and dense.
+//   * Keys (u64), states (u8: live or tombstone) and levels (u8) are
+//     parallel arrays by slot; key -> slot is a hash map (owned indexes only).
+//   * Optional f32 originals (keep_originals) for exact re-ranking of f16 and
+//     i8 indexes live in their own array, read only for the final top-ef.
+//   Links are u32 slot numbers; every link read is bounds-checked against the
+//   slot count (and link counts against M0 / M), so a corrupt mapped file can
+//   mislead a search but never make it read out of bounds.
+//
+// Deletion: remove() tombstones a node and repairs its neighbourhood: every
+// neighbour that linked to it re-selects its links (heuristic) from its own
+// links plus the removed node's, so the graph stays navigable. Tombstones
+// stay traversable (a stale link elsewhere may still lead through one) but
+// are never returned; their slots are reused by later inserts, and when
+// tombstones exceed options.compact_ratio of the slots the index rebuilds
+// itself from the live nodes. A search keeps expanding until it holds ef
+// accepted (live, filter-passing) results or runs out of candidates.
+//
+// Filtered search: a predicate over keys (the records layer maps keys to
+// attributes). The filter's selectivity is estimated from a fixed sample of
+// slots first: a tight filter is answered by an exact scan of the accepted
+// nodes (no recall collapse), a moderate one by a graph search whose ef is
+// widened by 1 / selectivity, falling back to the exact scan when the graph
+// search still finds fewer than k.
+//
+// Concurrency contract: many readers or one writer, through a shared_mutex
+// held by each call: search/contains/get_vector/size take it shared;
+// insert/update/remove/insert_batch/compact take it exclusive. insert_batch
+// additionally links nodes on several threads (thread_pool) with per-node
+// striped locks; a node becomes reachable only through links added after
+// its own links are complete, and becomes the entry point only after it is
+// fully linked, so no stored node is ever unreachable and no reader ever sees
+// a half-built node. A read-only view (hnsw_file.hpp) takes no locks on the
+// search path beyond the shared lock.
+//
+// Allocation: inserts allocate when the arrays grow (amortized doubling);
+// searches through a caller-owned hnsw_search_context allocate only when the
+// context grows; the convenience search returning std::vector allocates the
+// result. Errors: ruvllm::result for bad dimensions, duplicate or missing
+// keys and mutations of read-only views; nothing throws.
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <shared_mutex>
+#include <span>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ruvllm/core/backend.hpp"
+#include "ruvllm/core/error.hpp"
+#include "ruvllm/core/mapped_file.hpp"
+#include "ruvllm/core/thread_pool.hpp"
+#include "ruvllm/store/vector_space.hpp"
+
+namespace ruvllm::store {
+
+/// Construction parameters of an hnsw_index.
+struct hnsw_options {
+  /// Vector dimension (1 .. 65536).
+  std::uint32_t dimension = 0;
+  /// Links per node on upper levels (2 .. 128); level 0 allows 2 * m.
+  std::uint32_t m = 16;
+  /// Candidate list size while linking a new node (>= m).
+  std::uint32_t ef_construction = 200;
+  /// Default candidate list size of a search (raised to k when smaller).
+  std::uint32_t ef_search = 64;
+  /// Keep f32 copies of the vectors for exact re-ranking (f16 and i8 codes).
+  bool keep_originals = false;
+  /// Rebuild from live nodes when tombstones exceed this share of slots (0: never).
+  double compact_ratio = 0.5;
+  /// Seed of the level generator (builds are reproducible).
+  std::uint64_t seed = 0x5eed'1234;
+};
+
+/// Per-search parameters.
+struct search_params {
+  /// Candidate list size; 0 uses the index's ef_search.
+  std::uint32_t ef = 0;
+  /// Re-rank the candidates with the stored f32 originals (when kept).
+  bool rerank = true;
+};
+
+/// One result: the key and its distance (smaller is closer, see vector_space.hpp).
+struct search_hit {
+  std::uint64_t key = 0;
+  float distance = 0.0f;
+  friend bool operator==(const search_hit&, const search_hit&) = default;
+};
+
+/// The default filter: accepts every key and compiles away.
+struct no_filter {
+  constexpr bool operator()(std::uint64_t) const noexcept { return true; }
+};
+
+/// Counters of the last search through a context (for tests and tuning).
+struct search_stats {
+  std::uint64_t visited = 0;
+  std::uint64_t distances = 0;
+  bool exact_scan = false;
+  std::uint32_t ef_used = 0;
+};
+
+/// Scratch memory of one searching thread: reuse one per thread to search
+/// without allocating. Not thread-safe; independent of the index type.
+class hnsw_search_context {
+ public:
+  hnsw_search_context() = default;
+  /// Counters of the last search.
+  [[nodiscard]] const search_stats& stats() const noexcept { return stats_; }
+
+ private:
+  template <Metric, VectorPrecision, Backend>
+  friend class hnsw_index;
+  using entry = std::pair<float, std::uint32_t>;
+
+  void begin(std::size_t slots) {
+    if (visited_.size() < slots) visited_.resize(slots, 0);
+    if (++epoch_ == 0) {  // wrapped: old tags could alias the new epoch
+      std::fill(visited_.begin(), visited_.end(), 0u);
+      epoch_ = 1;
+    }
+    candidates_.clear();
+    results_.clear();
+  }
+  bool visit(std::uint32_t slot) noexcept {
+    if (visited_[slot] == epoch_) return false;
+    visited_[slot] = epoch_;
+    return true;
+  }
+
+  std::vector<std::uint32_t> visited_;
+  std::uint32_t epoch_ = 0;
+  std::vector<entry> candidates_;  // min-heap by distance
+  std::vector<entry> results_;     // max-heap by distance
+  std::vector<entry> scratch_;
+  std::vector<entry> selected_;
+  std::vector<std::byte> query_code_;
+  std::vector<float> query_f32_;
+  search_stats stats_;
+};
+
+namespace detail {
+
+inline constexpr std::uint32_t no_slot = ~std::uint32_t{0};
+inline constexpr std::uint8_t slot_live = 1;
+inline constexpr std::uint8_t slot_tombstone = 2;
+inline constexpr std::uint32_t hnsw_max_level = 31;
+inline constexpr std::uint32_t hnsw_max_m = 128;
+inline constexpr std::uint32_t hnsw_max_dimension = 65536;
+inline constexpr std::size_t hnsw_lock_stripes = 1024;
+
+// Pointers the search path reads: into the owned arrays or into a mapping.
+struct hnsw_sections {
+  const std::byte* level0 = nullptr;
+  const std::uint64_t* keys = nullptr;
+  const std::uint8_t* states = nullptr;
+  const std::uint8_t* levels = nullptr;
+  const std::uint64_t* upper_offsets = nullptr;  // in u32 units into upper
+  const std::uint32_t* upper = nullptr;
+  const float* originals = nullptr;
+  std::uint64_t upper_size = 0;  // u32 elements
+  std::uint64_t count = 0;       // slots
+};
+
+struct hnsw_locks {
+  std::mutex entry;
+  std::mutex stripes[hnsw_lock_stripes];
+};
+
+struct hnsw_context_pool {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<hnsw_search_context>> free;
+};
+
+[[nodiscard]] constexpr std::size_t round_up(std::size_t n, std::size_t a) noexcept { return (n + a - 1) / a * a; }
+
+}  // namespace detail
+
+/// Approximate k-NN index over vectors with u64 keys; see the file comment
+/// for layout, deletion, filtering and the concurrency contract.
+/// Template parameters: M, a Metric tag (metric::cosine, l2, dot); P, a
+/// VectorPrecision (precision::f32, precision::f16, store::i8); B, the kernel
+/// Backend (default backend::highway).
+template <Metric M, VectorPrecision P, Backend B = backend::highway>
+class hnsw_index {
+ public:
+  using space = vector_space<M, P, B>;
+  using metric_type = M;
+  using precision_type = P;
+
+  /// An empty index. Errors: invalid_argument naming the parameter and its limit.
+  /// Allocates the lock table and small bookkeeping.
+  [[nodiscard]] static result<hnsw_index> create(const hnsw_options& options) {
+    RUVLLM_TRY(validate(options));
+    hnsw_index index;
+    index.init_params(options);
+    return index;
+  }
+
+  hnsw_index(hnsw_index&&) noexcept = default;
+  hnsw_index& operator=(hnsw_index&&) noexcept = default;
+  hnsw_index(const hnsw_index&) = delete;
+  hnsw_index& operator=(const hnsw_index&) = delete;
+  ~hnsw_index() = default;
+
+  // ---- queries (shared lock) ----------------------------------------------
+
+  /// Live vectors.
+  [[nodiscard]] std::size_t size() const {
+    std::shared_lock lock(*mutex_);
+    return live_;
+  }
+  /// Slots in use, tombstones included.
+  [[nodiscard]] std::size_t slot_count() const {
+    std::shared_lock lock(*mutex_);
+    return static_cast<std::size_t>(sec_.count);
+  }
+  /// Tombstoned slots awaiting reuse or compaction.
+  [[nodiscard]] std::size_t tombstone_count() const {
+    std::shared_lock lock(*mutex_);
+    return static_cast<std::size_t>(sec_.count) - live_;
+  }
+  [[nodiscard]] std::uint32_t dimension() const noexcept { return dim_; }
+  [[nodiscard]] const hnsw_options& options() const noexcept { return opts_; }
+  /// True for an index opened read-only from a mapped file.
+  [[nodiscard]] bool read_only() const noexcept { return read_only_; }
+
+  /// Whether key is live. Read-only views scan the keys (O(n)).
+  [[nodiscard]] bool contains(std::uint64_t key) const {
+    std::shared_lock lock(*mutex_);
+    return find_slot(key) != detail::no_slot;
+  }
+
+  /// Copies the stored vector of key (decoded; normalized for cosine) into
+  /// out (dimension floats). Errors: not_found, invalid_argument (size).
+  [[nodiscard]] result<void> get_vector(std::uint64_t key, std::span<float> out) const {
+    if (out.size() != dim_)
+      return make_error(errc::invalid_argument, "output size ", out.size(), " != dimension ", dim_);
+    std::shared_lock lock(*mutex_);
+    const std::uint32_t s = find_slot(key);
+    if (s == detail::no_slot) return make_error(errc::not_found, "key ", key, " is not in the index");
+    if (sec_.originals != nullptr)
+      std::memcpy(out.data(), sec_.originals + std::size_t{s} * dim_, dim_ * sizeof(float));
+    else
+      space::decode(code(s), dim_, out.data());
+    return {};
+  }
+
+  /// The k nearest live vectors to query that pass filter(key), closest
+  /// first, written to out[0 .. returned count) where k = out.size().
+  /// Uses ctx as scratch (allocates only when ctx grows). filter is called
+  /// under the shared lock with a key and must not call this index's mutators.
+  /// Errors: invalid_argument when query.size() != dimension.
+  template <class Filter = no_filter>
+  [[nodiscard]] result<std::size_t> search(std::span<const float> query, std::span<search_hit> out,
+                                           hnsw_search_context& ctx, search_params params = {},
+                                           Filter&& filter = {}) const {
+    if (query.size() != dim_)
+      return make_error(errc::invalid_argument, "query dimension ", query.size(), " != index dimension ", dim_);
+    std::shared_lock lock(*mutex_);
+    return search_unlocked(query, out, ctx, params, filter);
+  }
+
+  /// Convenience form: returns up to k hits; allocates the result and takes
+  /// a pooled context.
+  template <class Filter = no_filter>
+  [[nodiscard]] result<std::vector<search_hit>> search(std::span<const float> query, std::size_t k,
+                                                       search_params params = {}, Filter&& filter = {}) const {
+    std::vector<search_hit> hits(k);
+    auto ctx = acquire_context();
+    auto n = search(query, std::span<search_hit>(hits), *ctx, params, std::forward<Filter>(filter));
+    release_context(std::move(ctx));
+    if (!n) return std::move(n).error();
+    hits.resize(*n);
+    return hits;
+  }
+
+  /// Exact k-NN by scanning every live slot (the reference for recall, and
+  /// the fallback of tight filters). Same contract as search().
+  template <class Filter = no_filter>
+  [[nodiscard]] result<std::size_t> exact_search(std::span<const float> query, std::span<search_hit> out,
+                                                 hnsw_search_context& ctx, Filter&& filter = {}) const {
+    if (query.size() != dim_)
+      return make_error(errc::invalid_argument, "query dimension ", query.size(), " != index dimension ", dim_);
+    std::shared_lock lock(*mutex_);
+    prepare_query(query, ctx);
+    ctx.stats_ = {};
+    return exact_scan(out, ctx, filter, true);
+  }
+
+  // ---- mutations (exclusive lock) ------------------------------------------
+
+  /// Adds key with vector v. Reuses a tombstoned slot when one is free.
+  /// Errors: already_exists, invalid_argument (dimension, non-finite value),
+  /// unsupported (read-only view), out_of_range (2^32 - 1 slots).
+  [[nodiscard]] result<void> insert(std::uint64_t key, std::span<const float> v) {
+    RUVLLM_TRY(check_vector(v));
+    std::unique_lock lock(*mutex_);
+    RUVLLM_TRY(check_writable());
+    if (slot_of_.contains(key)) return make_error(errc::already_exists, "key ", key, " is already in the index");
+    insert_locked(key, v.data());
+    return {};
+  }
+
+  /// Replaces the vector of an existing key and relinks its node.
+  /// Errors: not_found, invalid_argument, unsupported.
+  [[nodiscard]] result<void> update(std::uint64_t key, std::span<const float> v) {
+    RUVLLM_TRY(check_vector(v));
+    std::unique_lock lock(*mutex_);
+    RUVLLM_TRY(check_writable());
+    auto it = slot_of_.find(key);
+    if (it == slot_of_.end()) return make_error(errc::not_found, "key ", key, " is not in the index");
+    const std::uint32_t s = it->second;
+    repair_neighbours(s);
+    write_vector(s, v.data());
+    relink(s);
+    return {};
+  }
+
+  /// Inserts key, or updates it when present.
+  [[nodiscard]] result<void> upsert(std::uint64_t key, std::span<const float> v) {
+    RUVLLM_TRY(check_vector(v));
+    std::unique_lock lock(*mutex_);
+    RUVLLM_TRY(check_writable());
+    auto it = slot_of_.find(key);
+    if (it == slot_of_.end()) {
+      insert_locked(key, v.data());
+    } else {
+      repair_neighbours(it->second);
+      write_vector(it->second, v.data());
+      relink(it->second);
+    }
+    return {};
+  }
+
+  /// Tombstones key, repairs its neighbours' links, and compacts when the
+  /// tombstone share passes options.compact_ratio. Errors: not_found, unsupported.
+  [[nodiscard]] result<void> remove(std::uint64_t key) {
+    std::unique_lock lock(*mutex_);
+    RUVLLM_TRY(check_writable());
+    auto it = slot_of_.find(key);
+    if (it == slot_of_.end()) return make_error(errc::not_found, "key ", key, " is not in the index");
+    const std::uint32_t s = it->second;
+    slot_of_.erase(it);
+    states_[s] = detail::slot_tombstone;
+    --live_;
+    repair_neighbours(s);
+    free_slots_.push_back(s);
+    if (opts_.compact_ratio > 0.0 && sec_.count >= 64 &&
+        static_cast<double>(sec_.count - live_) > opts_.compact_ratio * static_cast<double>(sec_.count))
+      compact_locked(nullptr);
+    return {};
+  }
+
+  /// Inserts keys[i] with vectors[i * dimension ..] for every i, linking on
+  /// the threads of pool (nullptr: the calling thread). Levels are drawn in
+  /// order before linking, so a batch is reproducible in its level structure.
+  /// Errors: as insert, checked for the whole batch before anything changes.
+  [[nodiscard]] result<void> insert_batch(std::span<const std::uint64_t> keys, std::span<const float> vectors,
+                                          thread_pool* pool = nullptr) {
+    if (vectors.size() != keys.size() * std::size_t{dim_})
+      return make_error(errc::invalid_argument, "batch of ", keys.size(), " keys needs ", keys.size() * dim_,
+                        " floats, got ", vectors.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) RUVLLM_TRY(check_vector(vectors.subspan(i * dim_, dim_)));
+    std::unique_lock lock(*mutex_);
+    RUVLLM_TRY(check_writable());
+    {
+      std::unordered_map<std::uint64_t, int> seen;
+      seen.reserve(keys.size());
+      for (auto k : keys)
+        if (slot_of_.contains(k) || !seen.emplace(k, 0).second)
+          return make_error(errc::already_exists, "key ", k, " is already in the index or twice in the batch");
+    }
+    if (sec_.count + keys.size() >= detail::no_slot)
+      return make_error(errc::out_of_range, "index would exceed ", detail::no_slot - 1, " slots");
+    insert_batch_locked(keys, vectors.data(), pool);
+    return {};
+  }
+
+  /// Rebuilds the graph from the live nodes (drops every tombstone), linking
+  /// on pool's threads. Allocates a second copy of the index while it runs.
+  [[nodiscard]] result<void> compact(thread_pool* pool = nullptr) {
+    std::unique_lock lock(*mutex_);
+    RUVLLM_TRY(check_writable());
+    compact_locked(pool);
+    return {};
+  }
+
+  /// Calls fn(key, span<const float> vector) for every live node in slot
+  /// order (decoded vectors; originals when kept). Shared lock; allocates one
+  /// vector of scratch.
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    std::shared_lock lock(*mutex_);
+    std::vector<float> v(dim_);
+    for (std::uint64_t s = 0; s < sec_.count; ++s) {
+      if (sec_.states[s] != detail::slot_live) continue;
+      if (sec_.originals != nullptr)
+        std::memcpy(v.data(), sec_.originals + s * dim_, dim_ * sizeof(float));
+      else
+        space::decode(code(static_cast<std::uint32_t>(s)), dim_, v.data());
+      fn(sec_.keys[s], std::span<const float>(v));
+    }
+  }
+
+  /// Checks the graph's structural invariants (link bounds, counts, no
+  /// self-links, live count, key map); for tests and verify(). Shared lock.
+  [[nodiscard]] result<void> check_invariants() const {
+    std::shared_lock lock(*mutex_);
+    std::size_t live = 0;
+    for (std::uint64_t s = 0; s < sec_.count; ++s) {
+      const std::uint8_t st = sec_.states[s];
+      if (st != detail::slot_live && st != detail::slot_tombstone)
+        return make_error(errc::corrupt_data, "slot ", s, " has state ", st);
+      live += st == detail::slot_live;
+      const auto slot = static_cast<std::uint32_t>(s);
+      if (sec_.levels[s] > detail::hnsw_max_level)
+        return make_error(errc::corrupt_data, "slot ", s, " has level ", sec_.levels[s]);
+      for (std::uint32_t l = 0; l <= sec_.levels[s]; ++l) {
+        const std::uint32_t* links = links_at(slot, l);
+        if (links == nullptr) return make_error(errc::corrupt_data, "slot ", s, " has no links at level ", l);
+        if (links[0] > (l == 0 ? m0_ : m_))
+          return make_error(errc::corrupt_data, "slot ", s, " has ", links[0], " links at level ", l);
+        for (std::uint32_t i = 1; i <= links[0]; ++i) {
+          if (links[i] >= sec_.count || links[i] == slot)
+            return make_error(errc::corrupt_data, "slot ", s, " links to ", links[i], " at level ", l);
+          if (sec_.levels[links[i]] < l)
+            return make_error(errc::corrupt_data, "slot ", s, " links to ", links[i], " below level ", l);
+        }
+      }
+    }
+    if (live != live_) return make_error(errc::corrupt_data, "live count ", live_, " but ", live, " live slots");
+    if (!read_only_ && slot_of_.size() != live_)
+      return make_error(errc::corrupt_data, "key map holds ", slot_of_.size(), " keys for ", live_, " live slots");
+    if (sec_.count > 0 && (entry_ >= sec_.count || sec_.levels[entry_] != static_cast<std::uint32_t>(max_level_)))
+      return make_error(errc::corrupt_data, "entry point ", entry_, " is not a top-level slot");
+    return {};
+  }
+
+  /// Live nodes that no level-0 path from the entry point reaches (0 in a
+  /// healthy graph); for tests and diagnostics. Shared lock; allocates.
+  [[nodiscard]] std::size_t unreachable_count() const {
+    std::shared_lock lock(*mutex_);
+    if (sec_.count == 0 || entry_ >= sec_.count) return live_;
+    std::vector<bool> seen(sec_.count, false);
+    std::vector<std::uint32_t> stack{entry_};
+    seen[entry_] = true;
+    std::size_t reached = 0;
+    while (!stack.empty()) {
+      const std::uint32_t s = stack.back();
+      stack.pop_back();
+      reached += sec_.states[s] == detail::slot_live;
+      const std::uint32_t* links = links_at(s, 0);
+      for (std::uint32_t i = 1; i <= std::min(links[0], m0_); ++i)
+        if (links[i] < sec_.count && !seen[links[i]]) {
+          seen[links[i]] = true;
+          stack.push_back(links[i]);
+        }
+    }
+    return live_ - reached;
+  }
+
+ protected:
+  hnsw_index()
+      : mutex_(std::make_unique<std::shared_mutex>()),
+        locks_(std::make_unique<detail::hnsw_locks>()),
+        contexts_(std::make_unique<detail::hnsw_context_pool>()) {}
+
+  [[nodiscard]] static result<void> validate(const hnsw_options& o) {
+    if (o.dimension == 0 || o.dimension > detail::hnsw_max_dimension)
+      return make_error(errc::invalid_argument, "dimension ", o.dimension, " is outside 1..",
+                        detail::hnsw_max_dimension);
+    if constexpr (std::same_as<P, i8>) {
+      if (o.dimension > kernels::int8_dot_max_length)
+        return make_error(errc::invalid_argument, "dimension ", o.dimension, " exceeds the int8 limit ",
+                          kernels::int8_dot_max_length);
+    }
+    if (o.m < 2 || o.m > detail::hnsw_max_m)
+      return make_error(errc::invalid_argument, "m ", o.m, " is outside 2..", detail::hnsw_max_m);
+    if (o.ef_construction < o.m || o.ef_construction > 65536)
+      return make_error(errc::invalid_argument, "ef_construction ", o.ef_construction, " is outside m..65536");
+    if (o.ef_search == 0 || o.ef_search > 65536)
+      return make_error(errc::invalid_argument, "ef_search ", o.ef_search, " is outside 1..65536");
+    if (!(o.compact_ratio >= 0.0 && o.compact_ratio < 1.0))
+      return make_error(errc::invalid_argument, "compact_ratio ", o.compact_ratio, " is outside [0, 1)");
+    return {};
+  }
+
+  void init_params(const hnsw_options& o) {
+    opts_ = o;
+    dim_ = o.dimension;
+    m_ = o.m;
+    m0_ = 2 * o.m;
+    code_bytes_ = space::code_bytes(dim_);
+    links_offset_ = detail::round_up(code_bytes_, 4);
+    slot_bytes_ = detail::round_up(links_offset_ + 4 * (std::size_t{m0_} + 1), 16);
+    level_mult_ = 1.0 / std::log(static_cast<double>(m_));
+    rng_.seed(o.seed);
+  }
+
+  // ---- raw access ------------------------------------------------------------
+
+  [[nodiscard]] const std::byte* code(std::uint32_t s) const noexcept {
+    return sec_.level0 + std::size_t{s} * slot_bytes_;
+  }
+  [[nodiscard]] std::byte* mutable_code(std::uint32_t s) noexcept {
+    return level0_.data() + std::size_t{s} * slot_bytes_;
+  }
+
+  // [count, links...] of slot s at level l, or nullptr when the slot has no
+  // such level or its upper offset points outside the pool (corrupt file).
+  [[nodiscard]] const std::uint32_t* links_at(std::uint32_t s, std::uint32_t l) const noexcept {
+    if (l == 0)
+      return reinterpret_cast<const std::uint32_t*>(sec_.level0 + std::size_t{s} * slot_bytes_ + links_offset_);
+    if (l > sec_.levels[s]) return nullptr;
+    const std::uint64_t off = sec_.upper_offsets[s];
+    const std::uint64_t block = std::uint64_t{m_} + 1;
+    if (off > sec_.upper_size || std::uint64_t{l} * block > sec_.upper_size - off) return nullptr;
+    return sec_.upper + off + (l - 1) * block;
+  }
+  [[nodiscard]] std::uint32_t* mutable_links(std::uint32_t s, std::uint32_t l) noexcept {
+    return const_cast<std::uint32_t*>(links_at(s, l));
+  }
+  [[nodiscard]] std::uint32_t capacity_at(std::uint32_t l) const noexcept { return l == 0 ? m0_ : m_; }
+
+  [[nodiscard]] std::uint32_t find_slot(std::uint64_t key) const {
+    if (!read_only_) {
+      auto it = slot_of_.find(key);
+      return it == slot_of_.end() ? detail::no_slot : it->second;
+    }
+    for (std::uint64_t s = 0; s < sec_.count; ++s)
+      if (sec_.states[s] == detail::slot_live && sec_.keys[s] == key) return static_cast<std::uint32_t>(s);
+    return detail::no_slot;
+  }
+
+  [[nodiscard]] result<void> check_vector(std::span<const float> v) const {
+    if (v.size() != dim_)
+      return make_error(errc::invalid_argument, "vector dimension ", v.size(), " != index dimension ", dim_);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i])) return make_error(errc::invalid_argument, "vector element ", i, " is not finite");
+    return {};
+  }
+  [[nodiscard]] result<void> check_writable() const {
+    if (read_only_) return make_error(errc::unsupported, "the index is a read-only view");
+    return {};
+  }
+
+  void refresh_sections() noexcept {
+    sec_.level0 = level0_.data();
+    sec_.keys = keys_.data();
+    sec_.states = states_.data();
+    sec_.levels = levels_.data();
+    sec_.upper_offsets = upper_offsets_.data();
+    sec_.upper = upper_.data();
+    sec_.upper_size = upper_.size();
+    sec_.originals = opts_.keep_originals ? originals_.data() : nullptr;
+    sec_.count = keys_.size();
+  }
+
+  std::uint32_t random_level() {
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    const double r = -std::log(1.0 - u(rng_)) * level_mult_;
+    return static_cast<std::uint32_t>(std::min<double>(r, detail::hnsw_max_level));
+  }
+
+  // Appends a fresh slot with its level's link storage (zero links).
+  std::uint32_t append_slot(std::uint64_t key, std::uint32_t level) {
+    const auto s = static_cast<std::uint32_t>(keys_.size());
+    level0_.resize(level0_.size() + slot_bytes_);
+    keys_.push_back(key);
+    states_.push_back(detail::slot_live);
+    levels_.push_back(static_cast<std::uint8_t>(level));
+    upper_offsets_.push_back(upper_.size());
+    upper_.resize(upper_.size() + std::size_t{level} * (m_ + 1), 0u);
+    indeg0_.push_back(0);
+    if (opts_.keep_originals) originals_.resize(originals_.size() + dim_);
+    return s;
+  }
+
+  void write_vector(std::uint32_t s, const float* v) {
+    space::encode(v, dim_, mutable_code(s));
+    if (opts_.keep_originals) {
+      float* o = originals_.data() + std::size_t{s} * dim_;
+      std::memcpy(o, v, dim_ * sizeof(float));
+      space::prepare(o, dim_);
+    }
+  }
+
+  void insert_locked(std::uint64_t key, const float* v) {
+    std::uint32_t s;
+    if (!free_slots_.empty()) {
+      // Reuse a tombstone: it keeps its level and storage; its neighbours
+      // already dropped it when it was removed.
+      s = free_slots_.back();
+      free_slots_.pop_back();
+      keys_[s] = key;
+      states_[s] = detail::slot_live;
+      refresh_sections();
+      write_vector(s, v);
+      slot_of_[key] = s;
+      ++live_;
+      relink(s);
+      return;
+    }
+    s = append_slot(key, random_level());
+    refresh_sections();
+    write_vector(s, v);
+    slot_of_[key] = s;
+    ++live_;
+    auto ctx = acquire_context();
+    link_node<false>(*ctx, s);
+    release_context(std::move(ctx));
+  }
+
+  // Recomputes the links of an existing slot after its vector changed.
+  void relink(std::uint32_t s) {
+    auto ctx = acquire_context();
+    link_node<false>(*ctx, s);
+    release_context(std::move(ctx));
+  }
+
+  void insert_batch_locked(std::span<const std::uint64_t> keys, const float* vectors, thread_pool* pool) {
+    const std::size_t n = keys.size();
+    if (n == 0) return;
+    const std::size_t first = keys_.size();
+    // Slots and levels are assigned before any linking, so no array grows
+    // while the workers read them.
+    std::vector<std::uint32_t> levels(n);
+    std::size_t upper_total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      levels[i] = random_level();
+      upper_total += std::size_t{levels[i]} * (m_ + 1);
+    }
+    level0_.reserve(level0_.size() + n * slot_bytes_);
+    keys_.reserve(first + n);
+    states_.reserve(first + n);
+    levels_.reserve(first + n);
+    upper_offsets_.reserve(first + n);
+    upper_.reserve(upper_.size() + upper_total);
+    if (opts_.keep_originals) originals_.reserve(originals_.size() + n * dim_);
+    for (std::size_t i = 0; i < n; ++i) append_slot(keys[i], levels[i]);
+    refresh_sections();
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto s = static_cast<std::uint32_t>(first + i);
+      write_vector(s, vectors + i * dim_);
+      slot_of_[keys[i]] = s;
+    }
+    live_ += n;
+    // The first node of an empty index becomes the entry point before the
+    // workers start, so none of them waits on an empty graph.
+    std::size_t start = 0;
+    if (entry_ == detail::no_slot) {
+      auto ctx = acquire_context();
+      link_node<false>(*ctx, static_cast<std::uint32_t>(first));
+      release_context(std::move(ctx));
+      start = 1;
+    }
+    const std::size_t todo = n - start;
+    if (pool == nullptr || pool->size() == 1 || todo < 64) {
+      auto ctx = acquire_context();
+      for (std::size_t i = start; i < n; ++i) link_node<false>(*ctx, static_cast<std::uint32_t>(first + i));
+      release_context(std::move(ctx));
+      return;
+    }
+    std::vector<hnsw_search_context> contexts(pool->size());
+    pool->run(todo, 16, [&](std::size_t begin, std::size_t end, std::size_t thread) {
+      for (std::size_t i = begin; i < end; ++i)
+        link_node<true>(contexts[thread], static_cast<std::uint32_t>(first + start + i));
+    });
+    recount_in_degrees();
+  }
+
+  // The parallel link phase does not count in-degrees (it would need atomic
+  // counters on the hot path); they are recounted once afterwards.
+  void recount_in_degrees() {
+    indeg0_.assign(sec_.count, 0u);
+    for (std::uint64_t s = 0; s < sec_.count; ++s) {
+      const std::uint32_t* links = links_at(static_cast<std::uint32_t>(s), 0);
+      for (std::uint32_t i = 1; i <= std::min(links[0], m0_); ++i)
+        if (links[i] < sec_.count) ++indeg0_[links[i]];
+    }
+  }
+
+  void compact_locked(thread_pool* pool) {
+    std::vector<std::uint64_t> keys;
+    std::vector<float> vectors;
+    keys.reserve(live_);
+    vectors.reserve(live_ * std::size_t{dim_});
+    std::vector<float> v(dim_);
+    for (std::uint64_t s = 0; s < sec_.count; ++s) {
+      if (sec_.states[s] != detail::slot_live) continue;
+      keys.push_back(sec_.keys[s]);
+      if (sec_.originals != nullptr)
+        vectors.insert(vectors.end(), sec_.originals + s * dim_, sec_.originals + (s + 1) * dim_);
+      else {
+        space::decode(code(static_cast<std::uint32_t>(s)), dim_, v.data());
+        vectors.insert(vectors.end(), v.begin(), v.end());
+      }
+    }
+    level0_.clear();
+    keys_.clear();
+    states_.clear();
+    levels_.clear();
+    upper_offsets_.clear();
+    upper_.clear();
+    originals_.clear();
+    indeg0_.clear();
+    slot_of_.clear();
+    free_slots_.clear();
+    live_ = 0;
+    entry_ = detail::no_slot;
+    max_level_ = -1;
+    level0_.shrink_to_fit();
+    upper_.shrink_to_fit();
+    refresh_sections();
+    insert_batch_locked(keys, vectors.data(), pool);
+  }
+
+  // ---- graph algorithms ----------------------------------------------------
+
+  template <bool Locked>
+  void read_links(std::uint32_t s, std::uint32_t l, std::uint32_t* out, std::uint32_t& n) const {
+    const std::uint32_t* links = links_at(s, l);
+    if (links == nullptr) {
+      n = 0;
+      return;
+    }
+    if constexpr (Locked) {
+      std::lock_guard g(locks_->stripes[s % detail::hnsw_lock_stripes]);
+      n = std::min(links[0], capacity_at(l));
+      std::memcpy(out, links + 1, n * sizeof(std::uint32_t));
+    } else {
+      n = std::min(links[0], capacity_at(l));
+      std::memcpy(out, links + 1, n * sizeof(std::uint32_t));
+    }
+  }
+
+  // Greedy descent at one upper level (ef = 1).
+  template <bool Locked>
+  void greedy(const std::byte* q, std::uint32_t& cur, float& dcur, std::uint32_t l, search_stats& st) const {
+    std::uint32_t buf[2 * detail::hnsw_max_m + 1];
+    for (bool changed = true; changed;) {
+      changed = false;
+      std::uint32_t n = 0;
+      read_links<Locked>(cur, l, buf, n);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t c = buf[i];
+        if (c >= sec_.count) continue;
+        const float d = space::distance(q, code(c), dim_);
+        ++st.distances;
+        if (d < dcur) {
+          dcur = d;
+          cur = c;
+          changed = true;
+        }
+      }
+    }
+  }
+
+  // Best-first search at level l from (ep, dep). Results (accepted nodes
+  // only) land in ctx.results_ as a max-heap of at most ef entries.
+  template <bool Locked, class Accept>
+  void search_layer(hnsw_search_context& ctx, const std::byte* q, std::uint32_t ep, float dep, std::uint32_t l,
+                    std::size_t ef, Accept&& accept) const {
+    ctx.begin(static_cast<std::size_t>(sec_.count));
+    auto& cand = ctx.candidates_;
+    auto& res = ctx.results_;
+    const auto closer_first = [](const auto& a, const auto& b) { return a.first > b.first; };
+    ctx.visit(ep);
+    ++ctx.stats_.visited;
+    cand.emplace_back(dep, ep);
+    float bound = std::numeric_limits<float>::infinity();
+    if (accept(ep)) {
+      res.emplace_back(dep, ep);
+      if (res.size() >= ef) bound = dep;
+    }
+    std::uint32_t buf[2 * detail::hnsw_max_m + 1];
+    while (!cand.empty()) {
+      const auto [d, c] = cand.front();
+      if (d > bound && res.size() >= ef) break;
+      std::pop_heap(cand.begin(), cand.end(), closer_first);
+      cand.pop_back();
+      std::uint32_t n = 0;
+      read_links<Locked>(c, l, buf, n);
+      for (std::uint32_t i = 0; i < n; ++i)
+        if (buf[i] < sec_.count) __builtin_prefetch(code(buf[i]));
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t x = buf[i];
+        if (x >= sec_.count || !ctx.visit(x)) continue;
+        ++ctx.stats_.visited;
+        const float dx = space::distance(q, code(x), dim_);
+        ++ctx.stats_.distances;
+        if (res.size() < ef || dx < bound) {
+          cand.emplace_back(dx, x);
+          std::push_heap(cand.begin(), cand.end(), closer_first);
+          if (accept(x)) {
+            res.emplace_back(dx, x);
+            std::push_heap(res.begin(), res.end());
+            if (res.size() > ef) {
+              std::pop_heap(res.begin(), res.end());
+              res.pop_back();
+            }
+            if (res.size() >= ef) bound = res.front().first;
+          }
+        }
+      }
+    }
+  }
+
+  // HNSW neighbour selection heuristic: keep a candidate only when it is
+  // closer to the base than to every neighbour already kept, which spreads
+  // links over directions; sorted ascending on input. Free places are then
+  // filled with the closest pruned candidates ("keep pruned connections"):
+  // a pruned link may be some node's only way in, and dropping it is how
+  // HNSW graphs strand nodes after many updates.
+  void select_neighbours(std::vector<hnsw_search_context::entry>& sorted, std::uint32_t cap,
+                         std::vector<hnsw_search_context::entry>& out) const {
+    out.clear();
+    std::size_t pruned = 0;
+    for (auto& e : sorted) {
+      if (out.size() >= cap) break;
+      bool good = true;
+      for (const auto& kept : out) {
+        if (space::distance(code(e.second), code(kept.second), dim_) < e.first) {
+          good = false;
+          break;
+        }
+      }
+      if (good)
+        out.push_back(e);
+      else
+        sorted[pruned++] = e;  // pruned ones compact to the front, in order
+    }
+    for (std::size_t i = 0; i < pruned && out.size() < cap; ++i) out.push_back(sorted[i]);
+  }
+
+  template <bool Locked>
+  void link_node(hnsw_search_context& ctx, std::uint32_t s) {
+    const std::byte* q = code(s);
+    const std::uint32_t level = sec_.levels[s];
+    std::uint32_t ep;
+    int top;
+    {
+      std::unique_lock g(locks_->entry, std::defer_lock);
+      if constexpr (Locked) g.lock();
+      if (entry_ == detail::no_slot) {
+        entry_ = s;
+        max_level_ = static_cast<int>(level);
+        return;
+      }
+      ep = entry_;
+      top = max_level_;
+    }
+    float dep = space::distance(q, code(ep), dim_);
+    for (int l = top; l > static_cast<int>(level); --l)
+      greedy<Locked>(q, ep, dep, static_cast<std::uint32_t>(l), ctx.stats_);
+    const auto accept = [this, s](std::uint32_t x) { return x != s && sec_.states[x] == detail::slot_live; };
+    for (int l = std::min(static_cast<int>(level), top); l >= 0; --l) {
+      const auto ul = static_cast<std::uint32_t>(l);
+      search_layer<Locked>(ctx, q, ep, dep, ul, opts_.ef_construction, accept);
+      auto& found = ctx.scratch_;
+      found.assign(ctx.results_.begin(), ctx.results_.end());
+      std::sort(found.begin(), found.end());
+      select_neighbours(found, m_, ctx.selected_);
+      {
+        std::unique_lock g(locks_->stripes[s % detail::hnsw_lock_stripes], std::defer_lock);
+        if constexpr (Locked) g.lock();
+        assign_links<Locked>(mutable_links(s, ul), ul, ctx.selected_);
+      }
+      for (const auto& [d, x] : ctx.selected_) add_link<Locked>(ctx, x, s, ul, d);
+      if (!found.empty()) {
+        ep = found.front().second;
+        dep = found.front().first;
+      }
+    }
+    if (static_cast<int>(level) > top) {
+      std::unique_lock g(locks_->entry, std::defer_lock);
+      if constexpr (Locked) g.lock();
+      if (static_cast<int>(level) > max_level_) {
+        entry_ = s;
+        max_level_ = static_cast<int>(level);
+      }
+    }
+  }
+
+  // Adds the back-link base -> x at level l, shrinking base's list with the
+  // heuristic when it is full.
+  template <bool Locked>
+  void add_link(hnsw_search_context& ctx, std::uint32_t base, std::uint32_t x, std::uint32_t l, float dx) {
+    std::unique_lock g(locks_->stripes[base % detail::hnsw_lock_stripes], std::defer_lock);
+    if constexpr (Locked) g.lock();
+    std::uint32_t* links = mutable_links(base, l);
+    if (links == nullptr) return;
+    const std::uint32_t cap = capacity_at(l);
+    const std::uint32_t n = std::min(links[0], cap);
+    for (std::uint32_t i = 1; i <= n; ++i)
+      if (links[i] == x) return;
+    if (n < cap) {
+      links[1 + n] = x;
+      links[0] = n + 1;
+      if constexpr (!Locked)
+        if (l == 0) ++indeg0_[x];
+      return;
+    }
+    // Local buffers: ctx.scratch_ may be in use by the caller.
+    std::vector<hnsw_search_context::entry> cand;
+    std::vector<hnsw_search_context::entry> kept;
+    cand.reserve(n + 1);
+    const std::byte* b = code(base);
+    for (std::uint32_t i = 1; i <= n; ++i) cand.emplace_back(space::distance(b, code(links[i]), dim_), links[i]);
+    cand.emplace_back(dx, x);
+    std::sort(cand.begin(), cand.end());
+    choose_links<Locked>(links, l, cand, kept);
+    (void)ctx;
+  }
+
+  // Overwrites a link list; at level 0 (outside parallel batches) keeps the
+  // in-degree counts exact.
+  template <bool Locked>
+  void assign_links(std::uint32_t* links, std::uint32_t l, const std::vector<hnsw_search_context::entry>& sel) {
+    if constexpr (!Locked) {
+      if (l == 0)
+        for (std::uint32_t i = 1; i <= std::min(links[0], m0_); ++i) --indeg0_[links[i]];
+    }
+    links[0] = static_cast<std::uint32_t>(sel.size());
+    for (std::size_t i = 0; i < sel.size(); ++i) links[1 + i] = sel[i].second;
+    if constexpr (!Locked) {
+      if (l == 0)
+        for (const auto& e : sel) ++indeg0_[e.second];
+    }
+  }
+
+  // Replaces links (the current list of some node at level l) by the best
+  // of the sorted candidates. At level 0, outside parallel batches, a
+  // candidate that would be left without any in-link is kept in place of the
+  // farthest kept node that has another in-link: pruning is otherwise how
+  // HNSW strands nodes.
+  template <bool Locked>
+  void choose_links(std::uint32_t* links, std::uint32_t l, std::vector<hnsw_search_context::entry>& cand,
+                    std::vector<hnsw_search_context::entry>& kept) {
+    std::vector<hnsw_search_context::entry> all(cand);
+    select_neighbours(cand, capacity_at(l), kept);
+    if constexpr (!Locked) {
+      if (l == 0) {
+        const std::uint32_t n = std::min(links[0], m0_);
+        const auto in_old = [&](std::uint32_t y) { return std::find(links + 1, links + 1 + n, y) != links + 1 + n; };
+        // In-links y would keep if this list dropped it.
+        const auto others = [&](std::uint32_t y) { return indeg0_[y] - (in_old(y) ? 1u : 0u); };
+        for (const auto& e : all) {
+          if (sec_.states[e.second] != detail::slot_live || others(e.second) > 0) continue;
+          if (std::find(kept.begin(), kept.end(), e) != kept.end()) continue;
+          for (std::size_t i = kept.size(); i-- > 0;) {
+            if (others(kept[i].second) > 0) {
+              kept[i] = e;
+              break;
+            }
+          }
+        }
+      }
+    }
+    assign_links<Locked>(links, l, kept);
+  }
+
+  // Before slot s disappears (remove) or moves (update): every neighbour of
+  // s that links back to it re-selects its links from its own plus s's
+  // links, so paths through s survive. Exclusive lock held.
+  void repair_neighbours(std::uint32_t s) {
+    std::vector<std::uint32_t> mine;
+    std::vector<hnsw_search_context::entry> cand, kept;
+    for (std::uint32_t l = 0; l <= sec_.levels[s]; ++l) {
+      const std::uint32_t* sl = links_at(s, l);
+      if (sl == nullptr) continue;
+      mine.assign(sl + 1, sl + 1 + std::min(sl[0], capacity_at(l)));
+      for (const std::uint32_t nb : mine) {
+        if (nb >= sec_.count || nb == s) continue;
+        std::uint32_t* nl = mutable_links(nb, l);
+        if (nl == nullptr) continue;
+        const std::uint32_t cnt = std::min(nl[0], capacity_at(l));
+        if (std::find(nl + 1, nl + 1 + cnt, s) == nl + 1 + cnt) continue;
+        const std::byte* b = code(nb);
+        cand.clear();
+        const auto consider = [&](std::uint32_t c) {
+          if (c == s || c == nb || c >= sec_.count || sec_.states[c] != detail::slot_live) return;
+          if (sec_.levels[c] < l) return;
+          for (const auto& e : cand)
+            if (e.second == c) return;
+          cand.emplace_back(space::distance(b, code(c), dim_), c);
+        };
+        for (std::uint32_t i = 1; i <= cnt; ++i) consider(nl[i]);
+        for (const std::uint32_t c : mine) consider(c);
+        std::sort(cand.begin(), cand.end());
+        choose_links<false>(nl, l, cand, kept);
+      }
+      // s's out-neighbours may have had no way in but through s (s reached
+      // by a one-way link): each one that none of s's neighbours now links
+      // to is adopted by its closest live fellow neighbour, replacing that
+      // node's farthest link when it is full.
+      for (const std::uint32_t x : mine) {
+        if (x >= sec_.count || x == s || sec_.states[x] != detail::slot_live) continue;
+        bool linked = false;
+        std::uint32_t best = detail::no_slot;
+        float best_d = std::numeric_limits<float>::infinity();
+        for (const std::uint32_t y : mine) {
+          if (y >= sec_.count || y == s || y == x || sec_.states[y] != detail::slot_live || sec_.levels[y] < l)
+            continue;
+          const std::uint32_t* yl = links_at(y, l);
+          const std::uint32_t cnt = std::min(yl[0], capacity_at(l));
+          if (std::find(yl + 1, yl + 1 + cnt, x) != yl + 1 + cnt) {
+            linked = true;
+            break;
+          }
+          const float d = space::distance(code(x), code(y), dim_);
+          if (d < best_d) {
+            best_d = d;
+            best = y;
+          }
+        }
+        if (linked || best == detail::no_slot) continue;
+        std::uint32_t* bl = mutable_links(best, l);
+        const std::uint32_t cnt = std::min(bl[0], capacity_at(l));
+        cand.clear();
+        for (std::uint32_t i = 1; i <= cnt; ++i)
+          cand.emplace_back(space::distance(code(best), code(bl[i]), dim_), bl[i]);
+        cand.emplace_back(best_d, x);
+        std::sort(cand.begin(), cand.end());
+        if (cnt < capacity_at(l)) {
+          assign_links<false>(bl, l, cand);
+        } else {
+          choose_links<false>(bl, l, cand, kept);
+        }
+      }
+    }
+  }
+
+  // ---- search ----------------------------------------------------------------
+
+  void prepare_query(std::span<const float> query, hnsw_search_context& ctx) const {
+    ctx.query_code_.resize(code_bytes_);
+    space::encode(query.data(), dim_, ctx.query_code_.data());
+    if (sec_.originals != nullptr) {
+      ctx.query_f32_.assign(query.begin(), query.end());
+      space::prepare(ctx.query_f32_.data(), dim_);
+    }
+  }
+
+  template <class Filter>
+  result<std::size_t> search_unlocked(std::span<const float> query, std::span<search_hit> out, hnsw_search_context& ctx,
+                                      search_params params, Filter& filter) const {
+    ctx.stats_ = {};
+    const std::size_t k = out.size();
+    if (k == 0 || live_ == 0 || entry_ == detail::no_slot || entry_ >= sec_.count) return std::size_t{0};
+    prepare_query(query, ctx);
+    std::size_t ef = std::max<std::size_t>(params.ef != 0 ? params.ef : opts_.ef_search, k);
+    if constexpr (!std::is_same_v<std::remove_cvref_t<Filter>, no_filter>) {
+      // Estimate the filter's selectivity on a fixed stride of slots.
+      const std::size_t samples = std::min<std::size_t>(128, static_cast<std::size_t>(sec_.count));
+      std::size_t live_seen = 0, passed = 0;
+      for (std::size_t i = 0; i < samples; ++i) {
+        const std::uint64_t s = i * sec_.count / samples;
+        if (sec_.states[s] != detail::slot_live) continue;
+        ++live_seen;
+        passed += filter(sec_.keys[s]) ? 1 : 0;
+      }
+      const double p = live_seen == 0 ? 0.0 : static_cast<double>(passed) / static_cast<double>(live_seen);
+      const double expected = p * static_cast<double>(live_);
+      // Tight filter: scanning the accepted nodes is cheaper than a graph
+      // search that would wander through mostly rejected nodes.
+      if (passed < 8 || expected <= static_cast<double>(std::max<std::size_t>(4 * ef, 1024)))
+        return exact_scan(out, ctx, filter, params.rerank);
+      ef = std::min<std::size_t>(static_cast<std::size_t>(static_cast<double>(ef) / p) + 1, live_);
+    }
+    ctx.stats_.ef_used = static_cast<std::uint32_t>(ef);
+    const std::byte* q = ctx.query_code_.data();
+    std::uint32_t ep = entry_;
+    float dep = space::distance(q, code(ep), dim_);
+    for (int l = max_level_; l > 0; --l) greedy<false>(q, ep, dep, static_cast<std::uint32_t>(l), ctx.stats_);
+    const auto accept = [this, &filter](std::uint32_t x) {
+      return sec_.states[x] == detail::slot_live && filter(sec_.keys[x]);
+    };
+    search_layer<false>(ctx, q, ep, dep, 0, ef, accept);
+    if constexpr (!std::is_same_v<std::remove_cvref_t<Filter>, no_filter>) {
+      if (ctx.results_.size() < std::min<std::size_t>(k, live_)) return exact_scan(out, ctx, filter, params.rerank);
+    }
+    return finish(out, ctx, params.rerank);
+  }
+
+  template <class Filter>
+  std::size_t exact_scan(std::span<search_hit> out, hnsw_search_context& ctx, Filter& filter, bool rerank) const {
+    ctx.stats_.exact_scan = true;
+    auto& res = ctx.results_;
+    res.clear();
+    const std::size_t keep =
+        sec_.originals != nullptr && rerank ? std::max<std::size_t>(out.size() * 4, 64) : out.size();
+    const std::byte* q = ctx.query_code_.data();
+    for (std::uint64_t s = 0; s < sec_.count; ++s) {
+      if (sec_.states[s] != detail::slot_live || !filter(sec_.keys[s])) continue;
+      const float d = space::distance(q, code(static_cast<std::uint32_t>(s)), dim_);
+      ++ctx.stats_.distances;
+      if (res.size() < keep || d < res.front().first) {
+        res.emplace_back(d, static_cast<std::uint32_t>(s));
+        std::push_heap(res.begin(), res.end());
+        if (res.size() > keep) {
+          std::pop_heap(res.begin(), res.end());
+          res.pop_back();
+        }
+      }
+    }
+    return finish(out, ctx, rerank);
+  }
+
+  std::size_t finish(std::span<search_hit> out, hnsw_search_context& ctx, bool rerank) const {
+    auto& res = ctx.results_;
+    if (rerank && sec_.originals != nullptr) {
+      for (auto& [d, s] : res)
+        d = space::exact_distance(ctx.query_f32_.data(), sec_.originals + std::size_t{s} * dim_, dim_);
+    }
+    std::sort(res.begin(), res.end());
+    const std::size_t n = std::min(out.size(), res.size());
+    for (std::size_t i = 0; i < n; ++i) out[i] = search_hit{sec_.keys[res[i].second], res[i].first};
+    return n;
+  }
+
+  std::unique_ptr<hnsw_search_context> acquire_context() const {
+    {
+      std::lock_guard g(contexts_->mutex);
+      if (!contexts_->free.empty()) {
+        auto c = std::move(contexts_->free.back());
+        contexts_->free.pop_back();
+        return c;
+      }
+    }
+    return std::make_unique<hnsw_search_context>();
+  }
+  void release_context(std::unique_ptr<hnsw_search_context> c) const {
+    std::lock_guard g(contexts_->mutex);
+    if (contexts_->free.size() < 16) contexts_->free.push_back(std::move(c));
+  }
+
+  // Parameters.
+  hnsw_options opts_{};
+  std::uint32_t dim_ = 0;
+  std::uint32_t m_ = 0;
+  std::uint32_t m0_ = 0;
+  std::size_t code_bytes_ = 0;
+  std::size_t links_offset_ = 0;
+  std::size_t slot_bytes_ = 0;
+  double level_mult_ = 0.0;
+  std::mt19937_64 rng_;
+
+  // Graph state.
+  std::uint32_t entry_ = detail::no_slot;
+  int max_level_ = -1;
+  std::size_t live_ = 0;
+  bool read_only_ = false;
+  detail::hnsw_sections sec_{};
+
+  // Owned storage (empty for a read-only view).
+  std::vector<std::byte> level0_;
+  std::vector<std::uint64_t> keys_;
+  std::vector<std::uint8_t> states_;
+  std::vector<std::uint8_t> levels_;
+  std::vector<std::uint64_t> upper_offsets_;
+  std::vector<std::uint32_t> upper_;
+  std::vector<float> originals_;
+  std::vector<std::uint32_t> indeg0_;  // level-0 in-degree per slot (owned indexes)
+  std::unordered_map<std::uint64_t, std::uint32_t> slot_of_;
+  std::vector<std::uint32_t> free_slots_;
+  mapped_file map_;  // the mapping of a read-only view
+
+  std::unique_ptr<std::shared_mutex> mutex_;
+  std::unique_ptr<detail::hnsw_locks> locks_;
+  std::unique_ptr<detail::hnsw_context_pool> contexts_;
+};
+
+}  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_HNSW_INDEX_HPP
