@@ -6675,7 +6675,12 @@ HWY_AFTER_NAMESPACE();
 //
 // Integer dots: Highway 1.0.3 has no int8 dot op. The portable path widens
 // 16 int8 lanes to int16 (PromoteTo) and multiplies pairs into int32
-// (ReorderWidenMulAccumulate, pmaddwd on x86). On AVX3_DL the same primitives
+// (ReorderWidenMulAccumulate, pmaddwd on x86). x86 AVX2 and AVX-512 targets
+// multiply u8 x s8 bytes directly (VPMADDUBSW, then VPMADDWD by ones or by a
+// K-quant sub-block scale), which halves the work of unpacking and widening:
+// exact because no pair of products reaches the int16 limit (the unsigned
+// side is a 4- or 6-bit quant, or |w| <= 128 of an int8 weight against an
+// activation in [-127, 127]). On AVX3_DL the same primitives
 // use VPDPBUSD (u8 x s8 -> int32), the 512-bit form with avx512vnni added to
 // the target attribute: Highway's AVX3_DL target string names AVX-VNNI but not
 // AVX512-VNNI, and with it compilers emit the 256/128-bit VPDPBUSD in its VEX
@@ -6783,60 +6788,92 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 vnni_dot128(__m128i u8, __m128i s8) {
       reinterpret_cast<__m512i>(__builtin_shufflevector(reinterpret_cast<__v2di>(u8), z, 0, 1, 2, 3, 2, 3, 2, 3)),
       reinterpret_cast<__m512i>(__builtin_shufflevector(reinterpret_cast<__v2di>(s8), z, 0, 1, 2, 3, 2, 3, 2, 3)));
 }
+#endif
+
+#if RUVLLM_QUANT_WIDE
 RUVLLM_QUANT_ATTR HWY_INLINE __m256i load256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
+/// Lanes summing to sum(u[i] * s[i]) over 32 bytes, u unsigned, s signed.
+RUVLLM_QUANT_ATTR HWY_INLINE V32 u8_dot256(__m256i u8, __m256i s8) {
+#if RUVLLM_QUANT_VNNI
+  return vnni_dot256(u8, s8);
+#else
+  return V32{_mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1))};
+#endif
+}
+#if RUVLLM_QUANT_VNNI
+/// Lanes summing to scale * sum(u[i] * s[i]) over 32 bytes, scale an int8.
+RUVLLM_QUANT_ATTR HWY_INLINE V32 u8_dot256_scaled(__m256i u8, __m256i s8, std::int16_t scale) {
+  return hn::Mul(vnni_dot256(u8, s8), hn::Set(D32(), scale));
+}
+#endif
+/// Lanes summing to scale * sum(u[i] * s[i]) over 16 bytes, scale an int8
+/// (the upper lanes of the result are zero).
+RUVLLM_QUANT_ATTR HWY_INLINE V32 u8_dot128_scaled(__m128i u8, __m128i s8, std::int16_t scale) {
+#if RUVLLM_QUANT_VNNI
+  return hn::Mul(vnni_dot128(u8, s8), hn::Set(D32(), scale));
+#else
+  const __m128i sums = _mm_madd_epi16(_mm_maddubs_epi16(u8, s8), _mm_set1_epi16(scale));
+  return V32{_mm256_inserti128_si256(_mm256_setzero_si256(), sums, 0)};
+#endif
+}
 #endif
 
+#if !RUVLLM_QUANT_WIDE
 /// Lanes summing to sum(q[i] * a[i]) over 16 signed bytes (portable path).
 RUVLLM_QUANT_ATTR HWY_INLINE V32 dot16_i8(VI8 q, const std::int8_t* HWY_RESTRICT a) {
   const D32 d32;
   const D16 d16;
+  const hn::Half<DI8> dh;
   // The widening multiply may split the pair sums between `even` and `odd`
   // (x86 keeps them all in `even`); only their total is used.
   V32 odd = hn::Zero(d32);
-#if RUVLLM_QUANT_WIDE
-  const V32 even = hn::ReorderWidenMulAccumulate(d32, hn::PromoteTo(d16, q), hn::PromoteTo(d16, hn::LoadU(DI8(), a)),
-                                                 hn::Zero(d32), odd);
-#else
-  const hn::Half<DI8> dh;
   V32 even = hn::ReorderWidenMulAccumulate(d32, hn::PromoteTo(d16, hn::LowerHalf(dh, q)),
                                            hn::PromoteTo(d16, hn::LoadU(dh, a)), hn::Zero(d32), odd);
   even = hn::ReorderWidenMulAccumulate(d32, hn::PromoteTo(d16, hn::UpperHalf(dh, q)),
                                        hn::PromoteTo(d16, hn::LoadU(dh, a + 8)), even, odd);
-#endif
   return hn::Add(even, odd);
 }
 
 /// Lanes summing to sum(q[i] * a[i]) over 16 quants q in [0, 127].
 RUVLLM_QUANT_ATTR HWY_INLINE V32 dot16_u8(VU8 q, const std::int8_t* HWY_RESTRICT a) {
-#if RUVLLM_QUANT_VNNI
-  return vnni_dot128(q.raw, _mm_loadu_si128(reinterpret_cast<const __m128i*>(a)));
-#else
   return dot16_i8(hn::BitCast(DI8(), q), a);
-#endif
 }
 
 /// Lanes summing to sum(q[i] * a[i]) over 32 quants q in [0, 127], given as
 /// the halves lo (elements 0-15) and hi (16-31).
 RUVLLM_QUANT_ATTR HWY_INLINE V32 dot32_u8(VU8 lo, VU8 hi, const std::int8_t* HWY_RESTRICT a) {
-#if RUVLLM_QUANT_VNNI
-  return vnni_dot256(_mm256_inserti128_si256(_mm256_castsi128_si256(lo.raw), hi.raw, 1), load256(a));
-#else
   const DI8 di8;
   return hn::Add(dot16_i8(hn::BitCast(di8, lo), a), dot16_i8(hn::BitCast(di8, hi), a + 16));
-#endif
 }
+#endif
+
+#if RUVLLM_QUANT_WIDE
+/// The f16 scales of 8 blocks `stride` bytes apart (the first at `first`) as
+/// floats. Each gathered lane is 4 bytes: the scale and the block's first two
+/// quant bytes, so no load leaves the blocks.
+RUVLLM_QUANT_ATTR HWY_INLINE __m256 half_scales8(const ruvllm::f16* first, std::size_t stride) {
+  const int s = static_cast<int>(stride);
+  const __m256i offsets = _mm256_setr_epi32(0, s, 2 * s, 3 * s, 4 * s, 5 * s, 6 * s, 7 * s);
+  const __m256i lanes = _mm256_i32gather_epi32(reinterpret_cast<const int*>(first), offsets, 1);
+  // The low halfword of every lane into the low 8 bytes of each 128-bit half,
+  // then both halves' low 8 bytes together.
+  const __m256i low_words =
+      _mm256_shuffle_epi8(lanes, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4, 5,
+                                                  8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1));
+  const __m256i packed = _mm256_permute4x64_epi64(low_words, 0x08);
+  return _mm256_cvtph_ps(_mm256_castsi256_si128(packed));
+}
+#endif
 
 /// One Q8_0 activation block in the form the Q8_0/Q4_0 block dots consume,
 /// prepared once and shared by every weight row of a batch: widened to int16
-/// on the portable path, raw bytes for VPDPBUSD; plus the lanes of 8 sum(a),
-/// Q4_0's offset term.
+/// on the portable path, raw bytes for the byte dots; plus the lanes of
+/// 8 sum(a), Q4_0's offset term.
 struct act32 {
-#if RUVLLM_QUANT_VNNI
+#if RUVLLM_QUANT_WIDE
   __m256i raw;
-#elif RUVLLM_QUANT_WIDE
-  hn::Vec<D16> v[2];  // elements 0-15, 16-31
 #else
   hn::Vec<D16> v[4];  // elements 0-7, 8-15, 16-23, 24-31
 #endif
@@ -6845,9 +6882,9 @@ struct act32 {
 
 RUVLLM_QUANT_ATTR HWY_INLINE act32 prepare_act32(const std::int8_t* HWY_RESTRICT a) {
   act32 p;
-#if RUVLLM_QUANT_VNNI
+#if RUVLLM_QUANT_WIDE
   p.raw = load256(a);
-  p.eight_sum = vnni_dot256(_mm256_set1_epi8(8), p.raw);
+  p.eight_sum = u8_dot256(_mm256_set1_epi8(8), p.raw);
 #else
   const D32 d32;
   const D16 d16;
@@ -6863,7 +6900,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE act32 prepare_act32(const std::int8_t* HWY_RESTRICT
   return p;
 }
 
-#if !RUVLLM_QUANT_VNNI
+#if !RUVLLM_QUANT_WIDE
 /// Lanes summing to sum(w[k][i] * a[k][i]) over the int16 parts of a block.
 template <std::size_t Parts>
 RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_parts(const hn::Vec<D16> (&w)[Parts], const act32& a) {
@@ -6878,10 +6915,10 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_parts(const hn::Vec<D16> (&w)[Parts], const
 
 /// Lanes summing to sum(w[i] * a[i]) over a Q8_0 block's 32 int8 weights.
 RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q8_0_block(const std::int8_t* HWY_RESTRICT w, const act32& a) {
-#if RUVLLM_QUANT_VNNI
+#if RUVLLM_QUANT_WIDE
   const __m256i wv = load256(w);
   // |w| . (a * sign(w)) = w . a; a * sign(w) fits in int8 because a != -128.
-  return vnni_dot256(_mm256_abs_epi8(wv), _mm256_sign_epi8(a.raw, wv));
+  return u8_dot256(_mm256_abs_epi8(wv), _mm256_sign_epi8(a.raw, wv));
 #else
   const D16 d16;
   const hn::Rebind<std::int8_t, D16> d8;
@@ -6896,12 +6933,14 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q8_0_block(const std::int8_t* HWY_RESTRICT 
 /// bytes (element j in the low nibble of byte j, element j + 16 in the high):
 /// sum(q a) - 8 sum(a) with q in [0, 15].
 RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT qs, const act32& a) {
-#if RUVLLM_QUANT_VNNI
-  const DU8 du8;
-  const VU8 packed = hn::LoadU(du8, qs);
-  const VU8 lo = hn::And(packed, hn::Set(du8, 0x0F));
-  const VU8 hi = hn::ShiftRight<4>(packed);
-  return hn::Sub(vnni_dot256(_mm256_inserti128_si256(_mm256_castsi128_si256(lo.raw), hi.raw, 1), a.raw), a.eight_sum);
+#if RUVLLM_QUANT_WIDE
+  // Both nibble halves in one register (low nibbles in the lower 128 bits):
+  // the bytes loaded into both halves, the upper half shifted right by 4 (a
+  // per-lane shift, so no cross-lane insert), one mask for both.
+  const __m256i packed = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i both = _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+  const __m256i nibbles = _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+  return hn::Sub(u8_dot256(nibbles, a.raw), a.eight_sum);
 #else
   // Each byte zero-extended to an int16 lane, then split with a mask and a
   // 16-bit shift: one widening per 16 bytes and no 8-bit shift emulation.
@@ -6943,6 +6982,31 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::s
     }
   };
   std::size_t b = 0;
+#if RUVLLM_QUANT_WIDE
+  // Eight blocks at a time, their block scales converted and multiplied
+  // together as vectors rather than one f16 at a time per row and block
+  // (four vector operations per block and row, a third of the loop). The
+  // products are the same float multiplications, so results do not change.
+  for (; b + 8 <= nb; b += 8) {
+    alignas(32) float scale[R][8];
+    const __m256 da = half_scales8(&a[b].d, sizeof(block_q8_0));
+    for (std::size_t k = 0; k < R; ++k) {
+      _mm256_store_ps(scale[k], _mm256_mul_ps(half_scales8(&row[k][b].d, sizeof(Block)), da));
+    }
+    const auto scaled_step = [&](std::size_t j, std::size_t slot) RUVLLM_QUANT_LAMBDA {
+      const act32 act = prepare_act32(a[b + j].qs);
+      for (std::size_t k = 0; k < R; ++k) {
+        const auto v = hn::ConvertTo(df, block_dot(row[k][b + j].qs, act));
+        acc[k][slot] = hn::MulAdd(v, hn::Vec<DF>{_mm256_broadcast_ss(&scale[k][j])}, acc[k][slot]);
+      }
+    };
+    // Unrolled by two so that the accumulators stay in registers.
+    for (std::size_t j = 0; j < 8; j += 2) {
+      scaled_step(j, 0);
+      scaled_step(j + 1, 1);
+    }
+  }
+#endif
   for (; b + 2 <= nb; b += 2) {
     step(b, 0);
     step(b + 1, 1);
@@ -6965,6 +7029,68 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
   }
 }
 
+#if RUVLLM_QUANT_WIDE
+/// One Q4_K . Q8_K super-block, the same float expression as the reference.
+/// The eight 6-bit scales and mins are unpacked four at a time in 32-bit
+/// words (the packing keeps each byte's bits within its byte) and the mins
+/// term is one VPMADDWD of the activation's 16 block sums: the scalar unpack
+/// and sum otherwise cost more than the 256 multiply-adds.
+RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q8_k& a) {
+  std::uint32_t packed_scales[3];
+  std::memcpy(packed_scales, w.scales, sizeof(packed_scales));
+  const std::uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, top2 = 0x03030303u;
+  // Bytes 0-7: scales of sub-blocks 0-7; bytes 8-15: their mins.
+  alignas(16) std::uint32_t unpacked[4] = {
+      packed_scales[0] & low6,
+      (packed_scales[2] & low4) | (((packed_scales[0] >> 6) & top2) << 4),
+      packed_scales[1] & low6,
+      ((packed_scales[2] >> 4) & low4) | (((packed_scales[1] >> 6) & top2) << 4),
+  };
+#if RUVLLM_QUANT_VNNI
+  std::uint8_t sc[16];
+  std::memcpy(sc, unpacked, sizeof(sc));
+#endif
+  const __m128i scales_mins = _mm_load_si128(reinterpret_cast<const __m128i*>(unpacked));
+  const __m128i mins = _mm_unpackhi_epi64(scales_mins, scales_mins);
+  // min j pairs with block sums 2j and 2j + 1.
+  const __m256i min_pairs = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mins, mins));
+  const __m256i min_sums = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), min_pairs);
+
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+#if !RUVLLM_QUANT_VNNI
+  // The scales as int16 in both 128-bit halves; sub-block j's scale is
+  // broadcast by a byte shuffle, staying in vector registers (moving each
+  // byte through a general register costs more than the multiply-adds).
+  const __m256i scales16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
+  const auto scale_of = [&](int j) RUVLLM_QUANT_LAMBDA {
+    return _mm256_shuffle_epi8(scales16, _mm256_set1_epi16(static_cast<short>(((2 * j + 1) << 8) | (2 * j))));
+  };
+#endif
+  __m256i acc = _mm256_setzero_si256();
+  for (int g = 0; g < 4; ++g) {
+    // 32 bytes hold sub-block 2g in their low nibbles and 2g + 1 in the high.
+    const __m256i q4 = load256(w.qs + 32 * g);
+    const std::int8_t* q8 = a.qs + 64 * g;
+    const __m256i low = _mm256_and_si256(q4, mask), high = _mm256_and_si256(_mm256_srli_epi16(q4, 4), mask);
+#if RUVLLM_QUANT_VNNI
+    acc = _mm256_add_epi32(acc, u8_dot256_scaled(low, load256(q8), sc[2 * g]).raw);
+    acc = _mm256_add_epi32(acc, u8_dot256_scaled(high, load256(q8 + 32), sc[2 * g + 1]).raw);
+#else
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(low, load256(q8)), scale_of(2 * g)));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(high, load256(q8 + 32)), scale_of(2 * g + 1)));
+#endif
+  }
+  // Both totals at once: lanes 0 and 1 of the reduced vector.
+  const __m256i pairs = _mm256_hadd_epi32(acc, min_sums);
+  const __m128i halves = _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
+  const __m128i totals = _mm_hadd_epi32(halves, halves);
+  const std::int32_t scaled = _mm_cvtsi128_si32(totals);
+  const std::int32_t min_total = _mm_extract_epi32(totals, 1);
+  const float d = half_to_float(w.d) * a.d;
+  const float dmin = half_to_float(w.dmin) * a.d;
+  return d * static_cast<float>(scaled) - dmin * static_cast<float>(min_total);
+}
+#else
 /// One Q4_K . Q8_K super-block, the same float expression as the reference.
 RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q8_k& a) {
   const D32 d32;
@@ -6973,8 +7099,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q
   scalar::quant_detail::q4_k_scales_mins(w, sc, m);
   std::int32_t mins = 0;
   for (std::size_t j = 0; j < 8; ++j) mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
-  const VU8 mask = hn::Set(du8, 0x0F);
   V32 acc = hn::Zero(d32);
+  const VU8 mask = hn::Set(du8, 0x0F);
   for (std::size_t g = 0; g < 4; ++g) {
     const std::uint8_t* q = w.qs + 32 * g;
     const std::int8_t* q8 = a.qs + 64 * g;
@@ -6984,10 +7110,11 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q
         acc, hn::Mul(dot32_u8(hn::ShiftRight<4>(p0), hn::ShiftRight<4>(p1), q8 + 32), hn::Set(d32, sc[2 * g + 1])));
   }
   const std::int32_t scaled = hn::GetLane(hn::SumOfLanes(d32, acc));
-  const float d = ruvllm::to_float(w.d) * a.d;
-  const float dmin = ruvllm::to_float(w.dmin) * a.d;
+  const float d = half_to_float(w.d) * a.d;
+  const float dmin = half_to_float(w.dmin) * a.d;
   return d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
 }
+#endif
 
 /// The 16 six-bit quants (0..63) of Q6_K sub-group `group` (0..3, elements
 /// 32 group + l0 + [0, 16) of a 128-element half) from that half's ql/qh.
@@ -7014,14 +7141,20 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q6_k_block(const block_q6_k& w, const block_q
       VU8 q[4];
       q6_k_unpack16(w.ql + 64 * half, w.qh + 32 * half, l0, q);
       for (std::size_t g = 0; g < 4; ++g) {
+#if RUVLLM_QUANT_WIDE
+        acc =
+            hn::Add(acc, u8_dot128_scaled(q[g].raw, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q8 + 32 * g + l0)),
+                                          sc[2 * g + l0 / 16]));
+#else
         acc = hn::Add(acc, hn::Mul(dot16_u8(q[g], q8 + 32 * g + l0), hn::Set(d32, sc[2 * g + l0 / 16])));
+#endif
       }
     }
   }
   std::int32_t bias = 0;
   for (std::size_t g = 0; g < qk_k / 16; ++g) bias += w.scales[g] * a.bsums[g];
   const std::int32_t total = hn::GetLane(hn::SumOfLanes(d32, acc)) - 32 * bias;
-  return ruvllm::to_float(w.d) * a.d * static_cast<float>(total);
+  return half_to_float(w.d) * a.d * static_cast<float>(total);
 }
 
 /// roundf of every lane: ties away from zero, exact. p's only use is Abs, so
@@ -7184,7 +7317,7 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q8_0(const block_q8_0* HWY_RESTRI
     const std::int8_t* qs = x[b].qs;
     quant_simd::scale_group([&](std::size_t k)
                                 RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, qs + k)); },
-                            32, ruvllm::to_float(x[b].d), 0.0f, y);
+                            32, quant_simd::half_to_float(x[b].d), 0.0f, y);
   }
 #endif
 }
@@ -7205,7 +7338,7 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q4_0(const block_q4_0* HWY_RESTRI
     hn::Store(hn::BitCast(di8, hn::Sub(hn::And(packed, hn::Set(du8, 0x0F)), eight)), di8, q);
     hn::Store(hn::BitCast(di8, hn::Sub(hn::ShiftRight<4>(packed), eight)), di8, q + 16);
     quant_simd::scale_group([&](std::size_t k) RUVLLM_QUANT_LAMBDA { return hn::PromoteTo(d32, hn::LoadU(d8, q + k)); },
-                            32, ruvllm::to_float(x[b].d), 0.0f, y);
+                            32, quant_simd::half_to_float(x[b].d), 0.0f, y);
   }
 #endif
 }
@@ -7219,7 +7352,7 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q4_k(const block_q4_k* HWY_RESTRI
   const quant_simd::DU8 du8;
   const hn::Rebind<std::uint8_t, decltype(d32)> d8;
   for (std::size_t b = 0; b < n / qk_k; ++b) {
-    const float d = ruvllm::to_float(x[b].d), dmin = ruvllm::to_float(x[b].dmin);
+    const float d = quant_simd::half_to_float(x[b].d), dmin = quant_simd::half_to_float(x[b].dmin);
     std::uint8_t sc[8], m[8];
     scalar::quant_detail::q4_k_scales_mins(x[b], sc, m);
     for (std::size_t g = 0; g < 4; ++g, y += 64) {
