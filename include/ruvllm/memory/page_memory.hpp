@@ -69,8 +69,9 @@ class page_memory {
     page_memory m;
     m.align_ = align;
 #if RUVLLM_MEMORY_HAVE_MMAP
-    // Over-map by one alignment and trim, so the run starts on a huge page.
-    const std::size_t map_size = bytes + align;
+    // Over-map by one alignment and trim, so the run starts on a huge page;
+    // mmap alone already aligns to the 4 KiB base page.
+    const std::size_t map_size = align > 4096 ? bytes + align : bytes;
     void* p = ::mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p != MAP_FAILED) {
       auto* base = static_cast<std::byte*>(p);
