@@ -17,5 +17,10 @@
 #include "ruvllm/core/thread_pool.hpp"
 #include "ruvllm/kernels/matmul.hpp"
 #include "ruvllm/kernels/ops.hpp"
+#include "ruvllm/kv/block_allocator.hpp"
+#include "ruvllm/kv/paged_kv_cache.hpp"
+#include "ruvllm/memory/arena.hpp"
+#include "ruvllm/memory/page_memory.hpp"
+#include "ruvllm/memory/unified_pool.hpp"
 
 #endif  // RUVLLM_RUVLLM_HPP

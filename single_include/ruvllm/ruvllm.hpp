@@ -12142,6 +12142,1822 @@ void quantized_gemv(thread_pool& pool, const WeightBlock* w, std::size_t row_str
 
 #endif  // RUVLLM_KERNELS_MATMUL_HPP
 
+// ==== ruvllm/memory/page_memory.hpp
+#ifndef RUVLLM_MEMORY_PAGE_MEMORY_HPP
+#define RUVLLM_MEMORY_PAGE_MEMORY_HPP
+
+// Whole-page memory from the operating system: the one place the memory layer
+// asks for bytes. On Linux an anonymous private mapping aligned to the page
+// size (2 MiB by default) with MADV_HUGEPAGE, so the kernel may back it with
+// transparent huge pages: a KV slab read at every decode step then costs one
+// TLB entry per 2 MiB instead of 512. Pages are committed on first touch, so
+// a large mapping costs address space, not RAM, until it is written. Where
+// mmap is unavailable (or refuses), aligned operator new is the fallback.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <utility>
+
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#define RUVLLM_MEMORY_HAVE_MMAP 1
+#else
+#define RUVLLM_MEMORY_HAVE_MMAP 0
+#endif
+
+namespace ruvllm::memory {
+
+/// Default page of the pool: 2 MiB, the x86-64 and AArch64 huge page.
+inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
+
+/// An owning run of zero-filled bytes aligned to `align` (a power of two).
+/// Move-only; not synchronized (a value). allocate() is the only call that
+/// allocates; the destructor returns the memory to the operating system.
+class page_memory {
+ public:
+  page_memory() noexcept = default;
+  page_memory(page_memory&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)),
+        size_(std::exchange(o.size_, 0)),
+        map_base_(std::exchange(o.map_base_, nullptr)),
+        map_size_(std::exchange(o.map_size_, 0)),
+        align_(std::exchange(o.align_, 0)) {}
+  page_memory& operator=(page_memory&& o) noexcept {
+    if (this != &o) {
+      reset();
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+      map_base_ = std::exchange(o.map_base_, nullptr);
+      map_size_ = std::exchange(o.map_size_, 0);
+      align_ = std::exchange(o.align_, 0);
+    }
+    return *this;
+  }
+  page_memory(const page_memory&) = delete;
+  page_memory& operator=(const page_memory&) = delete;
+  ~page_memory() { reset(); }
+
+  /// Maps `bytes` (> 0, a multiple of `align`) zero-filled bytes aligned to
+  /// `align` (a power of two >= 4096). Errors: out_of_memory when the system
+  /// refuses, invalid_argument for a bad size or alignment.
+  [[nodiscard]] static result<page_memory> allocate(std::size_t bytes, std::size_t align = huge_page_bytes) {
+    if (align < 4096 || (align & (align - 1)) != 0)
+      return make_error(errc::invalid_argument, "page alignment ", align, " must be a power of two >= 4096");
+    if (bytes == 0 || bytes % align != 0)
+      return make_error(errc::invalid_argument, "page memory size ", bytes, " must be a positive multiple of ", align);
+    if (bytes > (std::size_t{1} << 47))
+      return make_error(errc::out_of_memory, "page memory size ", bytes, " exceeds the address space limit 2^47");
+    page_memory m;
+    m.align_ = align;
+#if RUVLLM_MEMORY_HAVE_MMAP
+    // Over-map by one alignment and trim, so the run starts on a huge page;
+    // mmap alone already aligns to the 4 KiB base page.
+    const std::size_t map_size = align > 4096 ? bytes + align : bytes;
+    void* p = ::mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      auto* base = static_cast<std::byte*>(p);
+      const auto addr = reinterpret_cast<std::uintptr_t>(base);
+      const std::size_t lead = (align - (addr & (align - 1))) & (align - 1);
+      if (lead != 0) ::munmap(base, lead);
+      const std::size_t tail = map_size - lead - bytes;
+      if (tail != 0) ::munmap(base + lead + bytes, tail);
+      m.data_ = base + lead;
+      m.size_ = bytes;
+      m.map_base_ = m.data_;
+      m.map_size_ = bytes;
+#ifdef MADV_HUGEPAGE
+      // Advice only: a kernel without THP (or with it disabled) ignores it.
+      if (align >= huge_page_bytes) static_cast<void>(::madvise(m.data_, bytes, MADV_HUGEPAGE));
+#endif
+      return m;
+    }
+#endif
+    void* q = ::operator new (bytes, std::align_val_t{align}, std::nothrow);
+    if (q == nullptr)
+      return make_error(errc::out_of_memory, "allocating ", bytes, " bytes of page memory aligned to ", align,
+                        " failed");
+    std::memset(q, 0, bytes);
+    m.data_ = static_cast<std::byte*>(q);
+    m.size_ = bytes;
+    return m;
+  }
+
+  [[nodiscard]] std::byte* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return data_ == nullptr; }
+  /// Whether the bytes come from mmap (true) or the aligned-new fallback.
+  [[nodiscard]] bool mapped() const noexcept { return map_base_ != nullptr; }
+
+  /// Returns the memory; the object becomes empty.
+  void reset() noexcept {
+    if (data_ == nullptr) return;
+#if RUVLLM_MEMORY_HAVE_MMAP
+    if (map_base_ != nullptr) {
+      ::munmap(map_base_, map_size_);
+    } else {
+      ::operator delete (data_, std::align_val_t{align_});
+    }
+#else
+    ::operator delete (data_, std::align_val_t{align_});
+#endif
+    data_ = nullptr;
+    size_ = 0;
+    map_base_ = nullptr;
+    map_size_ = 0;
+  }
+
+ private:
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::byte* map_base_ = nullptr;
+  std::size_t map_size_ = 0;
+  std::size_t align_ = 0;
+};
+
+}  // namespace ruvllm::memory
+
+#endif  // RUVLLM_MEMORY_PAGE_MEMORY_HPP
+
+// ==== ruvllm/memory/unified_pool.hpp
+#ifndef RUVLLM_MEMORY_UNIFIED_POOL_HPP
+#define RUVLLM_MEMORY_UNIFIED_POOL_HPP
+
+// memory::unified_pool<EvictionPolicy, Hooks> -- one byte budget for every
+// large allocation an engine makes: KV block regions, LoRA adapters, router
+// weights, scratch arenas. After ADR-002's unified memory pool: whatever the
+// mix, the process never holds more than the budget, and under pressure the
+// coldest evictable allocation goes first (to a store, to a colder tier, or
+// simply away, as the request's pressure policy says).
+//
+// ------------------------------------------------------------------ model
+// * Memory comes in whole pages (2 MiB by default, pool_options::page_bytes):
+//   each allocation is one page-aligned run of page memory (page_memory.hpp:
+//   mmap + MADV_HUGEPAGE, else aligned new), so an allocation is contiguous
+//   and a KV slab inside it is read through huge pages. Sizes are rounded up
+//   to whole pages and the rounded size is what the budget is charged.
+//   Small objects belong inside one allocation of their owner (e.g. all of a
+//   tenant's MicroLoRA adapters) or in an arena.
+// * The budget is hard: used_bytes() <= budget_bytes() at every instant,
+//   because an allocation is charged before its memory is requested and only
+//   after enough has been evicted.
+// * Allocations carry a kind (alloc_kind) and a tenant namespace
+//   (tenant_id < pool_options::tenants); each tenant may have a quota
+//   (set_quota; default none). A request that would put its tenant above its quota fails
+//   with budget_exceeded under every policy: eviction frees room for the
+//   pool, never to let a tenant outgrow its share.
+// * Unpinned allocations sit in the EvictionPolicy's intrusive queue (the
+//   hooks live in the records, preallocated at create(): no heap allocation
+//   per allocation besides its pages). touch() marks use. pin() takes an
+//   allocation out of eviction until unpin() (the KV block regions are
+//   allocated pinned).
+// * Pressure policy per request (alloc_request::policy), applied when the
+//   request does not fit (and, with a hysteresis policy, once usage reaches
+//   the start watermark, evicting in one batch down to the stop watermark):
+//     evict    -- victims are freed; Hooks::evicted(info) is told;
+//     spill    -- Hooks::persist(info, bytes) writes each victim to a store
+//                 before it is freed;
+//     quantize -- Hooks::demote(info, bytes) pushes each victim to a colder
+//                 tier (e.g. requantized KV) before it is freed;
+//     reject   -- nothing is evicted; the request fails.
+//   A request that fails leaves the pool as it was, with one exception: a
+//   persist/demote hook that fails midway stops the eviction; victims already
+//   handed to the hook stay evicted (their data is safe where the hook put it).
+//   Eviction of any kind first checks that evictable bytes can cover the
+//   shortfall, so a request that cannot succeed evicts nothing.
+//
+// ------------------------------------------------------------------ hooks
+// Hooks is a class (stored by value in the pool, default no_hooks) with any of
+//   result<void> persist(const allocation_info&, std::span<const std::byte>);
+//   result<void> demote(const allocation_info&, std::span<const std::byte>);
+//   void evicted(const allocation_info&) noexcept;
+// A missing persist or demote makes spill or quantize behave as evict. Hooks
+// are plain member calls resolved at compile time (no std::function, no
+// virtual). They run with the pool's mutex held: they must not call back into
+// the pool.
+//
+// ------------------------------------------------------------ thread-safety
+// allocate, free, touch, pin, unpin, data, info, set_quota, trim are
+// serialized by one mutex inside the pool and may be called from any thread.
+// The statistics (used_bytes, peak_bytes, kind_bytes, tenant_bytes, stats(),
+// pressure()) are atomics read without the lock: each value is exact at some
+// instant, a set of them is not a snapshot. A pointer from data() stays valid
+// until the allocation is freed or evicted: pin it (or hold the handle's owner
+// lock) while using it from one thread while another may allocate.
+
+#include <algorithm>
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+
+namespace ruvllm::memory {
+
+/// What an allocation holds (statistics per kind; owners interpret evictions).
+enum class alloc_kind : std::uint8_t { kv_pages = 0, lora_adapter, router_weights, scratch };
+inline constexpr std::size_t alloc_kind_count = 4;
+
+/// What to do when a request does not fit (see the file comment).
+enum class pressure_policy : std::uint8_t { evict = 0, quantize, reject, spill };
+
+/// How full the pool is: normal below the stop watermark, elevated from it,
+/// high from the start watermark, critical when one more page would not fit.
+enum class pressure_state : std::uint8_t { normal = 0, elevated, high, critical };
+
+/// A tenant namespace: an index below pool_options::tenants.
+using tenant_id = std::uint16_t;
+
+/// A request's tags and pressure policy.
+struct alloc_request {
+  alloc_kind kind = alloc_kind::scratch;
+  tenant_id tenant = 0;
+  pressure_policy policy = pressure_policy::evict;
+  bool pinned = false;  // never evicted until unpin()
+};
+
+/// Handle to an allocation: a slot and the generation that detects stale use
+/// after a free or an eviction. A value; default-constructed = no allocation.
+struct allocation {
+  std::uint32_t slot = 0xFFFF'FFFFu;
+  std::uint32_t generation = 0;
+
+  [[nodiscard]] bool valid() const noexcept { return slot != 0xFFFF'FFFFu; }
+  friend constexpr bool operator==(allocation, allocation) noexcept = default;
+};
+
+/// What the hooks (and info()) see of an allocation.
+struct allocation_info {
+  allocation handle{};
+  alloc_kind kind = alloc_kind::scratch;
+  tenant_id tenant = 0;
+  std::size_t bytes = 0;     // requested
+  std::size_t reserved = 0;  // charged: bytes rounded up to whole pages
+  bool pinned = false;
+};
+
+/// Construction options of a unified_pool.
+struct pool_options {
+  std::size_t budget_bytes = 0;              // hard cap, a multiple of page_bytes
+  std::size_t page_bytes = huge_page_bytes;  // power of two >= 4096
+  std::uint32_t max_allocations = 4096;      // records preallocated by create()
+  std::uint32_t tenants = 1;                 // tenant ids 0 .. tenants - 1
+  eviction::watermarks watermarks{};         // start/stop percent (hysteresis policies)
+};
+
+/// Counters of a pool (relaxed atomics read at slightly different instants).
+struct pool_stats {
+  std::size_t used_bytes = 0;
+  std::size_t peak_bytes = 0;
+  std::size_t budget_bytes = 0;
+  std::size_t live_allocations = 0;
+  std::uint64_t allocations = 0;  // successful allocate() calls
+  std::uint64_t evictions = 0;    // victims freed under any policy
+  std::uint64_t spills = 0;       // victims handed to persist
+  std::uint64_t demotions = 0;    // victims handed to demote
+  std::uint64_t rejections = 0;   // failed allocate() calls
+};
+
+/// Hooks that do nothing: every policy but reject behaves as evict.
+struct no_hooks {};
+
+namespace detail {
+template <class H>
+concept has_persist_hook = requires(H& h, const allocation_info& i, std::span<const std::byte> b) {
+  { h.persist(i, b) } -> std::same_as<result<void>>;
+};
+template <class H>
+concept has_demote_hook = requires(H& h, const allocation_info& i, std::span<const std::byte> b) {
+  { h.demote(i, b) } -> std::same_as<result<void>>;
+};
+template <class H>
+concept has_evicted_hook = requires(H& h, const allocation_info& i) {
+  h.evicted(i);
+};
+template <class Q>
+concept watermark_queue = requires(Q& q, std::size_t n, eviction::watermarks w) {
+  { q.should_evict(n, n) } -> std::convertible_to<bool>;
+  { q.set_watermarks(w) } -> std::same_as<result<void>>;
+};
+}  // namespace detail
+
+/// A hook set for unified_pool: a class type offering any of persist, demote
+/// and evicted with the signatures in the file comment.
+template <class H>
+concept PoolHooks = std::is_class_v<H> && std::is_move_constructible_v<H>;
+
+/// The unified memory pool (contract in the file comment).
+///
+/// Template parameters: Policy, an EvictionPolicy (eviction::lru, lfu,
+/// hysteresis<lru>, ...); Hooks, the eviction hooks (no_hooks by default).
+/// Movable (the state lives behind one pointer); create() allocates the
+/// records once, allocate() maps pages, nothing else allocates except error
+/// messages.
+template <EvictionPolicy Policy, PoolHooks Hooks = no_hooks>
+class unified_pool {
+ public:
+  using policy_type = Policy;
+  using hooks_type = Hooks;
+  /// The quota of a tenant without one.
+  static constexpr std::size_t no_quota = ~std::size_t{0};
+
+  unified_pool() noexcept = default;
+
+  /// A pool with the given options. Errors (invalid_argument): page size not
+  /// a power of two >= 4096, budget 0 or not a multiple of the page size,
+  /// max_allocations 0, tenants outside [1, 65536], bad watermarks.
+  [[nodiscard]] static result<unified_pool> create(const pool_options& o, Hooks hooks = Hooks{}) {
+    if (o.page_bytes < 4096 || (o.page_bytes & (o.page_bytes - 1)) != 0)
+      return make_error(errc::invalid_argument, "pool page size ", o.page_bytes, " must be a power of two >= 4096");
+    if (o.budget_bytes == 0 || o.budget_bytes % o.page_bytes != 0)
+      return make_error(errc::invalid_argument, "pool budget ", o.budget_bytes,
+                        " must be a positive multiple of the page size ", o.page_bytes);
+    if (o.max_allocations == 0 || o.max_allocations >= 0xFFFF'FFFFu)
+      return make_error(errc::invalid_argument, "pool max_allocations ", o.max_allocations,
+                        " must be in [1, 2^32 - 2]");
+    if (o.tenants == 0 || o.tenants > 65536)
+      return make_error(errc::invalid_argument, "pool tenants ", o.tenants, " must be in [1, 65536]");
+    if (o.watermarks.start_percent == 0 || o.watermarks.start_percent > 100 ||
+        o.watermarks.stop_percent >= o.watermarks.start_percent)
+      return make_error(errc::invalid_argument, "pool watermarks ", o.watermarks.start_percent, "/",
+                        o.watermarks.stop_percent, " need 0 <= stop < start <= 100");
+    auto s = std::make_unique<state>(o, std::move(hooks));
+    if constexpr (detail::watermark_queue<queue_type>) RUVLLM_TRY(s->queue.set_watermarks(o.watermarks));
+    unified_pool p;
+    p.s_ = std::move(s);
+    return p;
+  }
+
+  /// Reserves `bytes` (rounded up to whole pages) for req.kind and
+  /// req.tenant, making room under req.policy when the budget is short.
+  /// The memory is zero-filled and page aligned. Errors: invalid_argument
+  /// (bytes 0, tenant unknown); budget_exceeded (over the tenant's quota, over
+  /// the budget under reject, or more than eviction can free -- the message
+  /// names the size, the budget and the usage); out_of_memory (no free record
+  /// or the system refused); a persist/demote hook's error.
+  [[nodiscard]] result<allocation> allocate(std::size_t bytes, const alloc_request& req) {
+    state& s = *s_;
+    if (bytes == 0) return make_error(errc::invalid_argument, "pool allocation of 0 bytes");
+    if (req.tenant >= s.options.tenants)
+      return make_error(errc::invalid_argument, "tenant ", req.tenant, " >= pool tenants ", s.options.tenants);
+    if (static_cast<std::size_t>(req.kind) >= alloc_kind_count)
+      return make_error(errc::invalid_argument, "allocation kind ", static_cast<unsigned>(req.kind), " unknown");
+    const std::size_t page = s.options.page_bytes;
+    const std::size_t budget = s.options.budget_bytes;
+    if (bytes > budget) {
+      s.rejections.fetch_add(1, std::memory_order_relaxed);
+      return make_error(errc::budget_exceeded, "allocation of ", bytes, " bytes exceeds the pool budget ", budget);
+    }
+    const std::size_t reserved = (bytes + page - 1) / page * page;
+
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const std::size_t tenant_used = s.tenant_used[req.tenant].load(std::memory_order_relaxed);
+    if (reserved > s.quota[req.tenant] - std::min(tenant_used, s.quota[req.tenant])) {
+      s.rejections.fetch_add(1, std::memory_order_relaxed);
+      return make_error(errc::budget_exceeded, "allocation of ", bytes, " bytes (", reserved, " reserved) by tenant ",
+                        req.tenant, " would exceed its quota ", s.quota[req.tenant], " (tenant uses ", tenant_used,
+                        ")");
+    }
+    if (s.free_top == 0) {
+      s.rejections.fetch_add(1, std::memory_order_relaxed);
+      return make_error(errc::out_of_memory, "pool holds its maximum of ", s.options.max_allocations, " allocations");
+    }
+    const std::size_t used = s.used.load(std::memory_order_relaxed);
+    if (used + reserved > budget) {
+      const std::size_t shortfall = used + reserved - budget;
+      if (req.policy == pressure_policy::reject || s.evictable < shortfall) {
+        s.rejections.fetch_add(1, std::memory_order_relaxed);
+        return make_error(errc::budget_exceeded, "allocation of ", bytes, " bytes (", reserved,
+                          " reserved) would exceed the pool budget ", budget, " (used ", used, ", evictable ",
+                          req.policy == pressure_policy::reject ? std::size_t{0} : s.evictable, ", policy ",
+                          policy_name(req.policy), ")");
+      }
+    }
+    if (req.policy != pressure_policy::reject) RUVLLM_TRY(make_room_locked(reserved, req.policy));
+
+    RUVLLM_TRY_ASSIGN(page_memory mem, page_memory::allocate(reserved, page));
+    const std::uint32_t slot = s.free_slots[--s.free_top];
+    record& r = s.records[slot];
+    r.mem = std::move(mem);
+    r.info.handle = allocation{slot, r.generation};
+    r.info.kind = req.kind;
+    r.info.tenant = req.tenant;
+    r.info.bytes = bytes;
+    r.info.reserved = reserved;
+    r.info.pinned = req.pinned;
+    r.pins = req.pinned ? 1 : 0;
+    r.live = true;
+    if (!req.pinned) {
+      s.queue.insert(r);
+      s.evictable += reserved;
+    }
+    charge(r.info, true);
+    s.allocations.fetch_add(1, std::memory_order_relaxed);
+    return r.info.handle;
+  }
+
+  /// Frees allocation `a` (no hook runs: the owner is done with it). Errors:
+  /// not_found for a handle that is stale (freed or evicted) or was never
+  /// issued.
+  result<void> free(allocation a) {
+    state& s = *s_;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    RUVLLM_TRY_ASSIGN(record * r, find_locked(a));
+    release_locked(*r);
+    return {};
+  }
+
+  /// Marks a use of `a` for the eviction policy. Errors: not_found.
+  result<void> touch(allocation a) {
+    state& s = *s_;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    RUVLLM_TRY_ASSIGN(record * r, find_locked(a));
+    if (r->pins == 0) s.queue.touch(*r);
+    return {};
+  }
+
+  /// Takes `a` out of eviction (counted: pin twice, unpin twice). Errors: not_found.
+  result<void> pin(allocation a) {
+    state& s = *s_;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    RUVLLM_TRY_ASSIGN(record * r, find_locked(a));
+    if (r->pins++ == 0) {
+      s.queue.erase(*r);
+      s.evictable -= r->info.reserved;
+    }
+    r->info.pinned = true;
+    return {};
+  }
+
+  /// Undoes one pin(); at zero pins `a` is evictable again (as most recently
+  /// used). Errors: not_found, invalid_argument when `a` is not pinned.
+  result<void> unpin(allocation a) {
+    state& s = *s_;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    RUVLLM_TRY_ASSIGN(record * r, find_locked(a));
+    if (r->pins == 0) return make_error(errc::invalid_argument, "unpin of allocation ", a.slot, " which is not pinned");
+    if (--r->pins == 0) {
+      r->info.pinned = false;
+      s.queue.insert(*r);
+      s.evictable += r->info.reserved;
+    }
+    return {};
+  }
+
+  /// The memory of `a` (reserved bytes, page aligned), or nullptr for a
+  /// stale handle. See the file comment for how long the pointer lives.
+  [[nodiscard]] std::byte* data(allocation a) const noexcept {
+    state& s = *s_;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const record* r = lookup_locked(a);
+    return r == nullptr ? nullptr : r->mem.data();
+  }
+
+  /// Tags and sizes of `a`. Errors: not_found.
+  [[nodiscard]] result<allocation_info> info(allocation a) const {
+    state& s = *s_;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const record* r = lookup_locked(a);
+    if (r == nullptr) return not_found(a);
+    return r->info;
+  }
+
+  /// Sets tenant t's quota in bytes (existing allocations stay; new ones must
+  /// fit). Errors: invalid_argument for an unknown tenant.
+  result<void> set_quota(tenant_id t, std::size_t bytes) {
+    state& s = *s_;
+    if (t >= s.options.tenants)
+      return make_error(errc::invalid_argument, "tenant ", t, " >= pool tenants ", s.options.tenants);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.quota[t] = bytes;
+    return {};
+  }
+
+  /// Evicts (under `policy`, not reject) until usage is at most
+  /// `target_bytes` or nothing evictable is left; an engine calls it between
+  /// steps to relieve pressure ahead of demand. Errors: a hook's error.
+  result<void> trim(std::size_t target_bytes, pressure_policy policy = pressure_policy::evict) {
+    state& s = *s_;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    while (s.used.load(std::memory_order_relaxed) > target_bytes) {
+      record* victim = s.queue.pick_victim();
+      if (victim == nullptr) break;
+      RUVLLM_TRY(evict_locked(*victim, policy));
+    }
+    return {};
+  }
+
+  // ---------------------------------------------------------- statistics
+  [[nodiscard]] std::size_t budget_bytes() const noexcept { return s_->options.budget_bytes; }
+  [[nodiscard]] std::size_t page_bytes() const noexcept { return s_->options.page_bytes; }
+  [[nodiscard]] std::size_t used_bytes() const noexcept { return s_->used.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::size_t peak_bytes() const noexcept { return s_->peak.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::size_t kind_bytes(alloc_kind k) const noexcept {
+    return s_->kind_used[static_cast<std::size_t>(k)].load(std::memory_order_relaxed);
+  }
+  /// Bytes charged to tenant t (0 for an unknown tenant).
+  [[nodiscard]] std::size_t tenant_bytes(tenant_id t) const noexcept {
+    return t < s_->options.tenants ? s_->tenant_used[t].load(std::memory_order_relaxed) : 0;
+  }
+  [[nodiscard]] pool_stats stats() const noexcept {
+    const state& s = *s_;
+    pool_stats st;
+    st.used_bytes = s.used.load(std::memory_order_relaxed);
+    st.peak_bytes = s.peak.load(std::memory_order_relaxed);
+    st.budget_bytes = s.options.budget_bytes;
+    st.live_allocations = s.live.load(std::memory_order_relaxed);
+    st.allocations = s.allocations.load(std::memory_order_relaxed);
+    st.evictions = s.evictions.load(std::memory_order_relaxed);
+    st.spills = s.spills.load(std::memory_order_relaxed);
+    st.demotions = s.demotions.load(std::memory_order_relaxed);
+    st.rejections = s.rejections.load(std::memory_order_relaxed);
+    return st;
+  }
+  /// The pressure state from current usage and the watermarks (lock-free).
+  [[nodiscard]] pressure_state pressure() const noexcept {
+    const state& s = *s_;
+    __extension__ using u128 = unsigned __int128;
+    const std::size_t used = s.used.load(std::memory_order_relaxed);
+    const std::size_t budget = s.options.budget_bytes;
+    if (used + s.options.page_bytes > budget) return pressure_state::critical;
+    const u128 scaled = static_cast<u128>(used) * 100u;
+    if (scaled >= static_cast<u128>(budget) * s.options.watermarks.start_percent) return pressure_state::high;
+    if (scaled >= static_cast<u128>(budget) * s.options.watermarks.stop_percent) return pressure_state::elevated;
+    return pressure_state::normal;
+  }
+  /// The hooks object (e.g. to read what a persist hook collected). Not
+  /// synchronized: call while no other thread uses the pool.
+  [[nodiscard]] Hooks& hooks() noexcept { return s_->hooks; }
+
+ private:
+  struct record : Policy::hook {
+    allocation_info info{};
+    page_memory mem;
+    std::uint32_t generation = 1;
+    std::uint32_t pins = 0;
+    bool live = false;
+  };
+  using queue_type = typename Policy::template queue<record>;
+
+  struct state {
+    state(const pool_options& o, Hooks&& h)
+        : options(o),
+          hooks(std::move(h)),
+          records(std::make_unique<record[]>(o.max_allocations)),
+          free_slots(std::make_unique<std::uint32_t[]>(o.max_allocations)),
+          quota(std::make_unique<std::size_t[]>(o.tenants)),
+          tenant_used(std::make_unique<std::atomic<std::size_t>[]>(o.tenants)) {
+      for (std::uint32_t i = 0; i < o.max_allocations; ++i) free_slots[i] = o.max_allocations - 1 - i;
+      free_top = o.max_allocations;
+      for (std::uint32_t t = 0; t < o.tenants; ++t) quota[t] = no_quota;
+    }
+    state(const state&) = delete;
+    state& operator=(const state&) = delete;
+    ~state() {
+      // The queue unlinks its (safe-mode) hooks before the records die.
+      for (std::uint32_t i = 0; i < options.max_allocations; ++i)
+        if (records[i].live && records[i].pins == 0) queue.erase(records[i]);
+    }
+
+    pool_options options;
+    Hooks hooks;
+    std::unique_ptr<record[]> records;
+    std::unique_ptr<std::uint32_t[]> free_slots;
+    std::uint32_t free_top = 0;
+    std::unique_ptr<std::size_t[]> quota;
+    std::unique_ptr<std::atomic<std::size_t>[]> tenant_used;
+    queue_type queue;
+    std::size_t evictable = 0;  // reserved bytes in the queue; guarded by mutex
+    mutable std::mutex mutex;
+    std::atomic<std::size_t> used{0};
+    std::atomic<std::size_t> peak{0};
+    std::atomic<std::size_t> live{0};
+    std::atomic<std::size_t> kind_used[alloc_kind_count] = {};
+    std::atomic<std::uint64_t> allocations{0}, evictions{0}, spills{0}, demotions{0}, rejections{0};
+  };
+
+  [[nodiscard]] static const char* policy_name(pressure_policy p) noexcept {
+    switch (p) {
+      case pressure_policy::evict: return "evict";
+      case pressure_policy::quantize: return "quantize";
+      case pressure_policy::reject: return "reject";
+      case pressure_policy::spill: return "spill";
+    }
+    return "unknown";
+  }
+
+  [[nodiscard]] static ruvllm::error not_found(allocation a) {
+    return make_error(errc::not_found, "allocation ", a.slot, " generation ", a.generation,
+                      " is not live (freed, evicted or never issued)");
+  }
+
+  [[nodiscard]] record* lookup_locked(allocation a) const noexcept {
+    const state& s = *s_;
+    if (a.slot >= s.options.max_allocations) return nullptr;
+    record& r = s.records[a.slot];
+    return r.live && r.generation == a.generation ? &r : nullptr;
+  }
+  [[nodiscard]] result<record*> find_locked(allocation a) const {
+    record* r = lookup_locked(a);
+    if (r == nullptr) return not_found(a);
+    return r;
+  }
+
+  // Adds (or removes) r's reserved bytes to the usage counters. Writers hold
+  // the mutex, so load + store is exact; readers see each counter atomically.
+  void charge(const allocation_info& i, bool add) noexcept {
+    state& s = *s_;
+    const auto bump = [add, n = i.reserved](std::atomic<std::size_t>& c) {
+      c.store(add ? c.load(std::memory_order_relaxed) + n : c.load(std::memory_order_relaxed) - n,
+              std::memory_order_relaxed);
+    };
+    bump(s.used);
+    bump(s.tenant_used[i.tenant]);
+    bump(s.kind_used[static_cast<std::size_t>(i.kind)]);
+    s.live.store(s.live.load(std::memory_order_relaxed) + (add ? 1 : std::size_t(-1)), std::memory_order_relaxed);
+    if (add) {
+      const std::size_t u = s.used.load(std::memory_order_relaxed);
+      if (u > s.peak.load(std::memory_order_relaxed)) s.peak.store(u, std::memory_order_relaxed);
+    }
+  }
+
+  void release_locked(record& r) noexcept {
+    state& s = *s_;
+    if (r.pins == 0) {
+      s.queue.erase(r);
+      s.evictable -= r.info.reserved;
+    }
+    charge(r.info, false);
+    r.mem.reset();
+    r.live = false;
+    r.pins = 0;
+    ++r.generation;  // stale handles now miss
+    if (r.generation == 0) r.generation = 1;
+    s.free_slots[s.free_top++] = r.info.handle.slot;
+  }
+
+  // Hands victim r to the policy's hook, then frees it.
+  result<void> evict_locked(record& r, pressure_policy policy) {
+    state& s = *s_;
+    const std::span<const std::byte> bytes(r.mem.data(), r.info.bytes);
+    if (policy == pressure_policy::spill) {
+      if constexpr (detail::has_persist_hook<Hooks>) {
+        RUVLLM_TRY(s.hooks.persist(r.info, bytes));
+        s.spills.fetch_add(1, std::memory_order_relaxed);
+      }
+    } else if (policy == pressure_policy::quantize) {
+      if constexpr (detail::has_demote_hook<Hooks>) {
+        RUVLLM_TRY(s.hooks.demote(r.info, bytes));
+        s.demotions.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    const allocation_info info = r.info;
+    release_locked(r);
+    s.evictions.fetch_add(1, std::memory_order_relaxed);
+    if constexpr (detail::has_evicted_hook<Hooks>) s.hooks.evicted(info);
+    return {};
+  }
+
+  // Evicts until `reserved` more bytes fit; with a watermark policy, keeps
+  // going in the same batch while the policy says usage is above its marks.
+  result<void> make_room_locked(std::size_t reserved, pressure_policy policy) {
+    state& s = *s_;
+    const std::size_t budget = s.options.budget_bytes;
+    for (;;) {
+      const std::size_t projected = s.used.load(std::memory_order_relaxed) + reserved;
+      bool more = projected > budget;
+      if constexpr (detail::watermark_queue<queue_type>) more = s.queue.should_evict(projected, budget) || more;
+      if (!more) return {};
+      record* victim = s.queue.pick_victim();
+      if (victim == nullptr) return {};  // watermarks only; the hard shortfall was checked
+      RUVLLM_TRY(evict_locked(*victim, policy));
+    }
+  }
+
+  std::unique_ptr<state> s_;
+};
+
+}  // namespace ruvllm::memory
+
+#endif  // RUVLLM_MEMORY_UNIFIED_POOL_HPP
+
+// ==== ruvllm/kv/block_allocator.hpp
+#ifndef RUVLLM_KV_BLOCK_ALLOCATOR_HPP
+#define RUVLLM_KV_BLOCK_ALLOCATOR_HPP
+
+// kv::block_allocator -- fixed-size KV blocks with reference counts.
+//
+// ------------------------------------------------------------- the interface
+// (stable; the paged KV cache, the radix prefix cache and the KV tiers are
+// built on exactly these calls)
+//   using block_id = std::uint32_t;
+//   result<block_id> allocate();            a free block, reference count 1;
+//                                           errc::out_of_memory when none is free
+//   void retain(block_id);                  +1 reference (the block must be live)
+//   void release(block_id);                 -1 reference; the block is free at 0
+//   std::uint32_t ref_count(block_id) const;   0 for a free block
+//   std::size_t block_bytes() const;        K + V bytes of one block, all layers
+//   std::size_t blocks_in_use() const;      blocks with a reference count > 0
+//   std::size_t capacity_blocks() const;    blocks the allocator can ever hold
+//   result<block_id> copy_block(block_id src, std::size_t tokens);
+//                                           copy-on-write helper: a new block
+//                                           (count 1) holding src's first
+//                                           `tokens` tokens of every layer
+// plus the addressing the kernels need: k_block(layer, id), v_block(layer, id),
+// k_slab(layer), v_slab(layer), layout(). A block's bytes are never touched by
+// the allocator except in copy_block (allocate does not clear them).
+//
+// ------------------------------------------------------------------ layout
+// One contiguous region, split into 2 x layers slabs, 64-byte aligned each:
+//   [layer 0 K: capacity x k_page_bytes][layer 0 V: capacity x v_page_bytes]
+//   [layer 1 K ...][layer 1 V ...] ...
+// Block id b of layer l lives at k_slab(l) + b * k_page_bytes (keys) and
+// v_slab(l) + b * v_page_bytes (values): exactly the addressing of
+// kernels::paged_kv_view (k_pages = k_slab(l), v_pages = v_slab(l)), so one
+// CSR page table of block ids serves every layer. Inside a block, each half
+// is the view's head_token_dim page ([kv_head][token][dim], per precision).
+// Why slabs per layer and role rather than one record per block holding all
+// layers: decode attention of layer l reads only layer l's keys and then its
+// values, so with slabs those bytes sit in a region 2 x layers times denser --
+// fewer huge pages and TLB entries per step, and blocks allocated one after
+// another by a growing sequence are adjacent, which keeps the hardware
+// prefetcher streaming across block boundaries.
+//
+// The region is one allocation made when the allocator is created: either
+// page memory of its own, or (create(pool, ...)) a pinned kv_pages
+// allocation of a memory::unified_pool charged to a tenant, so the pool's
+// budget covers the whole cache. Each 2 MiB pool page holds many blocks of
+// one slab. Capacity is fixed (vLLM's model: size the cache once, recycle
+// blocks); memory pages are still committed by the OS only when first
+// written.
+//
+// ------------------------------------------------------------ thread-safety
+// Every call may be made from any thread concurrently. allocate and the
+// release that frees a block take a mutex around the free list (a stack of
+// ids, preallocated: no call after create allocates, except error messages);
+// retain, ref_count, blocks_in_use and the address functions are lock-free
+// (atomic reference counts). The caller owns the synchronization of block
+// *contents*: write a block only while no reader uses it (copy-on-write
+// exists so shared blocks are never written).
+//
+// Errors: create() validates the layout and capacity. retain/release of an
+// id that is out of range or not live is a caller bug: asserted in debug
+// builds, ignored in release builds (never memory corruption).
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+
+namespace ruvllm::kv {
+
+/// Shape and formats of one KV block: layers x (K page + V page), each page
+/// kv_heads page-heads of tokens_per_block tokens of head_dim channels in the
+/// paged_kv_view byte layouts. A value; make() validates it.
+struct block_layout {
+  std::uint32_t layers = 0;
+  std::uint32_t kv_heads = 0;
+  std::uint32_t head_dim = 0;
+  std::uint32_t tokens_per_block = 0;
+  kernels::kv_format_desc k_format{};
+  kernels::kv_format_desc v_format{};
+
+  [[nodiscard]] std::size_t k_head_bytes() const noexcept {
+    return kernels::kv_page_head_bytes(k_format, kernels::kv_role::key, tokens_per_block, head_dim);
+  }
+  [[nodiscard]] std::size_t v_head_bytes() const noexcept {
+    return kernels::kv_page_head_bytes(v_format, kernels::kv_role::value, tokens_per_block, head_dim);
+  }
+  /// Bytes of one layer's key (value) page of a block.
+  [[nodiscard]] std::size_t k_page_bytes() const noexcept { return std::size_t{kv_heads} * k_head_bytes(); }
+  [[nodiscard]] std::size_t v_page_bytes() const noexcept { return std::size_t{kv_heads} * v_head_bytes(); }
+  /// K + V bytes of one block over all layers.
+  [[nodiscard]] std::size_t block_bytes() const noexcept {
+    return std::size_t{layers} * (k_page_bytes() + v_page_bytes());
+  }
+
+  /// A checked layout: formats as kernels::kv_format_check; layers in
+  /// [1, 4096]; kv_heads in [1, 65535].
+  [[nodiscard]] static result<block_layout> make(std::size_t layers, std::size_t kv_heads, std::size_t head_dim,
+                                                 std::size_t tokens_per_block, kernels::kv_format_desc k_format,
+                                                 kernels::kv_format_desc v_format) {
+    if (layers == 0 || layers > 4096)
+      return make_error(errc::invalid_argument, "KV layers ", layers, " must be in [1, 4096]");
+    if (kv_heads == 0 || kv_heads > 0xFFFF)
+      return make_error(errc::invalid_argument, "KV heads ", kv_heads, " must be in [1, 65535]");
+    RUVLLM_TRY(kernels::kv_format_check(k_format, kernels::kv_role::key, tokens_per_block, head_dim));
+    RUVLLM_TRY(kernels::kv_format_check(v_format, kernels::kv_role::value, tokens_per_block, head_dim));
+    block_layout l;
+    l.layers = static_cast<std::uint32_t>(layers);
+    l.kv_heads = static_cast<std::uint32_t>(kv_heads);
+    l.head_dim = static_cast<std::uint32_t>(head_dim);
+    l.tokens_per_block = static_cast<std::uint32_t>(tokens_per_block);
+    l.k_format = k_format;
+    l.v_format = v_format;
+    return l;
+  }
+
+  /// The layout of precisions KPrecision / VPrecision with TokensPerBlock tokens.
+  template <kernels::KvPrecision KPrecision, kernels::KvPrecision VPrecision, std::size_t TokensPerBlock>
+  [[nodiscard]] static result<block_layout> of(std::size_t layers, std::size_t kv_heads, std::size_t head_dim) {
+    return make(layers, kv_heads, head_dim, TokensPerBlock, kernels::kv_format_of<KPrecision>,
+                kernels::kv_format_of<VPrecision>);
+  }
+};
+
+/// Reference-counted fixed-size KV blocks in per-layer K and V slabs (see the
+/// file comment for the interface, layout and thread-safety contract).
+/// Movable (the state lives behind one pointer, so the address of the slabs
+/// and of the synchronization never changes); create() allocates once.
+class block_allocator {
+ public:
+  using block_id = std::uint32_t;
+  /// Never returned by allocate(); a convenient "no block" marker.
+  static constexpr block_id no_block = 0xFFFF'FFFFu;
+  /// Largest capacity (ids stay below no_block; 2^31 leaves room for flags).
+  static constexpr std::size_t max_capacity_blocks = std::size_t{1} << 31;
+
+  block_allocator() noexcept = default;
+
+  /// An allocator of capacity_blocks blocks in page memory of its own.
+  /// Errors: capacity 0 or above max_capacity_blocks, a byte size that
+  /// overflows, or the system refusing the memory.
+  [[nodiscard]] static result<block_allocator> create(const block_layout& layout, std::size_t capacity_blocks) {
+    RUVLLM_TRY_ASSIGN(const std::size_t bytes, region_bytes(layout, capacity_blocks));
+    RUVLLM_TRY_ASSIGN(auto mem, memory::page_memory::allocate(bytes, memory::huge_page_bytes));
+    auto s = std::make_unique<state>(layout, capacity_blocks);
+    s->base = mem.data();
+    s->own = std::move(mem);
+    block_allocator a;
+    a.s_ = std::move(s);
+    return a;
+  }
+
+  /// An allocator whose region is a pinned alloc_kind::kv_pages allocation
+  /// of `pool` charged to `tenant`, returned to the pool when the allocator
+  /// is destroyed; the pool must outlive the allocator. Errors: as create,
+  /// plus the pool's (budget, quota) under pressure policy `policy`.
+  template <class Pool>
+  [[nodiscard]] static result<block_allocator> create(
+      Pool& pool, const block_layout& layout, std::size_t capacity_blocks, memory::tenant_id tenant = 0,
+      memory::pressure_policy policy = memory::pressure_policy::reject) {
+    RUVLLM_TRY_ASSIGN(const std::size_t bytes, region_bytes(layout, capacity_blocks));
+    memory::alloc_request req;
+    req.kind = memory::alloc_kind::kv_pages;
+    req.tenant = tenant;
+    req.policy = policy;
+    req.pinned = true;
+    RUVLLM_TRY_ASSIGN(const memory::allocation handle, pool.allocate(bytes, req));
+    auto s = std::make_unique<state>(layout, capacity_blocks);
+    s->base = pool.data(handle);
+    s->pool = &pool;
+    s->pool_handle = handle;
+    s->pool_free = [](void* p, memory::allocation h) noexcept { static_cast<void>(static_cast<Pool*>(p)->free(h)); };
+    block_allocator a;
+    a.s_ = std::move(s);
+    return a;
+  }
+
+  /// A free block with reference count 1 (contents unspecified). Errors:
+  /// out_of_memory when every block is in use (the message names capacity).
+  [[nodiscard]] result<block_id> allocate() {
+    const block_id id = try_allocate();
+    if (id == no_block)
+      return make_error(errc::out_of_memory, "all ", s_->capacity, " KV blocks of ", s_->layout.block_bytes(),
+                        " bytes are in use");
+    return id;
+  }
+
+  /// allocate() without an error object: no_block when none is free. The
+  /// allocation-free form for hot paths (plan()).
+  [[nodiscard]] block_id try_allocate() noexcept {
+    block_id id;
+    {
+      std::lock_guard<std::mutex> lock(s_->mutex);
+      if (s_->free_top == 0) return no_block;
+      id = s_->free_stack[--s_->free_top];
+      s_->in_use.store(s_->in_use.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+    s_->refs[id].store(1, std::memory_order_release);
+    return id;
+  }
+
+  /// Adds a reference to live block `id` (lock-free).
+  void retain(block_id id) noexcept {
+    if (RUVLLM_UNLIKELY(id >= s_->capacity)) {
+      RUVLLM_ASSERT(id < s_->capacity);
+      return;
+    }
+    [[maybe_unused]] const std::uint32_t before = s_->refs[id].fetch_add(1, std::memory_order_relaxed);
+    RUVLLM_ASSERT(before > 0);
+  }
+
+  /// Drops a reference to live block `id`; the last one frees it.
+  void release(block_id id) noexcept {
+    if (RUVLLM_UNLIKELY(id >= s_->capacity)) {
+      RUVLLM_ASSERT(id < s_->capacity);
+      return;
+    }
+    std::uint32_t cur = s_->refs[id].load(std::memory_order_relaxed);
+    do {
+      if (RUVLLM_UNLIKELY(cur == 0)) {
+        RUVLLM_ASSERT(cur > 0);  // releasing a free block
+        return;
+      }
+    } while (!s_->refs[id].compare_exchange_weak(cur, cur - 1, std::memory_order_acq_rel, std::memory_order_relaxed));
+    if (cur != 1) return;
+    std::lock_guard<std::mutex> lock(s_->mutex);
+    s_->free_stack[s_->free_top++] = id;
+    s_->in_use.store(s_->in_use.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  }
+
+  /// References held on `id` (0 when free or out of range).
+  [[nodiscard]] std::uint32_t ref_count(block_id id) const noexcept {
+    return id < s_->capacity ? s_->refs[id].load(std::memory_order_acquire) : 0;
+  }
+
+  /// A new block (count 1) whose first `tokens` tokens equal src's in every
+  /// layer, K and V; the rest is unspecified. src must be live and stay so
+  /// during the call. Errors: out_of_memory (no free block), out_of_range
+  /// (src or tokens > tokens_per_block).
+  [[nodiscard]] result<block_id> copy_block(block_id src, std::size_t tokens) {
+    if (src >= s_->capacity || ref_count(src) == 0)
+      return make_error(errc::out_of_range, "copy_block source ", src, " is not a live block (capacity ", s_->capacity,
+                        ")");
+    if (tokens > s_->layout.tokens_per_block)
+      return make_error(errc::out_of_range, "copy_block of ", tokens, " tokens exceeds the block's ",
+                        s_->layout.tokens_per_block);
+    RUVLLM_TRY_ASSIGN(const block_id dst, allocate());
+    copy_tokens(src, dst, tokens);
+    return dst;
+  }
+
+  /// Copies the first `tokens` tokens of every layer's K and V pages from
+  /// block src to block dst (both live, tokens <= tokens_per_block).
+  void copy_tokens(block_id src, block_id dst, std::size_t tokens) noexcept {
+    const block_layout& l = s_->layout;
+    const std::size_t kh = l.k_head_bytes(), vh = l.v_head_bytes();
+    const std::size_t kn = prefix_bytes(l.k_format, kernels::kv_role::key, tokens);
+    const std::size_t vn = prefix_bytes(l.v_format, kernels::kv_role::value, tokens);
+    for (std::size_t layer = 0; layer < l.layers; ++layer) {
+      const std::byte* ks = k_block(layer, src);
+      std::byte* kd = k_block(layer, dst);
+      const std::byte* vs = v_block(layer, src);
+      std::byte* vd = v_block(layer, dst);
+      for (std::size_t h = 0; h < l.kv_heads; ++h) {
+        std::memcpy(kd + h * kh, ks + h * kh, kn);
+        std::memcpy(vd + h * vh, vs + h * vh, vn);
+      }
+    }
+  }
+
+  /// K + V bytes of one block over all layers.
+  [[nodiscard]] std::size_t block_bytes() const noexcept { return s_->layout.block_bytes(); }
+  /// Blocks with a reference count above zero (a relaxed snapshot).
+  [[nodiscard]] std::size_t blocks_in_use() const noexcept { return s_->in_use.load(std::memory_order_relaxed); }
+  /// Blocks the allocator holds in total.
+  [[nodiscard]] std::size_t capacity_blocks() const noexcept { return s_ ? s_->capacity : 0; }
+  /// The block shape and formats.
+  [[nodiscard]] const block_layout& layout() const noexcept { return s_->layout; }
+
+  /// Start of layer `layer`'s key slab: kernels::paged_kv_view::k_pages.
+  [[nodiscard]] std::byte* k_slab(std::size_t layer) const noexcept { return s_->base + s_->k_off[layer]; }
+  /// Start of layer `layer`'s value slab: kernels::paged_kv_view::v_pages.
+  [[nodiscard]] std::byte* v_slab(std::size_t layer) const noexcept { return s_->base + s_->v_off[layer]; }
+  /// Keys of block id in layer `layer` (kv_heads page-heads).
+  [[nodiscard]] std::byte* k_block(std::size_t layer, block_id id) const noexcept {
+    return k_slab(layer) + std::size_t{id} * s_->k_page;
+  }
+  /// Values of block id in layer `layer`.
+  [[nodiscard]] std::byte* v_block(std::size_t layer, block_id id) const noexcept {
+    return v_slab(layer) + std::size_t{id} * s_->v_page;
+  }
+
+ private:
+  struct state {
+    state(const block_layout& l, std::size_t cap)
+        : layout(l),
+          capacity(static_cast<std::uint32_t>(cap)),
+          k_page(l.k_page_bytes()),
+          v_page(l.v_page_bytes()),
+          refs(std::make_unique<std::atomic<std::uint32_t>[]>(cap)),
+          free_stack(std::make_unique<block_id[]>(cap)),
+          k_off(std::make_unique<std::size_t[]>(l.layers)),
+          v_off(std::make_unique<std::size_t[]>(l.layers)) {
+      // Low ids on top: a fresh allocator hands out 0, 1, 2 ... so a growing
+      // sequence's blocks are adjacent in every slab.
+      for (std::size_t i = 0; i < cap; ++i) free_stack[i] = static_cast<block_id>(cap - 1 - i);
+      free_top = capacity;
+      std::size_t off = 0;
+      for (std::size_t layer = 0; layer < l.layers; ++layer) {
+        k_off[layer] = off;
+        off = round_up(off + cap * k_page, 64);
+        v_off[layer] = off;
+        off = round_up(off + cap * v_page, 64);
+      }
+    }
+    state(const state&) = delete;
+    state& operator=(const state&) = delete;
+    ~state() {
+      if (pool_free != nullptr) pool_free(pool, pool_handle);
+    }
+
+    block_layout layout;
+    std::uint32_t capacity;
+    std::size_t k_page, v_page;
+    std::unique_ptr<std::atomic<std::uint32_t>[]> refs;
+    std::unique_ptr<block_id[]> free_stack;
+    std::unique_ptr<std::size_t[]> k_off, v_off;
+    std::uint32_t free_top = 0;  // guarded by mutex
+    std::atomic<std::size_t> in_use{0};
+    std::mutex mutex;
+    std::byte* base = nullptr;
+    memory::page_memory own;
+    void* pool = nullptr;
+    memory::allocation pool_handle{};
+    void (*pool_free)(void*, memory::allocation) noexcept = nullptr;
+  };
+
+  [[nodiscard]] static constexpr std::size_t round_up(std::size_t x, std::size_t a) noexcept {
+    return (x + a - 1) / a * a;
+  }
+
+  // Bytes of a page-head holding the first `tokens` tokens: token-major
+  // formats scale with tokens; KIVI keys hold whole groups of tokens.
+  [[nodiscard]] std::size_t prefix_bytes(kernels::kv_format_desc f, kernels::kv_role r,
+                                         std::size_t tokens) const noexcept {
+    const block_layout& l = s_->layout;
+    const bool kivi = f.format == kernels::kv_format::kivi2 || f.format == kernels::kv_format::kivi4;
+    if (kivi && r == kernels::kv_role::key) {
+      const std::size_t groups = (tokens + f.group - 1) / f.group;
+      return kernels::kv_page_head_bytes(f, r, groups * f.group, l.head_dim);
+    }
+    return kernels::kv_page_head_bytes(f, r, tokens, l.head_dim);
+  }
+
+  // Bytes of the whole region, 64-byte aligned slabs, rounded to huge pages.
+  [[nodiscard]] static result<std::size_t> region_bytes(const block_layout& l, std::size_t capacity) {
+    if (l.layers == 0 || l.kv_heads == 0 || l.k_page_bytes() == 0 || l.v_page_bytes() == 0)
+      return make_error(errc::invalid_argument, "KV block layout is empty: build it with block_layout::make");
+    if (capacity == 0 || capacity > max_capacity_blocks)
+      return make_error(errc::invalid_argument, "KV block capacity ", capacity, " must be in [1, ", max_capacity_blocks,
+                        "]");
+    const std::size_t per_layer = round_up(capacity * l.k_page_bytes(), 64) + round_up(capacity * l.v_page_bytes(), 64);
+    const std::size_t limit = std::size_t{1} << 46;
+    if (per_layer / capacity > (std::size_t{1} << 32) || per_layer > limit / l.layers)
+      return make_error(errc::out_of_memory, "KV region of ", capacity, " blocks x ", l.block_bytes(),
+                        " bytes exceeds the limit ", limit);
+    return round_up(per_layer * l.layers, memory::huge_page_bytes);
+  }
+
+  std::unique_ptr<state> s_;
+};
+
+}  // namespace ruvllm::kv
+
+#endif  // RUVLLM_KV_BLOCK_ALLOCATOR_HPP
+
+// ==== ruvllm/kv/paged_kv_cache.hpp
+#ifndef RUVLLM_KV_PAGED_KV_CACHE_HPP
+#define RUVLLM_KV_PAGED_KV_CACHE_HPP
+
+// kv::paged_kv_cache<Config, Backend> -- per-sequence block tables over a
+// kv::block_allocator, with copy-on-write forks, an allocation-free plan()
+// per step, token appends in the stored precision, and the per-layer
+// kernels::paged_kv_view the attention kernels read.
+//
+// ------------------------------------------------------------- one step
+//   1. plan(batch, ws): for every (sequence, new tokens) of the batch,
+//      reserves the blocks the new tokens need (copying a shared, partially
+//      filled last block first: copy-on-write), advances the sequence length
+//      and writes the CSR page table of the batch (page_indptr, page_ids,
+//      last_page_len -- kernels/paged_kv_view.hpp) into ws. No allocation:
+//      ws was sized once by make_workspace(max_batch). All or nothing: when a
+//      block cannot be had, every reservation of this plan is undone.
+//   2. per layer: append(ws, layer, i, k, v) writes the new tokens of batch
+//      entry i (f32 or f16 rows [token][kv_head][dim]) in K/V precision
+//      through Backend's KV quantizers; then view(ws, layer) is the
+//      paged_kv_view of the whole batch (new tokens included) for
+//      ops<Backend>::attention_decode / prefill.
+// Between plan() and the appends of a layer, that layer's new tokens are
+// unwritten: the view of a layer is meaningful once its appends are done.
+//
+// ------------------------------------------------------------- sharing
+// fork(s) makes a sequence sharing every block of s (reference counts + 1).
+// Full blocks are immutable once shared; the partially filled last block is
+// copied by whichever of the two next appends to it (the copy holds the
+// tokens written so far), so siblings never see each other's tokens.
+// add_sequence(prefix_blocks, tokens) adopts cached blocks (e.g. a radix
+// cache hit) the same way; block_table(s) exposes a sequence's blocks.
+//
+// ------------------------------------------------------------- storage
+// Blocks live in the allocator's per-layer K and V slabs (block_allocator.hpp:
+// layer l's keys of block b at k_slab(l) + b * k_page_bytes), so the page ids
+// of one CSR table address every layer, and view(ws, l) is just the table
+// plus layer l's slab bases. Block tables are one preallocated array of
+// max_sequences x max_blocks_per_sequence ids (no allocation per sequence).
+//
+// Precisions: keys f16 or q8_0, values f16, q8_0 or KIVI (per-token groups).
+// KIVI *keys* group G consecutive tokens per channel, so a token appended one
+// at a time would have to requantize its group from full-precision copies the
+// cache does not keep; a KIVI key tier is filled by migrating whole blocks
+// (kv tiers), not by append, and this class rejects it at compile time.
+//
+// Thread-safety: a paged_kv_cache is not synchronized; one thread (the
+// scheduler) drives it. Several caches may share one block_allocator from
+// different threads (its contract is thread-safe). Kernels may read views
+// concurrently with each other, not with appends to the same tokens.
+//
+// Errors: unknown or freed sequence ids (not_found), positions and lengths
+// out of range (out_of_range), exhausted blocks or sequence slots
+// (out_of_memory), duplicate sequences in one batch (invalid_argument).
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <type_traits>
+
+
+namespace ruvllm::kv {
+
+/// A compile-time KV cache shape: the usual Config of paged_kv_cache.
+template <std::size_t Layers, std::size_t KvHeads, std::size_t HeadDim, class KPrecision = precision::f16,
+          class VPrecision = precision::f16, std::size_t TokensPerBlock = 16>
+struct kv_config {
+  static constexpr std::size_t layers = Layers;
+  static constexpr std::size_t kv_heads = KvHeads;
+  static constexpr std::size_t head_dim = HeadDim;
+  static constexpr std::size_t tokens_per_block = TokensPerBlock;
+  using k_precision = KPrecision;
+  using v_precision = VPrecision;
+};
+
+namespace detail {
+template <class P>
+inline constexpr bool is_kivi_key = kernels::KvPrecision<P> &&
+                                    (kernels::kv_format_of<P>.format == kernels::kv_format::kivi2 ||
+                                     kernels::kv_format_of<P>.format == kernels::kv_format::kivi4);
+}  // namespace detail
+
+/// A paged_kv_cache shape: layers, kv_heads, head_dim, tokens_per_block
+/// (constants) and k_precision, v_precision (KV precisions).
+template <class C>
+concept KvCacheConfig = requires {
+  { C::layers } -> std::convertible_to<std::size_t>;
+  { C::kv_heads } -> std::convertible_to<std::size_t>;
+  { C::head_dim } -> std::convertible_to<std::size_t>;
+  { C::tokens_per_block } -> std::convertible_to<std::size_t>;
+  typename C::k_precision;
+  typename C::v_precision;
+}
+&&kernels::KvPrecision<typename C::k_precision>&& kernels::KvPrecision<typename C::v_precision>;
+
+/// A sequence of a paged_kv_cache: slot and generation (stale ids are caught).
+using seq_id = std::uint64_t;
+
+/// One entry of a step: sequence and the tokens it appends this step.
+struct step_entry {
+  seq_id seq = 0;
+  std::uint32_t new_tokens = 0;
+};
+
+/// Options of paged_kv_cache::create.
+struct cache_options {
+  std::uint32_t max_sequences = 256;             // live sequences at once (forks included)
+  std::uint32_t max_tokens_per_sequence = 8192;  // sizes the block tables
+};
+
+/// The per-step buffers plan() fills and view()/append() read: the CSR page
+/// table and each entry's append range. Made by paged_kv_cache::make_workspace
+/// (the only allocation), reused every step; not synchronized.
+struct step_workspace {
+  std::unique_ptr<std::uint32_t[]> page_indptr;    // batch + 1
+  std::unique_ptr<std::uint32_t[]> page_ids;       // max_batch x max blocks per sequence
+  std::unique_ptr<std::uint32_t[]> last_page_len;  // batch
+  std::unique_ptr<std::uint32_t[]> slot;           // per entry: sequence slot
+  std::unique_ptr<std::uint32_t[]> start;          // per entry: first new position
+  std::unique_ptr<std::uint32_t[]> count;          // per entry: new tokens
+  std::unique_ptr<std::uint32_t[]> undo;           // rollback log of plan()
+  std::uint32_t max_batch = 0;
+  std::uint32_t batch = 0;
+  std::uint64_t plan_epoch = 0;  // which plan of which cache filled it
+
+  [[nodiscard]] std::span<const std::uint32_t> indptr() const noexcept { return {page_indptr.get(), batch + 1u}; }
+  [[nodiscard]] std::span<const std::uint32_t> ids() const noexcept {
+    return {page_ids.get(), batch == 0 ? 0u : page_indptr[batch]};
+  }
+  [[nodiscard]] std::span<const std::uint32_t> last_len() const noexcept { return {last_page_len.get(), batch}; }
+};
+
+/// The paged KV cache (contract in the file comment).
+///
+/// Template parameters: Config (KvCacheConfig, e.g. kv_config<...>);
+/// B, the Backend whose KV quantizers append tokens (highway by default).
+/// Movable; create() and make_workspace() allocate, nothing else does
+/// (except error messages). The block_allocator must outlive the cache.
+template <KvCacheConfig Config, Backend B = backend::highway>
+class paged_kv_cache {
+ public:
+  using config = Config;
+  using k_precision = typename Config::k_precision;
+  using v_precision = typename Config::v_precision;
+  static constexpr std::size_t layers = Config::layers;
+  static constexpr std::size_t kv_heads = Config::kv_heads;
+  static constexpr std::size_t head_dim = Config::head_dim;
+  static constexpr std::size_t tokens_per_block = Config::tokens_per_block;
+  using view_type = kernels::paged_kv_view<k_precision, v_precision, tokens_per_block>;
+  using block_id = block_allocator::block_id;
+
+  static_assert(!detail::is_kivi_key<k_precision>,
+                "paged_kv_cache: KIVI keys group tokens and cannot be appended one token at a time; store keys as "
+                "precision::f16 or precision::q8_0 (a KIVI key tier is filled by block migration)");
+  static_assert(layers >= 1 && kv_heads >= 1 && head_dim >= 1 && tokens_per_block >= 1,
+                "paged_kv_cache: every Config dimension must be positive");
+
+  static constexpr kernels::kv_format_desc k_format = kernels::kv_format_of<k_precision>;
+  static constexpr kernels::kv_format_desc v_format = kernels::kv_format_of<v_precision>;
+  static constexpr std::size_t row_floats = kv_heads * head_dim;  // one token's K (or V), all heads
+
+  /// The block layout Config needs (for block_allocator::create).
+  [[nodiscard]] static result<block_layout> layout() {
+    return block_layout::of<k_precision, v_precision, tokens_per_block>(layers, kv_heads, head_dim);
+  }
+
+  paged_kv_cache() noexcept = default;
+
+  /// A cache over `blocks` (whose layout must equal layout()). Errors:
+  /// invalid_argument for a layout mismatch or options out of range.
+  [[nodiscard]] static result<paged_kv_cache> create(block_allocator& blocks, const cache_options& o = {}) {
+    RUVLLM_TRY_ASSIGN(const block_layout want, layout());
+    const block_layout& have = blocks.layout();
+    if (have.layers != want.layers || have.kv_heads != want.kv_heads || have.head_dim != want.head_dim ||
+        have.tokens_per_block != want.tokens_per_block || !(have.k_format == want.k_format) ||
+        !(have.v_format == want.v_format))
+      return make_error(errc::invalid_argument, "block allocator layout (", have.layers, " layers, ", have.kv_heads,
+                        " heads, dim ", have.head_dim, ", ", have.tokens_per_block,
+                        " tokens per block) differs from the cache's (", want.layers, ", ", want.kv_heads, ", ",
+                        want.head_dim, ", ", want.tokens_per_block, ") or its formats");
+    if (o.max_sequences == 0 || o.max_sequences > (1u << 24))
+      return make_error(errc::invalid_argument, "max_sequences ", o.max_sequences, " must be in [1, 2^24]");
+    if (o.max_tokens_per_sequence == 0 || o.max_tokens_per_sequence > (1u << 30))
+      return make_error(errc::invalid_argument, "max_tokens_per_sequence ", o.max_tokens_per_sequence,
+                        " must be in [1, 2^30]");
+    paged_kv_cache c;
+    c.blocks_ = &blocks;
+    c.max_seqs_ = o.max_sequences;
+    c.max_tokens_ = o.max_tokens_per_sequence;
+    c.max_blocks_ = static_cast<std::uint32_t>((o.max_tokens_per_sequence + tokens_per_block - 1) / tokens_per_block);
+    c.tables_ = std::make_unique<block_id[]>(std::size_t{c.max_seqs_} * c.max_blocks_);
+    c.seqs_ = std::make_unique<seq_state[]>(c.max_seqs_);
+    c.free_slots_ = std::make_unique<std::uint32_t[]>(c.max_seqs_);
+    for (std::uint32_t i = 0; i < c.max_seqs_; ++i) c.free_slots_[i] = c.max_seqs_ - 1 - i;
+    c.free_top_ = c.max_seqs_;
+    static std::atomic<std::uint64_t> next_cache_id{1};
+    c.cache_id_ = next_cache_id.fetch_add(1, std::memory_order_relaxed);
+    return c;
+  }
+
+  paged_kv_cache(paged_kv_cache&&) noexcept = default;
+  paged_kv_cache& operator=(paged_kv_cache&& o) noexcept {
+    if (this != &o) {
+      release_all();
+      blocks_ = std::exchange(o.blocks_, nullptr);
+      tables_ = std::move(o.tables_);
+      seqs_ = std::move(o.seqs_);
+      free_slots_ = std::move(o.free_slots_);
+      max_seqs_ = o.max_seqs_;
+      max_tokens_ = o.max_tokens_;
+      max_blocks_ = o.max_blocks_;
+      free_top_ = o.free_top_;
+      live_ = o.live_;
+      cache_id_ = o.cache_id_;
+      plan_count_ = o.plan_count_;
+      stamp_ = o.stamp_;
+    }
+    return *this;
+  }
+  paged_kv_cache(const paged_kv_cache&) = delete;
+  paged_kv_cache& operator=(const paged_kv_cache&) = delete;
+  /// Releases the blocks of every live sequence.
+  ~paged_kv_cache() { release_all(); }
+
+  /// Buffers for plans of up to max_batch entries (allocates them).
+  [[nodiscard]] step_workspace make_workspace(std::uint32_t max_batch) const {
+    step_workspace ws;
+    ws.max_batch = max_batch;
+    const std::size_t n = std::max<std::size_t>(max_batch, 1);
+    ws.page_indptr = std::make_unique<std::uint32_t[]>(n + 1);
+    ws.page_ids = std::make_unique<std::uint32_t[]>(n * max_blocks_);
+    ws.last_page_len = std::make_unique<std::uint32_t[]>(n);
+    ws.slot = std::make_unique<std::uint32_t[]>(n);
+    ws.start = std::make_unique<std::uint32_t[]>(n);
+    ws.count = std::make_unique<std::uint32_t[]>(n);
+    ws.undo = std::make_unique<std::uint32_t[]>(4 * n);
+    return ws;
+  }
+
+  // --------------------------------------------------------- sequences
+
+  /// A new empty sequence. Errors: out_of_memory when max_sequences are live.
+  [[nodiscard]] result<seq_id> add_sequence() {
+    RUVLLM_TRY_ASSIGN(const std::uint32_t slot, take_slot());
+    return id_of(slot);
+  }
+
+  /// A new sequence of `tokens` tokens held by `prefix` (e.g. a prefix-cache
+  /// hit): one reference is taken on each block; the caller keeps its own.
+  /// Errors: out_of_range when tokens does not fit exactly in prefix
+  /// (ceil(tokens / T) blocks) or exceeds max_tokens_per_sequence;
+  /// not_found for a block that is not live; out_of_memory (slots).
+  [[nodiscard]] result<seq_id> add_sequence(std::span<const block_id> prefix, std::size_t tokens) {
+    if (tokens > max_tokens_ || prefix.size() != (tokens + tokens_per_block - 1) / tokens_per_block)
+      return make_error(errc::out_of_range, "prefix of ", prefix.size(), " blocks cannot hold exactly ", tokens,
+                        " tokens of ", tokens_per_block, " per block (limit ", max_tokens_, " tokens)");
+    for (const block_id b : prefix)
+      if (blocks_->ref_count(b) == 0) return make_error(errc::not_found, "prefix block ", b, " is not live");
+    RUVLLM_TRY_ASSIGN(const std::uint32_t slot, take_slot());
+    block_id* table = table_of(slot);
+    for (std::size_t i = 0; i < prefix.size(); ++i) {
+      blocks_->retain(prefix[i]);
+      table[i] = prefix[i];
+    }
+    seqs_[slot].blocks = static_cast<std::uint32_t>(prefix.size());
+    seqs_[slot].length = static_cast<std::uint32_t>(tokens);
+    return id_of(slot);
+  }
+
+  /// A new sequence sharing every token of `parent` (copy-on-write).
+  /// Errors: not_found (parent), out_of_memory (slots).
+  [[nodiscard]] result<seq_id> fork(seq_id parent) {
+    RUVLLM_TRY_ASSIGN(const std::uint32_t p, find(parent));
+    RUVLLM_TRY_ASSIGN(const std::uint32_t slot, take_slot());
+    const block_id* src = table_of(p);
+    block_id* dst = table_of(slot);
+    for (std::uint32_t i = 0; i < seqs_[p].blocks; ++i) {
+      blocks_->retain(src[i]);
+      dst[i] = src[i];
+    }
+    seqs_[slot].blocks = seqs_[p].blocks;
+    seqs_[slot].length = seqs_[p].length;
+    return id_of(slot);
+  }
+
+  /// Ends sequence s: its references are released (shared blocks live on
+  /// in their other holders). Errors: not_found.
+  result<void> free_sequence(seq_id s) {
+    RUVLLM_TRY_ASSIGN(const std::uint32_t slot, find(s));
+    invalidate();
+    release_slot(slot);
+    return {};
+  }
+
+  /// Drops the tokens of s from position `tokens` on (speculative decoding
+  /// rejects a draft this way); blocks no longer needed are released.
+  /// Errors: not_found, out_of_range (tokens > length).
+  result<void> truncate(seq_id s, std::size_t tokens) {
+    RUVLLM_TRY_ASSIGN(const std::uint32_t slot, find(s));
+    seq_state& st = seqs_[slot];
+    if (tokens > st.length)
+      return make_error(errc::out_of_range, "truncate to ", tokens, " tokens past the sequence length ", st.length);
+    invalidate();
+    const auto keep = static_cast<std::uint32_t>((tokens + tokens_per_block - 1) / tokens_per_block);
+    block_id* table = table_of(slot);
+    for (std::uint32_t i = keep; i < st.blocks; ++i) blocks_->release(table[i]);
+    st.blocks = keep;
+    st.length = static_cast<std::uint32_t>(tokens);
+    return {};
+  }
+
+  /// Tokens held by s. Errors: not_found.
+  [[nodiscard]] result<std::size_t> length(seq_id s) const {
+    RUVLLM_TRY_ASSIGN(const std::uint32_t slot, find(s));
+    return std::size_t{seqs_[slot].length};
+  }
+
+  /// The blocks of s in order (valid until s changes). Errors: not_found.
+  [[nodiscard]] result<std::span<const block_id>> block_table(seq_id s) const {
+    RUVLLM_TRY_ASSIGN(const std::uint32_t slot, find(s));
+    return std::span<const block_id>(table_of(slot), seqs_[slot].blocks);
+  }
+
+  [[nodiscard]] std::size_t live_sequences() const noexcept { return live_; }
+  [[nodiscard]] block_allocator& blocks() const noexcept { return *blocks_; }
+
+  // --------------------------------------------------------- one step
+
+  /// Reserves room for each entry's new tokens (copy-on-write of a shared
+  /// partial last block), advances lengths and writes the batch's CSR page
+  /// table into ws. No allocation. All or nothing. Errors: invalid_argument
+  /// (batch larger than ws, a sequence twice), not_found (sequence),
+  /// out_of_range (a length past max_tokens_per_sequence), out_of_memory
+  /// (blocks exhausted; nothing changed).
+  [[nodiscard]] result<void> plan(std::span<const step_entry> batch, step_workspace& ws) {
+    if (batch.size() > ws.max_batch || ws.page_ids == nullptr)
+      return make_error(errc::invalid_argument, "batch of ", batch.size(), " entries exceeds the workspace's ",
+                        ws.max_batch);
+    ws.batch = 0;
+    ws.plan_epoch = 0;
+    invalidate();
+    const std::uint64_t stamp = ++stamp_;
+    // Validate everything before touching anything.
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      RUVLLM_TRY_ASSIGN(const std::uint32_t slot, find(batch[i].seq));
+      if (seqs_[slot].length + std::uint64_t{batch[i].new_tokens} > max_tokens_)
+        return make_error(errc::out_of_range, "sequence of ", seqs_[slot].length, " tokens plus ", batch[i].new_tokens,
+                          " new exceeds max_tokens_per_sequence ", max_tokens_);
+      if (seqs_[slot].planned == stamp)
+        return make_error(errc::invalid_argument, "sequence ", batch[i].seq, " appears twice in one batch");
+      seqs_[slot].planned = stamp;
+      ws.slot[i] = slot;
+    }
+    // Reserve. The undo log holds, per entry: blocks before, length before,
+    // the block a copy-on-write replaced (no_block if none), the entry done.
+    std::size_t done = 0;
+    for (; done < batch.size(); ++done) {
+      const std::uint32_t slot = ws.slot[done];
+      seq_state& st = seqs_[slot];
+      block_id* table = table_of(slot);
+      const std::uint32_t n = batch[done].new_tokens;
+      std::uint32_t* u = &ws.undo[4 * done];
+      u[0] = st.blocks;
+      u[1] = st.length;
+      u[2] = block_allocator::no_block;
+      const std::uint32_t fill = st.length % tokens_per_block;
+      bool ok = true;
+      if (n > 0 && fill != 0 && blocks_->ref_count(table[st.blocks - 1]) > 1) {
+        const block_id copy = blocks_->try_allocate();
+        if (copy == block_allocator::no_block) {
+          ok = false;
+        } else {
+          blocks_->copy_tokens(table[st.blocks - 1], copy, fill);
+          u[2] = table[st.blocks - 1];
+          table[st.blocks - 1] = copy;  // the old reference is dropped on success
+        }
+      }
+      const auto need =
+          static_cast<std::uint32_t>((st.length + std::size_t{n} + tokens_per_block - 1) / tokens_per_block);
+      while (ok && st.blocks < need) {
+        const block_id b = blocks_->try_allocate();
+        if (b == block_allocator::no_block) {
+          ok = false;
+          break;
+        }
+        table[st.blocks++] = b;
+      }
+      if (!ok) {
+        undo_entry(slot, u);
+        for (std::size_t j = done; j-- > 0;) undo_entry(ws.slot[j], &ws.undo[4 * j]);
+        return make_error(errc::out_of_memory, "KV blocks exhausted planning a batch of ", batch.size(), " sequences (",
+                          blocks_->blocks_in_use(), " of ", blocks_->capacity_blocks(), " blocks in use)");
+      }
+      ws.start[done] = st.length;
+      ws.count[done] = n;
+      st.length += n;
+    }
+    // Commit: drop the references copy-on-write replaced; write the table.
+    std::uint32_t pos = 0;
+    ws.page_indptr[0] = 0;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (ws.undo[4 * i + 2] != block_allocator::no_block) blocks_->release(ws.undo[4 * i + 2]);
+      const seq_state& st = seqs_[ws.slot[i]];
+      const block_id* table = table_of(ws.slot[i]);
+      std::copy(table, table + st.blocks, ws.page_ids.get() + pos);
+      pos += st.blocks;
+      ws.page_indptr[i + 1] = pos;
+      ws.last_page_len[i] =
+          st.blocks == 0 ? 0 : static_cast<std::uint32_t>(st.length - std::size_t{st.blocks - 1} * tokens_per_block);
+    }
+    ws.batch = static_cast<std::uint32_t>(batch.size());
+    ws.plan_epoch = (cache_id_ << 32) ^ plan_count_;
+    return {};
+  }
+
+  /// Writes the new tokens of batch entry `entry` of the last plan in layer
+  /// `layer`: k and v hold count x kv_heads x head_dim values, token-major
+  /// ([token][kv_head][dim]), count = the entry's new_tokens. Converted to
+  /// the stored precision by B's KV quantizers; no allocation. Errors:
+  /// invalid_argument (ws not from this cache's last plan, wrong sizes),
+  /// out_of_range (layer, entry).
+  [[nodiscard]] result<void> append(const step_workspace& ws, std::size_t layer, std::size_t entry,
+                                    std::span<const float> k, std::span<const float> v) {
+    RUVLLM_TRY(check_append(ws, layer, entry, k.size(), v.size()));
+    write_rows(ws, layer, entry, k.data(), v.data());
+    return {};
+  }
+
+  /// append() from f16 rows (converted one head row at a time on the stack).
+  [[nodiscard]] result<void> append(const step_workspace& ws, std::size_t layer, std::size_t entry,
+                                    std::span<const f16> k, std::span<const f16> v) {
+    RUVLLM_TRY(check_append(ws, layer, entry, k.size(), v.size()));
+    const std::uint32_t n = ws.count[entry];
+    float kr[head_dim], vr[head_dim];
+    for (std::uint32_t t = 0; t < n; ++t)
+      for (std::size_t h = 0; h < kv_heads; ++h) {
+        const std::size_t off = t * row_floats + h * head_dim;
+        for (std::size_t c = 0; c < head_dim; ++c) {
+          kr[c] = to_float(k[off + c]);
+          vr[c] = to_float(v[off + c]);
+        }
+        write_head(ws, layer, entry, t, 1, h, kr, vr, head_dim);
+      }
+    return {};
+  }
+
+  /// The kernels' view of layer `layer` for the batch of the last plan
+  /// (valid until the next plan or a sequence change). Errors:
+  /// invalid_argument (ws not from this cache's last plan), out_of_range.
+  [[nodiscard]] result<view_type> view(const step_workspace& ws, std::size_t layer) const {
+    RUVLLM_TRY(check_ws(ws));
+    if (layer >= layers) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers);
+    return view_unchecked(ws, layer);
+  }
+
+  /// view() without checks, for the decode loop after one checked call.
+  [[nodiscard]] view_type view_unchecked(const step_workspace& ws, std::size_t layer) const noexcept {
+    view_type vw;
+    vw.k_pages = blocks_->k_slab(layer);
+    vw.v_pages = blocks_->v_slab(layer);
+    vw.page_indptr = ws.page_indptr.get();
+    vw.page_ids = ws.page_ids.get();
+    vw.last_page_len = ws.last_page_len.get();
+    vw.batch = ws.batch;
+    vw.n_kv_heads = static_cast<std::uint32_t>(kv_heads);
+    vw.head_dim = static_cast<std::uint32_t>(head_dim);
+    return vw;
+  }
+
+  /// Reads token `pos` of s in layer `layer` back as floats (dequantized):
+  /// k_out and v_out receive kv_heads x head_dim values. For tests, tools
+  /// and spilling. Errors: not_found, out_of_range (layer, pos >= length),
+  /// invalid_argument (output sizes).
+  result<void> read(seq_id s, std::size_t layer, std::size_t pos, std::span<float> k_out,
+                    std::span<float> v_out) const {
+    RUVLLM_TRY_ASSIGN(const std::uint32_t slot, find(s));
+    if (layer >= layers) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers);
+    if (pos >= seqs_[slot].length)
+      return make_error(errc::out_of_range, "position ", pos, " >= sequence length ", seqs_[slot].length);
+    if (k_out.size() != row_floats || v_out.size() != row_floats)
+      return make_error(errc::invalid_argument, "read needs ", row_floats, " floats per output, got ", k_out.size(),
+                        " and ", v_out.size());
+    const block_id b = table_of(slot)[pos / tokens_per_block];
+    const std::size_t t = pos % tokens_per_block;
+    const std::byte* kb = blocks_->k_block(layer, b);
+    const std::byte* vb = blocks_->v_block(layer, b);
+    for (std::size_t h = 0; h < kv_heads; ++h) {
+      kernels::kv_quant_ops<B>::kv_dequantize_page_head(k_format, kernels::kv_role::key,
+                                                        kb + h * view_type::k_head_bytes(head_dim), t, 1, head_dim,
+                                                        k_out.data() + h * head_dim, head_dim);
+      kernels::kv_quant_ops<B>::kv_dequantize_page_head(v_format, kernels::kv_role::value,
+                                                        vb + h * view_type::v_head_bytes(head_dim), t, 1, head_dim,
+                                                        v_out.data() + h * head_dim, head_dim);
+    }
+    return {};
+  }
+
+ private:
+  struct seq_state {
+    std::uint32_t generation = 1;
+    std::uint32_t blocks = 0;
+    std::uint32_t length = 0;
+    bool live = false;
+    std::uint64_t planned = 0;  // stamp of the last plan() that named it (duplicate check)
+  };
+
+  [[nodiscard]] block_id* table_of(std::uint32_t slot) const noexcept {
+    return tables_.get() + std::size_t{slot} * max_blocks_;
+  }
+  [[nodiscard]] seq_id id_of(std::uint32_t slot) const noexcept {
+    return (std::uint64_t{seqs_[slot].generation} << 32) | slot;
+  }
+
+  [[nodiscard]] result<std::uint32_t> find(seq_id s) const {
+    const auto slot = static_cast<std::uint32_t>(s & 0xFFFF'FFFFu);
+    const auto gen = static_cast<std::uint32_t>(s >> 32);
+    if (seqs_ == nullptr || slot >= max_seqs_ || !seqs_[slot].live || seqs_[slot].generation != gen)
+      return make_error(errc::not_found, "sequence ", s, " is not live in this cache");
+    return slot;
+  }
+
+  [[nodiscard]] result<std::uint32_t> take_slot() {
+    if (free_top_ == 0)
+      return make_error(errc::out_of_memory, "all ", max_seqs_, " sequence slots of the KV cache are live");
+    invalidate();
+    const std::uint32_t slot = free_slots_[--free_top_];
+    seq_state& st = seqs_[slot];
+    st.blocks = 0;
+    st.length = 0;
+    st.live = true;
+    st.planned = 0;
+    ++live_;
+    return slot;
+  }
+
+  // Any change of a sequence makes earlier plans (and their views) stale.
+  void invalidate() noexcept { ++plan_count_; }
+
+  void release_slot(std::uint32_t slot) noexcept {
+    seq_state& st = seqs_[slot];
+    const block_id* table = table_of(slot);
+    for (std::uint32_t i = 0; i < st.blocks; ++i) blocks_->release(table[i]);
+    st.blocks = 0;
+    st.length = 0;
+    st.live = false;
+    if (++st.generation == 0) st.generation = 1;
+    free_slots_[free_top_++] = slot;
+    --live_;
+  }
+
+  void release_all() noexcept {
+    if (seqs_ == nullptr) return;
+    for (std::uint32_t i = 0; i < max_seqs_; ++i)
+      if (seqs_[i].live) release_slot(i);
+  }
+
+  // Restores one plan entry from its undo record (see plan()).
+  void undo_entry(std::uint32_t slot, const std::uint32_t* u) noexcept {
+    seq_state& st = seqs_[slot];
+    block_id* table = table_of(slot);
+    for (std::uint32_t i = u[0]; i < st.blocks; ++i) blocks_->release(table[i]);
+    st.blocks = u[0];
+    if (u[2] != block_allocator::no_block) {
+      blocks_->release(table[st.blocks - 1]);  // the copy
+      table[st.blocks - 1] = u[2];
+    }
+    st.length = u[1];
+  }
+
+  [[nodiscard]] result<void> check_ws(const step_workspace& ws) const {
+    if (ws.plan_epoch == 0 || ws.plan_epoch != ((cache_id_ << 32) ^ plan_count_))
+      return make_error(errc::invalid_argument, "step workspace does not hold this cache's last plan");
+    return {};
+  }
+
+  [[nodiscard]] result<void> check_append(const step_workspace& ws, std::size_t layer, std::size_t entry,
+                                          std::size_t k_size, std::size_t v_size) const {
+    RUVLLM_TRY(check_ws(ws));
+    if (layer >= layers) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers);
+    if (entry >= ws.batch) return make_error(errc::out_of_range, "batch entry ", entry, " >= batch ", ws.batch);
+    const std::size_t want = std::size_t{ws.count[entry]} * row_floats;
+    if (k_size != want || v_size != want)
+      return make_error(errc::invalid_argument, "append of ", ws.count[entry], " tokens needs ", want,
+                        " values for K and V, got ", k_size, " and ", v_size);
+    return {};
+  }
+
+  // Writes all heads of the entry's new tokens from [token][kv_head][dim] rows.
+  void write_rows(const step_workspace& ws, std::size_t layer, std::size_t entry, const float* k,
+                  const float* v) noexcept {
+    const std::uint32_t n = ws.count[entry];
+    std::uint32_t t = 0;
+    while (t < n) {
+      const std::size_t pos = ws.start[entry] + t;
+      const auto run = static_cast<std::uint32_t>(
+          std::min<std::size_t>(n - t, tokens_per_block - pos % tokens_per_block));  // within one block
+      for (std::size_t h = 0; h < kv_heads; ++h)
+        write_head(ws, layer, entry, t, run, h, k + t * row_floats + h * head_dim, v + t * row_floats + h * head_dim,
+                   row_floats);
+      t += run;
+    }
+  }
+
+  // Quantizes tokens [t, t + run) of the entry (one block) of head h.
+  void write_head(const step_workspace& ws, std::size_t layer, std::size_t entry, std::uint32_t t, std::uint32_t run,
+                  std::size_t h, const float* k, const float* v, std::size_t stride) noexcept {
+    const std::size_t pos = ws.start[entry] + t;
+    const block_id b = table_of(ws.slot[entry])[pos / tokens_per_block];
+    const std::size_t first = pos % tokens_per_block;
+    kernels::kv_quant_ops<B>::kv_quantize_page_head(k_format, kernels::kv_role::key, k, stride, first, run, head_dim,
+                                                    blocks_->k_block(layer, b) + h * view_type::k_head_bytes(head_dim));
+    kernels::kv_quant_ops<B>::kv_quantize_page_head(v_format, kernels::kv_role::value, v, stride, first, run, head_dim,
+                                                    blocks_->v_block(layer, b) + h * view_type::v_head_bytes(head_dim));
+  }
+
+  block_allocator* blocks_ = nullptr;
+  std::unique_ptr<block_id[]> tables_;
+  std::unique_ptr<seq_state[]> seqs_;
+  std::unique_ptr<std::uint32_t[]> free_slots_;
+  std::uint32_t max_seqs_ = 0;
+  std::uint32_t max_tokens_ = 0;
+  std::uint32_t max_blocks_ = 0;
+  std::uint32_t free_top_ = 0;
+  std::size_t live_ = 0;
+  std::uint64_t cache_id_ = 0;
+  std::uint64_t plan_count_ = 0;  // bumped by every change: a workspace names the state it was planned on
+  std::uint64_t stamp_ = 0;
+};
+
+}  // namespace ruvllm::kv
+
+#endif  // RUVLLM_KV_PAGED_KV_CACHE_HPP
+
+// ==== ruvllm/memory/arena.hpp
+#ifndef RUVLLM_MEMORY_ARENA_HPP
+#define RUVLLM_MEMORY_ARENA_HPP
+
+// memory::arena -- a bump allocator for per-step scratch (activations,
+// attention workspaces, logits). A step allocates by moving one offset
+// forward and frees everything at once with reset(), so scratch costs no
+// heap call and no bookkeeping per allocation; the memory is a span the
+// owner provides (typically a pinned alloc_kind::scratch allocation of the
+// unified_pool, sized once for the largest step).
+//
+// Thread-safety: none; one arena per thread (or per step owner). Errors:
+// allocate() returns nullptr when the request does not fit (the hot path
+// must not build error messages); try_allocate() returns a ruvllm::error
+// naming the size and the space left, for callers at a boundary.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+
+
+namespace ruvllm::memory {
+
+/// A bump allocator over caller-owned bytes. Trivially copyable value of
+/// three words; does not own its memory, never allocates.
+class arena {
+ public:
+  arena() noexcept = default;
+  /// An arena over `memory` (which must outlive every pointer handed out).
+  explicit arena(std::span<std::byte> memory) noexcept : base_(memory.data()), size_(memory.size()) {}
+
+  /// `bytes` bytes aligned to `align` (a power of two), or nullptr when they
+  /// do not fit. Contents are whatever the last step left.
+  [[nodiscard]] std::byte* allocate(std::size_t bytes, std::size_t align = alignof(std::max_align_t)) noexcept {
+    RUVLLM_ASSERT(align != 0 && (align & (align - 1)) == 0);
+    const auto addr = reinterpret_cast<std::uintptr_t>(base_) + used_;
+    const std::size_t pad = (align - (addr & (align - 1))) & (align - 1);
+    if (pad > size_ - used_ || bytes > size_ - used_ - pad) return nullptr;
+    std::byte* p = base_ + used_ + pad;
+    used_ += pad + bytes;
+    if (used_ > high_water_) high_water_ = used_;
+    return p;
+  }
+
+  /// A span of n T (trivially destructible), aligned for T, or an empty span
+  /// when it does not fit (n == 0 also yields an empty span).
+  template <class T>
+  [[nodiscard]] std::span<T> allocate_span(std::size_t n, std::size_t align = alignof(T)) noexcept {
+    static_assert(std::is_trivially_destructible_v<T>, "arena memory is never destroyed element-wise");
+    if (n == 0 || n > (size_ + 1) / sizeof(T)) return {};
+    std::byte* p = allocate(n * sizeof(T), align < alignof(T) ? alignof(T) : align);
+    return p == nullptr ? std::span<T>{} : std::span<T>(reinterpret_cast<T*>(p), n);
+  }
+
+  /// allocate() with an error naming the request and the space left.
+  [[nodiscard]] result<std::byte*> try_allocate(std::size_t bytes, std::size_t align = alignof(std::max_align_t)) {
+    if (align == 0 || (align & (align - 1)) != 0)
+      return make_error(errc::invalid_argument, "arena alignment ", align, " must be a power of two");
+    std::byte* p = allocate(bytes, align);
+    if (p == nullptr)
+      return make_error(errc::out_of_memory, "arena request of ", bytes, " bytes aligned to ", align, " exceeds the ",
+                        size_ - used_, " bytes left of ", size_);
+    return p;
+  }
+
+  /// Frees everything handed out since construction or the last reset.
+  void reset() noexcept { used_ = 0; }
+
+  /// A mark to roll back to (nested scratch inside a step).
+  [[nodiscard]] std::size_t mark() const noexcept { return used_; }
+  /// Frees everything allocated after `m` (a value from mark()).
+  void rewind(std::size_t m) noexcept {
+    RUVLLM_ASSERT(m <= used_);
+    used_ = m;
+  }
+
+  [[nodiscard]] std::size_t capacity() const noexcept { return size_; }
+  [[nodiscard]] std::size_t used() const noexcept { return used_; }
+  [[nodiscard]] std::size_t remaining() const noexcept { return size_ - used_; }
+  /// The most bytes in use at once since construction (sizes the arena).
+  [[nodiscard]] std::size_t high_water() const noexcept { return high_water_; }
+
+ private:
+  std::byte* base_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t used_ = 0;
+  std::size_t high_water_ = 0;
+};
+
+}  // namespace ruvllm::memory
+
+#endif  // RUVLLM_MEMORY_ARENA_HPP
+
 // ==== ruvllm/ruvllm.hpp
 #ifndef RUVLLM_RUVLLM_HPP
 #define RUVLLM_RUVLLM_HPP

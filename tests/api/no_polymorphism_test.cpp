@@ -29,6 +29,16 @@ using public_types = std::tuple<
     ruvllm::tiers<ruvllm::tier<p::f16, 256>, ruvllm::tier<p::q8_0, 2048>, ruvllm::tier<p::kivi<2>>>, ev::lru, ev::lfu,
     ev::hysteresis<ev::lru>, ev::watermarks, ev::lru::hook, ev::lfu::hook, ev::lru::queue<lru_item>,
     ev::lfu::queue<lfu_item>, ev::hysteresis<ev::lru>::queue<lru_item>, ev::hysteresis<ev::lfu>::queue<lfu_item>,
+    // memory
+    ruvllm::memory::page_memory, ruvllm::memory::arena, ruvllm::memory::unified_pool<ev::lru>,
+    ruvllm::memory::unified_pool<ev::lfu>, ruvllm::memory::unified_pool<ev::hysteresis<ev::lru>>,
+    ruvllm::memory::pool_options, ruvllm::memory::pool_stats, ruvllm::memory::alloc_request,
+    ruvllm::memory::allocation, ruvllm::memory::allocation_info, ruvllm::memory::no_hooks,
+    // kv: blocks and the paged cache
+    ruvllm::kv::block_layout, ruvllm::kv::block_allocator, ruvllm::kv::kv_config<2, 2, 64>,
+    ruvllm::kv::paged_kv_cache<ruvllm::kv::kv_config<2, 2, 64>>,
+    ruvllm::kv::paged_kv_cache<ruvllm::kv::kv_config<1, 1, 32, p::q8_0, p::kivi<4>, 32>, ruvllm::backend::scalar>,
+    ruvllm::kv::step_workspace, ruvllm::kv::step_entry, ruvllm::kv::cache_options,
     // kernels
     ruvllm::kernels::ops<ruvllm::backend::scalar>, ruvllm::kernels::ops<ruvllm::backend::highway>,
     ruvllm::kernels::ops<ruvllm::backend::xsimd>, ruvllm::kernels::distance_ops<ruvllm::backend::scalar>,
