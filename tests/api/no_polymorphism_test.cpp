@@ -32,8 +32,8 @@ using public_types = std::tuple<
     // memory
     ruvllm::memory::page_memory, ruvllm::memory::arena, ruvllm::memory::unified_pool<ev::lru>,
     ruvllm::memory::unified_pool<ev::lfu>, ruvllm::memory::unified_pool<ev::hysteresis<ev::lru>>,
-    ruvllm::memory::pool_options, ruvllm::memory::pool_stats, ruvllm::memory::alloc_request,
-    ruvllm::memory::allocation, ruvllm::memory::allocation_info, ruvllm::memory::no_hooks,
+    ruvllm::memory::pool_options, ruvllm::memory::pool_stats, ruvllm::memory::alloc_request, ruvllm::memory::allocation,
+    ruvllm::memory::allocation_info, ruvllm::memory::no_hooks,
     // kv: blocks and the paged cache
     ruvllm::kv::block_layout, ruvllm::kv::block_allocator, ruvllm::kv::kv_config<2, 2, 64>,
     ruvllm::kv::paged_kv_cache<ruvllm::kv::kv_config<2, 2, 64>>,
