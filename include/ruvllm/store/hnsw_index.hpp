@@ -70,6 +70,8 @@
 #include <random>
 #include <shared_mutex>
 #include <span>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -79,6 +81,8 @@
 #include "ruvllm/core/error.hpp"
 #include "ruvllm/core/mapped_file.hpp"
 #include "ruvllm/core/thread_pool.hpp"
+#include "ruvllm/store/file_io.hpp"
+#include "ruvllm/store/hnsw_format.hpp"
 #include "ruvllm/store/vector_space.hpp"
 
 namespace ruvllm::store {
@@ -436,6 +440,70 @@ class hnsw_index {
   /// self-links, live count, key map); for tests and verify(). Shared lock.
   [[nodiscard]] result<void> check_invariants() const {
     std::shared_lock lock(*mutex_);
+    return invariants_unlocked();
+  }
+
+  // ---- persistence (format in hnsw_format.hpp) ------------------------------
+
+  /// The write-ahead-log sequence number stored with the index (0 when new):
+  /// the last logged write already contained in it.
+  [[nodiscard]] std::uint64_t sequence() const noexcept { return sequence_; }
+
+  /// Writes the index to path atomically: path + ".tmp" is written, fsynced
+  /// and renamed over path, and the directory fsynced, so a crash at any
+  /// point leaves either the previous file or the new one. Shared lock (
+  /// searches continue); allocates nothing beyond the path strings.
+  /// Errors: io_error naming the file.
+  [[nodiscard]] result<void> save(std::string_view path) const { return save(path, sequence_); }
+  /// save() recording `sequence` as the last write-ahead-log record it holds.
+  [[nodiscard]] result<void> save(std::string_view path, std::uint64_t sequence) const {
+    std::shared_lock lock(*mutex_);
+    return save_unlocked(path, sequence);
+  }
+
+  /// Maps path read-only and opens it in O(1): checks the header and the
+  /// section table against the file length and this index type; the data
+  /// stays in the page cache, nothing is copied or rebuilt. The view
+  /// searches in place and refuses mutations (errc::unsupported). Errors:
+  /// corrupt_data / unsupported naming the file and offset, io_error.
+  [[nodiscard]] static result<hnsw_index> open_view(std::string_view path) {
+    RUVLLM_TRY_ASSIGN(auto map, mapped_file::open(path));
+    RUVLLM_TRY_ASSIGN(auto layout, read_hnsw_layout(map.bytes(), path));
+    hnsw_index index;
+    RUVLLM_TRY(index.adopt_layout(layout, map.bytes(), path));
+    index.map_ = std::move(map);  // the mapping (and the pointers into it) moves intact
+    index.read_only_ = true;
+    return index;
+  }
+
+  /// Reads path into a writable index: every section checksum, the graph
+  /// invariants and key uniqueness are verified first, so a corrupt file is
+  /// an error, never a served graph. O(n); allocates the arrays.
+  [[nodiscard]] static result<hnsw_index> load(std::string_view path) {
+    RUVLLM_TRY_ASSIGN(auto map, mapped_file::open(path));
+    RUVLLM_TRY_ASSIGN(auto layout, read_hnsw_layout(map.bytes(), path));
+    RUVLLM_TRY(verify_hnsw_sections(map.bytes(), layout, path));
+    hnsw_index index;
+    RUVLLM_TRY(index.adopt_layout(layout, map.bytes(), path));
+    RUVLLM_TRY(index.take_ownership(path, layout.find(hnsw_section::level0)->offset));
+    return index;
+  }
+
+  /// Full check: section checksums (views: against the mapped file) and the
+  /// graph invariants. O(n); shared lock.
+  [[nodiscard]] result<void> verify() const {
+    std::shared_lock lock(*mutex_);
+    if (read_only_) {
+      RUVLLM_TRY_ASSIGN(auto layout, read_hnsw_layout(map_.bytes(), map_.path()));
+      RUVLLM_TRY(verify_hnsw_sections(map_.bytes(), layout, map_.path()));
+    }
+    auto inv = invariants_unlocked();
+    if (!inv && read_only_) return std::move(inv).error().at(map_.path(), hnsw_file_header_bytes_);
+    return inv;
+  }
+
+ protected:
+  [[nodiscard]] result<void> invariants_unlocked() const {
     std::size_t live = 0;
     for (std::uint64_t s = 0; s < sec_.count; ++s) {
       const std::uint8_t st = sec_.states[s];
@@ -466,6 +534,177 @@ class hnsw_index {
     return {};
   }
 
+  [[nodiscard]] result<void> save_unlocked(std::string_view path, std::uint64_t sequence) const {
+    struct part {
+      hnsw_section kind;
+      const void* data;
+      std::uint64_t bytes;
+    };
+    const std::uint64_t n = sec_.count;
+    part parts[7] = {
+        {hnsw_section::level0, sec_.level0, n * slot_bytes_},
+        {hnsw_section::keys, sec_.keys, n * 8},
+        {hnsw_section::states, sec_.states, n},
+        {hnsw_section::levels, sec_.levels, n},
+        {hnsw_section::upper_offsets, sec_.upper_offsets, n * 8},
+        {hnsw_section::upper_links, sec_.upper, sec_.upper_size * 4},
+        {hnsw_section::originals, sec_.originals, n * dim_ * 4},
+    };
+    const std::uint32_t count = sec_.originals != nullptr ? 7 : 6;
+    hnsw_file_header h{};
+    h.magic = hnsw_magic;
+    h.version = hnsw_format_version;
+    h.header_bytes = sizeof h;
+    h.dimension = dim_;
+    h.metric = space::metric_id;
+    h.precision = space::precision_id;
+    h.flags = sec_.originals != nullptr ? 1 : 0;
+    h.m = m_;
+    h.m0 = m0_;
+    h.ef_construction = opts_.ef_construction;
+    h.ef_search = opts_.ef_search;
+    h.slot_bytes = static_cast<std::uint32_t>(slot_bytes_);
+    h.code_bytes = static_cast<std::uint32_t>(code_bytes_);
+    h.slot_count = n;
+    h.live_count = live_;
+    h.entry = sec_.count == 0 ? detail::no_slot : entry_;
+    h.max_level = sec_.count == 0 ? -1 : max_level_;
+    h.sequence = sequence;
+    h.section_count = count;
+    h.seed = opts_.seed;
+    hnsw_section_entry table[7]{};
+    std::uint64_t at = detail::round_up(sizeof h + count * sizeof(hnsw_section_entry), hnsw_section_alignment);
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const auto bytes = std::span<const std::byte>(static_cast<const std::byte*>(parts[i].data), parts[i].bytes);
+      table[i] = hnsw_section_entry{static_cast<std::uint32_t>(parts[i].kind), crc32c(bytes), at, parts[i].bytes, 0};
+      at = detail::round_up(at + parts[i].bytes, hnsw_section_alignment);
+    }
+    h.file_bytes = at;
+    h.table_crc = crc32c(std::as_bytes(std::span<const hnsw_section_entry>(table, count)));
+    h.header_crc =
+        crc32c(std::as_bytes(std::span<const hnsw_file_header>(&h, 1)).first(offsetof(hnsw_file_header, header_crc)));
+
+    const std::string tmp = std::string(path) + ".tmp";
+    RUVLLM_TRY_ASSIGN(auto f, open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+    static constexpr std::byte zeros[hnsw_section_alignment] = {};
+    std::uint64_t written = 0;
+    const auto put = [&](const void* data, std::uint64_t bytes) -> result<void> {
+      RUVLLM_TRY(write_all(f, std::span<const std::byte>(static_cast<const std::byte*>(data), bytes), tmp));
+      written += bytes;
+      return {};
+    };
+    const auto pad_to = [&](std::uint64_t offset) -> result<void> { return put(zeros, offset - written); };
+    RUVLLM_TRY(put(&h, sizeof h));
+    RUVLLM_TRY(put(table, count * sizeof(hnsw_section_entry)));
+    for (std::uint32_t i = 0; i < count; ++i) {
+      RUVLLM_TRY(pad_to(table[i].offset));
+      if (parts[i].bytes > 0) RUVLLM_TRY(put(parts[i].data, parts[i].bytes));
+    }
+    RUVLLM_TRY(pad_to(h.file_bytes));
+    RUVLLM_TRY(sync_file(f, tmp));
+    f.close();
+    return replace_file(tmp, path);
+  }
+
+  // Points this index at the sections of a checked layout (a view); the
+  // header's parameters must match this index type.
+  [[nodiscard]] result<void> adopt_layout(const hnsw_file_layout& layout, std::span<const std::byte> file,
+                                          std::string_view path) {
+    const auto& h = layout.header;
+    const auto bad = [&](std::uint64_t offset, auto... parts) {
+      return make_error(errc::corrupt_data, parts...).at(path, offset);
+    };
+    if (h.metric != space::metric_id || h.precision != space::precision_id)
+      return make_error(errc::unsupported, "file holds metric ", h.metric, " precision ", h.precision,
+                        ", this index type is metric ", space::metric_id, " precision ", space::precision_id)
+          .at(path, 20);
+    hnsw_options o{};
+    o.dimension = h.dimension;
+    o.m = h.m;
+    o.ef_construction = h.ef_construction;
+    o.ef_search = h.ef_search;
+    o.keep_originals = (h.flags & 1u) != 0;
+    o.seed = h.seed;
+    if (auto ok = validate(o); !ok) return bad(16, "header parameters: ", ok.error().message());
+    if ((h.flags & ~1u) != 0) return bad(22, "unknown flags ", h.flags);
+    init_params(o);
+    if (h.m0 != m0_ || h.slot_bytes != slot_bytes_ || h.code_bytes != code_bytes_)
+      return bad(28, "derived sizes m0 ", h.m0, " slot ", h.slot_bytes, " code ", h.code_bytes, " != expected ", m0_,
+                 " ", slot_bytes_, " ", code_bytes_);
+    const std::uint64_t n = h.slot_count;
+    if (n >= detail::no_slot) return bad(48, "slot count ", n, " exceeds ", detail::no_slot - 1);
+    if (h.live_count > n) return bad(56, "live count ", h.live_count, " exceeds slot count ", n);
+    if (n == 0 ? (h.entry != detail::no_slot || h.max_level != -1)
+               : (h.entry >= n || h.max_level < 0 || h.max_level > static_cast<std::int32_t>(detail::hnsw_max_level)))
+      return bad(64, "entry ", h.entry, " / max level ", h.max_level, " invalid for ", n, " slots");
+    const auto expect = [&](hnsw_section kind, std::uint64_t bytes) -> result<const std::byte*> {
+      const hnsw_section_entry* e = layout.find(kind);
+      if (e == nullptr)
+        return make_error(errc::corrupt_data, "section ", static_cast<std::uint32_t>(kind), " is missing")
+            .at(path, 128);
+      if (e->bytes != bytes)
+        return make_error(errc::corrupt_data, "section ", e->kind, " has ", e->bytes, " bytes, expected ", bytes)
+            .at(path, e->offset);
+      return file.data() + e->offset;
+    };
+    RUVLLM_TRY_ASSIGN(auto level0_bytes, checked_mul(n, slot_bytes_, "level-0 section size"));
+    RUVLLM_TRY_ASSIGN(auto originals_bytes, checked_mul(n, std::uint64_t{dim_} * 4, "originals section size"));
+    RUVLLM_TRY_ASSIGN(sec_.level0, expect(hnsw_section::level0, level0_bytes));
+    RUVLLM_TRY_ASSIGN(auto keys, expect(hnsw_section::keys, n * 8));
+    RUVLLM_TRY_ASSIGN(auto states, expect(hnsw_section::states, n));
+    RUVLLM_TRY_ASSIGN(auto levels, expect(hnsw_section::levels, n));
+    RUVLLM_TRY_ASSIGN(auto offsets, expect(hnsw_section::upper_offsets, n * 8));
+    const hnsw_section_entry* up = layout.find(hnsw_section::upper_links);
+    if (up == nullptr || up->bytes % 4 != 0)
+      return make_error(errc::corrupt_data, "upper links section missing or not whole u32s").at(path, 128);
+    sec_.keys = reinterpret_cast<const std::uint64_t*>(keys);
+    sec_.states = reinterpret_cast<const std::uint8_t*>(states);
+    sec_.levels = reinterpret_cast<const std::uint8_t*>(levels);
+    sec_.upper_offsets = reinterpret_cast<const std::uint64_t*>(offsets);
+    sec_.upper = reinterpret_cast<const std::uint32_t*>(file.data() + up->offset);
+    sec_.upper_size = up->bytes / 4;
+    sec_.originals = nullptr;
+    if (o.keep_originals) {
+      RUVLLM_TRY_ASSIGN(auto orig, expect(hnsw_section::originals, originals_bytes));
+      sec_.originals = reinterpret_cast<const float*>(orig);
+    } else if (layout.find(hnsw_section::originals) != nullptr) {
+      return bad(22, "originals section present without its flag");
+    }
+    sec_.count = n;
+    entry_ = n == 0 ? detail::no_slot : h.entry;
+    max_level_ = n == 0 ? -1 : h.max_level;
+    live_ = static_cast<std::size_t>(h.live_count);
+    sequence_ = h.sequence;
+    return {};
+  }
+
+  // Copies the adopted (checksum-verified) sections into owned arrays and
+  // rebuilds the key map; any inconsistency is corrupt_data naming path.
+  [[nodiscard]] result<void> take_ownership(std::string_view path, std::uint64_t level0_offset) {
+    const std::uint64_t n = sec_.count;
+    level0_.assign(sec_.level0, sec_.level0 + n * slot_bytes_);
+    keys_.assign(sec_.keys, sec_.keys + n);
+    states_.assign(sec_.states, sec_.states + n);
+    levels_.assign(sec_.levels, sec_.levels + n);
+    upper_offsets_.assign(sec_.upper_offsets, sec_.upper_offsets + n);
+    upper_.assign(sec_.upper, sec_.upper + sec_.upper_size);
+    if (sec_.originals != nullptr) originals_.assign(sec_.originals, sec_.originals + n * dim_);
+    refresh_sections();
+    slot_of_.reserve(live_);
+    for (std::uint64_t s = 0; s < n; ++s) {
+      if (states_[s] == detail::slot_live) {
+        if (!slot_of_.emplace(keys_[s], static_cast<std::uint32_t>(s)).second)
+          return make_error(errc::corrupt_data, "key ", keys_[s], " is live in two slots").at(path, level0_offset);
+      } else {
+        free_slots_.push_back(static_cast<std::uint32_t>(s));
+      }
+    }
+    if (auto inv = invariants_unlocked(); !inv) return std::move(inv).error().at(path, level0_offset);
+    recount_in_degrees();
+    return {};
+  }
+
+ public:
   /// Live nodes that no level-0 path from the entry point reaches (0 in a
   /// healthy graph); for tests and diagnostics. Shared lock; allocates.
   [[nodiscard]] std::size_t unreachable_count() const {
@@ -1179,6 +1418,8 @@ class hnsw_index {
   // Graph state.
   std::uint32_t entry_ = detail::no_slot;
   int max_level_ = -1;
+  std::uint64_t sequence_ = 0;
+  static constexpr std::uint64_t hnsw_file_header_bytes_ = sizeof(hnsw_file_header);
   std::size_t live_ = 0;
   bool read_only_ = false;
   detail::hnsw_sections sec_{};
