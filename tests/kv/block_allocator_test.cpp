@@ -1,14 +1,17 @@
 // kv::block_allocator: reference counts, the free list, copy-on-write copies
-// and the slab addressing, against a plain model of counts and contents.
+// and the slab addressing, against a plain model of counts and contents;
+// the region drawn from a unified_pool.
 
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "ruvllm/kv/block_allocator.hpp"
+#include "ruvllm/memory/unified_pool.hpp"
 #include "support/property.hpp"
 
 namespace {
@@ -100,4 +103,108 @@ TEST_CASE("copy_block copies the first tokens of every layer and head", "[kv][bl
   a.release(src);
   a.release(dst);
   CHECK(a.blocks_in_use() == 0);
+}
+
+TEST_CASE("a pool-backed block_allocator is charged to the pool and refused past its budget", "[kv][block]") {
+  namespace ev = ruvllm::eviction;
+  mem::pool_options o;
+  o.budget_bytes = 2 * mem::huge_page_bytes;
+  o.tenants = 2;
+  auto pool = mem::unified_pool<ev::lru>::create(o).value();
+  const kv::block_layout l = small_layout();
+  const std::size_t fits = mem::huge_page_bytes / l.block_bytes() / 2;  // well within one page
+  {
+    auto a = kv::block_allocator::create(pool, l, fits, 1).value();
+    CHECK(pool.used_bytes() == mem::huge_page_bytes);
+    CHECK(pool.kind_bytes(mem::alloc_kind::kv_pages) == mem::huge_page_bytes);
+    CHECK(pool.tenant_bytes(1) == mem::huge_page_bytes);
+    // The region is pinned: a later request cannot evict it.
+    mem::alloc_request big;
+    big.policy = mem::pressure_policy::evict;
+    const auto r = pool.allocate(2 * mem::huge_page_bytes, big);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code() == ruvllm::errc::budget_exceeded);
+    const auto id = a.allocate().value();
+    a.k_block(0, id)[0] = std::byte{1};  // the memory is usable
+    a.release(id);
+    // Over the budget: an error naming it, and nothing charged.
+    const auto too_big = kv::block_allocator::create(pool, l, 4 * mem::huge_page_bytes / l.block_bytes());
+    REQUIRE_FALSE(too_big.has_value());
+    CHECK(too_big.error().code() == ruvllm::errc::budget_exceeded);
+    CHECK(too_big.error().message().find(std::to_string(2 * mem::huge_page_bytes)) != std::string::npos);
+    CHECK(pool.used_bytes() == mem::huge_page_bytes);
+  }
+  CHECK(pool.used_bytes() == 0);  // the allocator returned its region
+  CHECK(kv::block_allocator::create(l, 0).error().code() == ruvllm::errc::invalid_argument);
+}
+
+TEST_CASE("block_allocator property: random allocate/retain/release/copy against a count model",
+          "[kv][block][property]") {
+  ruvllm::test::check_property(920, 20, [](ruvllm::test::rng& gen, std::size_t) {
+    const kv::block_layout l = small_layout();
+    const std::size_t capacity = gen.uniform_index(1, 24);
+    auto a = kv::block_allocator::create(l, capacity).value();
+    std::map<std::uint32_t, std::uint32_t> refs;  // live block -> references
+    std::map<std::uint32_t, std::uint8_t> stamp;  // live block -> first byte of each page-head
+    const auto write_stamp = [&](std::uint32_t id, std::uint8_t v) {
+      for (std::size_t layer = 0; layer < l.layers; ++layer)
+        for (std::size_t h = 0; h < l.kv_heads; ++h) {
+          a.k_block(layer, id)[h * l.k_head_bytes()] = std::byte{v};
+          a.v_block(layer, id)[h * l.v_head_bytes()] = std::byte{v};
+        }
+      stamp[id] = v;
+    };
+    for (int step = 0; step < 500; ++step) {
+      const std::size_t op = gen.uniform_index(0, 9);
+      const auto pick = [&] {
+        return std::next(refs.begin(), static_cast<std::ptrdiff_t>(gen.uniform_index(0, refs.size() - 1)));
+      };
+      if (op <= 3) {
+        const auto id = a.allocate();
+        if (refs.size() == capacity) {
+          REQUIRE_FALSE(id.has_value());
+        } else {
+          REQUIRE(id.has_value());
+          REQUIRE(refs.count(*id) == 0);  // never a block still referenced
+          refs[*id] = 1;
+          write_stamp(*id, static_cast<std::uint8_t>(gen.next_u32()));
+        }
+      } else if (op <= 5 && !refs.empty()) {
+        const auto it = pick();
+        a.retain(it->first);
+        ++it->second;
+      } else if (op <= 8 && !refs.empty()) {
+        const auto it = pick();
+        a.release(it->first);
+        if (--it->second == 0) {
+          stamp.erase(it->first);
+          refs.erase(it);
+        }
+      } else if (!refs.empty()) {
+        const auto src = pick()->first;
+        const auto copy = a.copy_block(src, gen.uniform_index(1, l.tokens_per_block));
+        if (refs.size() == capacity) {
+          REQUIRE_FALSE(copy.has_value());
+        } else {
+          REQUIRE(copy.has_value());
+          refs[*copy] = 1;
+          stamp[*copy] = stamp[src];
+        }
+      }
+      REQUIRE(a.blocks_in_use() == refs.size());
+      for (std::uint32_t b = 0; b < capacity; ++b) {
+        const auto it = refs.find(b);
+        REQUIRE(a.ref_count(b) == (it == refs.end() ? 0u : it->second));
+      }
+      for (const auto& [id, v] : stamp)
+        for (std::size_t layer = 0; layer < l.layers; ++layer)
+          for (std::size_t h = 0; h < l.kv_heads; ++h) {
+            REQUIRE(a.k_block(layer, id)[h * l.k_head_bytes()] == std::byte{v});
+            REQUIRE(a.v_block(layer, id)[h * l.v_head_bytes()] == std::byte{v});
+          }
+    }
+    for (const auto& [id, n] : refs)
+      for (std::uint32_t i = 0; i < n; ++i) a.release(id);
+    REQUIRE(a.blocks_in_use() == 0);
+  });
 }
