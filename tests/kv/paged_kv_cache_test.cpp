@@ -223,6 +223,15 @@ TEST_CASE("paged_kv_cache reports bad input as errors and failed plans change no
   REQUIRE(cache.free_sequence(c).has_value());
   CHECK(cache.free_sequence(c).error().code() == errc::not_found);
   CHECK(cache.plan(std::vector<kv::step_entry>{{c, 1}}, ws).error().code() == errc::not_found);
+  // A workspace planned by another cache is refused.
+  auto blocks2 = kv::block_allocator::create(cache_t::layout().value(), 4).value();
+  auto cache2 = cache_t::create(blocks2, {2, 16}).value();
+  auto ws2 = cache2.make_workspace(1);
+  const auto d = cache2.add_sequence().value();
+  REQUIRE(cache2.plan(std::vector<kv::step_entry>{{d, 1}}, ws2).has_value());
+  CHECK(cache.view(ws2, 0).error().code() == errc::invalid_argument);
+  CHECK(cache.append(ws2, 0, 0, kk, vv).error().code() == errc::invalid_argument);
+  CHECK(cache2.append(ws2, 0, 0, kk, vv).has_value());
   // Layout mismatch.
   auto other = kv::block_allocator::create(kv::block_layout::of<p::f16, p::q8_0, 4>(2, 2, 32).value(), 4).value();
   CHECK(cache_t::create(other).error().code() == errc::invalid_argument);

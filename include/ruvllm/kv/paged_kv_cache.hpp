@@ -82,6 +82,10 @@ struct kv_config {
 };
 
 namespace detail {
+// Names every cache of every Config, so a workspace planned by one cache is
+// never taken for another's.
+inline std::atomic<std::uint64_t> next_cache_id{1};
+
 template <class P>
 inline constexpr bool is_kivi_key = kernels::KvPrecision<P> &&
                                     (kernels::kv_format_of<P>.format == kernels::kv_format::kivi2 ||
@@ -129,7 +133,8 @@ struct step_workspace {
   std::unique_ptr<std::uint32_t[]> undo;           // rollback log of plan()
   std::uint32_t max_batch = 0;
   std::uint32_t batch = 0;
-  std::uint64_t plan_epoch = 0;  // which plan of which cache filled it
+  std::uint64_t owner = 0;  // the cache whose plan filled it (0: none)
+  std::uint64_t epoch = 0;  // that cache's state when it was planned
 
   [[nodiscard]] std::span<const std::uint32_t> indptr() const noexcept { return {page_indptr.get(), batch + 1u}; }
   [[nodiscard]] std::span<const std::uint32_t> ids() const noexcept {
@@ -201,8 +206,7 @@ class paged_kv_cache {
     c.free_slots_ = std::make_unique<std::uint32_t[]>(c.max_seqs_);
     for (std::uint32_t i = 0; i < c.max_seqs_; ++i) c.free_slots_[i] = c.max_seqs_ - 1 - i;
     c.free_top_ = c.max_seqs_;
-    static std::atomic<std::uint64_t> next_cache_id{1};
-    c.cache_id_ = next_cache_id.fetch_add(1, std::memory_order_relaxed);
+    c.cache_id_ = detail::next_cache_id.fetch_add(1, std::memory_order_relaxed);
     return c;
   }
 
@@ -345,7 +349,7 @@ class paged_kv_cache {
       return make_error(errc::invalid_argument, "batch of ", batch.size(), " entries exceeds the workspace's ",
                         ws.max_batch);
     ws.batch = 0;
-    ws.plan_epoch = 0;
+    ws.owner = 0;
     invalidate();
     const std::uint64_t stamp = ++stamp_;
     // Validate everything before touching anything.
@@ -417,7 +421,8 @@ class paged_kv_cache {
           st.blocks == 0 ? 0 : static_cast<std::uint32_t>(st.length - std::size_t{st.blocks - 1} * tokens_per_block);
     }
     ws.batch = static_cast<std::uint32_t>(batch.size());
-    ws.plan_epoch = (cache_id_ << 32) ^ plan_count_;
+    ws.owner = cache_id_;
+    ws.epoch = plan_count_;
     return {};
   }
 
@@ -576,7 +581,7 @@ class paged_kv_cache {
   }
 
   [[nodiscard]] result<void> check_ws(const step_workspace& ws) const {
-    if (ws.plan_epoch == 0 || ws.plan_epoch != ((cache_id_ << 32) ^ plan_count_))
+    if (ws.owner == 0 || ws.owner != cache_id_ || ws.epoch != plan_count_)
       return make_error(errc::invalid_argument, "step workspace does not hold this cache's last plan");
     return {};
   }
