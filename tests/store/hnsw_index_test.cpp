@@ -5,7 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <thread>
 #include <map>
 #include <set>
 #include <vector>
@@ -260,5 +262,53 @@ TEST_CASE("hnsw deletes keep recall and reuse slots", "[store][hnsw]") {
   REQUIRE(index.compact());
   CHECK(index.tombstone_count() == 0);
   CHECK(index.size() == live.size());
+  REQUIRE(index.check_invariants());
+}
+
+TEST_CASE("hnsw readers search while a writer inserts, updates, removes and batches", "[store][hnsw][threads]") {
+  constexpr std::size_t dim = 16;
+  auto index = st::hnsw_index<st::metric::cosine, p::f32>::create(
+                   st::hnsw_options{.dimension = dim, .m = 8, .ef_construction = 64, .compact_ratio = 0.3})
+                   .value();
+  auto data = random_vectors(3000, dim, 81);
+  std::vector<std::uint64_t> keys(1000);
+  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = i;
+  REQUIRE(index.insert_batch(keys, std::span<const float>(data.data(), 1000 * dim)));
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> searches{0}, bad{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&, t] {
+      st::hnsw_search_context ctx;
+      std::vector<st::search_hit> out(10);
+      std::size_t q = static_cast<std::size_t>(t);
+      while (!stop.load(std::memory_order_relaxed)) {
+        std::span<const float> query(data.data() + (q++ % 3000) * dim, dim);
+        auto n = index.search(query, std::span<st::search_hit>(out), ctx);
+        if (!n) {
+          ++bad;
+          continue;
+        }
+        for (std::size_t i = 1; i < *n; ++i)
+          if (out[i - 1].distance > out[i].distance) ++bad;
+        for (std::size_t i = 0; i < *n; ++i)
+          if (out[i].key >= 3000) ++bad;
+        ++searches;
+      }
+    });
+  }
+  ruvllm::thread_pool pool(2);
+  std::vector<std::uint64_t> batch_keys(1000);
+  for (std::size_t i = 0; i < 1000; ++i) batch_keys[i] = 2000 + i;
+  REQUIRE(index.insert_batch(batch_keys, std::span<const float>(data.data() + 2000 * dim, 1000 * dim), &pool));
+  for (std::size_t i = 1000; i < 2000; ++i) {
+    REQUIRE(index.insert(i, std::span<const float>(data.data() + i * dim, dim)));
+    if (i % 3 == 0) REQUIRE(index.remove(i - 1000));
+    if (i % 5 == 0) REQUIRE(index.update(i, std::span<const float>(data.data() + (i - 500) * dim, dim)));
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  CHECK(bad == 0);
+  CHECK(searches > 0);
   REQUIRE(index.check_invariants());
 }

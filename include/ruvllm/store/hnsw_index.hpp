@@ -195,6 +195,31 @@ struct hnsw_sections {
   std::uint64_t count = 0;       // slots
 };
 
+// A shared mutex that lets a waiting writer in ahead of new readers: glibc's
+// rwlock (behind std::shared_mutex) prefers readers, and a steady stream of
+// searches would otherwise starve inserts indefinitely.
+class writer_first_mutex {
+ public:
+  void lock() {
+    writers_.fetch_add(1, std::memory_order_acq_rel);
+    inner_.lock();
+  }
+  void unlock() {
+    inner_.unlock();
+    if (writers_.fetch_sub(1, std::memory_order_acq_rel) == 1) writers_.notify_all();
+  }
+  void lock_shared() {
+    for (int w = writers_.load(std::memory_order_acquire); w > 0; w = writers_.load(std::memory_order_acquire))
+      writers_.wait(w, std::memory_order_acquire);
+    inner_.lock_shared();
+  }
+  void unlock_shared() { inner_.unlock_shared(); }
+
+ private:
+  std::shared_mutex inner_;
+  std::atomic<int> writers_{0};
+};
+
 struct hnsw_locks {
   std::mutex entry;
   std::mutex stripes[hnsw_lock_stripes];
@@ -730,7 +755,7 @@ class hnsw_index {
 
  protected:
   hnsw_index()
-      : mutex_(std::make_unique<std::shared_mutex>()),
+      : mutex_(std::make_unique<detail::writer_first_mutex>()),
         locks_(std::make_unique<detail::hnsw_locks>()),
         contexts_(std::make_unique<detail::hnsw_context_pool>()) {}
 
@@ -1437,7 +1462,7 @@ class hnsw_index {
   std::vector<std::uint32_t> free_slots_;
   mapped_file map_;  // the mapping of a read-only view
 
-  std::unique_ptr<std::shared_mutex> mutex_;
+  std::unique_ptr<detail::writer_first_mutex> mutex_;
   std::unique_ptr<detail::hnsw_locks> locks_;
   std::unique_ptr<detail::hnsw_context_pool> contexts_;
 };
