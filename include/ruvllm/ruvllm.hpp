@@ -22,5 +22,8 @@
 #include "ruvllm/memory/arena.hpp"
 #include "ruvllm/memory/page_memory.hpp"
 #include "ruvllm/memory/unified_pool.hpp"
+#include "ruvllm/sona/adam.hpp"
+#include "ruvllm/sona/ewc.hpp"
+#include "ruvllm/sona/router.hpp"
 
 #endif  // RUVLLM_RUVLLM_HPP

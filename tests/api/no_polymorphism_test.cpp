@@ -18,6 +18,11 @@ struct lru_item : ev::lru::hook {};
 struct lfu_item : ev::lfu::hook {};
 
 using public_types = std::tuple<
+    // sona
+    ruvllm::sona::fastgrnn_router<float>, ruvllm::sona::fastgrnn_router<double>, ruvllm::sona::router_workspace<float>,
+    ruvllm::sona::router_options, ruvllm::sona::router_layout, ruvllm::sona::routing_decision,
+    ruvllm::sona::router_target, ruvllm::sona::ewc<float>, ruvllm::sona::ewc<double>, ruvllm::sona::ewc_options,
+    ruvllm::sona::adam<float>, ruvllm::sona::adam_options,
     // core
     ruvllm::error, ruvllm::result<int>, ruvllm::result<void>, ruvllm::f16, ruvllm::bf16, ruvllm::aligned_buffer<float>,
     ruvllm::aligned_buffer<std::uint8_t, 4096>, ruvllm::byte_reader, ruvllm::mapped_file, ruvllm::thread_pool,
