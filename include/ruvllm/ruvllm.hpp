@@ -23,7 +23,9 @@
 #include "ruvllm/memory/page_memory.hpp"
 #include "ruvllm/memory/unified_pool.hpp"
 #include "ruvllm/sona/adam.hpp"
+#include "ruvllm/sona/adapter_registry.hpp"
 #include "ruvllm/sona/ewc.hpp"
+#include "ruvllm/sona/lora.hpp"
 #include "ruvllm/sona/router.hpp"
 
 #endif  // RUVLLM_RUVLLM_HPP

@@ -23,6 +23,9 @@ using public_types = std::tuple<
     ruvllm::sona::router_options, ruvllm::sona::router_layout, ruvllm::sona::routing_decision,
     ruvllm::sona::router_target, ruvllm::sona::ewc<float>, ruvllm::sona::ewc<double>, ruvllm::sona::ewc_options,
     ruvllm::sona::adam<float>, ruvllm::sona::adam_options,
+    ruvllm::sona::micro_lora<>, ruvllm::sona::base_lora<>, ruvllm::sona::micro_lora<ruvllm::backend::scalar>,
+    ruvllm::sona::lora_options, ruvllm::sona::adapter_registry<ruvllm::sona::base_lora<>>,
+    ruvllm::sona::adapter_registry<ruvllm::sona::base_lora<>>::entry,
     // core
     ruvllm::error, ruvllm::result<int>, ruvllm::result<void>, ruvllm::f16, ruvllm::bf16, ruvllm::aligned_buffer<float>,
     ruvllm::aligned_buffer<std::uint8_t, 4096>, ruvllm::byte_reader, ruvllm::mapped_file, ruvllm::thread_pool,
