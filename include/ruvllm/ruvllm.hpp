@@ -27,5 +27,12 @@
 #include "ruvllm/sona/ewc.hpp"
 #include "ruvllm/sona/lora.hpp"
 #include "ruvllm/sona/router.hpp"
+#include "ruvllm/store/file_io.hpp"
+#include "ruvllm/store/hnsw_format.hpp"
+#include "ruvllm/store/hnsw_index.hpp"
+#include "ruvllm/store/hnsw_store.hpp"
+#include "ruvllm/store/records.hpp"
+#include "ruvllm/store/vector_space.hpp"
+#include "ruvllm/store/wal.hpp"
 
 #endif  // RUVLLM_RUVLLM_HPP

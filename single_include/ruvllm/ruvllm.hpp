@@ -15104,6 +15104,2944 @@ using base_lora = lora_adapter<4, 8, B>;
 
 #endif  // RUVLLM_SONA_LORA_HPP
 
+// ==== ruvllm/store/file_io.hpp
+#ifndef RUVLLM_STORE_FILE_IO_HPP
+#define RUVLLM_STORE_FILE_IO_HPP
+
+// POSIX file plumbing shared by the store's writers: an owned descriptor,
+// write-all and pwrite-all that retry short writes and EINTR, fsync of a
+// file and of its directory, and the atomic replace every full save uses
+// (write path.tmp, fsync, rename over path, fsync the directory), so an
+// interrupted save leaves the previous good file in place.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+namespace ruvllm::store {
+
+/// An owned file descriptor (move-only; closes on destruction).
+class file_handle {
+ public:
+  file_handle() noexcept = default;
+  explicit file_handle(int fd) noexcept : fd_(fd) {}
+  file_handle(file_handle&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  file_handle& operator=(file_handle&& o) noexcept {
+    if (this != &o) {
+      close();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  file_handle(const file_handle&) = delete;
+  file_handle& operator=(const file_handle&) = delete;
+  ~file_handle() { close(); }
+
+  [[nodiscard]] int get() const noexcept { return fd_; }
+  [[nodiscard]] bool valid() const noexcept { return fd_ >= 0; }
+  void close() noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+namespace detail {
+
+[[nodiscard]] inline error os_error(std::string_view what, std::string_view path) {
+  return make_error(errc::io_error, what, ": ", std::strerror(errno)).at(path);
+}
+
+[[nodiscard]] inline std::string parent_directory(std::string_view path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string_view::npos) return ".";
+  if (slash == 0) return "/";
+  return std::string(path.substr(0, slash));
+}
+
+}  // namespace detail
+
+/// Opens path with flags (O_CLOEXEC added) and mode.
+[[nodiscard]] inline result<file_handle> open_file(std::string_view path, int flags, mode_t mode = 0644) {
+  const std::string p(path);
+  const int fd = ::open(p.c_str(), flags | O_CLOEXEC, mode);
+  if (fd < 0) return detail::os_error("cannot open", path);
+  return file_handle(fd);
+}
+
+/// Writes all of bytes at the current position.
+[[nodiscard]] inline result<void> write_all(const file_handle& f, std::span<const std::byte> bytes,
+                                            std::string_view path) {
+  const std::byte* p = bytes.data();
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::write(f.get(), p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return detail::os_error("cannot write", path);
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+/// Flushes a file's data and metadata to stable storage.
+[[nodiscard]] inline result<void> sync_file(const file_handle& f, std::string_view path) {
+  if (::fsync(f.get()) != 0) return detail::os_error("cannot fsync", path);
+  return {};
+}
+
+/// Flushes a directory entry (after a create or rename inside it).
+[[nodiscard]] inline result<void> sync_directory(std::string_view dir) {
+  RUVLLM_TRY_ASSIGN(auto d, open_file(dir, O_RDONLY | O_DIRECTORY));
+  if (::fsync(d.get()) != 0) return detail::os_error("cannot fsync directory", dir);
+  return {};
+}
+
+/// Atomically replaces path with tmp_path (already written and fsynced):
+/// rename, then fsync the directory so the new name survives a crash.
+[[nodiscard]] inline result<void> replace_file(std::string_view tmp_path, std::string_view path) {
+  const std::string from(tmp_path), to(path);
+  if (::rename(from.c_str(), to.c_str()) != 0) return detail::os_error("cannot rename over", path);
+  return sync_directory(detail::parent_directory(path));
+}
+
+/// Whether path names an existing file.
+[[nodiscard]] inline bool file_exists(std::string_view path) {
+  struct stat st {};
+  return ::stat(std::string(path).c_str(), &st) == 0;
+}
+
+}  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_FILE_IO_HPP
+
+// ==== ruvllm/store/hnsw_format.hpp
+#ifndef RUVLLM_STORE_HNSW_FORMAT_HPP
+#define RUVLLM_STORE_HNSW_FORMAT_HPP
+
+// The on-disk format of an hnsw_index (version 1). Little-endian; every
+// section starts at a multiple of 64 bytes so the arrays are read in place
+// from a memory map with natural alignment.
+//
+//   offset 0    file header, 128 bytes (hnsw_file_header below)
+//     0   magic "RUVHNSW1"
+//     8   u32 version (1)            12  u32 header bytes (128)
+//     16  u32 dimension              20  u8 metric id, u8 precision id,
+//                                        u8 flags (bit 0: originals), u8 0
+//     24  u32 m                      28  u32 m0 (2 m)
+//     32  u32 ef_construction        36  u32 ef_search
+//     40  u32 slot bytes             44  u32 code bytes
+//     48  u64 slot count             56  u64 live count
+//     64  u32 entry slot (~0: none)  68  i32 max level (-1: empty)
+//     72  u64 sequence: the last write-ahead-log record folded into this file
+//     80  u64 file bytes (the whole file)
+//     88  u32 section count          92  u32 CRC-32C of the section table
+//     96  u64 level generator seed   104 u32 x 5 reserved (0)
+//     124 u32 CRC-32C of bytes 0..124
+//   offset 128  section table: section count entries of 32 bytes
+//     u32 kind, u32 CRC-32C of the section's bytes, u64 offset, u64 bytes,
+//     u64 reserved (0)
+//   sections (kinds), each 64-byte aligned, sizes fixed by the header:
+//     1 level0     slot count * slot bytes: per slot [code][u32 n][u32 links[m0]]
+//     2 keys       slot count * u64
+//     3 states     slot count * u8 (1 live, 2 tombstone)
+//     4 levels     slot count * u8
+//     5 upper_offsets slot count * u64, in u32 units into upper_links
+//     6 upper_links   u32 * n: per upper level of a slot [u32 n][u32 links[m]]
+//     7 originals  slot count * dimension * f32 (flag bit 0 only)
+//
+// Opening read-only checks the header (CRC, every field against its limit
+// and against the template's metric, precision and derived sizes) and the
+// section table (CRC, bounds and alignment of every section against the file
+// length): O(1) in the data. Section CRCs are checked by verify() and by a
+// read-write open. Searching a view bounds-checks every link it reads, so a
+// file whose data sections are corrupt misleads a search but cannot crash it.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string_view>
+
+
+namespace ruvllm::store {
+
+/// Section kinds of an hnsw file (see the file comment).
+enum class hnsw_section : std::uint32_t {
+  level0 = 1,
+  keys = 2,
+  states = 3,
+  levels = 4,
+  upper_offsets = 5,
+  upper_links = 6,
+  originals = 7,
+};
+
+inline constexpr std::array<char, 8> hnsw_magic = {'R', 'U', 'V', 'H', 'N', 'S', 'W', '1'};
+inline constexpr std::uint32_t hnsw_format_version = 1;
+inline constexpr std::uint32_t hnsw_max_sections = 16;
+inline constexpr std::uint64_t hnsw_section_alignment = 64;
+
+/// The 128-byte header, read and written with memcpy (layout in the file comment).
+struct hnsw_file_header {
+  std::array<char, 8> magic;
+  std::uint32_t version;
+  std::uint32_t header_bytes;
+  std::uint32_t dimension;
+  std::uint8_t metric;
+  std::uint8_t precision;
+  std::uint8_t flags;
+  std::uint8_t reserved0;
+  std::uint32_t m;
+  std::uint32_t m0;
+  std::uint32_t ef_construction;
+  std::uint32_t ef_search;
+  std::uint32_t slot_bytes;
+  std::uint32_t code_bytes;
+  std::uint64_t slot_count;
+  std::uint64_t live_count;
+  std::uint32_t entry;
+  std::int32_t max_level;
+  std::uint64_t sequence;
+  std::uint64_t file_bytes;
+  std::uint32_t section_count;
+  std::uint32_t table_crc;
+  std::uint64_t seed;
+  std::uint32_t reserved1[5];
+  std::uint32_t header_crc;
+};
+static_assert(sizeof(hnsw_file_header) == 128, "the hnsw file header is 128 bytes");
+static_assert(offsetof(hnsw_file_header, slot_count) == 48 && offsetof(hnsw_file_header, sequence) == 72 &&
+              offsetof(hnsw_file_header, header_crc) == 124);
+
+/// One entry of the section table.
+struct hnsw_section_entry {
+  std::uint32_t kind;
+  std::uint32_t crc;
+  std::uint64_t offset;
+  std::uint64_t bytes;
+  std::uint64_t reserved;
+};
+static_assert(sizeof(hnsw_section_entry) == 32);
+
+/// The header and section table of a file, checked for internal consistency
+/// and against the file length (not yet against a template's parameters).
+struct hnsw_file_layout {
+  hnsw_file_header header{};
+  std::array<hnsw_section_entry, hnsw_max_sections> sections{};
+  std::uint32_t section_count = 0;
+
+  /// The entry of kind, or nullptr.
+  [[nodiscard]] const hnsw_section_entry* find(hnsw_section kind) const noexcept {
+    for (std::uint32_t i = 0; i < section_count; ++i)
+      if (sections[i].kind == static_cast<std::uint32_t>(kind)) return &sections[i];
+    return nullptr;
+  }
+};
+
+/// Reads and checks the header and section table of `bytes` (the whole
+/// file, named `path` in errors). O(1): data sections are not read.
+/// Errors: corrupt_data or unsupported with the file and offset.
+[[nodiscard]] inline result<hnsw_file_layout> read_hnsw_layout(std::span<const std::byte> bytes,
+                                                               std::string_view path) {
+  byte_reader r(bytes, path);
+  hnsw_file_layout out;
+  RUVLLM_TRY_ASSIGN(auto raw, r.read_bytes(sizeof(hnsw_file_header), "hnsw file header"));
+  std::memcpy(&out.header, raw.data(), sizeof out.header);
+  const auto& h = out.header;
+  const auto fail = [&](std::uint64_t offset, auto... parts) {
+    return make_error(errc::corrupt_data, parts...).at(path, offset);
+  };
+  if (h.magic != hnsw_magic) return fail(0, "not an hnsw index file (bad magic)");
+  if (h.version != hnsw_format_version)
+    return make_error(errc::unsupported, "hnsw format version ", h.version, ", this reader knows ", hnsw_format_version)
+        .at(path, 8);
+  const std::uint32_t crc = crc32c(bytes.first(offsetof(hnsw_file_header, header_crc)));
+  if (crc != h.header_crc) return fail(124, "header checksum ", h.header_crc, " != computed ", crc);
+  if (h.header_bytes != sizeof(hnsw_file_header))
+    return fail(12, "header size ", h.header_bytes, " != ", sizeof(hnsw_file_header));
+  if (h.file_bytes != bytes.size())
+    return fail(80, "file is ", bytes.size(), " bytes but its header says ", h.file_bytes, " (truncated?)");
+  if (h.section_count == 0 || h.section_count > hnsw_max_sections)
+    return fail(88, "section count ", h.section_count, " is outside 1..", hnsw_max_sections);
+  out.section_count = h.section_count;
+  const std::uint64_t table_bytes = std::uint64_t{h.section_count} * sizeof(hnsw_section_entry);
+  RUVLLM_TRY_ASSIGN(auto table, r.read_bytes(table_bytes, "section table"));
+  const std::uint32_t table_crc = crc32c(table);
+  if (table_crc != h.table_crc) return fail(92, "section table checksum ", h.table_crc, " != computed ", table_crc);
+  std::memcpy(out.sections.data(), table.data(), table_bytes);
+  for (std::uint32_t i = 0; i < h.section_count; ++i) {
+    const auto& s = out.sections[i];
+    const std::uint64_t at = sizeof(hnsw_file_header) + std::uint64_t{i} * sizeof(hnsw_section_entry);
+    if (s.kind < 1 || s.kind > 7) return fail(at, "section ", i, " has unknown kind ", s.kind);
+    for (std::uint32_t j = 0; j < i; ++j)
+      if (out.sections[j].kind == s.kind) return fail(at, "section kind ", s.kind, " appears twice");
+    if (s.offset % hnsw_section_alignment != 0)
+      return fail(at + 8, "section ", s.kind, " offset ", s.offset, " is not 64-byte aligned");
+    if (s.offset < sizeof(hnsw_file_header) + table_bytes || s.offset > bytes.size() ||
+        s.bytes > bytes.size() - s.offset)
+      return fail(at + 8, "section ", s.kind, " [", s.offset, ", +", s.bytes, ") lies outside the file of ",
+                  bytes.size(), " bytes");
+  }
+  return out;
+}
+
+/// CRC-32C check of every section; the error names the section's offset.
+[[nodiscard]] inline result<void> verify_hnsw_sections(std::span<const std::byte> bytes, const hnsw_file_layout& l,
+                                                       std::string_view path) {
+  for (std::uint32_t i = 0; i < l.section_count; ++i) {
+    const auto& s = l.sections[i];
+    const std::uint32_t crc = crc32c(bytes.subspan(s.offset, s.bytes));
+    if (crc != s.crc)
+      return make_error(errc::corrupt_data, "section ", s.kind, " checksum ", s.crc, " != computed ", crc)
+          .at(path, s.offset);
+  }
+  return {};
+}
+
+}  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_HNSW_FORMAT_HPP
+
+// ==== ruvllm/store/vector_space.hpp
+#ifndef RUVLLM_STORE_VECTOR_SPACE_HPP
+#define RUVLLM_STORE_VECTOR_SPACE_HPP
+
+// How the vector store encodes vectors and measures distances between them:
+// the Metric tags (cosine, l2, dot), the storage precisions of a stored
+// vector (precision::f32, precision::f16, store::i8) and vector_space<Metric,
+// Precision, Backend>, which turns a float vector into a fixed-size code and
+// computes the distance of two codes with the kernels layer.
+//
+// Every distance here is "smaller is closer", so one search loop serves all
+// metrics:
+//   l2:     squared Euclidean distance
+//   cosine: 1 - cosine similarity. Vectors are normalized once on encode, so
+//           a search pays a dot product per candidate, not three sums
+//   dot:    1 - dot product (inner-product search, as in hnswlib)
+//
+// Codes (fixed size per index, read in place from a memory-mapped file):
+//   f32: dim floats
+//   f16: dim IEEE halves (ruvllm::f16), widened exactly by the kernels
+//   i8:  { float scale; int32 sum of q^2; int8 q[dim] }, symmetric per-vector
+//        quantization q = round(x / scale), scale = max|x| / 127. Per-vector
+//        rather than per-index scales, because vectors of an edge store come
+//        from different sources with different ranges; the exact int8 dot
+//        kernel does the work and the scales are applied to its result:
+//          dot(a, b)  ~ sa * sb * dot_i8(qa, qb)
+//          l2sq(a, b) ~ sa^2 |qa|^2 + sb^2 |qb|^2 - 2 sa sb dot_i8(qa, qb)
+// Non-finite distances (from a corrupt file) are mapped to +infinity so the
+// search heaps always see a strict weak order.
+
+#include <algorithm>
+#include <cmath>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+
+namespace ruvllm::store {
+
+/// Distance tags of the vector store (empty types; see the file comment).
+namespace metric {
+/// 1 - cosine similarity; vectors are stored normalized.
+struct cosine {
+  static constexpr std::uint8_t id = 1;
+  static constexpr const char* name = "cosine";
+};
+/// Squared Euclidean distance.
+struct l2 {
+  static constexpr std::uint8_t id = 2;
+  static constexpr const char* name = "l2";
+};
+/// 1 - inner product.
+struct dot {
+  static constexpr std::uint8_t id = 3;
+  static constexpr const char* name = "dot";
+};
+}  // namespace metric
+
+/// Symmetric per-vector int8 storage (see the file comment).
+struct i8 {
+  static constexpr std::uint8_t id = 3;
+  static constexpr const char* name = "i8";
+};
+
+/// A distance tag of the store.
+template <class M>
+concept Metric = std::same_as<M, metric::cosine> || std::same_as<M, metric::l2> || std::same_as<M, metric::dot>;
+
+/// A storage precision of the store: precision::f32, precision::f16 or store::i8.
+template <class P>
+concept VectorPrecision = std::same_as<P, precision::f32> || std::same_as<P, precision::f16> || std::same_as<P, i8>;
+
+namespace detail {
+template <class P>
+struct precision_id;
+template <>
+struct precision_id<precision::f32> {
+  static constexpr std::uint8_t value = 1;
+};
+template <>
+struct precision_id<precision::f16> {
+  static constexpr std::uint8_t value = 2;
+};
+template <>
+struct precision_id<i8> {
+  static constexpr std::uint8_t value = 3;
+};
+
+[[nodiscard]] inline float finite_or_inf(float d) noexcept {
+  return std::isfinite(d) ? d : std::numeric_limits<float>::infinity();
+}
+
+struct i8_code_header {
+  float scale;
+  std::int32_t sum_sq;
+};
+static_assert(sizeof(i8_code_header) == 8);
+}  // namespace detail
+
+/// Encoding and distances of one (Metric, Precision) pair; all static, no
+/// state, no allocation; safe from any thread.
+template <Metric M, VectorPrecision P, Backend B = backend::highway>
+struct vector_space {
+  using ops = kernels::ops<B>;
+  static constexpr std::uint8_t metric_id = M::id;
+  static constexpr std::uint8_t precision_id = detail::precision_id<P>::value;
+
+  /// Bytes of one code of `dim` elements.
+  [[nodiscard]] static constexpr std::size_t code_bytes(std::size_t dim) noexcept {
+    if constexpr (std::same_as<P, precision::f32>)
+      return dim * sizeof(float);
+    else if constexpr (std::same_as<P, precision::f16>)
+      return dim * sizeof(f16);
+    else
+      return sizeof(detail::i8_code_header) + dim;
+  }
+
+  /// Writes the code of v (dim floats) to out (code_bytes(dim) bytes, any
+  /// alignment). Cosine normalizes first. Does not allocate.
+  static void encode(const float* v, std::size_t dim, std::byte* out) noexcept {
+    float scale = 1.0f;
+    if constexpr (std::same_as<M, metric::cosine>) {
+      double ss = 0.0;
+      for (std::size_t i = 0; i < dim; ++i) ss += static_cast<double>(v[i]) * v[i];
+      scale = ss > 0.0 ? static_cast<float>(1.0 / std::sqrt(ss)) : 0.0f;
+    }
+    if constexpr (std::same_as<P, precision::f32>) {
+      for (std::size_t i = 0; i < dim; ++i) {
+        const float x = v[i] * scale;
+        std::memcpy(out + i * sizeof(float), &x, sizeof(float));
+      }
+    } else if constexpr (std::same_as<P, precision::f16>) {
+      for (std::size_t i = 0; i < dim; ++i) {
+        const f16 h = to_f16(v[i] * scale);
+        std::memcpy(out + i * sizeof(f16), &h, sizeof(f16));
+      }
+    } else {
+      float max_abs = 0.0f;
+      for (std::size_t i = 0; i < dim; ++i) max_abs = std::max(max_abs, std::fabs(v[i] * scale));
+      const float q_scale = max_abs > 0.0f && std::isfinite(max_abs) ? max_abs / 127.0f : 0.0f;
+      const float inv = q_scale > 0.0f ? 1.0f / q_scale : 0.0f;
+      std::int32_t sum_sq = 0;
+      auto* q = reinterpret_cast<std::int8_t*>(out + sizeof(detail::i8_code_header));
+      for (std::size_t i = 0; i < dim; ++i) {
+        const float r = std::nearbyint(v[i] * scale * inv);
+        const auto qi = static_cast<std::int8_t>(std::clamp(r, -127.0f, 127.0f));
+        q[i] = qi;
+        sum_sq += std::int32_t{qi} * qi;
+      }
+      const detail::i8_code_header h{q_scale, sum_sq};
+      std::memcpy(out, &h, sizeof h);
+    }
+  }
+
+  /// Reconstructs the (normalized, for cosine) float vector of a code.
+  static void decode(const std::byte* code, std::size_t dim, float* out) noexcept {
+    if constexpr (std::same_as<P, precision::f32>) {
+      std::memcpy(out, code, dim * sizeof(float));
+    } else if constexpr (std::same_as<P, precision::f16>) {
+      for (std::size_t i = 0; i < dim; ++i) {
+        f16 h;
+        std::memcpy(&h, code + i * sizeof(f16), sizeof(f16));
+        out[i] = to_float(h);
+      }
+    } else {
+      detail::i8_code_header h;
+      std::memcpy(&h, code, sizeof h);
+      const auto* q = reinterpret_cast<const std::int8_t*>(code + sizeof h);
+      for (std::size_t i = 0; i < dim; ++i) out[i] = h.scale * q[i];
+    }
+  }
+
+  /// Distance of two codes (smaller is closer, never NaN).
+  [[nodiscard]] static float distance(const std::byte* a, const std::byte* b, std::size_t dim) noexcept {
+    float d;
+    if constexpr (std::same_as<P, i8>) {
+      detail::i8_code_header ha, hb;
+      std::memcpy(&ha, a, sizeof ha);
+      std::memcpy(&hb, b, sizeof hb);
+      const auto* qa = reinterpret_cast<const std::int8_t*>(a + sizeof ha);
+      const auto* qb = reinterpret_cast<const std::int8_t*>(b + sizeof hb);
+      const float ab = ha.scale * hb.scale * static_cast<float>(ops::dot(qa, qb, dim));
+      if constexpr (std::same_as<M, metric::l2>) {
+        const float aa = ha.scale * ha.scale * static_cast<float>(ha.sum_sq);
+        const float bb = hb.scale * hb.scale * static_cast<float>(hb.sum_sq);
+        d = std::max(0.0f, aa + bb - 2.0f * ab);
+      } else {
+        d = 1.0f - ab;
+      }
+    } else {
+      using T = std::conditional_t<std::same_as<P, precision::f32>, float, f16>;
+      const auto* ta = reinterpret_cast<const T*>(a);
+      const auto* tb = reinterpret_cast<const T*>(b);
+      if constexpr (std::same_as<M, metric::l2>)
+        d = ops::l2sq(ta, tb, dim);
+      else
+        d = 1.0f - ops::dot(ta, tb, dim);
+    }
+    return detail::finite_or_inf(d);
+  }
+
+  /// The exact float distance of two float vectors under this metric (used
+  /// for re-ranking against stored f32 copies and by tests as the reference).
+  /// For cosine both vectors must already be normalized (as encode does).
+  [[nodiscard]] static float exact_distance(const float* a, const float* b, std::size_t dim) noexcept {
+    if constexpr (std::same_as<M, metric::l2>)
+      return detail::finite_or_inf(ops::l2sq(a, b, dim));
+    else
+      return detail::finite_or_inf(1.0f - ops::dot(a, b, dim));
+  }
+
+  /// Normalizes in place for cosine (what encode does before quantizing); a
+  /// no-op for the other metrics.
+  static void prepare(float* v, std::size_t dim) noexcept {
+    if constexpr (std::same_as<M, metric::cosine>) {
+      double ss = 0.0;
+      for (std::size_t i = 0; i < dim; ++i) ss += static_cast<double>(v[i]) * v[i];
+      const float s = ss > 0.0 ? static_cast<float>(1.0 / std::sqrt(ss)) : 0.0f;
+      for (std::size_t i = 0; i < dim; ++i) v[i] *= s;
+    } else {
+      (void)v;
+      (void)dim;
+    }
+  }
+};
+
+}  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_VECTOR_SPACE_HPP
+
+// ==== ruvllm/store/hnsw_index.hpp
+#ifndef RUVLLM_STORE_HNSW_INDEX_HPP
+#define RUVLLM_STORE_HNSW_INDEX_HPP
+
+// hnsw_index<Metric, Precision, Backend>: an approximate nearest-neighbour
+// index (Hierarchical Navigable Small World graph, Malkov & Yashunin 2016)
+// over fixed-dimension vectors with 64-bit keys; the vector memory of the
+// store (policy memory, session index, witness log all search it).
+//
+// Memory layout, and why
+//   * Level 0 holds every node, and a search spends nearly all its time
+//     there, so each node's level-0 data is one fixed-size slot of a flat
+//     array: [code (vector_space code bytes)][u32 link count][u32 links[M0]],
+//     rounded up to 16 bytes. Expanding a node reads its links and, for each
+//     neighbour, that neighbour's code at the start of its slot: one address
+//     computation (slot * slot_bytes), no pointer chasing, and the arrays are
+//     exactly the sections of the on-disk file, so a mapped file is searched
+//     in place (hnsw_file.hpp).
+//   * Upper levels hold ~1/M of the nodes; their links live apart in one
+//     flat u32 pool ([count][links[M]] per level) indexed by a per-slot
+//     offset, so level-0 slots stay small and dense.
+//   * Keys (u64), states (u8: live or tombstone) and levels (u8) are
+//     parallel arrays by slot; key -> slot is a hash map (owned indexes only).
+//   * Optional f32 originals (keep_originals) for exact re-ranking of f16 and
+//     i8 indexes live in their own array, read only for the final top-ef.
+//   Links are u32 slot numbers; every link read is bounds-checked against the
+//   slot count (and link counts against M0 / M), so a corrupt mapped file can
+//   mislead a search but never make it read out of bounds.
+//
+// Deletion: remove() tombstones a node and repairs its neighbourhood: every
+// neighbour that linked to it re-selects its links (heuristic) from its own
+// links plus the removed node's, so the graph stays navigable. Tombstones
+// stay traversable (a stale link elsewhere may still lead through one) but
+// are never returned; their slots are reused by later inserts, and when
+// tombstones exceed options.compact_ratio of the slots the index rebuilds
+// itself from the live nodes. A search keeps expanding until it holds ef
+// accepted (live, filter-passing) results or runs out of candidates.
+//
+// Filtered search: a predicate over keys (the records layer maps keys to
+// attributes). The filter's selectivity is estimated from a fixed sample of
+// slots first: a tight filter is answered by an exact scan of the accepted
+// nodes (no recall collapse), a moderate one by a graph search whose ef is
+// widened by 1 / selectivity, falling back to the exact scan when the graph
+// search still finds fewer than k.
+//
+// Concurrency contract: many readers or one writer, through a shared_mutex
+// held by each call: search/contains/get_vector/size take it shared;
+// insert/update/remove/insert_batch/compact take it exclusive. insert_batch
+// additionally links nodes on several threads (thread_pool) with per-node
+// striped locks; a node becomes reachable only through links added after
+// its own links are complete, and becomes the entry point only after it is
+// fully linked, so no stored node is ever unreachable and no reader ever sees
+// a half-built node. A read-only view (hnsw_file.hpp) takes no locks on the
+// search path beyond the shared lock.
+//
+// Allocation: inserts allocate when the arrays grow (amortized doubling);
+// searches through a caller-owned hnsw_search_context allocate only when the
+// context grows; the convenience search returning std::vector allocates the
+// result. Errors: ruvllm::result for bad dimensions, duplicate or missing
+// keys and mutations of read-only views; nothing throws.
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+
+namespace ruvllm::store {
+
+/// Construction parameters of an hnsw_index.
+struct hnsw_options {
+  /// Vector dimension (1 .. 65536).
+  std::uint32_t dimension = 0;
+  /// Links per node on upper levels (2 .. 128); level 0 allows 2 * m.
+  std::uint32_t m = 16;
+  /// Candidate list size while linking a new node (>= m).
+  std::uint32_t ef_construction = 200;
+  /// Default candidate list size of a search (raised to k when smaller).
+  std::uint32_t ef_search = 64;
+  /// Keep f32 copies of the vectors for exact re-ranking (f16 and i8 codes).
+  bool keep_originals = false;
+  /// Rebuild from live nodes when tombstones exceed this share of slots (0: never).
+  double compact_ratio = 0.5;
+  /// Seed of the level generator (builds are reproducible).
+  std::uint64_t seed = 0x5eed'1234;
+};
+
+/// Per-search parameters.
+struct search_params {
+  /// Candidate list size; 0 uses the index's ef_search.
+  std::uint32_t ef = 0;
+  /// Re-rank the candidates with the stored f32 originals (when kept).
+  bool rerank = true;
+};
+
+/// One result: the key and its distance (smaller is closer, see vector_space.hpp).
+struct search_hit {
+  std::uint64_t key = 0;
+  float distance = 0.0f;
+  friend bool operator==(const search_hit&, const search_hit&) = default;
+};
+
+/// The default filter: accepts every key and compiles away.
+struct no_filter {
+  constexpr bool operator()(std::uint64_t) const noexcept { return true; }
+};
+
+/// Counters of the last search through a context (for tests and tuning).
+struct search_stats {
+  std::uint64_t visited = 0;
+  std::uint64_t distances = 0;
+  bool exact_scan = false;
+  std::uint32_t ef_used = 0;
+};
+
+/// Scratch memory of one searching thread: reuse one per thread to search
+/// without allocating. Not thread-safe; independent of the index type.
+class hnsw_search_context {
+ public:
+  hnsw_search_context() = default;
+  /// Counters of the last search.
+  [[nodiscard]] const search_stats& stats() const noexcept { return stats_; }
+
+ private:
+  template <Metric, VectorPrecision, Backend>
+  friend class hnsw_index;
+  using entry = std::pair<float, std::uint32_t>;
+
+  void begin(std::size_t slots) {
+    if (visited_.size() < slots) visited_.resize(slots, 0);
+    if (++epoch_ == 0) {  // wrapped: old tags could alias the new epoch
+      std::fill(visited_.begin(), visited_.end(), 0u);
+      epoch_ = 1;
+    }
+    candidates_.clear();
+    results_.clear();
+  }
+  bool visit(std::uint32_t slot) noexcept {
+    if (visited_[slot] == epoch_) return false;
+    visited_[slot] = epoch_;
+    return true;
+  }
+
+  std::vector<std::uint32_t> visited_;
+  std::uint32_t epoch_ = 0;
+  std::vector<entry> candidates_;  // min-heap by distance
+  std::vector<entry> results_;     // max-heap by distance
+  std::vector<entry> scratch_;
+  std::vector<entry> selected_;
+  std::vector<std::byte> query_code_;
+  std::vector<float> query_f32_;
+  search_stats stats_;
+};
+
+namespace detail {
+
+inline constexpr std::uint32_t no_slot = ~std::uint32_t{0};
+inline constexpr std::uint8_t slot_live = 1;
+inline constexpr std::uint8_t slot_tombstone = 2;
+inline constexpr std::uint32_t hnsw_max_level = 31;
+inline constexpr std::uint32_t hnsw_max_m = 128;
+inline constexpr std::uint32_t hnsw_max_dimension = 65536;
+inline constexpr std::size_t hnsw_lock_stripes = 1024;
+
+// Pointers the search path reads: into the owned arrays or into a mapping.
+struct hnsw_sections {
+  const std::byte* level0 = nullptr;
+  const std::uint64_t* keys = nullptr;
+  const std::uint8_t* states = nullptr;
+  const std::uint8_t* levels = nullptr;
+  const std::uint64_t* upper_offsets = nullptr;  // in u32 units into upper
+  const std::uint32_t* upper = nullptr;
+  const float* originals = nullptr;
+  std::uint64_t upper_size = 0;  // u32 elements
+  std::uint64_t count = 0;       // slots
+};
+
+// A shared mutex that lets a waiting writer in ahead of new readers: glibc's
+// rwlock (behind std::shared_mutex) prefers readers, and a steady stream of
+// searches would otherwise starve inserts indefinitely.
+class writer_first_mutex {
+ public:
+  void lock() {
+    writers_.fetch_add(1, std::memory_order_acq_rel);
+    inner_.lock();
+  }
+  void unlock() {
+    inner_.unlock();
+    if (writers_.fetch_sub(1, std::memory_order_acq_rel) == 1) writers_.notify_all();
+  }
+  void lock_shared() {
+    for (int w = writers_.load(std::memory_order_acquire); w > 0; w = writers_.load(std::memory_order_acquire))
+      writers_.wait(w, std::memory_order_acquire);
+    inner_.lock_shared();
+  }
+  void unlock_shared() { inner_.unlock_shared(); }
+
+ private:
+  std::shared_mutex inner_;
+  std::atomic<int> writers_{0};
+};
+
+struct hnsw_locks {
+  std::mutex entry;
+  std::mutex stripes[hnsw_lock_stripes];
+};
+
+struct hnsw_context_pool {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<hnsw_search_context>> free;
+};
+
+[[nodiscard]] constexpr std::size_t round_up(std::size_t n, std::size_t a) noexcept { return (n + a - 1) / a * a; }
+
+}  // namespace detail
+
+/// Approximate k-NN index over vectors with u64 keys; see the file comment
+/// for layout, deletion, filtering and the concurrency contract.
+/// Template parameters: M, a Metric tag (metric::cosine, l2, dot); P, a
+/// VectorPrecision (precision::f32, precision::f16, store::i8); B, the kernel
+/// Backend (default backend::highway).
+template <Metric M, VectorPrecision P, Backend B = backend::highway>
+class hnsw_index {
+ public:
+  using space = vector_space<M, P, B>;
+  using metric_type = M;
+  using precision_type = P;
+
+  /// An empty index. Errors: invalid_argument naming the parameter and its limit.
+  /// Allocates the lock table and small bookkeeping.
+  [[nodiscard]] static result<hnsw_index> create(const hnsw_options& options) {
+    RUVLLM_TRY(validate(options));
+    hnsw_index index;
+    index.init_params(options);
+    return index;
+  }
+
+  hnsw_index(hnsw_index&&) noexcept = default;
+  hnsw_index& operator=(hnsw_index&&) noexcept = default;
+  hnsw_index(const hnsw_index&) = delete;
+  hnsw_index& operator=(const hnsw_index&) = delete;
+  ~hnsw_index() = default;
+
+  // ---- queries (shared lock) ----------------------------------------------
+
+  /// Live vectors.
+  [[nodiscard]] std::size_t size() const {
+    std::shared_lock lock(*mutex_);
+    return live_;
+  }
+  /// Slots in use, tombstones included.
+  [[nodiscard]] std::size_t slot_count() const {
+    std::shared_lock lock(*mutex_);
+    return static_cast<std::size_t>(sec_.count);
+  }
+  /// Tombstoned slots awaiting reuse or compaction.
+  [[nodiscard]] std::size_t tombstone_count() const {
+    std::shared_lock lock(*mutex_);
+    return static_cast<std::size_t>(sec_.count) - live_;
+  }
+  [[nodiscard]] std::uint32_t dimension() const noexcept { return dim_; }
+  [[nodiscard]] const hnsw_options& options() const noexcept { return opts_; }
+  /// True for an index opened read-only from a mapped file.
+  [[nodiscard]] bool read_only() const noexcept { return read_only_; }
+
+  /// Whether key is live. Read-only views scan the keys (O(n)).
+  [[nodiscard]] bool contains(std::uint64_t key) const {
+    std::shared_lock lock(*mutex_);
+    return find_slot(key) != detail::no_slot;
+  }
+
+  /// Copies the stored vector of key (decoded; normalized for cosine) into
+  /// out (dimension floats). Errors: not_found, invalid_argument (size).
+  [[nodiscard]] result<void> get_vector(std::uint64_t key, std::span<float> out) const {
+    if (out.size() != dim_)
+      return make_error(errc::invalid_argument, "output size ", out.size(), " != dimension ", dim_);
+    std::shared_lock lock(*mutex_);
+    const std::uint32_t s = find_slot(key);
+    if (s == detail::no_slot) return make_error(errc::not_found, "key ", key, " is not in the index");
+    if (sec_.originals != nullptr)
+      std::memcpy(out.data(), sec_.originals + std::size_t{s} * dim_, dim_ * sizeof(float));
+    else
+      space::decode(code(s), dim_, out.data());
+    return {};
+  }
+
+  /// The k nearest live vectors to query that pass filter(key), closest
+  /// first, written to out[0 .. returned count) where k = out.size().
+  /// Uses ctx as scratch (allocates only when ctx grows). filter is called
+  /// under the shared lock with a key and must not call this index's mutators.
+  /// Errors: invalid_argument when query.size() != dimension.
+  template <class Filter = no_filter>
+  [[nodiscard]] result<std::size_t> search(std::span<const float> query, std::span<search_hit> out,
+                                           hnsw_search_context& ctx, search_params params = {},
+                                           Filter&& filter = {}) const {
+    if (query.size() != dim_)
+      return make_error(errc::invalid_argument, "query dimension ", query.size(), " != index dimension ", dim_);
+    std::shared_lock lock(*mutex_);
+    return search_unlocked(query, out, ctx, params, filter);
+  }
+
+  /// Convenience form: returns up to k hits; allocates the result and takes
+  /// a pooled context.
+  template <class Filter = no_filter>
+  [[nodiscard]] result<std::vector<search_hit>> search(std::span<const float> query, std::size_t k,
+                                                       search_params params = {}, Filter&& filter = {}) const {
+    std::vector<search_hit> hits(k);
+    auto ctx = acquire_context();
+    auto n = search(query, std::span<search_hit>(hits), *ctx, params, std::forward<Filter>(filter));
+    release_context(std::move(ctx));
+    if (!n) return std::move(n).error();
+    hits.resize(*n);
+    return hits;
+  }
+
+  /// Exact k-NN by scanning every live slot (the reference for recall, and
+  /// the fallback of tight filters). Same contract as search().
+  template <class Filter = no_filter>
+  [[nodiscard]] result<std::size_t> exact_search(std::span<const float> query, std::span<search_hit> out,
+                                                 hnsw_search_context& ctx, Filter&& filter = {}) const {
+    if (query.size() != dim_)
+      return make_error(errc::invalid_argument, "query dimension ", query.size(), " != index dimension ", dim_);
+    std::shared_lock lock(*mutex_);
+    prepare_query(query, ctx);
+    ctx.stats_ = {};
+    return exact_scan(out, ctx, filter, true);
+  }
+
+  // ---- mutations (exclusive lock) ------------------------------------------
+
+  /// Adds key with vector v. Reuses a tombstoned slot when one is free.
+  /// Errors: already_exists, invalid_argument (dimension, non-finite value),
+  /// unsupported (read-only view), out_of_range (2^32 - 1 slots).
+  [[nodiscard]] result<void> insert(std::uint64_t key, std::span<const float> v) {
+    RUVLLM_TRY(check_vector(v));
+    std::unique_lock lock(*mutex_);
+    RUVLLM_TRY(check_writable());
+    if (slot_of_.contains(key)) return make_error(errc::already_exists, "key ", key, " is already in the index");
+    insert_locked(key, v.data());
+    return {};
+  }
+
+  /// Replaces the vector of an existing key and relinks its node.
+  /// Errors: not_found, invalid_argument, unsupported.
+  [[nodiscard]] result<void> update(std::uint64_t key, std::span<const float> v) {
+    RUVLLM_TRY(check_vector(v));
+    std::unique_lock lock(*mutex_);
+    RUVLLM_TRY(check_writable());
+    auto it = slot_of_.find(key);
+    if (it == slot_of_.end()) return make_error(errc::not_found, "key ", key, " is not in the index");
+    const std::uint32_t s = it->second;
+    repair_neighbours(s);
+    write_vector(s, v.data());
+    relink(s);
+    return {};
+  }
+
+  /// Inserts key, or updates it when present.
+  [[nodiscard]] result<void> upsert(std::uint64_t key, std::span<const float> v) {
+    RUVLLM_TRY(check_vector(v));
+    std::unique_lock lock(*mutex_);
+    RUVLLM_TRY(check_writable());
+    auto it = slot_of_.find(key);
+    if (it == slot_of_.end()) {
+      insert_locked(key, v.data());
+    } else {
+      repair_neighbours(it->second);
+      write_vector(it->second, v.data());
+      relink(it->second);
+    }
+    return {};
+  }
+
+  /// Tombstones key, repairs its neighbours' links, and compacts when the
+  /// tombstone share passes options.compact_ratio. Errors: not_found, unsupported.
+  [[nodiscard]] result<void> remove(std::uint64_t key) {
+    std::unique_lock lock(*mutex_);
+    RUVLLM_TRY(check_writable());
+    auto it = slot_of_.find(key);
+    if (it == slot_of_.end()) return make_error(errc::not_found, "key ", key, " is not in the index");
+    const std::uint32_t s = it->second;
+    slot_of_.erase(it);
+    states_[s] = detail::slot_tombstone;
+    --live_;
+    repair_neighbours(s);
+    free_slots_.push_back(s);
+    if (opts_.compact_ratio > 0.0 && sec_.count >= 64 &&
+        static_cast<double>(sec_.count - live_) > opts_.compact_ratio * static_cast<double>(sec_.count))
+      compact_locked(nullptr);
+    return {};
+  }
+
+  /// Inserts keys[i] with vectors[i * dimension ..] for every i, linking on
+  /// the threads of pool (nullptr: the calling thread). Levels are drawn in
+  /// order before linking, so a batch is reproducible in its level structure.
+  /// Errors: as insert, checked for the whole batch before anything changes.
+  [[nodiscard]] result<void> insert_batch(std::span<const std::uint64_t> keys, std::span<const float> vectors,
+                                          thread_pool* pool = nullptr) {
+    if (vectors.size() != keys.size() * std::size_t{dim_})
+      return make_error(errc::invalid_argument, "batch of ", keys.size(), " keys needs ", keys.size() * dim_,
+                        " floats, got ", vectors.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) RUVLLM_TRY(check_vector(vectors.subspan(i * dim_, dim_)));
+    std::unique_lock lock(*mutex_);
+    RUVLLM_TRY(check_writable());
+    {
+      std::unordered_map<std::uint64_t, int> seen;
+      seen.reserve(keys.size());
+      for (auto k : keys)
+        if (slot_of_.contains(k) || !seen.emplace(k, 0).second)
+          return make_error(errc::already_exists, "key ", k, " is already in the index or twice in the batch");
+    }
+    if (sec_.count + keys.size() >= detail::no_slot)
+      return make_error(errc::out_of_range, "index would exceed ", detail::no_slot - 1, " slots");
+    insert_batch_locked(keys, vectors.data(), pool);
+    return {};
+  }
+
+  /// Rebuilds the graph from the live nodes (drops every tombstone), linking
+  /// on pool's threads. Allocates a second copy of the index while it runs.
+  [[nodiscard]] result<void> compact(thread_pool* pool = nullptr) {
+    std::unique_lock lock(*mutex_);
+    RUVLLM_TRY(check_writable());
+    compact_locked(pool);
+    return {};
+  }
+
+  /// Calls fn(key, span<const float> vector) for every live node in slot
+  /// order (decoded vectors; originals when kept). Shared lock; allocates one
+  /// vector of scratch.
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    std::shared_lock lock(*mutex_);
+    std::vector<float> v(dim_);
+    for (std::uint64_t s = 0; s < sec_.count; ++s) {
+      if (sec_.states[s] != detail::slot_live) continue;
+      if (sec_.originals != nullptr)
+        std::memcpy(v.data(), sec_.originals + s * dim_, dim_ * sizeof(float));
+      else
+        space::decode(code(static_cast<std::uint32_t>(s)), dim_, v.data());
+      fn(sec_.keys[s], std::span<const float>(v));
+    }
+  }
+
+  /// Checks the graph's structural invariants (link bounds, counts, no
+  /// self-links, live count, key map); for tests and verify(). Shared lock.
+  [[nodiscard]] result<void> check_invariants() const {
+    std::shared_lock lock(*mutex_);
+    return invariants_unlocked();
+  }
+
+  // ---- persistence (format in hnsw_format.hpp) ------------------------------
+
+  /// The write-ahead-log sequence number stored with the index (0 when new):
+  /// the last logged write already contained in it.
+  [[nodiscard]] std::uint64_t sequence() const noexcept { return sequence_; }
+
+  /// Writes the index to path atomically: path + ".tmp" is written, fsynced
+  /// and renamed over path, and the directory fsynced, so a crash at any
+  /// point leaves either the previous file or the new one. Shared lock (
+  /// searches continue); allocates nothing beyond the path strings.
+  /// Errors: io_error naming the file.
+  [[nodiscard]] result<void> save(std::string_view path) const { return save(path, sequence_); }
+  /// save() recording `sequence` as the last write-ahead-log record it holds.
+  [[nodiscard]] result<void> save(std::string_view path, std::uint64_t sequence) const {
+    std::shared_lock lock(*mutex_);
+    return save_unlocked(path, sequence);
+  }
+
+  /// Maps path read-only and opens it in O(1): checks the header and the
+  /// section table against the file length and this index type; the data
+  /// stays in the page cache, nothing is copied or rebuilt. The view
+  /// searches in place and refuses mutations (errc::unsupported). Errors:
+  /// corrupt_data / unsupported naming the file and offset, io_error.
+  [[nodiscard]] static result<hnsw_index> open_view(std::string_view path) {
+    RUVLLM_TRY_ASSIGN(auto map, mapped_file::open(path));
+    RUVLLM_TRY_ASSIGN(auto layout, read_hnsw_layout(map.bytes(), path));
+    hnsw_index index;
+    RUVLLM_TRY(index.adopt_layout(layout, map.bytes(), path));
+    index.map_ = std::move(map);  // the mapping (and the pointers into it) moves intact
+    index.read_only_ = true;
+    return index;
+  }
+
+  /// Reads path into a writable index: every section checksum, the graph
+  /// invariants and key uniqueness are verified first, so a corrupt file is
+  /// an error, never a served graph. O(n); allocates the arrays.
+  [[nodiscard]] static result<hnsw_index> load(std::string_view path) {
+    RUVLLM_TRY_ASSIGN(auto map, mapped_file::open(path));
+    RUVLLM_TRY_ASSIGN(auto layout, read_hnsw_layout(map.bytes(), path));
+    RUVLLM_TRY(verify_hnsw_sections(map.bytes(), layout, path));
+    hnsw_index index;
+    RUVLLM_TRY(index.adopt_layout(layout, map.bytes(), path));
+    RUVLLM_TRY(index.take_ownership(path, layout.find(hnsw_section::level0)->offset));
+    return index;
+  }
+
+  /// Full check: section checksums (views: against the mapped file) and the
+  /// graph invariants. O(n); shared lock.
+  [[nodiscard]] result<void> verify() const {
+    std::shared_lock lock(*mutex_);
+    if (read_only_) {
+      RUVLLM_TRY_ASSIGN(auto layout, read_hnsw_layout(map_.bytes(), map_.path()));
+      RUVLLM_TRY(verify_hnsw_sections(map_.bytes(), layout, map_.path()));
+    }
+    auto inv = invariants_unlocked();
+    if (!inv && read_only_) return std::move(inv).error().at(map_.path(), hnsw_file_header_bytes_);
+    return inv;
+  }
+
+ protected:
+  [[nodiscard]] result<void> invariants_unlocked() const {
+    std::size_t live = 0;
+    for (std::uint64_t s = 0; s < sec_.count; ++s) {
+      const std::uint8_t st = sec_.states[s];
+      if (st != detail::slot_live && st != detail::slot_tombstone)
+        return make_error(errc::corrupt_data, "slot ", s, " has state ", st);
+      live += st == detail::slot_live;
+      const auto slot = static_cast<std::uint32_t>(s);
+      if (sec_.levels[s] > detail::hnsw_max_level)
+        return make_error(errc::corrupt_data, "slot ", s, " has level ", sec_.levels[s]);
+      for (std::uint32_t l = 0; l <= sec_.levels[s]; ++l) {
+        const std::uint32_t* links = links_at(slot, l);
+        if (links == nullptr) return make_error(errc::corrupt_data, "slot ", s, " has no links at level ", l);
+        if (links[0] > (l == 0 ? m0_ : m_))
+          return make_error(errc::corrupt_data, "slot ", s, " has ", links[0], " links at level ", l);
+        for (std::uint32_t i = 1; i <= links[0]; ++i) {
+          if (links[i] >= sec_.count || links[i] == slot)
+            return make_error(errc::corrupt_data, "slot ", s, " links to ", links[i], " at level ", l);
+          if (sec_.levels[links[i]] < l)
+            return make_error(errc::corrupt_data, "slot ", s, " links to ", links[i], " below level ", l);
+        }
+      }
+    }
+    if (live != live_) return make_error(errc::corrupt_data, "live count ", live_, " but ", live, " live slots");
+    if (!read_only_ && slot_of_.size() != live_)
+      return make_error(errc::corrupt_data, "key map holds ", slot_of_.size(), " keys for ", live_, " live slots");
+    if (sec_.count > 0 && (entry_ >= sec_.count || sec_.levels[entry_] != static_cast<std::uint32_t>(max_level_)))
+      return make_error(errc::corrupt_data, "entry point ", entry_, " is not a top-level slot");
+    return {};
+  }
+
+  [[nodiscard]] result<void> save_unlocked(std::string_view path, std::uint64_t sequence) const {
+    struct part {
+      hnsw_section kind;
+      const void* data;
+      std::uint64_t bytes;
+    };
+    const std::uint64_t n = sec_.count;
+    part parts[7] = {
+        {hnsw_section::level0, sec_.level0, n * slot_bytes_},
+        {hnsw_section::keys, sec_.keys, n * 8},
+        {hnsw_section::states, sec_.states, n},
+        {hnsw_section::levels, sec_.levels, n},
+        {hnsw_section::upper_offsets, sec_.upper_offsets, n * 8},
+        {hnsw_section::upper_links, sec_.upper, sec_.upper_size * 4},
+        {hnsw_section::originals, sec_.originals, n * dim_ * 4},
+    };
+    const std::uint32_t count = sec_.originals != nullptr ? 7 : 6;
+    hnsw_file_header h{};
+    h.magic = hnsw_magic;
+    h.version = hnsw_format_version;
+    h.header_bytes = sizeof h;
+    h.dimension = dim_;
+    h.metric = space::metric_id;
+    h.precision = space::precision_id;
+    h.flags = sec_.originals != nullptr ? 1 : 0;
+    h.m = m_;
+    h.m0 = m0_;
+    h.ef_construction = opts_.ef_construction;
+    h.ef_search = opts_.ef_search;
+    h.slot_bytes = static_cast<std::uint32_t>(slot_bytes_);
+    h.code_bytes = static_cast<std::uint32_t>(code_bytes_);
+    h.slot_count = n;
+    h.live_count = live_;
+    h.entry = sec_.count == 0 ? detail::no_slot : entry_;
+    h.max_level = sec_.count == 0 ? -1 : max_level_;
+    h.sequence = sequence;
+    h.section_count = count;
+    h.seed = opts_.seed;
+    hnsw_section_entry table[7]{};
+    std::uint64_t at = detail::round_up(sizeof h + count * sizeof(hnsw_section_entry), hnsw_section_alignment);
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const auto bytes = std::span<const std::byte>(static_cast<const std::byte*>(parts[i].data), parts[i].bytes);
+      table[i] = hnsw_section_entry{static_cast<std::uint32_t>(parts[i].kind), crc32c(bytes), at, parts[i].bytes, 0};
+      at = detail::round_up(at + parts[i].bytes, hnsw_section_alignment);
+    }
+    h.file_bytes = at;
+    h.table_crc = crc32c(std::as_bytes(std::span<const hnsw_section_entry>(table, count)));
+    h.header_crc =
+        crc32c(std::as_bytes(std::span<const hnsw_file_header>(&h, 1)).first(offsetof(hnsw_file_header, header_crc)));
+
+    const std::string tmp = std::string(path) + ".tmp";
+    RUVLLM_TRY_ASSIGN(auto f, open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+    static constexpr std::byte zeros[hnsw_section_alignment] = {};
+    std::uint64_t written = 0;
+    const auto put = [&](const void* data, std::uint64_t bytes) -> result<void> {
+      RUVLLM_TRY(write_all(f, std::span<const std::byte>(static_cast<const std::byte*>(data), bytes), tmp));
+      written += bytes;
+      return {};
+    };
+    const auto pad_to = [&](std::uint64_t offset) -> result<void> { return put(zeros, offset - written); };
+    RUVLLM_TRY(put(&h, sizeof h));
+    RUVLLM_TRY(put(table, count * sizeof(hnsw_section_entry)));
+    for (std::uint32_t i = 0; i < count; ++i) {
+      RUVLLM_TRY(pad_to(table[i].offset));
+      if (parts[i].bytes > 0) RUVLLM_TRY(put(parts[i].data, parts[i].bytes));
+    }
+    RUVLLM_TRY(pad_to(h.file_bytes));
+    RUVLLM_TRY(sync_file(f, tmp));
+    f.close();
+    return replace_file(tmp, path);
+  }
+
+  // Points this index at the sections of a checked layout (a view); the
+  // header's parameters must match this index type.
+  [[nodiscard]] result<void> adopt_layout(const hnsw_file_layout& layout, std::span<const std::byte> file,
+                                          std::string_view path) {
+    const auto& h = layout.header;
+    const auto bad = [&](std::uint64_t offset, auto... parts) {
+      return make_error(errc::corrupt_data, parts...).at(path, offset);
+    };
+    if (h.metric != space::metric_id || h.precision != space::precision_id)
+      return make_error(errc::unsupported, "file holds metric ", h.metric, " precision ", h.precision,
+                        ", this index type is metric ", space::metric_id, " precision ", space::precision_id)
+          .at(path, 20);
+    hnsw_options o{};
+    o.dimension = h.dimension;
+    o.m = h.m;
+    o.ef_construction = h.ef_construction;
+    o.ef_search = h.ef_search;
+    o.keep_originals = (h.flags & 1u) != 0;
+    o.seed = h.seed;
+    if (auto ok = validate(o); !ok) return bad(16, "header parameters: ", ok.error().message());
+    if ((h.flags & ~1u) != 0) return bad(22, "unknown flags ", h.flags);
+    init_params(o);
+    if (h.m0 != m0_ || h.slot_bytes != slot_bytes_ || h.code_bytes != code_bytes_)
+      return bad(28, "derived sizes m0 ", h.m0, " slot ", h.slot_bytes, " code ", h.code_bytes, " != expected ", m0_,
+                 " ", slot_bytes_, " ", code_bytes_);
+    const std::uint64_t n = h.slot_count;
+    if (n >= detail::no_slot) return bad(48, "slot count ", n, " exceeds ", detail::no_slot - 1);
+    if (h.live_count > n) return bad(56, "live count ", h.live_count, " exceeds slot count ", n);
+    if (n == 0 ? (h.entry != detail::no_slot || h.max_level != -1)
+               : (h.entry >= n || h.max_level < 0 || h.max_level > static_cast<std::int32_t>(detail::hnsw_max_level)))
+      return bad(64, "entry ", h.entry, " / max level ", h.max_level, " invalid for ", n, " slots");
+    const auto expect = [&](hnsw_section kind, std::uint64_t bytes) -> result<const std::byte*> {
+      const hnsw_section_entry* e = layout.find(kind);
+      if (e == nullptr)
+        return make_error(errc::corrupt_data, "section ", static_cast<std::uint32_t>(kind), " is missing")
+            .at(path, 128);
+      if (e->bytes != bytes)
+        return make_error(errc::corrupt_data, "section ", e->kind, " has ", e->bytes, " bytes, expected ", bytes)
+            .at(path, e->offset);
+      return file.data() + e->offset;
+    };
+    RUVLLM_TRY_ASSIGN(auto level0_bytes, checked_mul(n, slot_bytes_, "level-0 section size"));
+    RUVLLM_TRY_ASSIGN(auto originals_bytes, checked_mul(n, std::uint64_t{dim_} * 4, "originals section size"));
+    RUVLLM_TRY_ASSIGN(sec_.level0, expect(hnsw_section::level0, level0_bytes));
+    RUVLLM_TRY_ASSIGN(auto keys, expect(hnsw_section::keys, n * 8));
+    RUVLLM_TRY_ASSIGN(auto states, expect(hnsw_section::states, n));
+    RUVLLM_TRY_ASSIGN(auto levels, expect(hnsw_section::levels, n));
+    RUVLLM_TRY_ASSIGN(auto offsets, expect(hnsw_section::upper_offsets, n * 8));
+    const hnsw_section_entry* up = layout.find(hnsw_section::upper_links);
+    if (up == nullptr || up->bytes % 4 != 0)
+      return make_error(errc::corrupt_data, "upper links section missing or not whole u32s").at(path, 128);
+    sec_.keys = reinterpret_cast<const std::uint64_t*>(keys);
+    sec_.states = reinterpret_cast<const std::uint8_t*>(states);
+    sec_.levels = reinterpret_cast<const std::uint8_t*>(levels);
+    sec_.upper_offsets = reinterpret_cast<const std::uint64_t*>(offsets);
+    sec_.upper = reinterpret_cast<const std::uint32_t*>(file.data() + up->offset);
+    sec_.upper_size = up->bytes / 4;
+    sec_.originals = nullptr;
+    if (o.keep_originals) {
+      RUVLLM_TRY_ASSIGN(auto orig, expect(hnsw_section::originals, originals_bytes));
+      sec_.originals = reinterpret_cast<const float*>(orig);
+    } else if (layout.find(hnsw_section::originals) != nullptr) {
+      return bad(22, "originals section present without its flag");
+    }
+    sec_.count = n;
+    entry_ = n == 0 ? detail::no_slot : h.entry;
+    max_level_ = n == 0 ? -1 : h.max_level;
+    live_ = static_cast<std::size_t>(h.live_count);
+    sequence_ = h.sequence;
+    return {};
+  }
+
+  // Copies the adopted (checksum-verified) sections into owned arrays and
+  // rebuilds the key map; any inconsistency is corrupt_data naming path.
+  [[nodiscard]] result<void> take_ownership(std::string_view path, std::uint64_t level0_offset) {
+    const std::uint64_t n = sec_.count;
+    level0_.assign(sec_.level0, sec_.level0 + n * slot_bytes_);
+    keys_.assign(sec_.keys, sec_.keys + n);
+    states_.assign(sec_.states, sec_.states + n);
+    levels_.assign(sec_.levels, sec_.levels + n);
+    upper_offsets_.assign(sec_.upper_offsets, sec_.upper_offsets + n);
+    upper_.assign(sec_.upper, sec_.upper + sec_.upper_size);
+    if (sec_.originals != nullptr) originals_.assign(sec_.originals, sec_.originals + n * dim_);
+    refresh_sections();
+    slot_of_.reserve(live_);
+    for (std::uint64_t s = 0; s < n; ++s) {
+      if (states_[s] == detail::slot_live) {
+        if (!slot_of_.emplace(keys_[s], static_cast<std::uint32_t>(s)).second)
+          return make_error(errc::corrupt_data, "key ", keys_[s], " is live in two slots").at(path, level0_offset);
+      } else {
+        free_slots_.push_back(static_cast<std::uint32_t>(s));
+      }
+    }
+    if (auto inv = invariants_unlocked(); !inv) return std::move(inv).error().at(path, level0_offset);
+    recount_in_degrees();
+    return {};
+  }
+
+ public:
+  /// Live nodes that no level-0 path from the entry point reaches (0 in a
+  /// healthy graph); for tests and diagnostics. Shared lock; allocates.
+  [[nodiscard]] std::size_t unreachable_count() const {
+    std::shared_lock lock(*mutex_);
+    if (sec_.count == 0 || entry_ >= sec_.count) return live_;
+    std::vector<bool> seen(sec_.count, false);
+    std::vector<std::uint32_t> stack{entry_};
+    seen[entry_] = true;
+    std::size_t reached = 0;
+    while (!stack.empty()) {
+      const std::uint32_t s = stack.back();
+      stack.pop_back();
+      reached += sec_.states[s] == detail::slot_live;
+      const std::uint32_t* links = links_at(s, 0);
+      for (std::uint32_t i = 1; i <= std::min(links[0], m0_); ++i)
+        if (links[i] < sec_.count && !seen[links[i]]) {
+          seen[links[i]] = true;
+          stack.push_back(links[i]);
+        }
+    }
+    return live_ - reached;
+  }
+
+ protected:
+  hnsw_index()
+      : mutex_(std::make_unique<detail::writer_first_mutex>()),
+        locks_(std::make_unique<detail::hnsw_locks>()),
+        contexts_(std::make_unique<detail::hnsw_context_pool>()) {}
+
+  [[nodiscard]] static result<void> validate(const hnsw_options& o) {
+    if (o.dimension == 0 || o.dimension > detail::hnsw_max_dimension)
+      return make_error(errc::invalid_argument, "dimension ", o.dimension, " is outside 1..",
+                        detail::hnsw_max_dimension);
+    if constexpr (std::same_as<P, i8>) {
+      if (o.dimension > kernels::int8_dot_max_length)
+        return make_error(errc::invalid_argument, "dimension ", o.dimension, " exceeds the int8 limit ",
+                          kernels::int8_dot_max_length);
+    }
+    if (o.m < 2 || o.m > detail::hnsw_max_m)
+      return make_error(errc::invalid_argument, "m ", o.m, " is outside 2..", detail::hnsw_max_m);
+    if (o.ef_construction < o.m || o.ef_construction > 65536)
+      return make_error(errc::invalid_argument, "ef_construction ", o.ef_construction, " is outside m..65536");
+    if (o.ef_search == 0 || o.ef_search > 65536)
+      return make_error(errc::invalid_argument, "ef_search ", o.ef_search, " is outside 1..65536");
+    if (!(o.compact_ratio >= 0.0 && o.compact_ratio < 1.0))
+      return make_error(errc::invalid_argument, "compact_ratio ", o.compact_ratio, " is outside [0, 1)");
+    return {};
+  }
+
+  void init_params(const hnsw_options& o) {
+    opts_ = o;
+    dim_ = o.dimension;
+    m_ = o.m;
+    m0_ = 2 * o.m;
+    code_bytes_ = space::code_bytes(dim_);
+    links_offset_ = detail::round_up(code_bytes_, 4);
+    slot_bytes_ = detail::round_up(links_offset_ + 4 * (std::size_t{m0_} + 1), 16);
+    level_mult_ = 1.0 / std::log(static_cast<double>(m_));
+    rng_.seed(o.seed);
+  }
+
+  // ---- raw access ------------------------------------------------------------
+
+  [[nodiscard]] const std::byte* code(std::uint32_t s) const noexcept {
+    return sec_.level0 + std::size_t{s} * slot_bytes_;
+  }
+  [[nodiscard]] std::byte* mutable_code(std::uint32_t s) noexcept {
+    return level0_.data() + std::size_t{s} * slot_bytes_;
+  }
+
+  // [count, links...] of slot s at level l, or nullptr when the slot has no
+  // such level or its upper offset points outside the pool (corrupt file).
+  [[nodiscard]] const std::uint32_t* links_at(std::uint32_t s, std::uint32_t l) const noexcept {
+    if (l == 0)
+      return reinterpret_cast<const std::uint32_t*>(sec_.level0 + std::size_t{s} * slot_bytes_ + links_offset_);
+    if (l > sec_.levels[s]) return nullptr;
+    const std::uint64_t off = sec_.upper_offsets[s];
+    const std::uint64_t block = std::uint64_t{m_} + 1;
+    if (off > sec_.upper_size || std::uint64_t{l} * block > sec_.upper_size - off) return nullptr;
+    return sec_.upper + off + (l - 1) * block;
+  }
+  [[nodiscard]] std::uint32_t* mutable_links(std::uint32_t s, std::uint32_t l) noexcept {
+    return const_cast<std::uint32_t*>(links_at(s, l));
+  }
+  [[nodiscard]] std::uint32_t capacity_at(std::uint32_t l) const noexcept { return l == 0 ? m0_ : m_; }
+
+  [[nodiscard]] std::uint32_t find_slot(std::uint64_t key) const {
+    if (!read_only_) {
+      auto it = slot_of_.find(key);
+      return it == slot_of_.end() ? detail::no_slot : it->second;
+    }
+    for (std::uint64_t s = 0; s < sec_.count; ++s)
+      if (sec_.states[s] == detail::slot_live && sec_.keys[s] == key) return static_cast<std::uint32_t>(s);
+    return detail::no_slot;
+  }
+
+  [[nodiscard]] result<void> check_vector(std::span<const float> v) const {
+    if (v.size() != dim_)
+      return make_error(errc::invalid_argument, "vector dimension ", v.size(), " != index dimension ", dim_);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i])) return make_error(errc::invalid_argument, "vector element ", i, " is not finite");
+    return {};
+  }
+  [[nodiscard]] result<void> check_writable() const {
+    if (read_only_) return make_error(errc::unsupported, "the index is a read-only view");
+    return {};
+  }
+
+  void refresh_sections() noexcept {
+    sec_.level0 = level0_.data();
+    sec_.keys = keys_.data();
+    sec_.states = states_.data();
+    sec_.levels = levels_.data();
+    sec_.upper_offsets = upper_offsets_.data();
+    sec_.upper = upper_.data();
+    sec_.upper_size = upper_.size();
+    sec_.originals = opts_.keep_originals ? originals_.data() : nullptr;
+    sec_.count = keys_.size();
+  }
+
+  std::uint32_t random_level() {
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    const double r = -std::log(1.0 - u(rng_)) * level_mult_;
+    return static_cast<std::uint32_t>(std::min<double>(r, detail::hnsw_max_level));
+  }
+
+  // Appends a fresh slot with its level's link storage (zero links).
+  std::uint32_t append_slot(std::uint64_t key, std::uint32_t level) {
+    const auto s = static_cast<std::uint32_t>(keys_.size());
+    level0_.resize(level0_.size() + slot_bytes_);
+    keys_.push_back(key);
+    states_.push_back(detail::slot_live);
+    levels_.push_back(static_cast<std::uint8_t>(level));
+    upper_offsets_.push_back(upper_.size());
+    upper_.resize(upper_.size() + std::size_t{level} * (m_ + 1), 0u);
+    indeg0_.push_back(0);
+    if (opts_.keep_originals) originals_.resize(originals_.size() + dim_);
+    return s;
+  }
+
+  void write_vector(std::uint32_t s, const float* v) {
+    space::encode(v, dim_, mutable_code(s));
+    if (opts_.keep_originals) {
+      float* o = originals_.data() + std::size_t{s} * dim_;
+      std::memcpy(o, v, dim_ * sizeof(float));
+      space::prepare(o, dim_);
+    }
+  }
+
+  void insert_locked(std::uint64_t key, const float* v) {
+    std::uint32_t s;
+    if (!free_slots_.empty()) {
+      // Reuse a tombstone: it keeps its level and storage; its neighbours
+      // already dropped it when it was removed.
+      s = free_slots_.back();
+      free_slots_.pop_back();
+      keys_[s] = key;
+      states_[s] = detail::slot_live;
+      refresh_sections();
+      write_vector(s, v);
+      slot_of_[key] = s;
+      ++live_;
+      relink(s);
+      return;
+    }
+    s = append_slot(key, random_level());
+    refresh_sections();
+    write_vector(s, v);
+    slot_of_[key] = s;
+    ++live_;
+    auto ctx = acquire_context();
+    link_node<false>(*ctx, s);
+    release_context(std::move(ctx));
+  }
+
+  // Recomputes the links of an existing slot after its vector changed.
+  void relink(std::uint32_t s) {
+    auto ctx = acquire_context();
+    link_node<false>(*ctx, s);
+    release_context(std::move(ctx));
+  }
+
+  void insert_batch_locked(std::span<const std::uint64_t> keys, const float* vectors, thread_pool* pool) {
+    const std::size_t n = keys.size();
+    if (n == 0) return;
+    const std::size_t first = keys_.size();
+    // Slots and levels are assigned before any linking, so no array grows
+    // while the workers read them.
+    std::vector<std::uint32_t> levels(n);
+    std::size_t upper_total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      levels[i] = random_level();
+      upper_total += std::size_t{levels[i]} * (m_ + 1);
+    }
+    level0_.reserve(level0_.size() + n * slot_bytes_);
+    keys_.reserve(first + n);
+    states_.reserve(first + n);
+    levels_.reserve(first + n);
+    upper_offsets_.reserve(first + n);
+    upper_.reserve(upper_.size() + upper_total);
+    if (opts_.keep_originals) originals_.reserve(originals_.size() + n * dim_);
+    for (std::size_t i = 0; i < n; ++i) append_slot(keys[i], levels[i]);
+    refresh_sections();
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto s = static_cast<std::uint32_t>(first + i);
+      write_vector(s, vectors + i * dim_);
+      slot_of_[keys[i]] = s;
+    }
+    live_ += n;
+    // The first node of an empty index becomes the entry point before the
+    // workers start, so none of them waits on an empty graph.
+    std::size_t start = 0;
+    if (entry_ == detail::no_slot) {
+      auto ctx = acquire_context();
+      link_node<false>(*ctx, static_cast<std::uint32_t>(first));
+      release_context(std::move(ctx));
+      start = 1;
+    }
+    const std::size_t todo = n - start;
+    if (pool == nullptr || pool->size() == 1 || todo < 64) {
+      auto ctx = acquire_context();
+      for (std::size_t i = start; i < n; ++i) link_node<false>(*ctx, static_cast<std::uint32_t>(first + i));
+      release_context(std::move(ctx));
+      return;
+    }
+    std::vector<hnsw_search_context> contexts(pool->size());
+    pool->run(todo, 16, [&](std::size_t begin, std::size_t end, std::size_t thread) {
+      for (std::size_t i = begin; i < end; ++i)
+        link_node<true>(contexts[thread], static_cast<std::uint32_t>(first + start + i));
+    });
+    recount_in_degrees();
+  }
+
+  // The parallel link phase does not count in-degrees (it would need atomic
+  // counters on the hot path); they are recounted once afterwards.
+  void recount_in_degrees() {
+    indeg0_.assign(sec_.count, 0u);
+    for (std::uint64_t s = 0; s < sec_.count; ++s) {
+      const std::uint32_t* links = links_at(static_cast<std::uint32_t>(s), 0);
+      for (std::uint32_t i = 1; i <= std::min(links[0], m0_); ++i)
+        if (links[i] < sec_.count) ++indeg0_[links[i]];
+    }
+  }
+
+  void compact_locked(thread_pool* pool) {
+    std::vector<std::uint64_t> keys;
+    std::vector<float> vectors;
+    keys.reserve(live_);
+    vectors.reserve(live_ * std::size_t{dim_});
+    std::vector<float> v(dim_);
+    for (std::uint64_t s = 0; s < sec_.count; ++s) {
+      if (sec_.states[s] != detail::slot_live) continue;
+      keys.push_back(sec_.keys[s]);
+      if (sec_.originals != nullptr)
+        vectors.insert(vectors.end(), sec_.originals + s * dim_, sec_.originals + (s + 1) * dim_);
+      else {
+        space::decode(code(static_cast<std::uint32_t>(s)), dim_, v.data());
+        vectors.insert(vectors.end(), v.begin(), v.end());
+      }
+    }
+    level0_.clear();
+    keys_.clear();
+    states_.clear();
+    levels_.clear();
+    upper_offsets_.clear();
+    upper_.clear();
+    originals_.clear();
+    indeg0_.clear();
+    slot_of_.clear();
+    free_slots_.clear();
+    live_ = 0;
+    entry_ = detail::no_slot;
+    max_level_ = -1;
+    level0_.shrink_to_fit();
+    upper_.shrink_to_fit();
+    refresh_sections();
+    insert_batch_locked(keys, vectors.data(), pool);
+  }
+
+  // ---- graph algorithms ----------------------------------------------------
+
+  template <bool Locked>
+  void read_links(std::uint32_t s, std::uint32_t l, std::uint32_t* out, std::uint32_t& n) const {
+    const std::uint32_t* links = links_at(s, l);
+    if (links == nullptr) {
+      n = 0;
+      return;
+    }
+    if constexpr (Locked) {
+      std::lock_guard g(locks_->stripes[s % detail::hnsw_lock_stripes]);
+      n = std::min(links[0], capacity_at(l));
+      std::memcpy(out, links + 1, n * sizeof(std::uint32_t));
+    } else {
+      n = std::min(links[0], capacity_at(l));
+      std::memcpy(out, links + 1, n * sizeof(std::uint32_t));
+    }
+  }
+
+  // Greedy descent at one upper level (ef = 1).
+  template <bool Locked>
+  void greedy(const std::byte* q, std::uint32_t& cur, float& dcur, std::uint32_t l, search_stats& st) const {
+    std::uint32_t buf[2 * detail::hnsw_max_m + 1];
+    for (bool changed = true; changed;) {
+      changed = false;
+      std::uint32_t n = 0;
+      read_links<Locked>(cur, l, buf, n);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t c = buf[i];
+        if (c >= sec_.count) continue;
+        const float d = space::distance(q, code(c), dim_);
+        ++st.distances;
+        if (d < dcur) {
+          dcur = d;
+          cur = c;
+          changed = true;
+        }
+      }
+    }
+  }
+
+  // Best-first search at level l from (ep, dep). Results (accepted nodes
+  // only) land in ctx.results_ as a max-heap of at most ef entries.
+  template <bool Locked, class Accept>
+  void search_layer(hnsw_search_context& ctx, const std::byte* q, std::uint32_t ep, float dep, std::uint32_t l,
+                    std::size_t ef, Accept&& accept) const {
+    ctx.begin(static_cast<std::size_t>(sec_.count));
+    auto& cand = ctx.candidates_;
+    auto& res = ctx.results_;
+    const auto closer_first = [](const auto& a, const auto& b) { return a.first > b.first; };
+    ctx.visit(ep);
+    ++ctx.stats_.visited;
+    cand.emplace_back(dep, ep);
+    float bound = std::numeric_limits<float>::infinity();
+    if (accept(ep)) {
+      res.emplace_back(dep, ep);
+      if (res.size() >= ef) bound = dep;
+    }
+    std::uint32_t buf[2 * detail::hnsw_max_m + 1];
+    while (!cand.empty()) {
+      const auto [d, c] = cand.front();
+      if (d > bound && res.size() >= ef) break;
+      std::pop_heap(cand.begin(), cand.end(), closer_first);
+      cand.pop_back();
+      std::uint32_t n = 0;
+      read_links<Locked>(c, l, buf, n);
+      for (std::uint32_t i = 0; i < n; ++i)
+        if (buf[i] < sec_.count) __builtin_prefetch(code(buf[i]));
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t x = buf[i];
+        if (x >= sec_.count || !ctx.visit(x)) continue;
+        ++ctx.stats_.visited;
+        const float dx = space::distance(q, code(x), dim_);
+        ++ctx.stats_.distances;
+        if (res.size() < ef || dx < bound) {
+          cand.emplace_back(dx, x);
+          std::push_heap(cand.begin(), cand.end(), closer_first);
+          if (accept(x)) {
+            res.emplace_back(dx, x);
+            std::push_heap(res.begin(), res.end());
+            if (res.size() > ef) {
+              std::pop_heap(res.begin(), res.end());
+              res.pop_back();
+            }
+            if (res.size() >= ef) bound = res.front().first;
+          }
+        }
+      }
+    }
+  }
+
+  // HNSW neighbour selection heuristic: keep a candidate only when it is
+  // closer to the base than to every neighbour already kept, which spreads
+  // links over directions; sorted ascending on input. Free places are then
+  // filled with the closest pruned candidates ("keep pruned connections"):
+  // a pruned link may be some node's only way in, and dropping it is how
+  // HNSW graphs strand nodes after many updates.
+  void select_neighbours(std::vector<hnsw_search_context::entry>& sorted, std::uint32_t cap,
+                         std::vector<hnsw_search_context::entry>& out) const {
+    out.clear();
+    std::size_t pruned = 0;
+    for (auto& e : sorted) {
+      if (out.size() >= cap) break;
+      bool good = true;
+      for (const auto& kept : out) {
+        if (space::distance(code(e.second), code(kept.second), dim_) < e.first) {
+          good = false;
+          break;
+        }
+      }
+      if (good)
+        out.push_back(e);
+      else
+        sorted[pruned++] = e;  // pruned ones compact to the front, in order
+    }
+    for (std::size_t i = 0; i < pruned && out.size() < cap; ++i) out.push_back(sorted[i]);
+  }
+
+  template <bool Locked>
+  void link_node(hnsw_search_context& ctx, std::uint32_t s) {
+    const std::byte* q = code(s);
+    const std::uint32_t level = sec_.levels[s];
+    std::uint32_t ep;
+    int top;
+    {
+      std::unique_lock g(locks_->entry, std::defer_lock);
+      if constexpr (Locked) g.lock();
+      if (entry_ == detail::no_slot) {
+        entry_ = s;
+        max_level_ = static_cast<int>(level);
+        return;
+      }
+      ep = entry_;
+      top = max_level_;
+    }
+    float dep = space::distance(q, code(ep), dim_);
+    for (int l = top; l > static_cast<int>(level); --l)
+      greedy<Locked>(q, ep, dep, static_cast<std::uint32_t>(l), ctx.stats_);
+    const auto accept = [this, s](std::uint32_t x) { return x != s && sec_.states[x] == detail::slot_live; };
+    for (int l = std::min(static_cast<int>(level), top); l >= 0; --l) {
+      const auto ul = static_cast<std::uint32_t>(l);
+      search_layer<Locked>(ctx, q, ep, dep, ul, opts_.ef_construction, accept);
+      auto& found = ctx.scratch_;
+      found.assign(ctx.results_.begin(), ctx.results_.end());
+      std::sort(found.begin(), found.end());
+      select_neighbours(found, m_, ctx.selected_);
+      {
+        std::unique_lock g(locks_->stripes[s % detail::hnsw_lock_stripes], std::defer_lock);
+        if constexpr (Locked) g.lock();
+        assign_links<Locked>(mutable_links(s, ul), ul, ctx.selected_);
+      }
+      for (const auto& [d, x] : ctx.selected_) add_link<Locked>(ctx, x, s, ul, d);
+      if (!found.empty()) {
+        ep = found.front().second;
+        dep = found.front().first;
+      }
+    }
+    if (static_cast<int>(level) > top) {
+      std::unique_lock g(locks_->entry, std::defer_lock);
+      if constexpr (Locked) g.lock();
+      if (static_cast<int>(level) > max_level_) {
+        entry_ = s;
+        max_level_ = static_cast<int>(level);
+      }
+    }
+  }
+
+  // Adds the back-link base -> x at level l, shrinking base's list with the
+  // heuristic when it is full.
+  template <bool Locked>
+  void add_link(hnsw_search_context& ctx, std::uint32_t base, std::uint32_t x, std::uint32_t l, float dx) {
+    std::unique_lock g(locks_->stripes[base % detail::hnsw_lock_stripes], std::defer_lock);
+    if constexpr (Locked) g.lock();
+    std::uint32_t* links = mutable_links(base, l);
+    if (links == nullptr) return;
+    const std::uint32_t cap = capacity_at(l);
+    const std::uint32_t n = std::min(links[0], cap);
+    for (std::uint32_t i = 1; i <= n; ++i)
+      if (links[i] == x) return;
+    if (n < cap) {
+      links[1 + n] = x;
+      links[0] = n + 1;
+      if constexpr (!Locked)
+        if (l == 0) ++indeg0_[x];
+      return;
+    }
+    // Local buffers: ctx.scratch_ may be in use by the caller.
+    std::vector<hnsw_search_context::entry> cand;
+    std::vector<hnsw_search_context::entry> kept;
+    cand.reserve(n + 1);
+    const std::byte* b = code(base);
+    for (std::uint32_t i = 1; i <= n; ++i) cand.emplace_back(space::distance(b, code(links[i]), dim_), links[i]);
+    cand.emplace_back(dx, x);
+    std::sort(cand.begin(), cand.end());
+    choose_links<Locked>(links, l, cand, kept);
+    (void)ctx;
+  }
+
+  // Overwrites a link list; at level 0 (outside parallel batches) keeps the
+  // in-degree counts exact.
+  template <bool Locked>
+  void assign_links(std::uint32_t* links, std::uint32_t l, const std::vector<hnsw_search_context::entry>& sel) {
+    if constexpr (!Locked) {
+      if (l == 0)
+        for (std::uint32_t i = 1; i <= std::min(links[0], m0_); ++i) --indeg0_[links[i]];
+    }
+    links[0] = static_cast<std::uint32_t>(sel.size());
+    for (std::size_t i = 0; i < sel.size(); ++i) links[1 + i] = sel[i].second;
+    if constexpr (!Locked) {
+      if (l == 0)
+        for (const auto& e : sel) ++indeg0_[e.second];
+    }
+  }
+
+  // Replaces links (the current list of some node at level l) by the best
+  // of the sorted candidates. At level 0, outside parallel batches, a
+  // candidate that would be left without any in-link is kept in place of the
+  // farthest kept node that has another in-link: pruning is otherwise how
+  // HNSW strands nodes.
+  template <bool Locked>
+  void choose_links(std::uint32_t* links, std::uint32_t l, std::vector<hnsw_search_context::entry>& cand,
+                    std::vector<hnsw_search_context::entry>& kept) {
+    std::vector<hnsw_search_context::entry> all(cand);
+    select_neighbours(cand, capacity_at(l), kept);
+    if constexpr (!Locked) {
+      if (l == 0) {
+        const std::uint32_t n = std::min(links[0], m0_);
+        const auto in_old = [&](std::uint32_t y) { return std::find(links + 1, links + 1 + n, y) != links + 1 + n; };
+        // In-links y would keep if this list dropped it.
+        const auto others = [&](std::uint32_t y) { return indeg0_[y] - (in_old(y) ? 1u : 0u); };
+        for (const auto& e : all) {
+          if (sec_.states[e.second] != detail::slot_live || others(e.second) > 0) continue;
+          if (std::find(kept.begin(), kept.end(), e) != kept.end()) continue;
+          for (std::size_t i = kept.size(); i-- > 0;) {
+            if (others(kept[i].second) > 0) {
+              kept[i] = e;
+              break;
+            }
+          }
+        }
+      }
+    }
+    assign_links<Locked>(links, l, kept);
+  }
+
+  // Before slot s disappears (remove) or moves (update): every neighbour of
+  // s that links back to it re-selects its links from its own plus s's
+  // links, so paths through s survive. Exclusive lock held.
+  void repair_neighbours(std::uint32_t s) {
+    std::vector<std::uint32_t> mine;
+    std::vector<hnsw_search_context::entry> cand, kept;
+    for (std::uint32_t l = 0; l <= sec_.levels[s]; ++l) {
+      const std::uint32_t* sl = links_at(s, l);
+      if (sl == nullptr) continue;
+      mine.assign(sl + 1, sl + 1 + std::min(sl[0], capacity_at(l)));
+      for (const std::uint32_t nb : mine) {
+        if (nb >= sec_.count || nb == s) continue;
+        std::uint32_t* nl = mutable_links(nb, l);
+        if (nl == nullptr) continue;
+        const std::uint32_t cnt = std::min(nl[0], capacity_at(l));
+        if (std::find(nl + 1, nl + 1 + cnt, s) == nl + 1 + cnt) continue;
+        const std::byte* b = code(nb);
+        cand.clear();
+        const auto consider = [&](std::uint32_t c) {
+          if (c == s || c == nb || c >= sec_.count || sec_.states[c] != detail::slot_live) return;
+          if (sec_.levels[c] < l) return;
+          for (const auto& e : cand)
+            if (e.second == c) return;
+          cand.emplace_back(space::distance(b, code(c), dim_), c);
+        };
+        for (std::uint32_t i = 1; i <= cnt; ++i) consider(nl[i]);
+        for (const std::uint32_t c : mine) consider(c);
+        std::sort(cand.begin(), cand.end());
+        choose_links<false>(nl, l, cand, kept);
+      }
+      // s's out-neighbours may have had no way in but through s (s reached
+      // by a one-way link): each one that none of s's neighbours now links
+      // to is adopted by its closest live fellow neighbour, replacing that
+      // node's farthest link when it is full.
+      for (const std::uint32_t x : mine) {
+        if (x >= sec_.count || x == s || sec_.states[x] != detail::slot_live) continue;
+        bool linked = false;
+        std::uint32_t best = detail::no_slot;
+        float best_d = std::numeric_limits<float>::infinity();
+        for (const std::uint32_t y : mine) {
+          if (y >= sec_.count || y == s || y == x || sec_.states[y] != detail::slot_live || sec_.levels[y] < l)
+            continue;
+          const std::uint32_t* yl = links_at(y, l);
+          const std::uint32_t cnt = std::min(yl[0], capacity_at(l));
+          if (std::find(yl + 1, yl + 1 + cnt, x) != yl + 1 + cnt) {
+            linked = true;
+            break;
+          }
+          const float d = space::distance(code(x), code(y), dim_);
+          if (d < best_d) {
+            best_d = d;
+            best = y;
+          }
+        }
+        if (linked || best == detail::no_slot) continue;
+        std::uint32_t* bl = mutable_links(best, l);
+        const std::uint32_t cnt = std::min(bl[0], capacity_at(l));
+        cand.clear();
+        for (std::uint32_t i = 1; i <= cnt; ++i)
+          cand.emplace_back(space::distance(code(best), code(bl[i]), dim_), bl[i]);
+        cand.emplace_back(best_d, x);
+        std::sort(cand.begin(), cand.end());
+        if (cnt < capacity_at(l)) {
+          assign_links<false>(bl, l, cand);
+        } else {
+          choose_links<false>(bl, l, cand, kept);
+        }
+      }
+    }
+  }
+
+  // ---- search ----------------------------------------------------------------
+
+  void prepare_query(std::span<const float> query, hnsw_search_context& ctx) const {
+    ctx.query_code_.resize(code_bytes_);
+    space::encode(query.data(), dim_, ctx.query_code_.data());
+    if (sec_.originals != nullptr) {
+      ctx.query_f32_.assign(query.begin(), query.end());
+      space::prepare(ctx.query_f32_.data(), dim_);
+    }
+  }
+
+  template <class Filter>
+  result<std::size_t> search_unlocked(std::span<const float> query, std::span<search_hit> out, hnsw_search_context& ctx,
+                                      search_params params, Filter& filter) const {
+    ctx.stats_ = {};
+    const std::size_t k = out.size();
+    if (k == 0 || live_ == 0 || entry_ == detail::no_slot || entry_ >= sec_.count) return std::size_t{0};
+    prepare_query(query, ctx);
+    std::size_t ef = std::max<std::size_t>(params.ef != 0 ? params.ef : opts_.ef_search, k);
+    if constexpr (!std::is_same_v<std::remove_cvref_t<Filter>, no_filter>) {
+      // Estimate the filter's selectivity on a fixed stride of slots.
+      const std::size_t samples = std::min<std::size_t>(128, static_cast<std::size_t>(sec_.count));
+      std::size_t live_seen = 0, passed = 0;
+      for (std::size_t i = 0; i < samples; ++i) {
+        const std::uint64_t s = i * sec_.count / samples;
+        if (sec_.states[s] != detail::slot_live) continue;
+        ++live_seen;
+        passed += filter(sec_.keys[s]) ? 1 : 0;
+      }
+      const double p = live_seen == 0 ? 0.0 : static_cast<double>(passed) / static_cast<double>(live_seen);
+      const double expected = p * static_cast<double>(live_);
+      // Tight filter: scanning the accepted nodes is cheaper than a graph
+      // search that would wander through mostly rejected nodes.
+      if (passed < 8 || expected <= static_cast<double>(std::max<std::size_t>(4 * ef, 1024)))
+        return exact_scan(out, ctx, filter, params.rerank);
+      ef = std::min<std::size_t>(static_cast<std::size_t>(static_cast<double>(ef) / p) + 1, live_);
+    }
+    ctx.stats_.ef_used = static_cast<std::uint32_t>(ef);
+    const std::byte* q = ctx.query_code_.data();
+    std::uint32_t ep = entry_;
+    float dep = space::distance(q, code(ep), dim_);
+    for (int l = max_level_; l > 0; --l) greedy<false>(q, ep, dep, static_cast<std::uint32_t>(l), ctx.stats_);
+    const auto accept = [this, &filter](std::uint32_t x) {
+      return sec_.states[x] == detail::slot_live && filter(sec_.keys[x]);
+    };
+    search_layer<false>(ctx, q, ep, dep, 0, ef, accept);
+    if constexpr (!std::is_same_v<std::remove_cvref_t<Filter>, no_filter>) {
+      if (ctx.results_.size() < std::min<std::size_t>(k, live_)) return exact_scan(out, ctx, filter, params.rerank);
+    }
+    return finish(out, ctx, params.rerank);
+  }
+
+  template <class Filter>
+  std::size_t exact_scan(std::span<search_hit> out, hnsw_search_context& ctx, Filter& filter, bool rerank) const {
+    ctx.stats_.exact_scan = true;
+    auto& res = ctx.results_;
+    res.clear();
+    const std::size_t keep =
+        sec_.originals != nullptr && rerank ? std::max<std::size_t>(out.size() * 4, 64) : out.size();
+    const std::byte* q = ctx.query_code_.data();
+    for (std::uint64_t s = 0; s < sec_.count; ++s) {
+      if (sec_.states[s] != detail::slot_live || !filter(sec_.keys[s])) continue;
+      const float d = space::distance(q, code(static_cast<std::uint32_t>(s)), dim_);
+      ++ctx.stats_.distances;
+      if (res.size() < keep || d < res.front().first) {
+        res.emplace_back(d, static_cast<std::uint32_t>(s));
+        std::push_heap(res.begin(), res.end());
+        if (res.size() > keep) {
+          std::pop_heap(res.begin(), res.end());
+          res.pop_back();
+        }
+      }
+    }
+    return finish(out, ctx, rerank);
+  }
+
+  std::size_t finish(std::span<search_hit> out, hnsw_search_context& ctx, bool rerank) const {
+    auto& res = ctx.results_;
+    if (rerank && sec_.originals != nullptr) {
+      for (auto& [d, s] : res)
+        d = space::exact_distance(ctx.query_f32_.data(), sec_.originals + std::size_t{s} * dim_, dim_);
+    }
+    std::sort(res.begin(), res.end());
+    const std::size_t n = std::min(out.size(), res.size());
+    for (std::size_t i = 0; i < n; ++i) out[i] = search_hit{sec_.keys[res[i].second], res[i].first};
+    return n;
+  }
+
+  std::unique_ptr<hnsw_search_context> acquire_context() const {
+    {
+      std::lock_guard g(contexts_->mutex);
+      if (!contexts_->free.empty()) {
+        auto c = std::move(contexts_->free.back());
+        contexts_->free.pop_back();
+        return c;
+      }
+    }
+    return std::make_unique<hnsw_search_context>();
+  }
+  void release_context(std::unique_ptr<hnsw_search_context> c) const {
+    std::lock_guard g(contexts_->mutex);
+    if (contexts_->free.size() < 16) contexts_->free.push_back(std::move(c));
+  }
+
+  // Parameters.
+  hnsw_options opts_{};
+  std::uint32_t dim_ = 0;
+  std::uint32_t m_ = 0;
+  std::uint32_t m0_ = 0;
+  std::size_t code_bytes_ = 0;
+  std::size_t links_offset_ = 0;
+  std::size_t slot_bytes_ = 0;
+  double level_mult_ = 0.0;
+  std::mt19937_64 rng_;
+
+  // Graph state.
+  std::uint32_t entry_ = detail::no_slot;
+  int max_level_ = -1;
+  std::uint64_t sequence_ = 0;
+  static constexpr std::uint64_t hnsw_file_header_bytes_ = sizeof(hnsw_file_header);
+  std::size_t live_ = 0;
+  bool read_only_ = false;
+  detail::hnsw_sections sec_{};
+
+  // Owned storage (empty for a read-only view).
+  std::vector<std::byte> level0_;
+  std::vector<std::uint64_t> keys_;
+  std::vector<std::uint8_t> states_;
+  std::vector<std::uint8_t> levels_;
+  std::vector<std::uint64_t> upper_offsets_;
+  std::vector<std::uint32_t> upper_;
+  std::vector<float> originals_;
+  std::vector<std::uint32_t> indeg0_;  // level-0 in-degree per slot (owned indexes)
+  std::unordered_map<std::uint64_t, std::uint32_t> slot_of_;
+  std::vector<std::uint32_t> free_slots_;
+  mapped_file map_;  // the mapping of a read-only view
+
+  std::unique_ptr<detail::writer_first_mutex> mutex_;
+  std::unique_ptr<detail::hnsw_locks> locks_;
+  std::unique_ptr<detail::hnsw_context_pool> contexts_;
+};
+
+}  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_HNSW_INDEX_HPP
+
+// ==== ruvllm/store/wal.hpp
+#ifndef RUVLLM_STORE_WAL_HPP
+#define RUVLLM_STORE_WAL_HPP
+
+// write_ahead_log: the append-only log through which every mutation of a
+// store passes before it is applied, so that after a crash (kill -9 at any
+// instant) reopening replays every acknowledged write.
+//
+// Format (version 1, little-endian):
+//   header, 32 bytes: "RUVWAL01", u32 version (1), u32 0, u64 base sequence
+//     (the sequence the log starts after), u32 0, u32 CRC-32C of bytes 0..28
+//   records, back to back:
+//     u32 payload bytes (<= wal_max_payload)
+//     u32 CRC-32C of everything after this field (sequence .. payload end)
+//     u64 sequence (previous + 1; the first is base + 1)
+//     u32 type (the owner's operation code), u32 0
+//     payload
+// Recovery reads records while each is complete, has a valid CRC and the
+// next sequence number; the first that is not marks the torn tail of a
+// crashed append and the file is truncated there. A record is acknowledged
+// only after its append returned, which under durability::every_write
+// includes fdatasync, so every acknowledged record precedes the tail.
+//
+// Durability (wal_options::mode):
+//   every_write  fdatasync before append() returns (acknowledged = durable)
+//   group_commit fdatasync once group_records appends or group_interval have
+//                accumulated, and on sync(); a crash loses at most that group
+//   none         the OS decides; sync() still forces
+// reset() starts a new empty log after a checkpoint with the same
+// write-temporary, fsync, rename sequence as every full save.
+//
+// Thread-safety: none; the owning store serializes appends. Allocation:
+// append() reuses one growing buffer.
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace ruvllm::store {
+
+/// When appended records reach stable storage.
+enum class durability : std::uint8_t { every_write, group_commit, none };
+
+/// Options of a write_ahead_log.
+struct wal_options {
+  durability mode = durability::every_write;
+  /// group_commit: sync after this many appends ...
+  std::uint32_t group_records = 64;
+  /// ... or once this much time has passed since the first unsynced append.
+  std::chrono::milliseconds group_interval{10};
+};
+
+inline constexpr std::array<char, 8> wal_magic = {'R', 'U', 'V', 'W', 'A', 'L', '0', '1'};
+inline constexpr std::uint32_t wal_format_version = 1;
+inline constexpr std::size_t wal_header_bytes = 32;
+inline constexpr std::size_t wal_record_header_bytes = 24;
+/// Largest payload of one record (a guard against a corrupt length).
+inline constexpr std::uint32_t wal_max_payload = 64u << 20;
+
+/// The append-only log; see the file comment.
+class write_ahead_log {
+ public:
+  write_ahead_log() = default;
+
+  /// Opens (creating when missing, with base sequence `base`) the log at
+  /// path, calls apply(sequence, type, payload) for every valid record in
+  /// order, truncates a torn tail, and positions for appends. apply returns
+  /// result<void>; its error stops the open. Errors: io_error, corrupt_data
+  /// (bad header) naming the file and offset.
+  template <class Apply>
+  [[nodiscard]] static result<write_ahead_log> open(std::string_view path, wal_options options, std::uint64_t base,
+                                                    Apply&& apply) {
+    write_ahead_log log;
+    log.path_.assign(path);
+    log.options_ = options;
+    if (!file_exists(path)) RUVLLM_TRY(create_empty(path, base));
+    std::uint64_t valid_end = wal_header_bytes;
+    {
+      RUVLLM_TRY_ASSIGN(auto map, mapped_file::open(path));
+      byte_reader r(map.bytes(), path);
+      RUVLLM_TRY_ASSIGN(auto head, r.read_bytes(wal_header_bytes, "write-ahead log header"));
+      if (std::memcmp(head.data(), wal_magic.data(), wal_magic.size()) != 0)
+        return make_error(errc::corrupt_data, "not a write-ahead log (bad magic)").at(path, 0);
+      std::uint32_t version, crc;
+      std::memcpy(&version, head.data() + 8, 4);
+      std::memcpy(&log.base_, head.data() + 16, 8);
+      std::memcpy(&crc, head.data() + 28, 4);
+      if (crc32c(head.first(28)) != crc) return make_error(errc::corrupt_data, "log header checksum").at(path, 28);
+      if (version != wal_format_version)
+        return make_error(errc::unsupported, "log version ", version, " != ", wal_format_version).at(path, 8);
+      log.last_ = log.base_;
+      while (r.remaining() >= wal_record_header_bytes) {
+        const std::uint64_t at = r.file_offset();
+        RUVLLM_TRY_ASSIGN(auto rh, r.read_bytes(wal_record_header_bytes, "record header"));
+        std::uint32_t len, rcrc, type;
+        std::uint64_t seq;
+        std::memcpy(&len, rh.data(), 4);
+        std::memcpy(&rcrc, rh.data() + 4, 4);
+        std::memcpy(&seq, rh.data() + 8, 8);
+        std::memcpy(&type, rh.data() + 16, 4);
+        if (len > wal_max_payload || len > r.remaining() || seq != log.last_ + 1) break;
+        RUVLLM_TRY_ASSIGN(auto payload, r.read_bytes(len, "record payload"));
+        const std::uint32_t computed = crc32c(payload, crc32c(rh.subspan(8)));
+        if (computed != rcrc) break;
+        RUVLLM_TRY(apply(seq, type, payload));
+        log.last_ = seq;
+        valid_end = at + wal_record_header_bytes + len;
+      }
+    }
+    RUVLLM_TRY_ASSIGN(log.file_, open_file(path, O_WRONLY));
+    if (::ftruncate(log.file_.get(), static_cast<off_t>(valid_end)) != 0)
+      return detail::os_error("cannot truncate the torn tail of", path);
+    if (::lseek(log.file_.get(), static_cast<off_t>(valid_end), SEEK_SET) < 0)
+      return detail::os_error("cannot seek in", path);
+    RUVLLM_TRY(sync_file(log.file_, path));
+    log.bytes_ = valid_end;
+    return log;
+  }
+
+  /// Appends one record with the next sequence number and returns it once
+  /// the durability mode is satisfied. Errors: io_error (the record may be
+  /// partly written; recovery drops it), invalid_argument (payload too big).
+  [[nodiscard]] result<std::uint64_t> append(std::uint32_t type, std::span<const std::byte> payload) {
+    if (payload.size() > wal_max_payload)
+      return make_error(errc::invalid_argument, "log payload of ", payload.size(), " bytes exceeds ", wal_max_payload);
+    const std::uint64_t seq = last_ + 1;
+    buffer_.resize(wal_record_header_bytes + payload.size());
+    const auto len = static_cast<std::uint32_t>(payload.size());
+    const std::uint32_t zero = 0;
+    std::memcpy(buffer_.data(), &len, 4);
+    std::memcpy(buffer_.data() + 8, &seq, 8);
+    std::memcpy(buffer_.data() + 16, &type, 4);
+    std::memcpy(buffer_.data() + 20, &zero, 4);
+    if (!payload.empty()) std::memcpy(buffer_.data() + wal_record_header_bytes, payload.data(), payload.size());
+    const std::uint32_t crc = crc32c(std::span<const std::byte>(buffer_).subspan(8));
+    std::memcpy(buffer_.data() + 4, &crc, 4);
+    RUVLLM_TRY(write_all(file_, buffer_, path_));
+    last_ = seq;
+    bytes_ += buffer_.size();
+    if (pending_ == 0) first_pending_ = std::chrono::steady_clock::now();
+    ++pending_;
+    switch (options_.mode) {
+      case durability::every_write: RUVLLM_TRY(sync()); break;
+      case durability::group_commit:
+        if (pending_ >= options_.group_records ||
+            std::chrono::steady_clock::now() - first_pending_ >= options_.group_interval)
+          RUVLLM_TRY(sync());
+        break;
+      case durability::none: break;
+    }
+    return seq;
+  }
+
+  /// Forces every appended record to stable storage.
+  [[nodiscard]] result<void> sync() {
+    if (pending_ == 0) return {};
+    if (::fdatasync(file_.get()) != 0) return detail::os_error("cannot fdatasync", path_);
+    pending_ = 0;
+    return {};
+  }
+
+  /// Replaces the log with an empty one starting after `base` (a checkpoint
+  /// holding every record up to base was saved): atomic like every save.
+  [[nodiscard]] result<void> reset(std::uint64_t base) {
+    RUVLLM_TRY(sync());
+    const std::string tmp = path_ + ".tmp";
+    RUVLLM_TRY(create_empty(tmp, base));
+    RUVLLM_TRY(replace_file(tmp, path_));
+    RUVLLM_TRY_ASSIGN(file_, open_file(path_, O_WRONLY | O_APPEND));
+    base_ = base;
+    last_ = base;
+    bytes_ = wal_header_bytes;
+    pending_ = 0;
+    return {};
+  }
+
+  /// Sequence number of the last record (base when empty).
+  [[nodiscard]] std::uint64_t last_sequence() const noexcept { return last_; }
+  /// Sequence the log starts after.
+  [[nodiscard]] std::uint64_t base_sequence() const noexcept { return base_; }
+  /// Bytes in the log file, header included.
+  [[nodiscard]] std::uint64_t bytes() const noexcept { return bytes_; }
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+ private:
+  [[nodiscard]] static result<void> create_empty(std::string_view path, std::uint64_t base) {
+    std::array<std::byte, wal_header_bytes> h{};
+    std::memcpy(h.data(), wal_magic.data(), 8);
+    std::memcpy(h.data() + 8, &wal_format_version, 4);
+    std::memcpy(h.data() + 16, &base, 8);
+    const std::uint32_t crc = crc32c(std::span<const std::byte>(h).first(28));
+    std::memcpy(h.data() + 28, &crc, 4);
+    RUVLLM_TRY_ASSIGN(auto f, open_file(path, O_WRONLY | O_CREAT | O_TRUNC));
+    RUVLLM_TRY(write_all(f, h, path));
+    RUVLLM_TRY(sync_file(f, path));
+    return sync_directory(detail::parent_directory(path));
+  }
+
+  std::string path_;
+  wal_options options_{};
+  file_handle file_;
+  std::uint64_t base_ = 0;
+  std::uint64_t last_ = 0;
+  std::uint64_t bytes_ = 0;
+  std::uint32_t pending_ = 0;
+  std::chrono::steady_clock::time_point first_pending_{};
+  std::vector<std::byte> buffer_;
+};
+
+}  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_WAL_HPP
+
+// ==== ruvllm/store/hnsw_store.hpp
+#ifndef RUVLLM_STORE_HNSW_STORE_HPP
+#define RUVLLM_STORE_HNSW_STORE_HPP
+
+// hnsw_store<Metric, Precision>: a durable hnsw_index in a directory.
+//
+//   <dir>/index.hnsw   the last checkpoint (hnsw_format.hpp), holding every
+//                      logged write up to its header's sequence number
+//   <dir>/index.wal    the write-ahead log since then (wal.hpp)
+//
+// Every mutation is validated, appended to the log (durable before the call
+// returns under durability::every_write), then applied to the in-memory
+// index; opening loads the checkpoint (every checksum and invariant
+// verified: a corrupt checkpoint is an error, never a served graph) and
+// replays the log records after its sequence. checkpoint() saves a new
+// index.hnsw (temporary file, fsync, rename) and then starts an empty log;
+// a crash between the two is harmless because replay skips records the
+// checkpoint already holds. The store checkpoints by itself when the log
+// passes options.checkpoint_bytes, and compact() rebuilds the graph without
+// tombstones and checkpoints.
+//
+// Concurrency: writers are serialized by the store's mutex, so the log order
+// is the apply order; searches go straight to the index (its shared lock)
+// and run alongside a writer's logging. Errors: ruvllm::result everywhere.
+
+#include <sys/stat.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+
+namespace ruvllm::store {
+
+/// Options of an hnsw_store.
+struct hnsw_store_options {
+  /// Parameters of a new index (ignored when the directory holds one).
+  hnsw_options index{};
+  wal_options wal{};
+  /// Checkpoint automatically once the log exceeds this many bytes (0: never).
+  std::uint64_t checkpoint_bytes = 64ull << 20;
+};
+
+namespace detail {
+enum class store_op : std::uint32_t { insert = 1, upsert = 2, remove = 3 };
+}  // namespace detail
+
+/// A durable vector index in a directory; see the file comment.
+template <Metric M, VectorPrecision P, Backend B = backend::highway>
+class hnsw_store {
+ public:
+  using index_type = hnsw_index<M, P, B>;
+
+  /// Opens or creates the store in dir (created when missing) and recovers
+  /// it. Errors: io_error, corrupt_data naming the file and offset.
+  [[nodiscard]] static result<hnsw_store> open(std::string_view dir, const hnsw_store_options& options) {
+    hnsw_store s;
+    s.dir_.assign(dir);
+    s.options_ = options;
+    if (::mkdir(s.dir_.c_str(), 0755) != 0 && errno != EEXIST) return detail::os_error("cannot create", dir);
+    const std::string index_path = s.index_path();
+    if (file_exists(index_path)) {
+      RUVLLM_TRY_ASSIGN(auto loaded, index_type::load(index_path));
+      s.index_ = std::make_unique<index_type>(std::move(loaded));
+    } else {
+      RUVLLM_TRY_ASSIGN(auto created, index_type::create(options.index));
+      s.index_ = std::make_unique<index_type>(std::move(created));
+    }
+    const std::uint64_t done = s.index_->sequence();
+    index_type& index = *s.index_;
+    const std::uint32_t dim = index.dimension();
+    const std::string wal_path = s.wal_path();
+    auto apply = [&](std::uint64_t seq, std::uint32_t type, std::span<const std::byte> payload) -> result<void> {
+      if (seq <= done) return {};  // already in the checkpoint
+      std::uint64_t key = 0;
+      if (payload.size() < 8) return make_error(errc::corrupt_data, "log record ", seq, " is too short").at(wal_path);
+      std::memcpy(&key, payload.data(), 8);
+      switch (static_cast<detail::store_op>(type)) {
+        case detail::store_op::insert:
+        case detail::store_op::upsert: {
+          if (payload.size() != 8 + std::size_t{dim} * 4)
+            return make_error(errc::corrupt_data, "log record ", seq, " has ", payload.size(), " bytes").at(wal_path);
+          std::vector<float> v(dim);
+          std::memcpy(v.data(), payload.data() + 8, std::size_t{dim} * 4);
+          auto r = index.upsert(key, v);
+          if (!r) return std::move(r).error().at(wal_path);
+          return {};
+        }
+        case detail::store_op::remove: {
+          auto r = index.remove(key);
+          if (!r && r.error().code() != errc::not_found) return std::move(r).error().at(wal_path);
+          return {};
+        }
+      }
+      return make_error(errc::corrupt_data, "log record ", seq, " has unknown type ", type).at(wal_path);
+    };
+    RUVLLM_TRY_ASSIGN(s.wal_, write_ahead_log::open(wal_path, options.wal, done, apply));
+    s.mutex_ = std::make_unique<std::mutex>();
+    return s;
+  }
+
+  hnsw_store(hnsw_store&&) noexcept = default;
+  hnsw_store& operator=(hnsw_store&&) noexcept = default;
+  hnsw_store(const hnsw_store&) = delete;
+  hnsw_store& operator=(const hnsw_store&) = delete;
+  /// Syncs the log (errors are lost here; call sync() to see them).
+  ~hnsw_store() {
+    if (mutex_) (void)wal_.sync();
+  }
+
+  /// The in-memory index, for searches (thread-safe, see hnsw_index).
+  [[nodiscard]] const index_type& index() const noexcept { return *index_; }
+
+  /// Logs and applies an insert. Errors: already_exists, invalid_argument, io_error.
+  [[nodiscard]] result<void> insert(std::uint64_t key, std::span<const float> v) {
+    return write(detail::store_op::insert, key, v);
+  }
+  /// Logs and applies an insert-or-update.
+  [[nodiscard]] result<void> upsert(std::uint64_t key, std::span<const float> v) {
+    return write(detail::store_op::upsert, key, v);
+  }
+  /// Logs and applies a removal. Errors: not_found, io_error.
+  [[nodiscard]] result<void> remove(std::uint64_t key) {
+    std::lock_guard g(*mutex_);
+    if (!index_->contains(key)) return make_error(errc::not_found, "key ", key, " is not in the store");
+    std::byte payload[8];
+    std::memcpy(payload, &key, 8);
+    RUVLLM_TRY(wal_.append(static_cast<std::uint32_t>(detail::store_op::remove), payload));
+    RUVLLM_TRY(index_->remove(key));
+    return maybe_checkpoint();
+  }
+
+  /// Forces every logged write to stable storage (group_commit, none).
+  [[nodiscard]] result<void> sync() {
+    std::lock_guard g(*mutex_);
+    return wal_.sync();
+  }
+
+  /// Saves index.hnsw with every logged write and starts an empty log.
+  [[nodiscard]] result<void> checkpoint() {
+    std::lock_guard g(*mutex_);
+    return checkpoint_locked();
+  }
+
+  /// Rebuilds the graph without tombstones, then checkpoints.
+  [[nodiscard]] result<void> compact(thread_pool* pool = nullptr) {
+    std::lock_guard g(*mutex_);
+    RUVLLM_TRY(index_->compact(pool));
+    return checkpoint_locked();
+  }
+
+  /// Checks the index (invariants) and, when present, index.hnsw's checksums.
+  [[nodiscard]] result<void> verify() const {
+    RUVLLM_TRY(index_->verify());
+    if (file_exists(index_path())) {
+      RUVLLM_TRY_ASSIGN(auto view, index_type::open_view(index_path()));
+      RUVLLM_TRY(view.verify());
+    }
+    return {};
+  }
+
+  /// Sequence number of the last logged write.
+  [[nodiscard]] std::uint64_t sequence() const {
+    std::lock_guard g(*mutex_);
+    return wal_.last_sequence();
+  }
+  [[nodiscard]] std::string index_path() const { return dir_ + "/index.hnsw"; }
+  [[nodiscard]] std::string wal_path() const { return dir_ + "/index.wal"; }
+
+ private:
+  hnsw_store() = default;
+
+  [[nodiscard]] result<void> write(detail::store_op op, std::uint64_t key, std::span<const float> v) {
+    const std::uint32_t dim = index_->dimension();
+    if (v.size() != dim) return make_error(errc::invalid_argument, "vector dimension ", v.size(), " != ", dim);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i])) return make_error(errc::invalid_argument, "vector element ", i, " is not finite");
+    std::lock_guard g(*mutex_);
+    if (op == detail::store_op::insert && index_->contains(key))
+      return make_error(errc::already_exists, "key ", key, " is already in the store");
+    payload_.resize(8 + v.size_bytes());
+    std::memcpy(payload_.data(), &key, 8);
+    std::memcpy(payload_.data() + 8, v.data(), v.size_bytes());
+    RUVLLM_TRY(wal_.append(static_cast<std::uint32_t>(op), payload_));
+    RUVLLM_TRY(index_->upsert(key, v));
+    return maybe_checkpoint();
+  }
+
+  [[nodiscard]] result<void> maybe_checkpoint() {
+    if (options_.checkpoint_bytes != 0 && wal_.bytes() > options_.checkpoint_bytes) return checkpoint_locked();
+    return {};
+  }
+
+  [[nodiscard]] result<void> checkpoint_locked() {
+    const std::uint64_t seq = wal_.last_sequence();
+    RUVLLM_TRY(wal_.sync());
+    RUVLLM_TRY(index_->save(index_path(), seq));
+    return wal_.reset(seq);
+  }
+
+  std::string dir_;
+  hnsw_store_options options_{};
+  std::unique_ptr<index_type> index_;
+  write_ahead_log wal_;
+  std::vector<std::byte> payload_;
+  std::unique_ptr<std::mutex> mutex_;
+};
+
+}  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_HNSW_STORE_HPP
+
+// ==== ruvllm/store/records.hpp
+#ifndef RUVLLM_STORE_RECORDS_HPP
+#define RUVLLM_STORE_RECORDS_HPP
+
+// record_graph: the store's records and the typed, weighted relations
+// between them (session <-> pattern <-> witness entry).
+//
+// A record has a 128-bit UUID, a millisecond UTC timestamp, a 64-bit vector
+// key (its node in the hnsw_index; assigned here, so vector search results
+// map back to records) and a small typed attribute map (name -> int64,
+// double or string; a sorted vector, because records carry a handful of
+// attributes and a flat array beats a node-based map at that size).
+// Secondary indexes: by timestamp, and by one numeric attribute chosen at
+// construction (e.g. "quality"); both ordered sets of (value, id), so range
+// queries are O(log n + hits). Edges are typed and weighted, kept in an
+// out-list and an in-list per record; removing a record removes its edges.
+//
+// filter() turns a predicate over records into the key predicate that
+// hnsw_index::search takes, which is how "nearest patterns with quality >
+// 0.8 from the last hour" is asked.
+//
+// Persistence: save() writes a checksummed snapshot atomically (temporary
+// file, fsync, rename); load() checks every length against the file before
+// use and returns corrupt_data naming the file and offset.
+//   "RUVRECS1", u32 version 1, u32 CRC-32C of the body, u64 body bytes, body:
+//   u64 next key, u32 indexed-attribute name length + bytes,
+//   u64 record count, per record: u64 id.hi, u64 id.lo, i64 time, u64 key,
+//     u32 attribute count, per attribute: u32 name length + bytes, u8 type
+//     (1 int64, 2 double, 3 string), value (8 bytes, or u32 length + bytes)
+//   u64 edge count, per edge: from (16), to (16), u8 type, f32 weight
+//
+// Thread-safety: none (the owner serializes, as hnsw_store does for the
+// vectors); const calls may run concurrently with each other. Allocation:
+// every mutation allocates (node-based indexes); lookups do not.
+
+#include <algorithm>
+#include <cmath>
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+
+namespace ruvllm::store {
+
+/// A 128-bit identifier (RFC 4122 layout when made by make_uuid_v4).
+struct uuid {
+  std::uint64_t hi = 0;
+  std::uint64_t lo = 0;
+  friend constexpr auto operator<=>(const uuid&, const uuid&) = default;
+  [[nodiscard]] constexpr bool is_nil() const noexcept { return hi == 0 && lo == 0; }
+};
+
+/// A version-4 UUID from 128 random bits (callers supply the randomness, so
+/// tests are reproducible and the library holds no global generator).
+[[nodiscard]] constexpr uuid make_uuid_v4(std::uint64_t random_hi, std::uint64_t random_lo) noexcept {
+  return uuid{(random_hi & ~std::uint64_t{0xF000}) | 0x4000,
+              (random_lo & ~(std::uint64_t{3} << 62)) | (std::uint64_t{2} << 62)};
+}
+
+/// Canonical text form, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
+[[nodiscard]] inline std::string to_string(const uuid& id) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(36);
+  for (int i = 0; i < 32; ++i) {
+    const std::uint64_t word = i < 16 ? id.hi : id.lo;
+    out.push_back(hex[(word >> (60 - 4 * (i % 16))) & 0xF]);
+    if (i == 7 || i == 11 || i == 15 || i == 19) out.push_back('-');
+  }
+  return out;
+}
+
+struct uuid_hash {
+  std::size_t operator()(const uuid& id) const noexcept {
+    return static_cast<std::size_t>(id.hi * 0x9E3779B97F4A7C15ull ^ (id.lo + (id.hi << 6) + (id.hi >> 2)));
+  }
+};
+
+/// Milliseconds since the Unix epoch, UTC.
+using timestamp_ms = std::int64_t;
+
+/// A typed attribute value.
+using attribute_value = std::variant<std::int64_t, double, std::string>;
+
+/// A record: identity, time, vector key and attributes (sorted by name).
+struct record {
+  uuid id{};
+  timestamp_ms time = 0;
+  std::uint64_t key = 0;  // assigned by record_graph::insert
+  std::vector<std::pair<std::string, attribute_value>> attributes;
+
+  /// The attribute called name, or nullptr.
+  [[nodiscard]] const attribute_value* find(std::string_view name) const noexcept {
+    auto it = std::lower_bound(attributes.begin(), attributes.end(), name,
+                               [](const auto& a, std::string_view n) { return a.first < n; });
+    return it != attributes.end() && it->first == name ? &it->second : nullptr;
+  }
+  /// A numeric attribute as double (int64 converted), or nullopt.
+  [[nodiscard]] std::optional<double> number(std::string_view name) const noexcept {
+    const attribute_value* v = find(name);
+    if (v == nullptr) return std::nullopt;
+    if (const auto* i = std::get_if<std::int64_t>(v)) return static_cast<double>(*i);
+    if (const auto* d = std::get_if<double>(v)) return *d;
+    return std::nullopt;
+  }
+  /// Sets (or replaces) an attribute, keeping the names sorted.
+  void set(std::string_view name, attribute_value value) {
+    auto it = std::lower_bound(attributes.begin(), attributes.end(), name,
+                               [](const auto& a, std::string_view n) { return a.first < n; });
+    if (it != attributes.end() && it->first == name)
+      it->second = std::move(value);
+    else
+      attributes.emplace(it, std::string(name), std::move(value));
+  }
+};
+
+/// Relation types between records.
+enum class edge_type : std::uint8_t {
+  session_pattern = 1,  // a session used a pattern
+  pattern_witness = 2,  // a witness entry records a pattern's use
+  session_witness = 3,  // a witness entry belongs to a session
+  related = 4,          // anything else the engine links
+};
+
+/// One directed, typed, weighted edge.
+struct edge {
+  uuid from{};
+  uuid to{};
+  edge_type type = edge_type::related;
+  float weight = 0.0f;
+};
+
+/// Which side of an edge a neighbour query follows.
+enum class direction : std::uint8_t { out, in, both };
+
+/// Records, their secondary indexes and the typed edges between them; see
+/// the file comment.
+class record_graph {
+ public:
+  /// indexed_attribute names the numeric attribute with a secondary index
+  /// (empty: none).
+  explicit record_graph(std::string indexed_attribute = {}) : indexed_(std::move(indexed_attribute)) {}
+
+  [[nodiscard]] std::size_t size() const noexcept { return records_.size(); }
+  [[nodiscard]] std::size_t edge_count() const noexcept { return edges_; }
+  [[nodiscard]] const std::string& indexed_attribute() const noexcept { return indexed_; }
+
+  /// Adds r (its key is assigned and returned). Errors: already_exists,
+  /// invalid_argument (nil id).
+  [[nodiscard]] result<std::uint64_t> insert(record r) {
+    if (r.id.is_nil()) return make_error(errc::invalid_argument, "record id is nil");
+    if (records_.contains(r.id)) return make_error(errc::already_exists, "record ", to_string(r.id), " exists");
+    std::sort(r.attributes.begin(), r.attributes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    r.key = next_key_++;
+    add_indexes(r);
+    by_key_[r.key] = r.id;
+    const std::uint64_t key = r.key;
+    records_.emplace(r.id, node{std::move(r), {}, {}});
+    return key;
+  }
+
+  /// The record with id, or nullptr.
+  [[nodiscard]] const record* get(const uuid& id) const noexcept {
+    auto it = records_.find(id);
+    return it == records_.end() ? nullptr : &it->second.rec;
+  }
+  /// The record whose vector key is key, or nullptr.
+  [[nodiscard]] const record* by_key(std::uint64_t key) const noexcept {
+    auto it = by_key_.find(key);
+    return it == by_key_.end() ? nullptr : get(it->second);
+  }
+
+  /// Sets an attribute of a record, updating the numeric index. Errors: not_found.
+  [[nodiscard]] result<void> set_attribute(const uuid& id, std::string_view name, attribute_value value) {
+    auto it = records_.find(id);
+    if (it == records_.end()) return make_error(errc::not_found, "record ", to_string(id));
+    remove_indexes(it->second.rec);
+    it->second.rec.set(name, std::move(value));
+    add_indexes(it->second.rec);
+    return {};
+  }
+
+  /// Removes a record and every edge touching it. Errors: not_found.
+  [[nodiscard]] result<void> remove(const uuid& id) {
+    auto it = records_.find(id);
+    if (it == records_.end()) return make_error(errc::not_found, "record ", to_string(id));
+    // Copies: remove_edge edits the lists being walked.
+    const auto outs = it->second.out;
+    const auto ins = it->second.in;
+    for (const auto& e : outs) (void)remove_edge(id, e.other, e.type);
+    for (const auto& e : ins) (void)remove_edge(e.other, id, e.type);
+    remove_indexes(it->second.rec);
+    by_key_.erase(it->second.rec.key);
+    records_.erase(it);
+    return {};
+  }
+
+  /// Ids with time in [from, to), oldest first.
+  [[nodiscard]] std::vector<uuid> in_time_range(timestamp_ms from, timestamp_ms to) const {
+    std::vector<uuid> out;
+    for (auto it = by_time_.lower_bound({from, uuid{}}); it != by_time_.end() && it->first < to; ++it)
+      out.push_back(it->second);
+    return out;
+  }
+  /// Ids whose indexed attribute lies in [lo, hi], ascending.
+  [[nodiscard]] std::vector<uuid> in_attribute_range(double lo, double hi) const {
+    std::vector<uuid> out;
+    for (auto it = by_attr_.lower_bound({lo, uuid{}}); it != by_attr_.end() && it->first <= hi; ++it)
+      out.push_back(it->second);
+    return out;
+  }
+
+  /// Adds or replaces the edge (from, to, type) with weight. Errors: not_found.
+  [[nodiscard]] result<void> link(const uuid& from, const uuid& to, edge_type type, float weight) {
+    auto f = records_.find(from);
+    auto t = records_.find(to);
+    if (f == records_.end() || t == records_.end())
+      return make_error(errc::not_found, "edge endpoint ", to_string(f == records_.end() ? from : to));
+    if (half_edge* e = find_half(f->second.out, to, type)) {
+      e->weight = weight;
+      find_half(t->second.in, from, type)->weight = weight;
+      return {};
+    }
+    f->second.out.push_back(half_edge{to, type, weight});
+    t->second.in.push_back(half_edge{from, type, weight});
+    ++edges_;
+    return {};
+  }
+
+  /// Adds delta to an edge's weight and returns the new weight. Errors: not_found.
+  [[nodiscard]] result<float> adjust_weight(const uuid& from, const uuid& to, edge_type type, float delta) {
+    auto f = records_.find(from);
+    auto t = records_.find(to);
+    half_edge* a = f == records_.end() ? nullptr : find_half(f->second.out, to, type);
+    if (a == nullptr || t == records_.end())
+      return make_error(errc::not_found, "edge ", to_string(from), " -> ", to_string(to));
+    a->weight += delta;
+    find_half(t->second.in, from, type)->weight = a->weight;
+    return a->weight;
+  }
+
+  /// Removes an edge. Errors: not_found.
+  [[nodiscard]] result<void> remove_edge(const uuid& from, const uuid& to, edge_type type) {
+    auto f = records_.find(from);
+    auto t = records_.find(to);
+    if (f == records_.end() || t == records_.end() || find_half(f->second.out, to, type) == nullptr)
+      return make_error(errc::not_found, "edge ", to_string(from), " -> ", to_string(to));
+    erase_half(f->second.out, to, type);
+    erase_half(t->second.in, from, type);
+    --edges_;
+    return {};
+  }
+
+  /// Neighbours of id along edges of `type` (nullopt: every type), with
+  /// weights, heaviest first.
+  [[nodiscard]] std::vector<edge> neighbours(const uuid& id, std::optional<edge_type> type = std::nullopt,
+                                             direction dir = direction::both) const {
+    std::vector<edge> out;
+    auto it = records_.find(id);
+    if (it == records_.end()) return out;
+    if (dir != direction::in)
+      for (const auto& h : it->second.out)
+        if (!type || h.type == *type) out.push_back(edge{id, h.other, h.type, h.weight});
+    if (dir != direction::out)
+      for (const auto& h : it->second.in)
+        if (!type || h.type == *type) out.push_back(edge{h.other, id, h.type, h.weight});
+    std::stable_sort(out.begin(), out.end(), [](const edge& a, const edge& b) { return a.weight > b.weight; });
+    return out;
+  }
+
+  /// A key predicate for hnsw_index::search from a predicate over records.
+  template <class Pred>
+  [[nodiscard]] auto filter(Pred pred) const {
+    return [this, pred](std::uint64_t key) {
+      const record* r = by_key(key);
+      return r != nullptr && pred(*r);
+    };
+  }
+
+  /// Calls fn(const record&) for every record (unspecified order).
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    for (const auto& [id, n] : records_) fn(n.rec);
+  }
+
+  /// Writes the snapshot atomically (see the file comment). Errors: io_error.
+  [[nodiscard]] result<void> save(std::string_view path) const {
+    std::vector<std::byte> body;
+    put(body, next_key_);
+    put_string(body, indexed_);
+    put(body, static_cast<std::uint64_t>(records_.size()));
+    std::uint64_t edges = 0;
+    for (const auto& [id, n] : records_) {
+      put(body, n.rec.id.hi);
+      put(body, n.rec.id.lo);
+      put(body, n.rec.time);
+      put(body, n.rec.key);
+      put(body, static_cast<std::uint32_t>(n.rec.attributes.size()));
+      for (const auto& [name, value] : n.rec.attributes) {
+        put_string(body, name);
+        put(body, static_cast<std::uint8_t>(value.index() + 1));
+        if (const auto* i = std::get_if<std::int64_t>(&value)) put(body, *i);
+        if (const auto* d = std::get_if<double>(&value)) put(body, *d);
+        if (const auto* s = std::get_if<std::string>(&value)) put_string(body, *s);
+      }
+      edges += n.out.size();
+    }
+    put(body, edges);
+    for (const auto& [id, n] : records_)
+      for (const auto& h : n.out) {
+        put(body, id.hi);
+        put(body, id.lo);
+        put(body, h.other.hi);
+        put(body, h.other.lo);
+        put(body, static_cast<std::uint8_t>(h.type));
+        put(body, h.weight);
+      }
+    std::vector<std::byte> head;
+    head.resize(8);
+    std::memcpy(head.data(), "RUVRECS1", 8);
+    put(head, std::uint32_t{1});
+    put(head, crc32c(body));
+    put(head, static_cast<std::uint64_t>(body.size()));
+    const std::string tmp = std::string(path) + ".tmp";
+    RUVLLM_TRY_ASSIGN(auto f, open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+    RUVLLM_TRY(write_all(f, head, tmp));
+    RUVLLM_TRY(write_all(f, body, tmp));
+    RUVLLM_TRY(sync_file(f, tmp));
+    f.close();
+    return replace_file(tmp, path);
+  }
+
+  /// Reads a snapshot; every length is checked against the file first.
+  /// Errors: corrupt_data / unsupported naming the file and offset, io_error.
+  [[nodiscard]] static result<record_graph> load(std::string_view path) {
+    RUVLLM_TRY_ASSIGN(auto map, mapped_file::open(path));
+    byte_reader r(map.bytes(), path);
+    RUVLLM_TRY_ASSIGN(auto magic, r.read_string(8, "magic"));
+    if (magic != "RUVRECS1") return r.fail(errc::corrupt_data, "not a record snapshot (bad magic)");
+    RUVLLM_TRY_ASSIGN(auto version, r.read<std::uint32_t>("version"));
+    if (version != 1) return r.fail(errc::unsupported, "record snapshot version ", version);
+    RUVLLM_TRY_ASSIGN(auto crc, r.read<std::uint32_t>("checksum"));
+    RUVLLM_TRY_ASSIGN(auto body_bytes, r.read<std::uint64_t>("body size"));
+    if (body_bytes != r.remaining())
+      return r.fail(errc::corrupt_data, "body size ", body_bytes, " != remaining ", r.remaining(), " bytes");
+    const std::uint64_t body_at = r.file_offset();
+    RUVLLM_TRY_ASSIGN(auto body, r.read_bytes(body_bytes, "body"));
+    if (crc32c(body) != crc) return make_error(errc::corrupt_data, "record snapshot checksum").at(path, body_at);
+    byte_reader b(body, path, body_at);
+    RUVLLM_TRY_ASSIGN(auto next_key, b.read<std::uint64_t>("next key"));
+    RUVLLM_TRY_ASSIGN(auto indexed, read_string(b));
+    record_graph g{std::string(indexed)};
+    RUVLLM_TRY_ASSIGN(auto count, b.read<std::uint64_t>("record count"));
+    // Each record needs at least 36 bytes: a count beyond that is corrupt,
+    // caught before any loop or allocation sized by it.
+    if (count > b.remaining() / 36) return b.fail(errc::corrupt_data, "record count ", count, " exceeds the body");
+    for (std::uint64_t i = 0; i < count; ++i) {
+      record rec;
+      RUVLLM_TRY_ASSIGN(rec.id.hi, b.read<std::uint64_t>("id"));
+      RUVLLM_TRY_ASSIGN(rec.id.lo, b.read<std::uint64_t>("id"));
+      RUVLLM_TRY_ASSIGN(rec.time, b.read<std::int64_t>("time"));
+      RUVLLM_TRY_ASSIGN(const std::uint64_t key, b.read<std::uint64_t>("key"));
+      RUVLLM_TRY_ASSIGN(auto attrs, b.read<std::uint32_t>("attribute count"));
+      if (attrs > b.remaining() / 5) return b.fail(errc::corrupt_data, "attribute count ", attrs, " exceeds the body");
+      for (std::uint32_t a = 0; a < attrs; ++a) {
+        RUVLLM_TRY_ASSIGN(auto name, read_string(b));
+        RUVLLM_TRY_ASSIGN(auto type, b.read<std::uint8_t>("attribute type"));
+        attribute_value v;
+        if (type == 1) {
+          RUVLLM_TRY_ASSIGN(auto x, b.read<std::int64_t>("int attribute"));
+          v = x;
+        } else if (type == 2) {
+          RUVLLM_TRY_ASSIGN(auto x, b.read<double>("double attribute"));
+          v = x;
+        } else if (type == 3) {
+          RUVLLM_TRY_ASSIGN(auto x, read_string(b));
+          v = std::string(x);
+        } else {
+          return b.fail(errc::corrupt_data, "attribute type ", type);
+        }
+        rec.set(name, std::move(v));
+      }
+      if (rec.id.is_nil() || g.records_.contains(rec.id) || g.by_key_.contains(key) || key >= next_key)
+        return b.fail(errc::corrupt_data, "record ", i, " has a nil, duplicate or out-of-range id or key");
+      rec.key = key;
+      g.add_indexes(rec);
+      g.by_key_[key] = rec.id;
+      const uuid id = rec.id;
+      g.records_.emplace(id, node{std::move(rec), {}, {}});
+    }
+    g.next_key_ = next_key;
+    RUVLLM_TRY_ASSIGN(auto edges, b.read<std::uint64_t>("edge count"));
+    if (edges > b.remaining() / 37) return b.fail(errc::corrupt_data, "edge count ", edges, " exceeds the body");
+    for (std::uint64_t i = 0; i < edges; ++i) {
+      edge e;
+      RUVLLM_TRY_ASSIGN(e.from.hi, b.read<std::uint64_t>("edge"));
+      RUVLLM_TRY_ASSIGN(e.from.lo, b.read<std::uint64_t>("edge"));
+      RUVLLM_TRY_ASSIGN(e.to.hi, b.read<std::uint64_t>("edge"));
+      RUVLLM_TRY_ASSIGN(e.to.lo, b.read<std::uint64_t>("edge"));
+      RUVLLM_TRY_ASSIGN(auto type, b.read<std::uint8_t>("edge type"));
+      RUVLLM_TRY_ASSIGN(e.weight, b.read<float>("edge weight"));
+      if (type < 1 || type > 4) return b.fail(errc::corrupt_data, "edge type ", type);
+      if (!g.link(e.from, e.to, static_cast<edge_type>(type), e.weight))
+        return b.fail(errc::corrupt_data, "edge ", i, " names a missing record");
+    }
+    if (b.remaining() != 0) return b.fail(errc::corrupt_data, b.remaining(), " trailing bytes");
+    return g;
+  }
+
+ private:
+  struct half_edge {
+    uuid other;
+    edge_type type;
+    float weight;
+  };
+  struct node {
+    record rec;
+    std::vector<half_edge> out;
+    std::vector<half_edge> in;
+  };
+
+  static half_edge* find_half(std::vector<half_edge>& list, const uuid& other, edge_type type) noexcept {
+    for (auto& h : list)
+      if (h.other == other && h.type == type) return &h;
+    return nullptr;
+  }
+  static void erase_half(std::vector<half_edge>& list, const uuid& other, edge_type type) {
+    std::erase_if(list, [&](const half_edge& h) { return h.other == other && h.type == type; });
+  }
+
+  void add_indexes(const record& r) {
+    by_time_.emplace(r.time, r.id);
+    // NaN has no place in an ordered index.
+    if (!indexed_.empty())
+      if (auto v = r.number(indexed_); v && !std::isnan(*v)) by_attr_.emplace(*v, r.id);
+  }
+  void remove_indexes(const record& r) {
+    by_time_.erase({r.time, r.id});
+    if (!indexed_.empty())
+      if (auto v = r.number(indexed_); v && !std::isnan(*v)) by_attr_.erase({*v, r.id});
+  }
+
+  template <class T>
+  static void put(std::vector<std::byte>& out, const T& v) {
+    const auto* p = reinterpret_cast<const std::byte*>(&v);
+    out.insert(out.end(), p, p + sizeof(T));
+  }
+  static void put_string(std::vector<std::byte>& out, std::string_view s) {
+    put(out, static_cast<std::uint32_t>(s.size()));
+    const auto* p = reinterpret_cast<const std::byte*>(s.data());
+    out.insert(out.end(), p, p + s.size());
+  }
+  static result<std::string_view> read_string(byte_reader& b) {
+    RUVLLM_TRY_ASSIGN(auto n, b.read<std::uint32_t>("string length"));
+    return b.read_string(n, "string");
+  }
+
+  std::string indexed_;
+  std::uint64_t next_key_ = 1;
+  std::size_t edges_ = 0;
+  std::unordered_map<uuid, node, uuid_hash> records_;
+  std::unordered_map<std::uint64_t, uuid> by_key_;
+  std::set<std::pair<timestamp_ms, uuid>> by_time_;
+  std::set<std::pair<double, uuid>> by_attr_;
+};
+
+}  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_RECORDS_HPP
+
 // ==== ruvllm/ruvllm.hpp
 #ifndef RUVLLM_RUVLLM_HPP
 #define RUVLLM_RUVLLM_HPP

@@ -65,7 +65,19 @@ using public_types = std::tuple<
     ruvllm::kernels::paged_kv_view<p::kivi<4>, p::kivi<4, 16>, 64>, ruvllm::kernels::paged_kv_desc,
     ruvllm::kernels::kv_format_desc, ruvllm::kernels::attention_prefill_args, ruvllm::kernels::attention_decode_options,
     ruvllm::kernels::attention_decode_item, ruvllm::kernels::attention_decode_plan, ruvllm::kernels::rope_table,
-    ruvllm::kernels::rope_params, ruvllm::kernels::rope_strides>;
+    ruvllm::kernels::rope_params, ruvllm::kernels::rope_strides,
+    // store
+    ruvllm::store::hnsw_index<ruvllm::store::metric::cosine, p::f32>,
+    ruvllm::store::hnsw_index<ruvllm::store::metric::l2, p::f16>,
+    ruvllm::store::hnsw_index<ruvllm::store::metric::dot, ruvllm::store::i8>,
+    ruvllm::store::hnsw_store<ruvllm::store::metric::cosine, p::f32>,
+    ruvllm::store::vector_space<ruvllm::store::metric::l2, ruvllm::store::i8>, ruvllm::store::metric::cosine,
+    ruvllm::store::metric::l2, ruvllm::store::metric::dot, ruvllm::store::i8, ruvllm::store::hnsw_options,
+    ruvllm::store::search_params, ruvllm::store::search_hit, ruvllm::store::no_filter, ruvllm::store::search_stats,
+    ruvllm::store::hnsw_search_context, ruvllm::store::hnsw_file_header, ruvllm::store::hnsw_section_entry,
+    ruvllm::store::hnsw_file_layout, ruvllm::store::write_ahead_log, ruvllm::store::wal_options,
+    ruvllm::store::hnsw_store_options, ruvllm::store::file_handle, ruvllm::store::record_graph, ruvllm::store::record,
+    ruvllm::store::uuid, ruvllm::store::edge>;
 
 template <class... Ts>
 constexpr bool none_polymorphic(std::tuple<Ts...>*) {
