@@ -27,6 +27,7 @@
 #include "ruvllm/sona/ewc.hpp"
 #include "ruvllm/sona/lora.hpp"
 #include "ruvllm/sona/router.hpp"
+#include "ruvllm/sona/trajectory.hpp"
 #include "ruvllm/store/file_io.hpp"
 #include "ruvllm/store/hnsw_format.hpp"
 #include "ruvllm/store/hnsw_index.hpp"

@@ -26,6 +26,7 @@ using public_types = std::tuple<
     ruvllm::sona::micro_lora<>, ruvllm::sona::base_lora<>, ruvllm::sona::micro_lora<ruvllm::backend::scalar>,
     ruvllm::sona::lora_options, ruvllm::sona::adapter_registry<ruvllm::sona::base_lora<>>,
     ruvllm::sona::adapter_registry<ruvllm::sona::base_lora<>>::entry,
+    ruvllm::sona::trajectory_ring, ruvllm::sona::trajectory_view, ruvllm::sona::kv_stats,
     // core
     ruvllm::error, ruvllm::result<int>, ruvllm::result<void>, ruvllm::f16, ruvllm::bf16, ruvllm::aligned_buffer<float>,
     ruvllm::aligned_buffer<std::uint8_t, 4096>, ruvllm::byte_reader, ruvllm::mapped_file, ruvllm::thread_pool,
