@@ -22,6 +22,8 @@
 #include "ruvllm/memory/arena.hpp"
 #include "ruvllm/memory/page_memory.hpp"
 #include "ruvllm/memory/unified_pool.hpp"
+#include "ruvllm/model/gguf.hpp"
+#include "ruvllm/model/gguf_writer.hpp"
 #include "ruvllm/sona/adam.hpp"
 #include "ruvllm/sona/adapter_registry.hpp"
 #include "ruvllm/sona/ewc.hpp"
