@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -237,7 +238,47 @@ void check_quantized_gemv(std::uint64_t stream, std::size_t rows, std::size_t co
   }
 }
 
+// quantized_gemm against quantized_gemv of each token: bit-identical, for
+// token counts around the 32-token tile.
+template <class Block>
+void check_quantized_gemm(std::uint64_t stream, std::size_t rows, std::size_t cols) {
+  ruvllm::test::rng gen(stream);
+  const std::size_t blocks = cols / ruvllm::kernels::detail::quantized_gemv_traits<Block>::block_size;
+  std::vector<Block> w(rows * blocks);
+  std::vector<float> row(cols);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (auto& v : row) v = gen.uniform(-1.0f, 1.0f);
+    quantize_row(row.data(), w.data() + r * blocks, cols);
+  }
+  const std::size_t stride = blocks * sizeof(Block);
+  for (const std::size_t tokens : {1u, 5u, 32u, 33u, 70u}) {
+    const std::size_t x_stride = cols + 3, y_stride = rows + 1;
+    std::vector<float> x(tokens * x_stride);
+    for (auto& v : x) v = gen.uniform(-2.0f, 2.0f);
+    std::vector<k::activation_block_t<Block>> act(tokens * k::activation_blocks<Block>(cols));
+    for (std::size_t threads : {1u, 2u}) {
+      ruvllm::thread_pool pool(threads);
+      std::vector<float> y(tokens * y_stride, -7.0f), one(rows);
+      k::quantized_gemm<highway>(pool, w.data(), stride, x.data(), x_stride, y.data(), y_stride, rows, tokens, cols,
+                                 act.data());
+      for (std::size_t t = 0; t < tokens; ++t) {
+        k::quantized_gemv<highway>(pool, w.data(), stride, x.data() + t * x_stride, one.data(), rows, cols, act.data());
+        INFO("token " << t << " of " << tokens << ", threads " << threads);
+        REQUIRE(std::equal(one.begin(), one.end(), y.begin() + static_cast<std::ptrdiff_t>(t * y_stride)));
+        REQUIRE(y[t * y_stride + rows] == -7.0f);  // the stride's padding is untouched
+      }
+    }
+  }
+}
+
 }  // namespace
+
+TEST_CASE("quantized gemm equals quantized gemv per token", "[kernels][gemm]") {
+  check_quantized_gemm<ruvllm::block_q8_0>(75, 300, 256);
+  check_quantized_gemm<ruvllm::block_q4_0>(76, 67, 128);
+  check_quantized_gemm<ruvllm::block_q4_k>(77, 41, 512);
+  check_quantized_gemm<ruvllm::block_q6_k>(78, 9, 256);
+}
 
 TEST_CASE("quantized gemv: q8_0 weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q8_0>(71, 67, 4096); }
 TEST_CASE("quantized gemv: q4_0 weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q4_0>(72, 130, 256); }

@@ -161,6 +161,41 @@ void quantized_gemv(thread_pool& pool, const WeightBlock* w, std::size_t row_str
   });
 }
 
+/// Y[t * y_stride + r] = sum_c W[r][c] * X[t * x_stride + c] for r < rows and
+/// t < tokens, for GGUF-quantized weights (as quantized_gemv): the prefill
+/// form. Every token's activations are quantized once into `activations`
+/// (tokens * activation_blocks(cols) blocks, caller-provided), then work
+/// items of ~128 KiB of weight rows x 32 tokens run on every pool thread, so
+/// each weight row is read from memory once per 32 tokens and from L2 for
+/// the rest. Each (row, token) result is the row kernel's, bit-identical to
+/// quantized_gemv of that token. Y must not alias X.
+template <Backend B, class WeightBlock>
+void quantized_gemm(thread_pool& pool, const WeightBlock* w, std::size_t row_stride, const float* x,
+                    std::size_t x_stride, float* y, std::size_t y_stride, std::size_t rows, std::size_t tokens,
+                    std::size_t cols, activation_block_t<WeightBlock>* activations) noexcept {
+  using traits = detail::quantized_gemv_traits<WeightBlock>;
+  RUVLLM_ASSERT(cols % traits::block_size == 0);
+  const std::size_t blocks = cols / traits::block_size;
+  pool.run(tokens, 1, [&](std::size_t begin, std::size_t end, std::size_t) {
+    for (std::size_t t = begin; t < end; ++t)
+      traits::template quantize<B>(x + t * x_stride, activations + t * blocks, cols);
+  });
+  constexpr std::size_t token_tile = 32;
+  const std::size_t row_tile = gemv_block_rows(row_stride);
+  const std::size_t row_tiles = (rows + row_tile - 1) / row_tile;
+  const std::size_t token_tiles = (tokens + token_tile - 1) / token_tile;
+  const auto* base = reinterpret_cast<const std::byte*>(w);
+  pool.run(row_tiles * token_tiles, 1, [&](std::size_t begin, std::size_t end, std::size_t) {
+    for (std::size_t item = begin; item < end; ++item) {
+      const std::size_t r0 = item % row_tiles * row_tile, n_rows = std::min(row_tile, rows - r0);
+      const std::size_t t0 = item / row_tiles * token_tile, n_tokens = std::min(token_tile, tokens - t0);
+      const auto* tile = reinterpret_cast<const WeightBlock*>(base + r0 * row_stride);
+      for (std::size_t t = t0; t < t0 + n_tokens; ++t)
+        traits::template rows<B>(tile, row_stride, n_rows, activations + t * blocks, cols, y + t * y_stride + r0);
+    }
+  });
+}
+
 }  // namespace ruvllm::kernels
 
 #endif  // RUVLLM_KERNELS_MATMUL_HPP

@@ -1,0 +1,573 @@
+#ifndef RUVLLM_MODEL_LLAMA_HPP
+#define RUVLLM_MODEL_LLAMA_HPP
+
+// The llama-family forward pass over a GGUF file: llama (and mistral, which
+// GGUF stores as llama) and qwen2 (q/k/v biases, NeoX RoPE, usually tied
+// embeddings). Weights are used in place from the file's mapping in every
+// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K); nothing is copied or
+// dequantized ahead of time.
+//
+// ------------------------------------------------------------- arithmetic
+// Each matrix product is computed the way llama.cpp's CPU backend computes
+// it, so logits agree with llama.cpp's to the precision of the weights:
+//  * F32 weights: f32 activations (GEMV for one token, tiled GEMM for more);
+//  * F16 / BF16 weights: activations rounded to F16 / BF16 first (ggml's
+//    vec_dot_type for those weights), then multiplied in f32;
+//  * Q8_0 / Q4_0 weights: activations quantized to Q8_0 blocks, Q4_K / Q6_K
+//    weights: to Q8_K blocks, then integer block dots
+//    (kernels::quantized_gemv for one token, quantized_gemm for a batch).
+// RMSNorm, RoPE (normal or NeoX layout from the architecture, base and
+// linear scaling from metadata), causal flash attention with GQA, SwiGLU.
+//
+// ------------------------------------------------------------- KV and memory
+// llama_context keeps one sequence's K and V in f32, per layer
+// [position][kv_head][head_dim] -- the dense layout the flash-attention kernel
+// reads, and appending a token is one contiguous row per layer. Every buffer
+// (KV, activations, quantized activations, attention workspaces, the RoPE
+// table) is allocated by create(); eval() allocates nothing except an error
+// message. Results are deterministic for a given thread count: every row of
+// every product and every attention tile is computed by one kernel call whose
+// arithmetic does not depend on how rows are split among threads.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ruvllm/core/aligned_buffer.hpp"
+#include "ruvllm/core/backend.hpp"
+#include "ruvllm/core/error.hpp"
+#include "ruvllm/core/half.hpp"
+#include "ruvllm/core/precision.hpp"
+#include "ruvllm/core/thread_pool.hpp"
+#include "ruvllm/kernels/matmul.hpp"
+#include "ruvllm/kernels/ops.hpp"
+#include "ruvllm/model/gguf.hpp"
+
+namespace ruvllm::model {
+
+using token_id = std::int32_t;
+
+/// The architectures the forward pass implements.
+enum class llama_arch : std::uint8_t { llama, qwen2 };
+
+/// Shape and numerics of a llama-family model, from GGUF metadata.
+struct llama_hparams {
+  llama_arch arch = llama_arch::llama;
+  std::string architecture;  ///< general.architecture as stored
+  std::size_t n_embd = 0;
+  std::size_t n_layer = 0;
+  std::size_t n_head = 0;
+  std::size_t n_head_kv = 0;
+  std::size_t head_dim = 0;
+  std::size_t n_ff = 0;
+  std::size_t n_vocab = 0;
+  std::size_t n_ctx_train = 0;
+  float rms_eps = 1e-5f;
+  double rope_base = 10000.0;
+  kernels::rope_layout rope_layout = kernels::rope_layout::normal;
+  kernels::rope_scaling rope_scaling = kernels::rope_scaling::none;
+  double rope_scale = 1.0;
+
+  /// Reads `{arch}.*` keys. Errors name the key and the file: an
+  /// unsupported architecture, a missing key, a zero or inconsistent size
+  /// (heads not dividing the embedding, KV heads not dividing heads).
+  [[nodiscard]] static result<llama_hparams> from_gguf(const gguf_file& f) {
+    llama_hparams h;
+    RUVLLM_TRY_ASSIGN(const std::string_view arch, f.get<std::string_view>("general.architecture"));
+    h.architecture.assign(arch);
+    if (arch == "llama" || arch == "mistral") {
+      h.arch = llama_arch::llama;
+      h.rope_layout = kernels::rope_layout::normal;
+    } else if (arch == "qwen2") {
+      h.arch = llama_arch::qwen2;
+      h.rope_layout = kernels::rope_layout::neox;
+    } else {
+      return make_error(errc::unsupported, "architecture '", arch,
+                        "' is not a llama-family model (llama, mistral, qwen2)")
+          .at(f.source());
+    }
+    const auto key = [&](std::string_view suffix) {
+      std::string k(arch);
+      k += '.';
+      k += suffix;
+      return k;
+    };
+    const auto size_of = [&](std::string_view suffix) -> result<std::size_t> {
+      RUVLLM_TRY_ASSIGN(const std::uint32_t v, f.get<std::uint32_t>(key(suffix)));
+      if (v == 0) return make_error(errc::invalid_argument, "metadata key '", key(suffix), "' is 0").at(f.source());
+      return std::size_t{v};
+    };
+    RUVLLM_TRY_ASSIGN(h.n_embd, size_of("embedding_length"));
+    RUVLLM_TRY_ASSIGN(h.n_layer, size_of("block_count"));
+    RUVLLM_TRY_ASSIGN(h.n_head, size_of("attention.head_count"));
+    RUVLLM_TRY_ASSIGN(h.n_ff, size_of("feed_forward_length"));
+    RUVLLM_TRY_ASSIGN(h.n_ctx_train, size_of("context_length"));
+    if (f.find(key("attention.head_count_kv")) != nullptr) {
+      RUVLLM_TRY_ASSIGN(h.n_head_kv, size_of("attention.head_count_kv"));
+    } else {
+      h.n_head_kv = h.n_head;
+    }
+    RUVLLM_TRY_ASSIGN(h.rms_eps, f.get<float>(key("attention.layer_norm_rms_epsilon")));
+    RUVLLM_TRY_ASSIGN(const float base, f.get_or<float>(key("rope.freq_base"), 10000.0f));
+    h.rope_base = base;
+    RUVLLM_TRY_ASSIGN(const std::string_view scaling, f.get_or<std::string_view>(key("rope.scaling.type"), "none"));
+    if (scaling == "linear") {
+      RUVLLM_TRY_ASSIGN(const float factor, f.get<float>(key("rope.scaling.factor")));
+      h.rope_scaling = factor > 1.0f ? kernels::rope_scaling::linear : kernels::rope_scaling::none;
+      h.rope_scale = std::max(1.0, static_cast<double>(factor));
+    } else if (scaling != "none") {
+      return make_error(errc::unsupported, "rope scaling '", scaling, "' (supported: none, linear)").at(f.source());
+    }
+    if (h.n_embd % h.n_head != 0)
+      return make_error(errc::invalid_argument, "embedding length ", h.n_embd, " is not a multiple of the ", h.n_head,
+                        " heads")
+          .at(f.source());
+    if (h.n_head % h.n_head_kv != 0)
+      return make_error(errc::invalid_argument, "KV heads ", h.n_head_kv, " do not divide the ", h.n_head, " heads")
+          .at(f.source());
+    h.head_dim = h.n_embd / h.n_head;
+    if (f.find(key("attention.key_length")) != nullptr) {
+      RUVLLM_TRY_ASSIGN(const std::size_t kl, size_of("attention.key_length"));
+      if (kl != h.head_dim)
+        return make_error(errc::unsupported, "key length ", kl, " differs from embedding / heads = ", h.head_dim)
+            .at(f.source());
+    }
+    if (h.head_dim % 2 != 0 || h.head_dim > kernels::kv_max_head_dim)
+      return make_error(errc::unsupported, "head dimension ", h.head_dim, " must be even and at most ",
+                        kernels::kv_max_head_dim)
+          .at(f.source());
+    return h;
+  }
+};
+
+/// A 2-D weight used in place: `rows` rows of `cols` elements, `row_bytes`
+/// apart, in GGUF storage type `type`.
+struct weight_matrix {
+  gguf_type type = gguf_type::f32;
+  const std::byte* data = nullptr;
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+  std::size_t row_bytes = 0;
+};
+
+/// The tensors of one transformer block.
+struct llama_layer {
+  const float* attn_norm = nullptr;
+  weight_matrix wq, wk, wv, wo;
+  const float* bq = nullptr;  // qwen2 only
+  const float* bk = nullptr;
+  const float* bv = nullptr;
+  const float* ffn_norm = nullptr;
+  weight_matrix gate, up, down;
+};
+
+/// A loaded model: the GGUF file (owned, mapped) and views of its tensors.
+/// Move-only; the views stay valid as long as the model lives. Immutable
+/// after load, so any number of contexts on any threads may share it.
+class llama_model {
+ public:
+  llama_model(llama_model&&) noexcept = default;
+  llama_model& operator=(llama_model&&) noexcept = default;
+  llama_model(const llama_model&) = delete;
+  llama_model& operator=(const llama_model&) = delete;
+  ~llama_model() = default;
+
+  /// Maps and checks `path` (see load).
+  [[nodiscard]] static result<llama_model> open(std::string_view path) {
+    RUVLLM_TRY_ASSIGN(auto file, gguf_file::open(path));
+    return load(std::move(file));
+  }
+
+  /// Takes the parsed file and checks every tensor the forward pass reads:
+  /// present, a supported type, the shape the metadata implies, rows a whole
+  /// number of blocks (and, for quantized matrices, the column count a
+  /// multiple of the block the activations are quantized to). Errors name
+  /// the tensor and the file.
+  [[nodiscard]] static result<llama_model> load(gguf_file file) {
+    RUVLLM_TRY_ASSIGN(auto hp, llama_hparams::from_gguf(file));
+    llama_model m(std::move(file), std::move(hp));
+    RUVLLM_TRY(m.bind());
+    return m;
+  }
+
+  [[nodiscard]] const llama_hparams& hparams() const noexcept { return hp_; }
+  [[nodiscard]] const gguf_file& file() const noexcept { return file_; }
+  [[nodiscard]] std::span<const llama_layer> layers() const noexcept { return layers_; }
+  [[nodiscard]] const weight_matrix& token_embd() const noexcept { return token_embd_; }
+  [[nodiscard]] const weight_matrix& output() const noexcept { return output_; }
+  [[nodiscard]] const float* output_norm() const noexcept { return output_norm_; }
+  /// Whether the output projection reuses the token embeddings.
+  [[nodiscard]] bool tied_embeddings() const noexcept { return tied_; }
+
+ private:
+  llama_model(gguf_file file, llama_hparams hp) : file_(std::move(file)), hp_(std::move(hp)) {}
+
+  [[nodiscard]] result<weight_matrix> matrix(std::string_view name, std::size_t rows, std::size_t cols) const {
+    RUVLLM_TRY_ASSIGN(const gguf_tensor* t, file_.tensor(name));
+    if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows)
+      return make_error(errc::invalid_argument, "tensor '", name, "' has shape [", t->ne[0], ", ", t->ne[1],
+                        "], expected [", cols, ", ", rows, "]")
+          .at(file_.source(), t->info_offset);
+    switch (t->type) {
+      case gguf_type::f32:
+      case gguf_type::f16:
+      case gguf_type::bf16: break;
+      case gguf_type::q8_0:
+      case gguf_type::q4_0:
+        if (cols % 32 != 0)
+          return make_error(errc::invalid_argument, "tensor '", name, "': ", cols, " columns are not whole Q8_0 blocks")
+              .at(file_.source(), t->info_offset);
+        break;
+      case gguf_type::q4_k:
+      case gguf_type::q6_k:
+        if (cols % qk_k != 0)
+          return make_error(errc::invalid_argument, "tensor '", name, "': ", cols, " columns are not whole Q8_K blocks")
+              .at(file_.source(), t->info_offset);
+        break;
+      default:
+        return make_error(errc::unsupported, "tensor '", name, "' has type ",
+                          ggml_type_name(static_cast<std::uint32_t>(t->type)), ", not supported for matrices")
+            .at(file_.source(), t->info_offset);
+    }
+    return weight_matrix{t->type, t->data, rows, cols, static_cast<std::size_t>(t->row_bytes)};
+  }
+
+  [[nodiscard]] result<const float*> vector(std::string_view name, std::size_t n) const {
+    RUVLLM_TRY_ASSIGN(const gguf_tensor* t, file_.tensor(name));
+    if (t->type != gguf_type::f32 || t->n_elements() != n)
+      return make_error(errc::invalid_argument, "tensor '", name, "' must be F32 with ", n, " elements, has ",
+                        t->n_elements(), " of type ", ggml_type_name(static_cast<std::uint32_t>(t->type)))
+          .at(file_.source(), t->info_offset);
+    return reinterpret_cast<const float*>(t->data);
+  }
+
+  [[nodiscard]] result<void> bind() {
+    const std::size_t d = hp_.n_embd, q_dim = hp_.n_head * hp_.head_dim, kv_dim = hp_.n_head_kv * hp_.head_dim;
+    const gguf_tensor* embd = file_.find_tensor("token_embd.weight");
+    if (embd == nullptr) return make_error(errc::not_found, "tensor 'token_embd.weight' is missing").at(file_.source());
+    hp_.n_vocab = static_cast<std::size_t>(embd->ne[1]);
+    RUVLLM_TRY_ASSIGN(token_embd_, matrix("token_embd.weight", hp_.n_vocab, d));
+    RUVLLM_TRY_ASSIGN(output_norm_, vector("output_norm.weight", d));
+    tied_ = file_.find_tensor("output.weight") == nullptr;
+    if (tied_) {
+      output_ = token_embd_;
+    } else {
+      RUVLLM_TRY_ASSIGN(output_, matrix("output.weight", hp_.n_vocab, d));
+    }
+    layers_.resize(hp_.n_layer);
+    for (std::size_t i = 0; i < hp_.n_layer; ++i) {
+      const std::string p = "blk." + std::to_string(i) + ".";
+      llama_layer& l = layers_[i];
+      RUVLLM_TRY_ASSIGN(l.attn_norm, vector(p + "attn_norm.weight", d));
+      RUVLLM_TRY_ASSIGN(l.wq, matrix(p + "attn_q.weight", q_dim, d));
+      RUVLLM_TRY_ASSIGN(l.wk, matrix(p + "attn_k.weight", kv_dim, d));
+      RUVLLM_TRY_ASSIGN(l.wv, matrix(p + "attn_v.weight", kv_dim, d));
+      RUVLLM_TRY_ASSIGN(l.wo, matrix(p + "attn_output.weight", d, q_dim));
+      if (hp_.arch == llama_arch::qwen2) {
+        RUVLLM_TRY_ASSIGN(l.bq, vector(p + "attn_q.bias", q_dim));
+        RUVLLM_TRY_ASSIGN(l.bk, vector(p + "attn_k.bias", kv_dim));
+        RUVLLM_TRY_ASSIGN(l.bv, vector(p + "attn_v.bias", kv_dim));
+      }
+      RUVLLM_TRY_ASSIGN(l.ffn_norm, vector(p + "ffn_norm.weight", d));
+      RUVLLM_TRY_ASSIGN(l.gate, matrix(p + "ffn_gate.weight", hp_.n_ff, d));
+      RUVLLM_TRY_ASSIGN(l.up, matrix(p + "ffn_up.weight", hp_.n_ff, d));
+      RUVLLM_TRY_ASSIGN(l.down, matrix(p + "ffn_down.weight", d, hp_.n_ff));
+    }
+    return {};
+  }
+
+  gguf_file file_;
+  llama_hparams hp_;
+  std::vector<llama_layer> layers_;
+  weight_matrix token_embd_{}, output_{};
+  const float* output_norm_ = nullptr;
+  bool tied_ = false;
+};
+
+/// Which positions of an eval() batch produce logits.
+enum class logits_for : std::uint8_t { last, all };
+
+/// One sequence's inference state over a shared model: the KV cache, the
+/// activation buffers and the thread pool the products run on.
+///
+/// Thread-safety: one thread calls a context at a time (it runs the pool);
+/// different contexts of one model may run concurrently on different pools.
+template <Backend B = backend::highway>
+class llama_context {
+ public:
+  struct options {
+    std::size_t n_ctx = 0;        ///< positions held; 0 means the model's training context
+    std::size_t max_batch = 256;  ///< tokens per internal step of eval (longer inputs are chunked)
+  };
+
+  llama_context(llama_context&&) noexcept = default;
+  llama_context& operator=(llama_context&&) noexcept = default;
+  llama_context(const llama_context&) = delete;
+  llama_context& operator=(const llama_context&) = delete;
+  ~llama_context() = default;
+
+  /// Allocates every buffer for n_ctx positions. `model` and `pool` must
+  /// outlive the context. Errors: n_ctx or max_batch 0 after defaults, or
+  /// beyond 2^24 positions; out_of_memory.
+  [[nodiscard]] static result<llama_context> create(const llama_model& model, thread_pool& pool, options o = {}) {
+    const llama_hparams& h = model.hparams();
+    if (o.n_ctx == 0) o.n_ctx = h.n_ctx_train;
+    if (o.n_ctx == 0 || o.n_ctx > kernels::attention_max_positions)
+      return make_error(errc::invalid_argument, "n_ctx ", o.n_ctx, " must be in [1, ", kernels::attention_max_positions,
+                        "]");
+    if (o.max_batch == 0) return make_error(errc::invalid_argument, "max_batch must be at least 1");
+    o.max_batch = std::min(o.max_batch, o.n_ctx);
+    llama_context c(model, pool, o);
+    RUVLLM_TRY(c.allocate());
+    return c;
+  }
+
+  [[nodiscard]] const llama_model& model() const noexcept { return *model_; }
+  /// Positions held in the KV cache (the next token's position).
+  [[nodiscard]] std::size_t n_past() const noexcept { return n_past_; }
+  [[nodiscard]] std::size_t n_ctx() const noexcept { return opt_.n_ctx; }
+
+  /// Forgets positions n and later (n <= n_past()): the next eval continues
+  /// at position n, reusing the cached prefix.
+  [[nodiscard]] result<void> truncate(std::size_t n) {
+    if (n > n_past_)
+      return make_error(errc::out_of_range, "cannot truncate to ", n, " past the ", n_past_, " cached positions");
+    n_past_ = n;
+    return {};
+  }
+  void reset() noexcept { n_past_ = 0; }
+
+  /// Runs `tokens` at positions n_past() .. n_past() + size - 1, appends
+  /// their K and V, and writes vocab-sized logits: of the last token
+  /// (logits.size() >= n_vocab) or of every token, token-major
+  /// (logits.size() >= tokens.size() * n_vocab). Errors, with nothing
+  /// changed: an empty batch, a token id outside the vocabulary, a batch past
+  /// n_ctx, a logits span too small.
+  [[nodiscard]] result<void> eval(std::span<const token_id> tokens, std::span<float> logits,
+                                  logits_for which = logits_for::last) {
+    const llama_hparams& h = model_->hparams();
+    if (tokens.empty()) return make_error(errc::invalid_argument, "eval needs at least one token");
+    if (tokens.size() > opt_.n_ctx - n_past_)
+      return make_error(errc::out_of_range, "batch of ", tokens.size(), " tokens at position ", n_past_,
+                        " exceeds the context of ", opt_.n_ctx);
+    const std::size_t want = (which == logits_for::all ? tokens.size() : 1) * h.n_vocab;
+    if (logits.size() < want)
+      return make_error(errc::invalid_argument, "logits span holds ", logits.size(), " floats, needs ", want);
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+      if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= h.n_vocab)
+        return make_error(errc::out_of_range, "token id ", tokens[i], " at index ", i, " is outside the vocabulary of ",
+                          h.n_vocab);
+    for (std::size_t begin = 0; begin < tokens.size(); begin += opt_.max_batch) {
+      const std::size_t n = std::min(opt_.max_batch, tokens.size() - begin);
+      const bool last_chunk = begin + n == tokens.size();
+      float* out = which == logits_for::all ? logits.data() + begin * h.n_vocab : logits.data();
+      step(tokens.subspan(begin, n), which == logits_for::all || last_chunk ? out : nullptr, which);
+    }
+    return {};
+  }
+
+ private:
+  using kops = kernels::ops<B>;
+
+  llama_context(const llama_model& model, thread_pool& pool, options o) : model_(&model), pool_(&pool), opt_(o) {}
+
+  [[nodiscard]] result<void> allocate() {
+    const llama_hparams& h = model_->hparams();
+    const std::size_t nb = opt_.max_batch, d = h.n_embd, q_dim = h.n_head * h.head_dim,
+                      kv_dim = h.n_head_kv * h.head_dim;
+    const std::size_t widest = std::max({d, q_dim, h.n_ff});
+    RUVLLM_TRY_ASSIGN(x_, aligned_buffer<float>::allocate(nb * d));
+    RUVLLM_TRY_ASSIGN(xn_, aligned_buffer<float>::allocate(nb * d));
+    RUVLLM_TRY_ASSIGN(q_, aligned_buffer<float>::allocate(nb * q_dim));
+    RUVLLM_TRY_ASSIGN(attn_, aligned_buffer<float>::allocate(nb * q_dim));
+    RUVLLM_TRY_ASSIGN(gate_, aligned_buffer<float>::allocate(nb * h.n_ff));
+    RUVLLM_TRY_ASSIGN(up_, aligned_buffer<float>::allocate(nb * h.n_ff));
+    RUVLLM_TRY_ASSIGN(rounded_, aligned_buffer<float>::allocate(nb * widest));
+    RUVLLM_TRY_ASSIGN(half_, aligned_buffer<f16>::allocate(widest));
+    RUVLLM_TRY_ASSIGN(act_q8_0_, aligned_buffer<block_q8_0>::allocate(nb * (widest / 32 + 1)));
+    RUVLLM_TRY_ASSIGN(act_q8_k_, aligned_buffer<block_q8_k>::allocate(nb * (widest / qk_k + 1)));
+    RUVLLM_TRY_ASSIGN(k_cache_, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
+    RUVLLM_TRY_ASSIGN(v_cache_, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
+    workspace_bytes_ = kernels::attention_prefill_workspace_bytes(h.head_dim);
+    RUVLLM_TRY_ASSIGN(workspace_, aligned_buffer<std::byte>::allocate(workspace_bytes_ * pool_->size()));
+    kernels::rope_params rp;
+    rp.head_dim = h.head_dim;
+    rp.max_positions = opt_.n_ctx;
+    rp.base = h.rope_base;
+    rp.scaling = h.rope_scaling;
+    rp.scaling_factor = h.rope_scale;
+    RUVLLM_TRY_ASSIGN(rope_, kernels::rope_table::build(rp));
+    return {};
+  }
+
+  /// y[t] = W x[t] for t < tokens (x rows `x_stride` floats apart, y rows
+  /// `y_stride` apart), with llama.cpp's activation precision for W's type.
+  void matmul(const weight_matrix& w, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
+              std::size_t tokens) {
+    switch (w.type) {
+      case gguf_type::f32:
+        dense_matmul(reinterpret_cast<const float*>(w.data), w, x, x_stride, y, y_stride, tokens);
+        return;
+      case gguf_type::f16:
+      case gguf_type::bf16: {
+        // ggml multiplies F16/BF16 weights with activations rounded to the
+        // same type.
+        float* r = rounded_.data();
+        for (std::size_t t = 0; t < tokens; ++t) {
+          if (w.type == gguf_type::f16) {
+            kops::convert_f32_to_f16(x + t * x_stride, half_.data(), w.cols);
+            kops::convert_f16_to_f32(half_.data(), r + t * w.cols, w.cols);
+          } else {
+            auto* b = reinterpret_cast<bf16*>(half_.data());
+            kops::convert_f32_to_bf16(x + t * x_stride, b, w.cols);
+            kops::convert_bf16_to_f32(b, r + t * w.cols, w.cols);
+          }
+        }
+        if (w.type == gguf_type::f16) {
+          dense_matmul(reinterpret_cast<const f16*>(w.data), w, r, w.cols, y, y_stride, tokens);
+        } else {
+          dense_matmul(reinterpret_cast<const bf16*>(w.data), w, r, w.cols, y, y_stride, tokens);
+        }
+        return;
+      }
+      case gguf_type::q8_0:
+        quantized(reinterpret_cast<const block_q8_0*>(w.data), w, x, x_stride, y, y_stride, tokens, act_q8_0_.data());
+        return;
+      case gguf_type::q4_0:
+        quantized(reinterpret_cast<const block_q4_0*>(w.data), w, x, x_stride, y, y_stride, tokens, act_q8_0_.data());
+        return;
+      case gguf_type::q4_k:
+        quantized(reinterpret_cast<const block_q4_k*>(w.data), w, x, x_stride, y, y_stride, tokens, act_q8_k_.data());
+        return;
+      case gguf_type::q6_k:
+        quantized(reinterpret_cast<const block_q6_k*>(w.data), w, x, x_stride, y, y_stride, tokens, act_q8_k_.data());
+        return;
+      default: RUVLLM_ASSERT(false && "weight types are checked by llama_model::load"); return;
+    }
+  }
+
+  template <class Block>
+  void quantized(const Block* w, const weight_matrix& m, const float* x, std::size_t x_stride, float* y,
+                 std::size_t y_stride, std::size_t tokens, kernels::activation_block_t<Block>* act) {
+    if (tokens == 1) {
+      kernels::quantized_gemv<B>(*pool_, w, m.row_bytes, x, y, m.rows, m.cols, act);
+    } else {
+      kernels::quantized_gemm<B>(*pool_, w, m.row_bytes, x, x_stride, y, y_stride, m.rows, tokens, m.cols, act);
+    }
+  }
+
+  template <class W>
+  void dense_matmul(const W* w, const weight_matrix& m, const float* x, std::size_t x_stride, float* y,
+                    std::size_t y_stride, std::size_t tokens) {
+    const std::size_t stride = m.row_bytes / sizeof(W);
+    if (tokens == 1) {
+      kernels::gemv<B>(*pool_, w, stride, x, y, m.rows, m.cols);
+    } else {
+      kernels::gemm<B>(*pool_, w, stride, x, x_stride, y, y_stride, m.rows, tokens, m.cols);
+    }
+  }
+
+  /// Row `id` of the token embeddings as floats.
+  void embed(token_id id, float* out) const {
+    const weight_matrix& e = model_->token_embd();
+    const std::byte* row = e.data + static_cast<std::size_t>(id) * e.row_bytes;
+    switch (e.type) {
+      case gguf_type::f32: std::memcpy(out, row, e.cols * sizeof(float)); return;
+      case gguf_type::f16: kops::convert_f16_to_f32(reinterpret_cast<const f16*>(row), out, e.cols); return;
+      case gguf_type::bf16: kops::convert_bf16_to_f32(reinterpret_cast<const bf16*>(row), out, e.cols); return;
+      case gguf_type::q8_0: kops::dequantize_q8_0(reinterpret_cast<const block_q8_0*>(row), out, e.cols); return;
+      case gguf_type::q4_0: kops::dequantize_q4_0(reinterpret_cast<const block_q4_0*>(row), out, e.cols); return;
+      case gguf_type::q4_k: kops::dequantize_q4_k(reinterpret_cast<const block_q4_k*>(row), out, e.cols); return;
+      case gguf_type::q6_k: kops::dequantize_q6_k(reinterpret_cast<const block_q6_k*>(row), out, e.cols); return;
+      default: RUVLLM_ASSERT(false && "weight types are checked by llama_model::load"); return;
+    }
+  }
+
+  /// One chunk of at most max_batch tokens; logits to `out` when non-null.
+  void step(std::span<const token_id> tokens, float* out, logits_for which) {
+    const llama_hparams& h = model_->hparams();
+    const std::size_t n = tokens.size(), d = h.n_embd, hd = h.head_dim;
+    const std::size_t q_dim = h.n_head * hd, kv_dim = h.n_head_kv * hd;
+    const std::size_t pos = n_past_;
+    float* x = x_.data();
+    float* xn = xn_.data();
+    for (std::size_t t = 0; t < n; ++t) embed(tokens[t], x + t * d);
+
+    for (std::size_t il = 0; il < h.n_layer; ++il) {
+      const llama_layer& l = model_->layers()[il];
+      float* k_layer = k_cache_.data() + il * opt_.n_ctx * kv_dim;
+      float* v_layer = v_cache_.data() + il * opt_.n_ctx * kv_dim;
+      float* k_new = k_layer + pos * kv_dim;
+      float* v_new = v_layer + pos * kv_dim;
+
+      kops::rms_norm_rows(x, l.attn_norm, xn, n, d, h.rms_eps);
+      matmul(l.wq, xn, d, q_.data(), q_dim, n);
+      matmul(l.wk, xn, d, k_new, kv_dim, n);
+      matmul(l.wv, xn, d, v_new, kv_dim, n);
+      if (l.bq != nullptr) {
+        add_bias(q_.data(), l.bq, n, q_dim);
+        add_bias(k_new, l.bk, n, kv_dim);
+        add_bias(v_new, l.bv, n, kv_dim);
+      }
+      kops::rope_apply(rope_, h.rope_layout, q_.data(), n, h.n_head, pos);
+      kops::rope_apply(rope_, h.rope_layout, k_new, n, h.n_head_kv, pos);
+
+      const auto args = kernels::attention_prefill_args::dense(q_.data(), k_layer, v_layer, attn_.data(), n, pos + n,
+                                                               h.n_head, h.n_head_kv, hd);
+      const std::size_t items = kernels::attention_prefill_work_items(args);
+      std::byte* ws = workspace_.data();
+      const std::size_t ws_bytes = workspace_bytes_;
+      pool_->run(items, 1, [&](std::size_t begin, std::size_t end, std::size_t thread) {
+        kops::attention_prefill(args, std::span<std::byte>(ws + thread * ws_bytes, ws_bytes), begin, end);
+      });
+
+      // Residual adds: the projections land in xn, then x += xn.
+      matmul(l.wo, attn_.data(), q_dim, xn, d, n);
+      add_rows(x, xn, n * d);
+      kops::rms_norm_rows(x, l.ffn_norm, xn, n, d, h.rms_eps);
+      matmul(l.gate, xn, d, gate_.data(), h.n_ff, n);
+      matmul(l.up, xn, d, up_.data(), h.n_ff, n);
+      kops::swiglu(gate_.data(), up_.data(), gate_.data(), n * h.n_ff);
+      matmul(l.down, gate_.data(), h.n_ff, xn, d, n);
+      add_rows(x, xn, n * d);
+    }
+    n_past_ += n;
+    if (out == nullptr) return;
+    // Only the rows whose logits are wanted go through the output head.
+    const std::size_t first = which == logits_for::all ? 0 : n - 1;
+    const std::size_t rows = n - first;
+    kops::rms_norm_rows(x + first * d, model_->output_norm(), xn, rows, d, h.rms_eps);
+    matmul(model_->output(), xn, d, out, h.n_vocab, rows);
+  }
+
+  static void add_bias(float* y, const float* bias, std::size_t rows, std::size_t n) noexcept {
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t i = 0; i < n; ++i) y[r * n + i] += bias[i];
+  }
+  static void add_rows(float* x, const float* y, std::size_t n) noexcept {
+    for (std::size_t i = 0; i < n; ++i) x[i] += y[i];
+  }
+
+  const llama_model* model_ = nullptr;
+  thread_pool* pool_ = nullptr;
+  options opt_{};
+  std::size_t n_past_ = 0;
+  aligned_buffer<float> x_, xn_, q_, attn_, gate_, up_, rounded_, k_cache_, v_cache_;
+  aligned_buffer<f16> half_;
+  aligned_buffer<block_q8_0> act_q8_0_;
+  aligned_buffer<block_q8_k> act_q8_k_;
+  aligned_buffer<std::byte> workspace_;
+  std::size_t workspace_bytes_ = 0;
+  kernels::rope_table rope_;
+};
+
+}  // namespace ruvllm::model
+
+#endif  // RUVLLM_MODEL_LLAMA_HPP
