@@ -19,6 +19,7 @@
 #include "ruvllm/kernels/ops.hpp"
 #include "ruvllm/kv/block_allocator.hpp"
 #include "ruvllm/kv/paged_kv_cache.hpp"
+#include "ruvllm/kv/radix_cache.hpp"
 #include "ruvllm/memory/arena.hpp"
 #include "ruvllm/memory/page_memory.hpp"
 #include "ruvllm/memory/unified_pool.hpp"
