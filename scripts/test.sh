@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything in Release (benchmarks are
 # built, not run), runs every test including the `slow` label, then repeats
-# the tests under AddressSanitizer + UndefinedBehaviorSanitizer and under
+# the tests under AddressSanitizer + UndefinedBehaviorSanitizer, and the tests
+# of the layers that run threads (core, memory, kv, store, sona) under
 # ThreadSanitizer.
 #
 #   scripts/test.sh                  release, asan-ubsan, tsan (what CI runs)
