@@ -20,6 +20,7 @@
 #include "ruvllm/kv/block_allocator.hpp"
 #include "ruvllm/kv/paged_kv_cache.hpp"
 #include "ruvllm/kv/radix_cache.hpp"
+#include "ruvllm/kv/tiered_kv.hpp"
 #include "ruvllm/memory/arena.hpp"
 #include "ruvllm/memory/page_memory.hpp"
 #include "ruvllm/memory/unified_pool.hpp"

@@ -30,6 +30,23 @@ struct declared_block_store {
 };
 using radix_lru = ruvllm::kv::radix_cache<declared_block_store, 16>;
 using radix_lfu = ruvllm::kv::radix_cache<declared_block_store, 32, ev::hysteresis<ev::lfu>>;
+using kv_tiers = ruvllm::tiers<ruvllm::tier<p::f16, 256>, ruvllm::tier<p::q8_0, 1024>, ruvllm::tier<p::kivi<2>>>;
+using tiered_kv = ruvllm::kv::tiered_kv_cache<kv_tiers, 32>;
+using radix_tiered = ruvllm::kv::radix_cache<tiered_kv, 32>;
+
+// The smallest kv::BlockStore: declarations are all a type check needs.
+struct declared_block_store {
+  ruvllm::result<std::uint32_t> allocate();
+  void retain(std::uint32_t);
+  void release(std::uint32_t);
+  std::uint32_t ref_count(std::uint32_t) const;
+  std::size_t block_bytes() const;
+  std::size_t blocks_in_use() const;
+  std::size_t capacity_blocks() const;
+  ruvllm::result<std::uint32_t> copy_block(std::uint32_t, std::size_t);
+};
+using radix_lru = ruvllm::kv::radix_cache<declared_block_store, 16>;
+using radix_lfu = ruvllm::kv::radix_cache<declared_block_store, 32, ev::hysteresis<ev::lfu>>;
 
 using public_types = std::tuple<
     // sona
