@@ -34,20 +34,6 @@ using kv_tiers = ruvllm::tiers<ruvllm::tier<p::f16, 256>, ruvllm::tier<p::q8_0, 
 using tiered_kv = ruvllm::kv::tiered_kv_cache<kv_tiers, 32>;
 using radix_tiered = ruvllm::kv::radix_cache<tiered_kv, 32>;
 
-// The smallest kv::BlockStore: declarations are all a type check needs.
-struct declared_block_store {
-  ruvllm::result<std::uint32_t> allocate();
-  void retain(std::uint32_t);
-  void release(std::uint32_t);
-  std::uint32_t ref_count(std::uint32_t) const;
-  std::size_t block_bytes() const;
-  std::size_t blocks_in_use() const;
-  std::size_t capacity_blocks() const;
-  ruvllm::result<std::uint32_t> copy_block(std::uint32_t, std::size_t);
-};
-using radix_lru = ruvllm::kv::radix_cache<declared_block_store, 16>;
-using radix_lfu = ruvllm::kv::radix_cache<declared_block_store, 32, ev::hysteresis<ev::lfu>>;
-
 using public_types = std::tuple<
     // sona
     ruvllm::sona::fastgrnn_router<float>, ruvllm::sona::fastgrnn_router<double>, ruvllm::sona::router_workspace<float>,
@@ -108,7 +94,11 @@ using public_types = std::tuple<
     ruvllm::kernels::rope_params, ruvllm::kernels::rope_strides,
     // kv: radix prefix cache
     ruvllm::kv::kv_namespace, ruvllm::kv::radix_stats, ruvllm::kv::radix_cache_options, radix_lru, radix_lfu,
-    radix_lru::node_ref, radix_lru::match_result, radix_lru::insert_result,
+    radix_lru::node_ref, radix_lru::match_result, radix_lru::insert_result, radix_tiered,
+    // kv: hot/warm/cold tiers
+    tiered_kv, ruvllm::kv::tiered_kv_cache<ruvllm::tiers<ruvllm::tier<p::q8_0, 64>, ruvllm::tier<p::kivi<4>>>, 64,
+                                           ruvllm::backend::scalar>,
+    ruvllm::kv::tiered_kv_options, ruvllm::kv::tiered_sequence, ruvllm::kv::tiered_kv_stats,
     // store
     ruvllm::store::hnsw_index<ruvllm::store::metric::cosine, p::f32>,
     ruvllm::store::hnsw_index<ruvllm::store::metric::l2, p::f16>,
