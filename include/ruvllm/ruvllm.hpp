@@ -29,6 +29,7 @@
 #include "ruvllm/model/gguf_writer.hpp"
 #include "ruvllm/model/llama.hpp"
 #include "ruvllm/model/sampler.hpp"
+#include "ruvllm/model/tokenizer.hpp"
 #include "ruvllm/sona/adam.hpp"
 #include "ruvllm/sona/adapter_registry.hpp"
 #include "ruvllm/sona/ewc.hpp"

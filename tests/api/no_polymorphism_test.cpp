@@ -52,6 +52,8 @@ using public_types = std::tuple<
     // model: GGUF
     ruvllm::model::gguf_file, ruvllm::model::gguf_value, ruvllm::model::gguf_kv, ruvllm::model::gguf_tensor,
     ruvllm::model::gguf_type_traits, ruvllm::model::gguf_writer, ruvllm::model::gguf_array_builder,
+    ruvllm::model::tokenizer, ruvllm::model::stream_detokenizer, ruvllm::model::decode_options,
+    ruvllm::model::chat_message, ruvllm::model::unicode::utf8_sanitizer,
     // policies
     ruvllm::backend::scalar, ruvllm::backend::highway, ruvllm::backend::xsimd, p::f32, p::f16, p::bf16, p::q8_0,
     p::q4_0, p::q4_k, p::q6_k, p::q8_k, p::kivi<2>, p::kivi<4>, ruvllm::tier<p::f16, 256>,
