@@ -34,6 +34,7 @@
 #include "ruvllm/sona/adapter_registry.hpp"
 #include "ruvllm/sona/ewc.hpp"
 #include "ruvllm/sona/lora.hpp"
+#include "ruvllm/sona/reasoning_bank.hpp"
 #include "ruvllm/sona/router.hpp"
 #include "ruvllm/sona/trajectory.hpp"
 #include "ruvllm/store/file_io.hpp"

@@ -44,6 +44,9 @@ using public_types = std::tuple<
     ruvllm::sona::lora_options, ruvllm::sona::adapter_registry<ruvllm::sona::base_lora<>>,
     ruvllm::sona::adapter_registry<ruvllm::sona::base_lora<>>::entry,
     ruvllm::sona::trajectory_ring, ruvllm::sona::trajectory_view, ruvllm::sona::kv_stats,
+    ruvllm::sona::reasoning_bank<>, ruvllm::sona::reasoning_bank<ruvllm::backend::scalar>,
+    ruvllm::sona::reasoning_bank_options, ruvllm::sona::pattern, ruvllm::sona::kmeans_options,
+    ruvllm::sona::kmeans_result,
     // core
     ruvllm::error, ruvllm::result<int>, ruvllm::result<void>, ruvllm::f16, ruvllm::bf16, ruvllm::aligned_buffer<float>,
     ruvllm::aligned_buffer<std::uint8_t, 4096>, ruvllm::byte_reader, ruvllm::mapped_file, ruvllm::thread_pool,

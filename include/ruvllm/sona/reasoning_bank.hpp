@@ -1,0 +1,381 @@
+#ifndef RUVLLM_SONA_REASONING_BANK_HPP
+#define RUVLLM_SONA_REASONING_BANK_HPP
+
+// The reasoning bank: what SONA learned, compressed into patterns. The deep
+// loop clusters recent trajectory embeddings with k-means++ (Arthur &
+// Vassilvitskii's D^2 seeding, greedy form, then Lloyd iterations, best of a few seeded
+// restarts); each cluster becomes a pattern with its centroid, how many
+// trajectories it summarizes, their mean quality, the per-model mean quality
+// and the best model among them, and the mean of their parameters (e.g. the
+// temperature and top-p that served them). Requests look patterns up by
+// cosine similarity; near-duplicate patterns are merged (pruned).
+//
+// Layout: samples in one flat float array [sample][dim] (a bounded buffer
+// that overwrites the oldest), pattern centroids mirrored into one flat array
+// [pattern][dim] so a search is one cosine_many dispatch over all patterns.
+// Allocation: create() sizes the sample buffer; record() never allocates;
+// consolidate(), prune() and search() with a growing result vector allocate.
+// Thread-safety: none; the deep loop owns the bank (search from serving
+// threads needs the engine to publish a snapshot).
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "ruvllm/core/backend.hpp"
+#include "ruvllm/core/error.hpp"
+#include "ruvllm/kernels/ops.hpp"
+#include "ruvllm/sona/router.hpp"
+
+namespace ruvllm::sona {
+
+/// k-means settings.
+struct kmeans_options {
+  std::size_t k = 8;
+  std::size_t max_iterations = 50;
+  std::size_t restarts = 3;  ///< seeded k-means++ runs; the lowest inertia wins
+  std::uint64_t seed = 0x6b6d;
+};
+
+/// A clustering: k centroids [k][dim], each point's cluster, and the sum of
+/// squared distances to the assigned centroids.
+struct kmeans_result {
+  std::vector<float> centroids;
+  std::vector<std::uint32_t> assignment;
+  double inertia = 0.0;
+  std::size_t iterations = 0;
+};
+
+namespace detail {
+inline double uniform01(std::uint64_t& s) noexcept { return 0.5 * (uniform_pm1(s) + 1.0); }
+}  // namespace detail
+
+/// k-means++ over `data` (n points of `dim` floats, row-major). Errors: dim 0,
+/// data not a multiple of dim, k 0 or larger than n. Allocates.
+template <Backend B = backend::highway>
+[[nodiscard]] result<kmeans_result> kmeans_pp(std::span<const float> data, std::size_t dim, const kmeans_options& o) {
+  if (dim == 0 || data.size() % dim != 0)
+    return make_error(errc::invalid_argument, "kmeans data of ", data.size(), " floats is not a multiple of dim ", dim);
+  const std::size_t n = data.size() / dim;
+  if (o.k == 0 || o.k > n) return make_error(errc::invalid_argument, "kmeans k ", o.k, " is outside [1, ", n, "]");
+  using ops = kernels::ops<B>;
+  std::uint64_t s = o.seed;
+  kmeans_result best;
+  best.inertia = std::numeric_limits<double>::infinity();
+  std::vector<float> cent(o.k * dim), dist(n), cand_dist(n), row(o.k);
+  std::vector<std::uint32_t> assign(n);
+  std::vector<double> sums(o.k * dim);
+  std::vector<std::size_t> counts(o.k);
+  for (std::size_t run = 0; run < std::max<std::size_t>(1, o.restarts); ++run) {
+    // D^2 seeding: each next center is drawn with probability proportional to
+    // the squared distance to the nearest center chosen so far.
+    const std::size_t first = std::min(n - 1, static_cast<std::size_t>(detail::uniform01(s) * static_cast<double>(n)));
+    std::copy_n(data.data() + first * dim, dim, cent.data());
+    ops::l2sq_many(cent.data(), data.data(), dim, n, dim, dist.data());
+    // Greedy D^2 seeding (as in scikit-learn): draw 2 + ln k candidates per
+    // step and keep the one that lowers the potential most. Plain D^2 draws
+    // fail too often in high dimension, where the many points of covered
+    // clusters carry as much total D^2 as one uncovered cluster.
+    const std::size_t tries = 2 + static_cast<std::size_t>(std::log(static_cast<double>(o.k)));
+    for (std::size_t c = 1; c < o.k; ++c) {
+      double total = 0.0;
+      for (float d : dist) total += d;
+      double best_pot = std::numeric_limits<double>::infinity();
+      std::size_t pick = 0;
+      for (std::size_t t = 0; t < tries; ++t) {
+        std::size_t cand = std::min(n - 1, static_cast<std::size_t>(detail::uniform01(s) * static_cast<double>(n)));
+        if (total > 0.0) {
+          const double u = detail::uniform01(s) * total;
+          double acc = 0.0;
+          cand = n - 1;
+          for (std::size_t i = 0; i < n; ++i) {
+            acc += dist[i];
+            if (u < acc) {
+              cand = i;
+              break;
+            }
+          }
+        }
+        ops::l2sq_many(data.data() + cand * dim, data.data(), dim, n, dim, cand_dist.data());
+        double pot = 0.0;
+        for (std::size_t i = 0; i < n; ++i) pot += std::min(dist[i], cand_dist[i]);
+        if (pot < best_pot) {
+          best_pot = pot;
+          pick = cand;
+        }
+      }
+      std::copy_n(data.data() + pick * dim, dim, cent.data() + c * dim);
+      ops::l2sq_many(cent.data() + c * dim, data.data(), dim, n, dim, cand_dist.data());
+      for (std::size_t i = 0; i < n; ++i) dist[i] = std::min(dist[i], cand_dist[i]);
+    }
+    // Lloyd iterations until no point changes cluster.
+    std::size_t it = 0;
+    double inertia = 0.0;
+    std::fill(assign.begin(), assign.end(), std::numeric_limits<std::uint32_t>::max());
+    for (; it < o.max_iterations; ++it) {
+      bool changed = false;
+      inertia = 0.0;
+      for (std::size_t i = 0; i < n; ++i) {
+        ops::l2sq_many(data.data() + i * dim, cent.data(), dim, o.k, dim, row.data());
+        const auto c = static_cast<std::uint32_t>(std::min_element(row.begin(), row.end()) - row.begin());
+        inertia += row[c];
+        dist[i] = row[c];
+        if (assign[i] != c) {
+          assign[i] = c;
+          changed = true;
+        }
+      }
+      if (!changed) break;
+      std::fill(sums.begin(), sums.end(), 0.0);
+      std::fill(counts.begin(), counts.end(), 0);
+      for (std::size_t i = 0; i < n; ++i) {
+        ++counts[assign[i]];
+        for (std::size_t d = 0; d < dim; ++d) sums[assign[i] * dim + d] += data[i * dim + d];
+      }
+      for (std::size_t c = 0; c < o.k; ++c) {
+        if (counts[c] == 0) {
+          // An empty cluster takes the point farthest from its centroid.
+          const std::size_t far = static_cast<std::size_t>(std::max_element(dist.begin(), dist.end()) - dist.begin());
+          std::copy_n(data.data() + far * dim, dim, cent.data() + c * dim);
+          dist[far] = 0.0f;
+          continue;
+        }
+        for (std::size_t d = 0; d < dim; ++d)
+          cent[c * dim + d] = static_cast<float>(sums[c * dim + d] / static_cast<double>(counts[c]));
+      }
+    }
+    if (inertia < best.inertia) {
+      best.inertia = inertia;
+      best.centroids = cent;
+      best.assignment = assign;
+      best.iterations = it;
+    }
+  }
+  return best;
+}
+
+/// A learned pattern.
+struct pattern {
+  std::vector<float> centroid;
+  std::uint64_t count = 0;  ///< trajectories summarized
+  float mean_quality = 0.0f;
+  std::uint32_t best_model = 0;            ///< highest mean quality among models seen
+  std::vector<float> model_quality;        ///< per-model mean quality (0 where unseen)
+  std::vector<std::uint64_t> model_count;  ///< per-model trajectories
+  std::vector<float> params;               ///< mean parameters of its trajectories
+};
+
+/// Reasoning bank settings.
+struct reasoning_bank_options {
+  std::size_t dim = 128;
+  std::size_t models = 4;
+  std::size_t params_dim = 0;        ///< parameters recorded per trajectory
+  std::size_t max_samples = 4096;    ///< sample buffer (oldest overwritten)
+  std::size_t max_patterns = 10000;  ///< least-used patterns dropped beyond this
+  double merge_similarity = 0.98;    ///< cosine at or above which patterns merge
+  kmeans_options kmeans{};
+};
+
+/// The pattern bank; see the file comment.
+template <Backend B = backend::highway>
+class reasoning_bank {
+ public:
+  reasoning_bank() = default;
+
+  /// Errors: zero dim, models or max_samples.
+  [[nodiscard]] static result<reasoning_bank> create(const reasoning_bank_options& o) {
+    if (o.dim == 0 || o.models == 0 || o.max_samples == 0 || o.max_patterns == 0)
+      return make_error(errc::invalid_argument, "reasoning bank dim ", o.dim, ", models ", o.models, ", max_samples ",
+                        o.max_samples, ", max_patterns ", o.max_patterns, " must be positive");
+    reasoning_bank b;
+    b.o_ = o;
+    b.samples_.assign(o.max_samples * o.dim, 0.0f);
+    b.sample_params_.assign(o.max_samples * o.params_dim, 0.0f);
+    b.sample_model_.assign(o.max_samples, 0);
+    b.sample_quality_.assign(o.max_samples, 0.0f);
+    return b;
+  }
+
+  [[nodiscard]] const reasoning_bank_options& options() const noexcept { return o_; }
+  [[nodiscard]] std::size_t pending_samples() const noexcept { return std::min(recorded_, o_.max_samples); }
+  [[nodiscard]] const std::vector<pattern>& patterns() const noexcept { return patterns_; }
+
+  /// Buffers one trajectory (embedding of dim floats, params of params_dim).
+  /// Allocation-free.
+  void record(std::span<const float> embedding, std::uint32_t model, float quality,
+              std::span<const float> params = {}) noexcept {
+    RUVLLM_ASSERT(embedding.size() == o_.dim && params.size() == o_.params_dim && model < o_.models);
+    const std::size_t at = recorded_ % o_.max_samples;
+    std::copy(embedding.begin(), embedding.end(), samples_.begin() + static_cast<std::ptrdiff_t>(at * o_.dim));
+    std::copy(params.begin(), params.end(), sample_params_.begin() + static_cast<std::ptrdiff_t>(at * o_.params_dim));
+    sample_model_[at] = model;
+    sample_quality_[at] = quality;
+    ++recorded_;
+  }
+
+  /// Clusters the buffered samples into min(k, samples) patterns, merges them
+  /// into the bank (a new pattern within merge_similarity of an existing one
+  /// is folded into it), and empties the buffer. Returns the pattern count.
+  [[nodiscard]] result<std::size_t> consolidate() {
+    const std::size_t n = pending_samples();
+    if (n == 0) return patterns_.size();
+    kmeans_options ko = o_.kmeans;
+    ko.k = std::min(ko.k, n);
+    ko.seed += consolidations_;
+    RUVLLM_TRY_ASSIGN(auto km, kmeans_pp<B>(std::span<const float>(samples_.data(), n * o_.dim), o_.dim, ko));
+    std::vector<pattern> fresh(ko.k);
+    for (std::size_t c = 0; c < ko.k; ++c) {
+      auto& p = fresh[c];
+      p.centroid.assign(km.centroids.begin() + static_cast<std::ptrdiff_t>(c * o_.dim),
+                        km.centroids.begin() + static_cast<std::ptrdiff_t>((c + 1) * o_.dim));
+      p.model_quality.assign(o_.models, 0.0f);
+      p.model_count.assign(o_.models, 0);
+      p.params.assign(o_.params_dim, 0.0f);
+    }
+    std::vector<double> q_sum(ko.k, 0.0), mq_sum(ko.k * o_.models, 0.0), par_sum(ko.k * o_.params_dim, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t c = km.assignment[i];
+      auto& p = fresh[c];
+      ++p.count;
+      q_sum[c] += sample_quality_[i];
+      mq_sum[c * o_.models + sample_model_[i]] += sample_quality_[i];
+      ++p.model_count[sample_model_[i]];
+      for (std::size_t d = 0; d < o_.params_dim; ++d)
+        par_sum[c * o_.params_dim + d] += sample_params_[i * o_.params_dim + d];
+    }
+    for (std::size_t c = 0; c < ko.k; ++c) {
+      auto& p = fresh[c];
+      if (p.count == 0) continue;
+      p.mean_quality = static_cast<float>(q_sum[c] / static_cast<double>(p.count));
+      for (std::size_t m = 0; m < o_.models; ++m)
+        if (p.model_count[m] > 0)
+          p.model_quality[m] = static_cast<float>(mq_sum[c * o_.models + m] / static_cast<double>(p.model_count[m]));
+      for (std::size_t d = 0; d < o_.params_dim; ++d)
+        p.params[d] = static_cast<float>(par_sum[c * o_.params_dim + d] / static_cast<double>(p.count));
+      refresh_best(p);
+    }
+    for (auto& p : fresh) {
+      if (p.count == 0) continue;
+      const auto hit = nearest(p.centroid);
+      if (hit.first < patterns_.size() && hit.second >= static_cast<float>(o_.merge_similarity)) {
+        merge_into(patterns_[hit.first], p);
+      } else {
+        patterns_.push_back(std::move(p));
+      }
+      rebuild_flat();
+    }
+    enforce_capacity();
+    recorded_ = 0;
+    ++consolidations_;
+    return patterns_.size();
+  }
+
+  /// The top_k patterns most similar (cosine) to query, best first, as
+  /// (index, similarity) into out (cleared first).
+  void search(std::span<const float> query, std::size_t top_k, std::vector<std::pair<std::size_t, float>>& out) const {
+    RUVLLM_ASSERT(query.size() == o_.dim);
+    out.clear();
+    const std::size_t p = patterns_.size();
+    if (p == 0 || top_k == 0) return;
+    sims_.resize(p);
+    kernels::ops<B>::cosine_many(query.data(), flat_.data(), o_.dim, p, o_.dim, sims_.data());
+    for (std::size_t i = 0; i < p; ++i) out.emplace_back(i, sims_[i]);
+    const std::size_t k = std::min(top_k, p);
+    std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(k), out.end(),
+                      [](const auto& a, const auto& b) {
+                        return a.second > b.second || (a.second == b.second && a.first < b.first);
+                      });
+    out.resize(k);
+  }
+
+  /// Merges every pair of patterns whose centroids have cosine >= similarity
+  /// (count-weighted); returns how many patterns were removed.
+  std::size_t prune(double similarity) {
+    std::size_t removed = 0;
+    for (std::size_t i = 0; i < patterns_.size(); ++i) {
+      for (std::size_t j = i + 1; j < patterns_.size();) {
+        const float cs = kernels::ops<B>::cosine(patterns_[i].centroid.data(), patterns_[j].centroid.data(), o_.dim);
+        if (cs >= static_cast<float>(similarity)) {
+          merge_into(patterns_[i], patterns_[j]);
+          patterns_.erase(patterns_.begin() + static_cast<std::ptrdiff_t>(j));
+          ++removed;
+        } else {
+          ++j;
+        }
+      }
+    }
+    rebuild_flat();
+    return removed;
+  }
+
+ private:
+  static void refresh_best(pattern& p) noexcept {
+    float best = -1.0f;
+    for (std::size_t m = 0; m < p.model_quality.size(); ++m)
+      if (p.model_count[m] > 0 && p.model_quality[m] > best) {
+        best = p.model_quality[m];
+        p.best_model = static_cast<std::uint32_t>(m);
+      }
+  }
+
+  // Count-weighted merge of `from` into `to`.
+  static void merge_into(pattern& to, const pattern& from) {
+    const double wt = static_cast<double>(to.count), wf = static_cast<double>(from.count), w = wt + wf;
+    if (w == 0.0) return;
+    for (std::size_t d = 0; d < to.centroid.size(); ++d)
+      to.centroid[d] = static_cast<float>((wt * to.centroid[d] + wf * from.centroid[d]) / w);
+    for (std::size_t d = 0; d < to.params.size(); ++d)
+      to.params[d] = static_cast<float>((wt * to.params[d] + wf * from.params[d]) / w);
+    to.mean_quality = static_cast<float>((wt * to.mean_quality + wf * from.mean_quality) / w);
+    for (std::size_t m = 0; m < to.model_quality.size(); ++m) {
+      const double a = static_cast<double>(to.model_count[m]), b = static_cast<double>(from.model_count[m]);
+      if (a + b > 0)
+        to.model_quality[m] = static_cast<float>((a * to.model_quality[m] + b * from.model_quality[m]) / (a + b));
+      to.model_count[m] += from.model_count[m];
+    }
+    to.count += from.count;
+    refresh_best(to);
+  }
+
+  std::pair<std::size_t, float> nearest(const std::vector<float>& v) const {
+    std::pair<std::size_t, float> best{patterns_.size(), -2.0f};
+    for (std::size_t i = 0; i < patterns_.size(); ++i) {
+      const float cs = kernels::ops<B>::cosine(v.data(), flat_.data() + i * o_.dim, o_.dim);
+      if (cs > best.second) best = {i, cs};
+    }
+    return best;
+  }
+
+  void enforce_capacity() {
+    if (patterns_.size() <= o_.max_patterns) return;
+    std::stable_sort(patterns_.begin(), patterns_.end(),
+                     [](const pattern& a, const pattern& b) { return a.count > b.count; });
+    patterns_.resize(o_.max_patterns);
+    rebuild_flat();
+  }
+
+  void rebuild_flat() {
+    flat_.resize(patterns_.size() * o_.dim);
+    for (std::size_t i = 0; i < patterns_.size(); ++i)
+      std::copy(patterns_[i].centroid.begin(), patterns_[i].centroid.end(),
+                flat_.begin() + static_cast<std::ptrdiff_t>(i * o_.dim));
+  }
+
+  reasoning_bank_options o_{};
+  std::vector<float> samples_, sample_params_, sample_quality_;
+  std::vector<std::uint32_t> sample_model_;
+  std::size_t recorded_ = 0;
+  std::uint64_t consolidations_ = 0;
+  std::vector<pattern> patterns_;
+  std::vector<float> flat_;
+  mutable std::vector<float> sims_;
+};
+
+}  // namespace ruvllm::sona
+
+#endif  // RUVLLM_SONA_REASONING_BANK_HPP
