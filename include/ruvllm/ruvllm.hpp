@@ -41,7 +41,9 @@
 #include "ruvllm/store/hnsw_format.hpp"
 #include "ruvllm/store/hnsw_index.hpp"
 #include "ruvllm/store/hnsw_store.hpp"
+#include "ruvllm/store/memory_store.hpp"
 #include "ruvllm/store/records.hpp"
+#include "ruvllm/store/roles.hpp"
 #include "ruvllm/store/vector_space.hpp"
 #include "ruvllm/store/wal.hpp"
 

@@ -22873,6 +22873,7 @@ class hnsw_store {
 // file, fsync, rename); load() checks every length against the file before
 // use and returns corrupt_data naming the file and offset.
 //   "RUVRECS1", u32 version 1, u32 CRC-32C of the body, u64 body bytes, body:
+//   u64 sequence (the last log record the snapshot holds, see memory_store),
 //   u64 next key, u32 indexed-attribute name length + bytes,
 //   u64 record count, per record: u64 id.hi, u64 id.lo, i64 time, u64 key,
 //     u32 attribute count, per attribute: u32 name length + bytes, u8 type
@@ -23010,10 +23011,18 @@ class record_graph {
   /// Adds r (its key is assigned and returned). Errors: already_exists,
   /// invalid_argument (nil id).
   [[nodiscard]] result<std::uint64_t> insert(record r) {
+    r.key = next_key_;
+    return insert_with_key(std::move(r));
+  }
+
+  /// Adds r keeping its key (log replay); later keys continue after it.
+  /// Errors: already_exists (id or key), invalid_argument (nil id).
+  [[nodiscard]] result<std::uint64_t> insert_with_key(record r) {
     if (r.id.is_nil()) return make_error(errc::invalid_argument, "record id is nil");
     if (records_.contains(r.id)) return make_error(errc::already_exists, "record ", to_string(r.id), " exists");
+    if (by_key_.contains(r.key)) return make_error(errc::already_exists, "record key ", r.key, " is taken");
     std::sort(r.attributes.begin(), r.attributes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    r.key = next_key_++;
+    next_key_ = std::max(next_key_, r.key + 1);
     add_indexes(r);
     by_key_[r.key] = r.id;
     const std::uint64_t key = r.key;
@@ -23146,25 +23155,66 @@ class record_graph {
   }
 
   /// Writes the snapshot atomically (see the file comment). Errors: io_error.
-  [[nodiscard]] result<void> save(std::string_view path) const {
+  /// The log sequence stored with the snapshot this graph was loaded from.
+  [[nodiscard]] std::uint64_t sequence() const noexcept { return sequence_; }
+
+  /// Appends the binary form of r (as in the snapshot) to out.
+  static void encode(const record& r, std::vector<std::byte>& out) {
+    put(out, r.id.hi);
+    put(out, r.id.lo);
+    put(out, r.time);
+    put(out, r.key);
+    put(out, static_cast<std::uint32_t>(r.attributes.size()));
+    for (const auto& [name, value] : r.attributes) {
+      put_string(out, name);
+      put(out, static_cast<std::uint8_t>(value.index() + 1));
+      if (const auto* i = std::get_if<std::int64_t>(&value)) put(out, *i);
+      if (const auto* d = std::get_if<double>(&value)) put(out, *d);
+      if (const auto* s = std::get_if<std::string>(&value)) put_string(out, *s);
+    }
+  }
+
+  /// Reads one record written by encode(); every length is checked.
+  [[nodiscard]] static result<record> decode(byte_reader& b) {
+    record rec;
+    RUVLLM_TRY_ASSIGN(rec.id.hi, b.read<std::uint64_t>("id"));
+    RUVLLM_TRY_ASSIGN(rec.id.lo, b.read<std::uint64_t>("id"));
+    RUVLLM_TRY_ASSIGN(rec.time, b.read<std::int64_t>("time"));
+    RUVLLM_TRY_ASSIGN(rec.key, b.read<std::uint64_t>("key"));
+    RUVLLM_TRY_ASSIGN(auto attrs, b.read<std::uint32_t>("attribute count"));
+    if (attrs > b.remaining() / 5) return b.fail(errc::corrupt_data, "attribute count ", attrs, " exceeds the data");
+    for (std::uint32_t a = 0; a < attrs; ++a) {
+      RUVLLM_TRY_ASSIGN(auto name, read_string(b));
+      RUVLLM_TRY_ASSIGN(auto type, b.read<std::uint8_t>("attribute type"));
+      attribute_value v;
+      if (type == 1) {
+        RUVLLM_TRY_ASSIGN(auto x, b.read<std::int64_t>("int attribute"));
+        v = x;
+      } else if (type == 2) {
+        RUVLLM_TRY_ASSIGN(auto x, b.read<double>("double attribute"));
+        v = x;
+      } else if (type == 3) {
+        RUVLLM_TRY_ASSIGN(auto x, read_string(b));
+        v = std::string(x);
+      } else {
+        return b.fail(errc::corrupt_data, "attribute type ", type);
+      }
+      rec.set(name, std::move(v));
+    }
+    return rec;
+  }
+
+  /// Writes the snapshot atomically (see the file comment), recording
+  /// `sequence` as the last log record it holds. Errors: io_error.
+  [[nodiscard]] result<void> save(std::string_view path, std::uint64_t sequence = 0) const {
     std::vector<std::byte> body;
+    put(body, sequence);
     put(body, next_key_);
     put_string(body, indexed_);
     put(body, static_cast<std::uint64_t>(records_.size()));
     std::uint64_t edges = 0;
     for (const auto& [id, n] : records_) {
-      put(body, n.rec.id.hi);
-      put(body, n.rec.id.lo);
-      put(body, n.rec.time);
-      put(body, n.rec.key);
-      put(body, static_cast<std::uint32_t>(n.rec.attributes.size()));
-      for (const auto& [name, value] : n.rec.attributes) {
-        put_string(body, name);
-        put(body, static_cast<std::uint8_t>(value.index() + 1));
-        if (const auto* i = std::get_if<std::int64_t>(&value)) put(body, *i);
-        if (const auto* d = std::get_if<double>(&value)) put(body, *d);
-        if (const auto* s = std::get_if<std::string>(&value)) put_string(body, *s);
-      }
+      encode(n.rec, body);
       edges += n.out.size();
     }
     put(body, edges);
@@ -23209,6 +23259,7 @@ class record_graph {
     RUVLLM_TRY_ASSIGN(auto body, r.read_bytes(body_bytes, "body"));
     if (crc32c(body) != crc) return make_error(errc::corrupt_data, "record snapshot checksum").at(path, body_at);
     byte_reader b(body, path, body_at);
+    RUVLLM_TRY_ASSIGN(auto sequence, b.read<std::uint64_t>("sequence"));
     RUVLLM_TRY_ASSIGN(auto next_key, b.read<std::uint64_t>("next key"));
     RUVLLM_TRY_ASSIGN(auto indexed, read_string(b));
     record_graph g{std::string(indexed)};
@@ -23217,31 +23268,8 @@ class record_graph {
     // caught before any loop or allocation sized by it.
     if (count > b.remaining() / 36) return b.fail(errc::corrupt_data, "record count ", count, " exceeds the body");
     for (std::uint64_t i = 0; i < count; ++i) {
-      record rec;
-      RUVLLM_TRY_ASSIGN(rec.id.hi, b.read<std::uint64_t>("id"));
-      RUVLLM_TRY_ASSIGN(rec.id.lo, b.read<std::uint64_t>("id"));
-      RUVLLM_TRY_ASSIGN(rec.time, b.read<std::int64_t>("time"));
-      RUVLLM_TRY_ASSIGN(const std::uint64_t key, b.read<std::uint64_t>("key"));
-      RUVLLM_TRY_ASSIGN(auto attrs, b.read<std::uint32_t>("attribute count"));
-      if (attrs > b.remaining() / 5) return b.fail(errc::corrupt_data, "attribute count ", attrs, " exceeds the body");
-      for (std::uint32_t a = 0; a < attrs; ++a) {
-        RUVLLM_TRY_ASSIGN(auto name, read_string(b));
-        RUVLLM_TRY_ASSIGN(auto type, b.read<std::uint8_t>("attribute type"));
-        attribute_value v;
-        if (type == 1) {
-          RUVLLM_TRY_ASSIGN(auto x, b.read<std::int64_t>("int attribute"));
-          v = x;
-        } else if (type == 2) {
-          RUVLLM_TRY_ASSIGN(auto x, b.read<double>("double attribute"));
-          v = x;
-        } else if (type == 3) {
-          RUVLLM_TRY_ASSIGN(auto x, read_string(b));
-          v = std::string(x);
-        } else {
-          return b.fail(errc::corrupt_data, "attribute type ", type);
-        }
-        rec.set(name, std::move(v));
-      }
+      RUVLLM_TRY_ASSIGN(auto rec, decode(b));
+      const std::uint64_t key = rec.key;
       if (rec.id.is_nil() || g.records_.contains(rec.id) || g.by_key_.contains(key) || key >= next_key)
         return b.fail(errc::corrupt_data, "record ", i, " has a nil, duplicate or out-of-range id or key");
       rec.key = key;
@@ -23251,6 +23279,7 @@ class record_graph {
       g.records_.emplace(id, node{std::move(rec), {}, {}});
     }
     g.next_key_ = next_key;
+    g.sequence_ = sequence;
     RUVLLM_TRY_ASSIGN(auto edges, b.read<std::uint64_t>("edge count"));
     if (edges > b.remaining() / 37) return b.fail(errc::corrupt_data, "edge count ", edges, " exceeds the body");
     for (std::uint64_t i = 0; i < edges; ++i) {
@@ -23319,6 +23348,7 @@ class record_graph {
 
   std::string indexed_;
   std::uint64_t next_key_ = 1;
+  std::uint64_t sequence_ = 0;
   std::size_t edges_ = 0;
   std::unordered_map<uuid, node, uuid_hash> records_;
   std::unordered_map<std::uint64_t, uuid> by_key_;
@@ -23329,6 +23359,489 @@ class record_graph {
 }  // namespace ruvllm::store
 
 #endif  // RUVLLM_STORE_RECORDS_HPP
+
+// ==== ruvllm/store/memory_store.hpp
+#ifndef RUVLLM_STORE_MEMORY_STORE_HPP
+#define RUVLLM_STORE_MEMORY_STORE_HPP
+
+// memory_store<Metric, Precision>: the one durable store behind the three
+// roles (policy memory, session index, witness log; roles.hpp): records with
+// attributes and typed weighted edges (record_graph) plus an embedding per
+// record in a durable hnsw_store, all in one directory:
+//
+//   index.hnsw, index.wal      vectors (hnsw_store.hpp), keyed by record key
+//   records.snap, records.wal  records and edges (records.hpp, wal.hpp)
+//
+// Every record mutation is logged (records.wal: insert, replace, remove,
+// link with an absolute weight, unlink) before it is applied; replay skips
+// records already in records.snap (its sequence number), exactly as the
+// vector store does. A record is logged before its vector, so a crash in
+// between leaves a record without a vector (allowed: witness entries need
+// none); a vector whose record is missing is removed when the store opens.
+// checkpoint() saves both snapshots and starts empty logs.
+//
+// Concurrency: mutations are serialized by the store's mutex; queries take a
+// shared lock on the records, and vector search runs on the index's own
+// shared lock, so searches proceed alongside one writer.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+
+namespace ruvllm::store {
+
+/// Options of a memory_store.
+struct memory_store_options {
+  /// The vector half (index parameters for a new store, log, checkpoints).
+  hnsw_store_options vectors{};
+  /// The records log.
+  wal_options records_wal{};
+  /// The numeric attribute with a secondary index.
+  std::string indexed_attribute = "quality";
+};
+
+/// A search result joined with its record.
+struct memory_hit {
+  record rec;
+  float distance = 0.0f;
+};
+
+namespace detail {
+enum class record_op : std::uint32_t { insert = 1, replace = 2, remove = 3, link = 4, unlink = 5 };
+}  // namespace detail
+
+/// Records + graph + embeddings, durable; see the file comment.
+template <Metric M, VectorPrecision P, Backend B = backend::highway>
+class memory_store {
+ public:
+  using vector_store = hnsw_store<M, P, B>;
+
+  /// Opens or creates the store in dir and recovers both halves.
+  /// Errors: io_error, corrupt_data naming the file and offset.
+  [[nodiscard]] static result<memory_store> open(std::string_view dir, const memory_store_options& options) {
+    memory_store s;
+    RUVLLM_TRY_ASSIGN(auto vectors, vector_store::open(dir, options.vectors));
+    s.vectors_ = std::make_unique<vector_store>(std::move(vectors));
+    s.dir_.assign(dir);
+    if (file_exists(s.snapshot_path())) {
+      RUVLLM_TRY_ASSIGN(auto g, record_graph::load(s.snapshot_path()));
+      s.graph_ = std::make_unique<record_graph>(std::move(g));
+    } else {
+      s.graph_ = std::make_unique<record_graph>(options.indexed_attribute);
+    }
+    record_graph& g = *s.graph_;
+    const std::uint64_t done = g.sequence();
+    const std::string wal_path = s.records_wal_path();
+    auto apply = [&](std::uint64_t seq, std::uint32_t type, std::span<const std::byte> payload) -> result<void> {
+      if (seq <= done) return {};
+      auto r = replay(g, type, payload, wal_path);
+      if (!r) return std::move(r).error().at(wal_path);
+      return {};
+    };
+    RUVLLM_TRY_ASSIGN(s.log_, write_ahead_log::open(wal_path, options.records_wal, done, apply));
+    // Vectors whose record never made it (crash between the two logs).
+    std::vector<std::uint64_t> orphans;
+    s.vectors_->index().for_each([&](std::uint64_t key, std::span<const float>) {
+      if (g.by_key(key) == nullptr) orphans.push_back(key);
+    });
+    for (auto key : orphans) RUVLLM_TRY(s.vectors_->remove(key));
+    s.locks_ = std::make_unique<locks>();
+    return s;
+  }
+
+  memory_store(memory_store&&) noexcept = default;
+  memory_store& operator=(memory_store&&) noexcept = default;
+
+  /// Adds a record (its key is assigned) with an optional embedding.
+  /// Errors: already_exists, invalid_argument, io_error.
+  [[nodiscard]] result<std::uint64_t> add(record r, std::span<const float> embedding = {}) {
+    std::lock_guard w(locks_->writer);
+    if (!embedding.empty() && embedding.size() != vectors_->index().dimension())
+      return make_error(errc::invalid_argument, "embedding dimension ", embedding.size(),
+                        " != ", vectors_->index().dimension());
+    std::uint64_t key;
+    {
+      std::unique_lock g(locks_->graph);
+      RUVLLM_TRY_ASSIGN(key, graph_->insert(r));
+      r.key = key;
+      payload_.clear();
+      record_graph::encode(*graph_->get(r.id), payload_);
+      if (auto logged = log_.append(static_cast<std::uint32_t>(detail::record_op::insert), payload_); !logged) {
+        (void)graph_->remove(r.id);
+        return std::move(logged).error();
+      }
+    }
+    if (!embedding.empty()) RUVLLM_TRY(vectors_->upsert(key, embedding));
+    return key;
+  }
+
+  /// Sets an attribute (logged as the whole updated record). Errors: not_found, io_error.
+  [[nodiscard]] result<void> set_attribute(const uuid& id, std::string_view name, attribute_value value) {
+    std::lock_guard w(locks_->writer);
+    std::unique_lock g(locks_->graph);
+    const record* cur = graph_->get(id);
+    if (cur == nullptr) return make_error(errc::not_found, "record ", to_string(id));
+    record next = *cur;
+    next.set(name, value);
+    payload_.clear();
+    record_graph::encode(next, payload_);
+    RUVLLM_TRY(log_.append(static_cast<std::uint32_t>(detail::record_op::replace), payload_));
+    return graph_->set_attribute(id, name, std::move(value));
+  }
+
+  /// Removes a record, its edges and its embedding. Errors: not_found, io_error.
+  [[nodiscard]] result<void> remove(const uuid& id) {
+    std::lock_guard w(locks_->writer);
+    std::uint64_t key;
+    {
+      std::unique_lock g(locks_->graph);
+      const record* cur = graph_->get(id);
+      if (cur == nullptr) return make_error(errc::not_found, "record ", to_string(id));
+      key = cur->key;
+      RUVLLM_TRY(log_.append(static_cast<std::uint32_t>(detail::record_op::remove), id_bytes(id)));
+      RUVLLM_TRY(graph_->remove(id));
+    }
+    if (vectors_->index().contains(key)) RUVLLM_TRY(vectors_->remove(key));
+    return {};
+  }
+
+  /// Adds or re-weights an edge. Errors: not_found, io_error.
+  [[nodiscard]] result<void> link(const uuid& from, const uuid& to, edge_type type, float weight) {
+    std::lock_guard w(locks_->writer);
+    std::unique_lock g(locks_->graph);
+    if (graph_->get(from) == nullptr || graph_->get(to) == nullptr)
+      return make_error(errc::not_found, "edge endpoint is not a record");
+    return log_link(from, to, type, weight);
+  }
+
+  /// Adds delta to an edge's weight (logged as the absolute result).
+  [[nodiscard]] result<float> adjust_weight(const uuid& from, const uuid& to, edge_type type, float delta) {
+    std::lock_guard w(locks_->writer);
+    std::unique_lock g(locks_->graph);
+    float weight = 0.0f;
+    bool found = false;
+    for (const auto& e : graph_->neighbours(from, type, direction::out))
+      if (e.to == to) {
+        weight = e.weight + delta;
+        found = true;
+      }
+    if (!found) return make_error(errc::not_found, "edge ", to_string(from), " -> ", to_string(to));
+    RUVLLM_TRY(log_link(from, to, type, weight));
+    return weight;
+  }
+
+  /// Removes an edge. Errors: not_found, io_error.
+  [[nodiscard]] result<void> unlink(const uuid& from, const uuid& to, edge_type type) {
+    std::lock_guard w(locks_->writer);
+    std::unique_lock g(locks_->graph);
+    std::vector<std::byte> p;
+    append_edge(p, from, to, type, 0.0f);
+    bool found = false;
+    for (const auto& e : graph_->neighbours(from, type, direction::out)) found = found || e.to == to;
+    if (!found) return make_error(errc::not_found, "edge ", to_string(from), " -> ", to_string(to));
+    RUVLLM_TRY(log_.append(static_cast<std::uint32_t>(detail::record_op::unlink), p));
+    return graph_->remove_edge(from, to, type);
+  }
+
+  /// Calls fn(const record_graph&) under the records' shared lock.
+  template <class Fn>
+  decltype(auto) read(Fn&& fn) const {
+    std::shared_lock g(locks_->graph);
+    return fn(*graph_);
+  }
+
+  /// A copy of the record with id, if any.
+  [[nodiscard]] std::optional<record> get(const uuid& id) const {
+    std::shared_lock g(locks_->graph);
+    const record* r = graph_->get(id);
+    return r == nullptr ? std::nullopt : std::optional<record>(*r);
+  }
+
+  /// The k records nearest to query whose record passes pred, closest first.
+  template <class Pred>
+  [[nodiscard]] result<std::vector<memory_hit>> search(std::span<const float> query, std::size_t k, Pred pred,
+                                                       search_params params = {}) const {
+    std::shared_lock g(locks_->graph);
+    RUVLLM_TRY_ASSIGN(auto hits, vectors_->index().search(query, k, params, graph_->filter(pred)));
+    std::vector<memory_hit> out;
+    out.reserve(hits.size());
+    for (const auto& h : hits)
+      if (const record* r = graph_->by_key(h.key)) out.push_back(memory_hit{*r, h.distance});
+    return out;
+  }
+
+  /// The vector half (searches, sizes).
+  [[nodiscard]] const vector_store& vectors() const noexcept { return *vectors_; }
+
+  /// Saves both snapshots and starts empty logs.
+  [[nodiscard]] result<void> checkpoint() {
+    std::lock_guard w(locks_->writer);
+    std::shared_lock g(locks_->graph);
+    RUVLLM_TRY(vectors_->checkpoint());
+    RUVLLM_TRY(log_.sync());
+    RUVLLM_TRY(graph_->save(snapshot_path(), log_.last_sequence()));
+    return log_.reset(log_.last_sequence());
+  }
+
+  /// Checks the vector half and that every vector has a record.
+  [[nodiscard]] result<void> verify() const {
+    RUVLLM_TRY(vectors_->verify());
+    std::shared_lock g(locks_->graph);
+    std::uint64_t orphan = 0;
+    bool ok = true;
+    vectors_->index().for_each([&](std::uint64_t key, std::span<const float>) {
+      if (graph_->by_key(key) == nullptr) {
+        ok = false;
+        orphan = key;
+      }
+    });
+    if (!ok) return make_error(errc::corrupt_data, "vector key ", orphan, " has no record");
+    return {};
+  }
+
+  [[nodiscard]] std::string snapshot_path() const { return dir_ + "/records.snap"; }
+  [[nodiscard]] std::string records_wal_path() const { return dir_ + "/records.wal"; }
+
+ private:
+  struct locks {
+    std::mutex writer;
+    mutable std::shared_mutex graph;
+  };
+
+  memory_store() = default;
+
+  static std::span<const std::byte> id_bytes(const uuid& id) { return std::as_bytes(std::span<const uuid>(&id, 1)); }
+  static void append_edge(std::vector<std::byte>& p, const uuid& from, const uuid& to, edge_type type, float weight) {
+    const auto add = [&](const void* v, std::size_t n) {
+      const auto* b = static_cast<const std::byte*>(v);
+      p.insert(p.end(), b, b + n);
+    };
+    add(&from, sizeof from);
+    add(&to, sizeof to);
+    const auto t = static_cast<std::uint8_t>(type);
+    add(&t, 1);
+    add(&weight, sizeof weight);
+  }
+
+  [[nodiscard]] result<void> log_link(const uuid& from, const uuid& to, edge_type type, float weight) {
+    std::vector<std::byte> p;
+    append_edge(p, from, to, type, weight);
+    RUVLLM_TRY(log_.append(static_cast<std::uint32_t>(detail::record_op::link), p));
+    return graph_->link(from, to, type, weight);
+  }
+
+  [[nodiscard]] static result<void> replay(record_graph& g, std::uint32_t type, std::span<const std::byte> payload,
+                                           std::string_view path) {
+    byte_reader b(payload, path);
+    switch (static_cast<detail::record_op>(type)) {
+      case detail::record_op::insert:
+      case detail::record_op::replace: {
+        RUVLLM_TRY_ASSIGN(auto rec, record_graph::decode(b));
+        if (static_cast<detail::record_op>(type) == detail::record_op::replace) {
+          // Keep the edges: replace only the attributes.
+          for (const auto& [name, value] : rec.attributes) RUVLLM_TRY(g.set_attribute(rec.id, name, value));
+          return {};
+        }
+        RUVLLM_TRY(g.insert_with_key(std::move(rec)));
+        return {};
+      }
+      case detail::record_op::remove: {
+        uuid id;
+        RUVLLM_TRY_ASSIGN(id.hi, b.read<std::uint64_t>("id"));
+        RUVLLM_TRY_ASSIGN(id.lo, b.read<std::uint64_t>("id"));
+        return g.remove(id);
+      }
+      case detail::record_op::link:
+      case detail::record_op::unlink: {
+        uuid from, to;
+        RUVLLM_TRY_ASSIGN(from.hi, b.read<std::uint64_t>("edge"));
+        RUVLLM_TRY_ASSIGN(from.lo, b.read<std::uint64_t>("edge"));
+        RUVLLM_TRY_ASSIGN(to.hi, b.read<std::uint64_t>("edge"));
+        RUVLLM_TRY_ASSIGN(to.lo, b.read<std::uint64_t>("edge"));
+        RUVLLM_TRY_ASSIGN(auto t, b.read<std::uint8_t>("edge type"));
+        RUVLLM_TRY_ASSIGN(auto w, b.read<float>("edge weight"));
+        if (t < 1 || t > 4) return b.fail(errc::corrupt_data, "edge type ", t);
+        if (static_cast<detail::record_op>(type) == detail::record_op::link)
+          return g.link(from, to, static_cast<edge_type>(t), w);
+        return g.remove_edge(from, to, static_cast<edge_type>(t));
+      }
+    }
+    return make_error(errc::corrupt_data, "unknown record operation ", type);
+  }
+
+  std::string dir_;
+  std::unique_ptr<vector_store> vectors_;
+  std::unique_ptr<record_graph> graph_;
+  write_ahead_log log_;
+  std::vector<std::byte> payload_;
+  std::unique_ptr<locks> locks_;
+};
+
+}  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_MEMORY_STORE_HPP
+
+// ==== ruvllm/store/roles.hpp
+#ifndef RUVLLM_STORE_ROLES_HPP
+#define RUVLLM_STORE_ROLES_HPP
+
+// The three roles Ruvector plays for the engine, as thin typed views over
+// one memory_store (so policies, sessions and witness entries share one
+// durable directory, one index and one graph, and relate through edges):
+//
+//   policy_store<Store>  learned policies/patterns with an embedding and a
+//                        quality; "nearest good patterns" lookups
+//   session_index<Store> sessions by embedding and by time, for recovery
+//   witness_log<Store>   append-only audit entries linked to their session
+//                        and pattern (session_witness, pattern_witness edges)
+//
+// Each record carries a "role" attribute, so a role's searches see only its
+// own records. The facades hold a reference to the store and no state of
+// their own; their thread-safety is the store's.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace ruvllm::store {
+
+namespace detail {
+inline constexpr const char* role_attribute = "role";
+
+template <class Store>
+[[nodiscard]] result<uuid> add_role_record(Store& store, const char* role, uuid id, timestamp_ms time,
+                                           std::span<const float> embedding, std::optional<double> quality) {
+  record r;
+  r.id = id;
+  r.time = time;
+  r.set(role_attribute, std::string(role));
+  if (quality) r.set("quality", *quality);
+  RUVLLM_TRY(store.add(std::move(r), embedding));
+  return id;
+}
+
+inline bool has_role(const record& r, const char* role) {
+  const auto* v = r.find(role_attribute);
+  const auto* s = v == nullptr ? nullptr : std::get_if<std::string>(v);
+  return s != nullptr && *s == role;
+}
+}  // namespace detail
+
+/// Policy memory: patterns with embeddings and a quality in [0, 1].
+template <class Store>
+class policy_store {
+ public:
+  explicit policy_store(Store& store) noexcept : store_(&store) {}
+
+  /// Stores a policy. Errors: the store's.
+  [[nodiscard]] result<uuid> add(uuid id, timestamp_ms time, std::span<const float> embedding, double quality) {
+    return detail::add_role_record(*store_, "policy", id, time, embedding, quality);
+  }
+  /// The k policies nearest to query with quality >= min_quality.
+  [[nodiscard]] auto nearest(std::span<const float> query, std::size_t k, double min_quality = 0.0) const {
+    return store_->search(query, k, [min_quality](const record& r) {
+      return detail::has_role(r, "policy") && r.number("quality").value_or(-1.0) >= min_quality;
+    });
+  }
+  /// Sets a policy's quality (e.g. after feedback).
+  [[nodiscard]] result<void> set_quality(const uuid& id, double quality) {
+    return store_->set_attribute(id, "quality", quality);
+  }
+
+ private:
+  Store* store_;
+};
+
+/// Session index: sessions by embedding and by time.
+template <class Store>
+class session_index {
+ public:
+  explicit session_index(Store& store) noexcept : store_(&store) {}
+
+  /// Records a session. Errors: the store's.
+  [[nodiscard]] result<uuid> add(uuid id, timestamp_ms time, std::span<const float> embedding) {
+    return detail::add_role_record(*store_, "session", id, time, embedding, std::nullopt);
+  }
+  /// The k sessions nearest to query.
+  [[nodiscard]] auto similar(std::span<const float> query, std::size_t k) const {
+    return store_->search(query, k, [](const record& r) { return detail::has_role(r, "session"); });
+  }
+  /// Sessions that started in [from, to), oldest first.
+  [[nodiscard]] std::vector<uuid> between(timestamp_ms from, timestamp_ms to) const {
+    return store_->read([&](const record_graph& g) {
+      std::vector<uuid> out;
+      for (const uuid& id : g.in_time_range(from, to))
+        if (detail::has_role(*g.get(id), "session")) out.push_back(id);
+      return out;
+    });
+  }
+  /// Records that a session used a pattern (edge weight = how much it helped).
+  [[nodiscard]] result<void> used(const uuid& session, const uuid& pattern, float weight) {
+    return store_->link(session, pattern, edge_type::session_pattern, weight);
+  }
+
+ private:
+  Store* store_;
+};
+
+/// Witness log: append-only entries tied to a session and, optionally, a pattern.
+template <class Store>
+class witness_log {
+ public:
+  explicit witness_log(Store& store) noexcept : store_(&store) {}
+
+  /// Appends an entry with attributes (and no embedding). Errors: the store's.
+  [[nodiscard]] result<uuid> append(uuid id, timestamp_ms time, const uuid& session, std::optional<uuid> pattern,
+                                    std::vector<std::pair<std::string, attribute_value>> attributes = {}) {
+    record r;
+    r.id = id;
+    r.time = time;
+    for (auto& [name, value] : attributes) r.set(name, std::move(value));
+    r.set(detail::role_attribute, std::string("witness"));
+    RUVLLM_TRY(store_->add(std::move(r)));
+    RUVLLM_TRY(store_->link(id, session, edge_type::session_witness, 1.0f));
+    if (pattern) RUVLLM_TRY(store_->link(id, *pattern, edge_type::pattern_witness, 1.0f));
+    return id;
+  }
+  /// Entries in [from, to), oldest first.
+  [[nodiscard]] std::vector<uuid> between(timestamp_ms from, timestamp_ms to) const {
+    return store_->read([&](const record_graph& g) {
+      std::vector<uuid> out;
+      for (const uuid& id : g.in_time_range(from, to))
+        if (detail::has_role(*g.get(id), "witness")) out.push_back(id);
+      return out;
+    });
+  }
+  /// Entries of one session.
+  [[nodiscard]] std::vector<uuid> of_session(const uuid& session) const {
+    return store_->read([&](const record_graph& g) {
+      std::vector<uuid> out;
+      for (const edge& e : g.neighbours(session, edge_type::session_witness, direction::in)) out.push_back(e.from);
+      return out;
+    });
+  }
+
+ private:
+  Store* store_;
+};
+
+}  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_ROLES_HPP
 
 // ==== ruvllm/ruvllm.hpp
 #ifndef RUVLLM_RUVLLM_HPP

@@ -115,7 +115,12 @@ using public_types = std::tuple<
     ruvllm::store::hnsw_search_context, ruvllm::store::hnsw_file_header, ruvllm::store::hnsw_section_entry,
     ruvllm::store::hnsw_file_layout, ruvllm::store::write_ahead_log, ruvllm::store::wal_options,
     ruvllm::store::hnsw_store_options, ruvllm::store::file_handle, ruvllm::store::record_graph, ruvllm::store::record,
-    ruvllm::store::uuid, ruvllm::store::edge>;
+    ruvllm::store::memory_store<ruvllm::store::metric::cosine, p::f32>, ruvllm::store::memory_store_options,
+    ruvllm::store::memory_hit,
+    ruvllm::store::policy_store<ruvllm::store::memory_store<ruvllm::store::metric::cosine, p::f32>>,
+    ruvllm::store::session_index<ruvllm::store::memory_store<ruvllm::store::metric::cosine, p::f32>>,
+    ruvllm::store::witness_log<ruvllm::store::memory_store<ruvllm::store::metric::cosine, p::f32>>, ruvllm::store::uuid,
+    ruvllm::store::edge>;
 
 template <class... Ts>
 constexpr bool none_polymorphic(std::tuple<Ts...>*) {

@@ -22,6 +22,7 @@
 // file, fsync, rename); load() checks every length against the file before
 // use and returns corrupt_data naming the file and offset.
 //   "RUVRECS1", u32 version 1, u32 CRC-32C of the body, u64 body bytes, body:
+//   u64 sequence (the last log record the snapshot holds, see memory_store),
 //   u64 next key, u32 indexed-attribute name length + bytes,
 //   u64 record count, per record: u64 id.hi, u64 id.lo, i64 time, u64 key,
 //     u32 attribute count, per attribute: u32 name length + bytes, u8 type
@@ -164,10 +165,18 @@ class record_graph {
   /// Adds r (its key is assigned and returned). Errors: already_exists,
   /// invalid_argument (nil id).
   [[nodiscard]] result<std::uint64_t> insert(record r) {
+    r.key = next_key_;
+    return insert_with_key(std::move(r));
+  }
+
+  /// Adds r keeping its key (log replay); later keys continue after it.
+  /// Errors: already_exists (id or key), invalid_argument (nil id).
+  [[nodiscard]] result<std::uint64_t> insert_with_key(record r) {
     if (r.id.is_nil()) return make_error(errc::invalid_argument, "record id is nil");
     if (records_.contains(r.id)) return make_error(errc::already_exists, "record ", to_string(r.id), " exists");
+    if (by_key_.contains(r.key)) return make_error(errc::already_exists, "record key ", r.key, " is taken");
     std::sort(r.attributes.begin(), r.attributes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    r.key = next_key_++;
+    next_key_ = std::max(next_key_, r.key + 1);
     add_indexes(r);
     by_key_[r.key] = r.id;
     const std::uint64_t key = r.key;
@@ -300,25 +309,66 @@ class record_graph {
   }
 
   /// Writes the snapshot atomically (see the file comment). Errors: io_error.
-  [[nodiscard]] result<void> save(std::string_view path) const {
+  /// The log sequence stored with the snapshot this graph was loaded from.
+  [[nodiscard]] std::uint64_t sequence() const noexcept { return sequence_; }
+
+  /// Appends the binary form of r (as in the snapshot) to out.
+  static void encode(const record& r, std::vector<std::byte>& out) {
+    put(out, r.id.hi);
+    put(out, r.id.lo);
+    put(out, r.time);
+    put(out, r.key);
+    put(out, static_cast<std::uint32_t>(r.attributes.size()));
+    for (const auto& [name, value] : r.attributes) {
+      put_string(out, name);
+      put(out, static_cast<std::uint8_t>(value.index() + 1));
+      if (const auto* i = std::get_if<std::int64_t>(&value)) put(out, *i);
+      if (const auto* d = std::get_if<double>(&value)) put(out, *d);
+      if (const auto* s = std::get_if<std::string>(&value)) put_string(out, *s);
+    }
+  }
+
+  /// Reads one record written by encode(); every length is checked.
+  [[nodiscard]] static result<record> decode(byte_reader& b) {
+    record rec;
+    RUVLLM_TRY_ASSIGN(rec.id.hi, b.read<std::uint64_t>("id"));
+    RUVLLM_TRY_ASSIGN(rec.id.lo, b.read<std::uint64_t>("id"));
+    RUVLLM_TRY_ASSIGN(rec.time, b.read<std::int64_t>("time"));
+    RUVLLM_TRY_ASSIGN(rec.key, b.read<std::uint64_t>("key"));
+    RUVLLM_TRY_ASSIGN(auto attrs, b.read<std::uint32_t>("attribute count"));
+    if (attrs > b.remaining() / 5) return b.fail(errc::corrupt_data, "attribute count ", attrs, " exceeds the data");
+    for (std::uint32_t a = 0; a < attrs; ++a) {
+      RUVLLM_TRY_ASSIGN(auto name, read_string(b));
+      RUVLLM_TRY_ASSIGN(auto type, b.read<std::uint8_t>("attribute type"));
+      attribute_value v;
+      if (type == 1) {
+        RUVLLM_TRY_ASSIGN(auto x, b.read<std::int64_t>("int attribute"));
+        v = x;
+      } else if (type == 2) {
+        RUVLLM_TRY_ASSIGN(auto x, b.read<double>("double attribute"));
+        v = x;
+      } else if (type == 3) {
+        RUVLLM_TRY_ASSIGN(auto x, read_string(b));
+        v = std::string(x);
+      } else {
+        return b.fail(errc::corrupt_data, "attribute type ", type);
+      }
+      rec.set(name, std::move(v));
+    }
+    return rec;
+  }
+
+  /// Writes the snapshot atomically (see the file comment), recording
+  /// `sequence` as the last log record it holds. Errors: io_error.
+  [[nodiscard]] result<void> save(std::string_view path, std::uint64_t sequence = 0) const {
     std::vector<std::byte> body;
+    put(body, sequence);
     put(body, next_key_);
     put_string(body, indexed_);
     put(body, static_cast<std::uint64_t>(records_.size()));
     std::uint64_t edges = 0;
     for (const auto& [id, n] : records_) {
-      put(body, n.rec.id.hi);
-      put(body, n.rec.id.lo);
-      put(body, n.rec.time);
-      put(body, n.rec.key);
-      put(body, static_cast<std::uint32_t>(n.rec.attributes.size()));
-      for (const auto& [name, value] : n.rec.attributes) {
-        put_string(body, name);
-        put(body, static_cast<std::uint8_t>(value.index() + 1));
-        if (const auto* i = std::get_if<std::int64_t>(&value)) put(body, *i);
-        if (const auto* d = std::get_if<double>(&value)) put(body, *d);
-        if (const auto* s = std::get_if<std::string>(&value)) put_string(body, *s);
-      }
+      encode(n.rec, body);
       edges += n.out.size();
     }
     put(body, edges);
@@ -363,6 +413,7 @@ class record_graph {
     RUVLLM_TRY_ASSIGN(auto body, r.read_bytes(body_bytes, "body"));
     if (crc32c(body) != crc) return make_error(errc::corrupt_data, "record snapshot checksum").at(path, body_at);
     byte_reader b(body, path, body_at);
+    RUVLLM_TRY_ASSIGN(auto sequence, b.read<std::uint64_t>("sequence"));
     RUVLLM_TRY_ASSIGN(auto next_key, b.read<std::uint64_t>("next key"));
     RUVLLM_TRY_ASSIGN(auto indexed, read_string(b));
     record_graph g{std::string(indexed)};
@@ -371,31 +422,8 @@ class record_graph {
     // caught before any loop or allocation sized by it.
     if (count > b.remaining() / 36) return b.fail(errc::corrupt_data, "record count ", count, " exceeds the body");
     for (std::uint64_t i = 0; i < count; ++i) {
-      record rec;
-      RUVLLM_TRY_ASSIGN(rec.id.hi, b.read<std::uint64_t>("id"));
-      RUVLLM_TRY_ASSIGN(rec.id.lo, b.read<std::uint64_t>("id"));
-      RUVLLM_TRY_ASSIGN(rec.time, b.read<std::int64_t>("time"));
-      RUVLLM_TRY_ASSIGN(const std::uint64_t key, b.read<std::uint64_t>("key"));
-      RUVLLM_TRY_ASSIGN(auto attrs, b.read<std::uint32_t>("attribute count"));
-      if (attrs > b.remaining() / 5) return b.fail(errc::corrupt_data, "attribute count ", attrs, " exceeds the body");
-      for (std::uint32_t a = 0; a < attrs; ++a) {
-        RUVLLM_TRY_ASSIGN(auto name, read_string(b));
-        RUVLLM_TRY_ASSIGN(auto type, b.read<std::uint8_t>("attribute type"));
-        attribute_value v;
-        if (type == 1) {
-          RUVLLM_TRY_ASSIGN(auto x, b.read<std::int64_t>("int attribute"));
-          v = x;
-        } else if (type == 2) {
-          RUVLLM_TRY_ASSIGN(auto x, b.read<double>("double attribute"));
-          v = x;
-        } else if (type == 3) {
-          RUVLLM_TRY_ASSIGN(auto x, read_string(b));
-          v = std::string(x);
-        } else {
-          return b.fail(errc::corrupt_data, "attribute type ", type);
-        }
-        rec.set(name, std::move(v));
-      }
+      RUVLLM_TRY_ASSIGN(auto rec, decode(b));
+      const std::uint64_t key = rec.key;
       if (rec.id.is_nil() || g.records_.contains(rec.id) || g.by_key_.contains(key) || key >= next_key)
         return b.fail(errc::corrupt_data, "record ", i, " has a nil, duplicate or out-of-range id or key");
       rec.key = key;
@@ -405,6 +433,7 @@ class record_graph {
       g.records_.emplace(id, node{std::move(rec), {}, {}});
     }
     g.next_key_ = next_key;
+    g.sequence_ = sequence;
     RUVLLM_TRY_ASSIGN(auto edges, b.read<std::uint64_t>("edge count"));
     if (edges > b.remaining() / 37) return b.fail(errc::corrupt_data, "edge count ", edges, " exceeds the body");
     for (std::uint64_t i = 0; i < edges; ++i) {
@@ -473,6 +502,7 @@ class record_graph {
 
   std::string indexed_;
   std::uint64_t next_key_ = 1;
+  std::uint64_t sequence_ = 0;
   std::size_t edges_ = 0;
   std::unordered_map<uuid, node, uuid_hash> records_;
   std::unordered_map<std::uint64_t, uuid> by_key_;
