@@ -33,6 +33,7 @@
 #include "ruvllm/sona/adam.hpp"
 #include "ruvllm/sona/adapter_registry.hpp"
 #include "ruvllm/sona/ewc.hpp"
+#include "ruvllm/sona/loops.hpp"
 #include "ruvllm/sona/lora.hpp"
 #include "ruvllm/sona/reasoning_bank.hpp"
 #include "ruvllm/sona/router.hpp"
