@@ -19028,8 +19028,9 @@ class ewc {
 // bucket head | temperature | top-p | confidence); matrices row-major. One
 // array makes Adam, EWC++ and a checkpoint single loops or one copy. The
 // gradient, Adam moments, EWC++ vectors and the sparsity mask are arrays of
-// the same length. Sizes are small (tens of kilobytes): plain loops, no
-// kernel dispatch.
+// the same length. Matrix-vector products of the float router go through the
+// kernels layer (one dispatch per product); double (the checking path) and
+// the backward pass use plain loops.
 //
 // T is float for serving, double for gradient checks.
 // Allocation: create() and make_workspace() allocate; route(), train(),
@@ -19044,6 +19045,7 @@ class ewc {
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 
@@ -19130,9 +19132,14 @@ template <class T>
 T softplus(T v) noexcept {
   return std::max(v, T{0}) + std::log1p(std::exp(-std::abs(v)));
 }
-// y[r] = sum_c m[r * cols + c] x[c]
+// y[r] = sum_c m[r * cols + c] x[c]; float goes through the kernels layer
+// (plain loops would leave the reductions scalar: no -ffast-math).
 template <class T>
 void matvec(const T* m, const T* x, T* y, std::size_t rows, std::size_t cols) noexcept {
+  if constexpr (std::is_same_v<T, float>) {
+    kernels::ops<backend::highway>::gemv(m, cols, x, y, rows, cols);
+    return;
+  }
   for (std::size_t r = 0; r < rows; ++r) {
     T s{0};
     const T* row = m + r * cols;
