@@ -17347,6 +17347,21 @@ class gguf_writer {
     return {};
   }
 
+  /// Adds a copy of a value read by gguf_file (any type, arrays included),
+  /// e.g. to rewrite a file's metadata. The value's bytes were validated
+  /// when its file was parsed.
+  [[nodiscard]] result<void> add_value(std::string_view key, const gguf_value& value) {
+    RUVLLM_TRY(begin_key(key, value.type()));
+    if (value.type() == gguf_value_type::string) {
+      detail::put<std::uint64_t>(kv_bytes_, value.payload().size());
+    } else if (value.is_array()) {
+      detail::put(kv_bytes_, static_cast<std::uint32_t>(value.element_type()));
+      detail::put<std::uint64_t>(kv_bytes_, value.size());
+    }
+    kv_bytes_.insert(kv_bytes_.end(), value.payload().begin(), value.payload().end());
+    return {};
+  }
+
   /// Adds a tensor with dims ne (ne[0] innermost, 1..4 dims) of `type`; `data`
   /// must be exactly rows * row bytes long. Copies the data.
   [[nodiscard]] result<void> add_tensor(std::string_view name, gguf_type type, std::span<const std::uint64_t> ne,
@@ -17688,6 +17703,7 @@ inline constexpr std::array<unicode_range, 10> white_space_ranges = {{
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <queue>
 #include <span>
 #include <string>
@@ -18024,6 +18040,8 @@ class tokenizer {
 
     std::size_t total = 0;
     for (auto s : *tokens) total += s.size();
+    if (total >= std::numeric_limits<std::uint32_t>::max())
+      return make_error(errc::unsupported, "tokenizer.ggml.tokens holds more than 4 GiB of text").at(f.source());
     t.text_.reserve(total);
     t.offsets_.reserve(n + 1);
     for (auto s : *tokens) {
@@ -18031,8 +18049,6 @@ class tokenizer {
       t.text_.insert(t.text_.end(), s.begin(), s.end());
     }
     t.offsets_.push_back(static_cast<std::uint32_t>(t.text_.size()));
-    if (total >= std::numeric_limits<std::uint32_t>::max())
-      return make_error(errc::unsupported, "tokenizer.ggml.tokens holds more than 4 GiB of text").at(f.source());
 
     t.types_.assign(n, token_type::normal);
     if (const gguf_value* v = f.find("tokenizer.ggml.token_type")) {

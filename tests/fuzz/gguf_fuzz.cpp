@@ -1,16 +1,26 @@
-// libFuzzer target for the GGUF reader: any input must parse to an error or
-// to a file whose every view lies inside the input. Seed corpus: the
-// conformance models in tests/data/conformance (libFuzzer skips the JSON
-// files quickly: they fail at the magic).
+// libFuzzer target for the GGUF reader and the tokenizer built from its
+// metadata: any input must parse to an error or to a file whose every view
+// lies inside the input; a tokenizer built from a parsed file must encode and
+// decode without crashing, with ids in range and valid UTF-8 out. Seed
+// corpus: the conformance models in tests/data/conformance (libFuzzer skips
+// the JSON files quickly: they fail at the magic), plus metadata-only copies
+// of them written by `gguf_fuzz --write-seeds <dir> <conformance dir>`: small
+// files that parse, so mutations reach the tokenizer quickly.
+
+#include <dirent.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <span>
 #include <vector>
 
 #include "ruvllm/model/gguf.hpp"
+#include "ruvllm/model/gguf_writer.hpp"
+#include "ruvllm/model/tokenizer.hpp"
 
 namespace {
 
@@ -39,7 +49,34 @@ std::uint64_t walk(const gguf_value& v, int depth) {
   return h;
 }
 
+// Writes <dir>/<name>.meta.gguf for every <src>/<name>.gguf: its metadata
+// and no tensors. Returns a process exit status.
+int write_seeds(const std::string& dir, const std::string& src) {
+  DIR* d = ::opendir(src.c_str());
+  if (d == nullptr) return 1;
+  int written = 0;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() < 5 || name.compare(name.size() - 5, 5, ".gguf") != 0) continue;
+    auto f = ruvllm::model::gguf_file::open(src + "/" + name);
+    if (!f) continue;
+    ruvllm::model::gguf_writer w(f->alignment());
+    bool ok = true;
+    for (const auto& kv : f->metadata())
+      if (kv.key != "general.alignment") ok = ok && w.add_value(kv.key, kv.value).has_value();
+    if (ok && w.write(dir + "/" + name.substr(0, name.size() - 5) + ".meta.gguf")) ++written;
+  }
+  ::closedir(d);
+  std::printf("gguf_fuzz: wrote %d seeds to %s\n", written, dir.c_str());
+  return written > 0 ? 0 : 1;
+}
+
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  if (*argc == 4 && std::strcmp((*argv)[1], "--write-seeds") == 0) std::exit(write_seeds((*argv)[2], (*argv)[3]));
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // A private copy of exactly `size` bytes, so ASan flags any over-read.
@@ -61,6 +98,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(t.data >= bytes.data() && t.n_bytes <= size && t.data + t.n_bytes <= bytes.data() + size);
     check(t.row_bytes * t.rows() == t.n_bytes);
     if (t.n_bytes > 0) h += std::to_integer<unsigned>(t.data[0]) + std::to_integer<unsigned>(t.data[t.n_bytes - 1]);
+  }
+  if (auto tok = ruvllm::model::tokenizer::from_gguf(*f)) {
+    const auto ids = tok->encode("Hello world <|im_start|>caf\xC3\xA9 12345\n\xFF \xF0\x9F\xA6\x99", true, true);
+    for (auto id : ids) check(id >= 0 && static_cast<std::size_t>(id) < tok->n_vocab());
+    auto text = tok->decode(ids, {.remove_special = true, .render_special = true});
+    check(text.has_value() && ruvllm::model::unicode::valid_utf8(*text));
+    h += ids.size();
   }
   volatile std::uint64_t sink = h;
   (void)sink;

@@ -240,6 +240,21 @@ TEST_CASE("gguf: the writer reproduces gguf-py's files byte for byte", "[model][
   }
 }
 
+TEST_CASE("gguf: add_value copies metadata as stored", "[model][gguf]") {
+  for (auto name : conformance_models) {
+    INFO(name);
+    const auto f = open_model(name);
+    gguf_writer w(f.alignment());
+    for (const auto& kv : f.metadata()) REQUIRE(w.add_value(kv.key, kv.value));
+    for (const auto& t : f.tensors())
+      REQUIRE(w.add_tensor(t.name, t.type, std::span(t.ne.data(), t.n_dims), t.bytes()));
+    const auto image = w.to_bytes().value();
+    const auto original = read_all(conformance_path(std::string(name) + ".gguf"));
+    REQUIRE(image.size() == original.size());
+    CHECK(std::memcmp(image.data(), original.data(), image.size()) == 0);
+  }
+}
+
 TEST_CASE("gguf: every value type and tensor type round-trips through the writer", "[model][gguf]") {
   for (std::uint32_t alignment : {32u, 64u, 1u}) {
     INFO("alignment " << alignment);

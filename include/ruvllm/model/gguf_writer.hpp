@@ -143,6 +143,21 @@ class gguf_writer {
     return {};
   }
 
+  /// Adds a copy of a value read by gguf_file (any type, arrays included),
+  /// e.g. to rewrite a file's metadata. The value's bytes were validated
+  /// when its file was parsed.
+  [[nodiscard]] result<void> add_value(std::string_view key, const gguf_value& value) {
+    RUVLLM_TRY(begin_key(key, value.type()));
+    if (value.type() == gguf_value_type::string) {
+      detail::put<std::uint64_t>(kv_bytes_, value.payload().size());
+    } else if (value.is_array()) {
+      detail::put(kv_bytes_, static_cast<std::uint32_t>(value.element_type()));
+      detail::put<std::uint64_t>(kv_bytes_, value.size());
+    }
+    kv_bytes_.insert(kv_bytes_.end(), value.payload().begin(), value.payload().end());
+    return {};
+  }
+
   /// Adds a tensor with dims ne (ne[0] innermost, 1..4 dims) of `type`; `data`
   /// must be exactly rows * row bytes long. Copies the data.
   [[nodiscard]] result<void> add_tensor(std::string_view name, gguf_type type, std::span<const std::uint64_t> ne,

@@ -40,6 +40,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <queue>
 #include <span>
 #include <string>
@@ -379,6 +380,8 @@ class tokenizer {
 
     std::size_t total = 0;
     for (auto s : *tokens) total += s.size();
+    if (total >= std::numeric_limits<std::uint32_t>::max())
+      return make_error(errc::unsupported, "tokenizer.ggml.tokens holds more than 4 GiB of text").at(f.source());
     t.text_.reserve(total);
     t.offsets_.reserve(n + 1);
     for (auto s : *tokens) {
@@ -386,8 +389,6 @@ class tokenizer {
       t.text_.insert(t.text_.end(), s.begin(), s.end());
     }
     t.offsets_.push_back(static_cast<std::uint32_t>(t.text_.size()));
-    if (total >= std::numeric_limits<std::uint32_t>::max())
-      return make_error(errc::unsupported, "tokenizer.ggml.tokens holds more than 4 GiB of text").at(f.source());
 
     t.types_.assign(n, token_type::normal);
     if (const gguf_value* v = f.find("tokenizer.ggml.token_type")) {
