@@ -18001,7 +18001,54 @@ struct decode_options {
   bool remove_special = true;
   /// Render CONTROL tokens as their text (otherwise they render as nothing).
   bool render_special = false;
+  /// Apply llama.cpp's clean-up of tokenization spaces: drop the space before
+  /// ? ! . , and before 's 'm 're 've, and the spaces around a lone ' (as
+  /// llama.cpp does for byte-level BPE vocabularies except qwen2's;
+  /// tokenizer::clean_spaces() says which). Lossy, so off by default; applied
+  /// by decode() only (stream_detokenizer output is never cleaned).
+  bool clean_spaces = false;
 };
+
+namespace detail {
+
+// llama.cpp's three clean-up passes, each over the previous pass's output.
+inline void clean_tokenization_spaces(std::string& text) {
+  auto punct = [](char c) { return c == '?' || c == '!' || c == '.' || c == ','; };
+  std::string a;
+  a.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (i > 0 && text[i - 1] == ' ' && punct(text[i])) a.pop_back();
+    a.push_back(text[i]);
+  }
+  // " ' " -> "'": both spaces go; the dropped right space cannot start a match.
+  std::string b;
+  b.reserve(a.size());
+  bool prev_dropped = false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const bool match = i > 0 && !prev_dropped && a[i] == '\'' && i + 1 < a.size() && a[i - 1] == ' ' && a[i + 1] == ' ';
+    prev_dropped = false;
+    if (match) {
+      b.pop_back();
+      b.push_back(a[i]);
+      ++i;
+      prev_dropped = true;
+      continue;
+    }
+    b.push_back(a[i]);
+  }
+  // " 's", " 'm", " 're", " 've" lose the space (" 't", " 'd", " 'll" keep it).
+  text.clear();
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (i > 0 && b[i - 1] == ' ' && b[i] == '\'' && i + 1 < b.size()) {
+      const char x1 = b[i + 1];
+      const char x2 = i + 2 < b.size() ? b[i + 2] : '\0';
+      if (x1 == 's' || x1 == 'm' || ((x1 == 'r' || x1 == 'v') && x2 == 'e')) text.pop_back();
+    }
+    text.push_back(b[i]);
+  }
+}
+
+}  // namespace detail
 
 /// A GGUF vocabulary with its encoder and decoder. Move-only value type.
 /// Construction allocates the vocabulary tables; encode allocates its
@@ -18117,6 +18164,10 @@ class tokenizer {
   [[nodiscard]] bool add_bos() const noexcept { return add_bos_; }
   [[nodiscard]] bool add_eos() const noexcept { return add_eos_; }
   [[nodiscard]] bool add_space_prefix() const noexcept { return add_space_prefix_; }
+  /// Whether llama.cpp cleans tokenization spaces when detokenizing this
+  /// vocabulary (byte-level BPE except qwen2): the value to pass as
+  /// decode_options::clean_spaces to reproduce llama.cpp's text exactly.
+  [[nodiscard]] bool clean_spaces() const noexcept { return kind_ == kind::bpe && pre_ != pretokenizer::qwen2; }
 
   /// The vocabulary text of id (id < n_vocab()).
   [[nodiscard]] std::string_view text(token_id id) const noexcept {
@@ -18560,6 +18611,7 @@ inline result<std::string> tokenizer::decode(std::span<const token_id> ids, deco
   stream_detokenizer stream(*this, options);
   for (token_id id : ids) RUVLLM_TRY(stream.push(id, out));
   stream.finish(out);
+  if (options.clean_spaces) detail::clean_tokenization_spaces(out);
   return out;
 }
 

@@ -517,3 +517,20 @@ TEST_CASE("tokenizer: random texts round-trip and BPE equals a naive reference",
 }
 
 TEST_CASE("tokenizer: random texts, long run", "[model][tokenizer][slow]") { random_text_property(4000); }
+
+TEST_CASE("tokenizer: llama.cpp's space clean-up on request", "[model][tokenizer]") {
+  const auto llama3 = load("tiny-bpe-llama3-q8_0");
+  const auto qwen = load("tiny-bpe-qwen2-f32");
+  const auto spm = load("tiny-f32");
+  CHECK(llama3.tok.clean_spaces());
+  CHECK_FALSE(qwen.tok.clean_spaces());
+  CHECK_FALSE(spm.tok.clean_spaces());
+  const std::string text = "Hello , world ! it 's ok . we 're here ' quoted ' x 'll 't";
+  const auto ids = llama3.tok.encode(text);
+  CHECK(llama3.tok.decode(ids).value() == text);
+  CHECK(llama3.tok.decode(ids, {.clean_spaces = true}).value() == "Hello, world! it's ok. we're here'quoted'x 'll 't");
+  CHECK(llama3.tok.decode(llama3.tok.encode(" ' ' '"), {.clean_spaces = true}).value() == "'' '");
+  CHECK(llama3.tok.decode(llama3.tok.encode(" ."), {.clean_spaces = true}).value() == ".");
+  CHECK(llama3.tok.decode(llama3.tok.encode("a ' b ' c"), {.clean_spaces = true}).value() == "a'b'c");
+  CHECK(llama3.tok.decode(llama3.tok.encode("x  ' ' y"), {.clean_spaces = true}).value() == "x '' y");
+}
