@@ -8,13 +8,14 @@
 //    bandit feedback with exploration) from 2,000 trajectories; counter
 //    `accuracy` (greedy, on fresh queries).
 //  * sona/router_ewc/f32/2000+2000traj: task A, then task B (new clusters,
-//    another cluster->model map), with and without EWC++; counters
-//    `accuracy_ewc` and `accuracy_no_ewc` (task A after task B) and
-//    `task_b_ewc`, `task_b_no_ewc`.
+//    another cluster->model map), with and without EWC++ (lambda 1000),
+//    averaged over four task draws; counters `accuracy_ewc` and
+//    `accuracy_no_ewc` (task A after task B) and `task_b_ewc`, `task_b_no_ewc`.
 // Counters: ns_per_op for the latency rows.
 
 #include <benchmark/benchmark.h>
 
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -97,27 +98,15 @@ void learn(benchmark::State& state) {
 void ewc(benchmark::State& state) {
   double a_ewc = 0, a_plain = 0, b_ewc = 0, b_plain = 0;
   rb::timed_loop(state, [&] {
-    std::mt19937_64 gen(5);
-    const auto task_a = ruvllm::test::routing_task::make(8, 128, 4, 0, gen);
-    const auto task_b = ruvllm::test::routing_task::make(8, 128, 4, 1, gen);
-    sona::router_options with;
-    with.ewc.lambda = 100.0;
-    sona::router_options without = with;
-    without.ewc.lambda = 0.0;
-    auto re = sona::fastgrnn_router<float>::create(with).value();
-    auto rp = sona::fastgrnn_router<float>::create(without).value();
-    auto ws = re.make_workspace();
-    std::mt19937_64 ge(6), gp(6), eval(7);
-    ruvllm::test::run_trajectories(re, ws, task_a, 2000, ge, 0.2);
-    ruvllm::test::run_trajectories(rp, ws, task_a, 2000, gp, 0.2);
-    re.consolidate();
-    rp.consolidate();
-    ruvllm::test::run_trajectories(re, ws, task_b, 2000, ge, 0.2);
-    ruvllm::test::run_trajectories(rp, ws, task_b, 2000, gp, 0.2);
-    a_ewc = ruvllm::test::accuracy(re, ws, task_a, 1000, eval);
-    a_plain = ruvllm::test::accuracy(rp, ws, task_a, 1000, eval);
-    b_ewc = ruvllm::test::accuracy(re, ws, task_b, 1000, eval);
-    b_plain = ruvllm::test::accuracy(rp, ws, task_b, 1000, eval);
+    a_ewc = a_plain = b_ewc = b_plain = 0;
+    const double n = static_cast<double>(std::size(ruvllm::test::forgetting_seeds));
+    for (const std::uint64_t seed : ruvllm::test::forgetting_seeds) {
+      const auto r = ruvllm::test::forgetting_experiment(seed, ruvllm::test::forgetting_lambda);
+      a_ewc += r.a_ewc / n;
+      a_plain += r.a_plain / n;
+      b_ewc += r.b_ewc / n;
+      b_plain += r.b_plain / n;
+    }
   });
   state.counters["accuracy_ewc"] = a_ewc;
   state.counters["accuracy_no_ewc"] = a_plain;

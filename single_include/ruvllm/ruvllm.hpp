@@ -19084,7 +19084,8 @@ class ewc {
 //
 // Learning. train() minimizes, for one example,
 //   w_m CE(model) + w_b CE(bucket) + (t - t*)^2/2 + (p - p*)^2/2 + w_q BCE(confidence, quality)
-// for whichever targets are given, plus the EWC++ penalty, with Adam.
+// for whichever targets are given (a negative class weight w means
+// |w| (-log(1 - p)) instead: push that class down, boundedly), plus the EWC++ penalty, with Adam.
 // observe() is the bandit form used on live traffic, where only the chosen
 // model's quality is seen: the cross-entropy toward the model used is
 // weighted by the quality's advantage over the confidence head's prediction
@@ -19163,7 +19164,7 @@ struct routing_decision {
 struct router_target {
   static constexpr std::int32_t none = -1;
   std::int32_t model = none;  ///< model index to pull toward
-  double model_weight = 1.0;  ///< CE weight; negative pushes away
+  double model_weight = 1.0;  ///< CE weight; negative pushes away (|w| (-log(1 - p)))
   std::int32_t context_bucket = none;
   double bucket_weight = 1.0;
   double temperature = std::numeric_limits<double>::quiet_NaN();
@@ -19545,15 +19546,31 @@ class fastgrnn_router {
     std::fill(ws.da.begin(), ws.da.end(), T{0});
     const T* hf = ws.hs.data() + o_.steps * h;
     T loss{0};
-    // Softmax head with weighted CE: d loss / d logits = w (p - onehot).
+    // Softmax head. Weight w >= 0: w CE toward the target, d/dlogits = w (p - onehot).
+    // w < 0: |w| (-log(1 - p_target)), pushing the target down with a gradient
+    // that vanishes as p_target -> 0. (A negatively weighted CE would be
+    // unbounded below: its gradient never fades, the logits grow without end
+    // and the cell saturates, which undid learned routes after a few thousand
+    // bandit updates.)
     const auto ce_head = [&](const std::vector<T>& probs, std::size_t n, std::int32_t target, double weight,
                              std::size_t w_at, std::size_t b_at) {
-      if (target < 0) return;
+      if (target < 0 || weight == 0.0) return;
       RUVLLM_ASSERT(static_cast<std::size_t>(target) < n);
-      const T wt = static_cast<T>(weight);
-      loss += -wt * std::log(std::max(probs[static_cast<std::size_t>(target)], std::numeric_limits<T>::min()));
+      const auto a = static_cast<std::size_t>(target);
+      const T wt = static_cast<T>(std::abs(weight));
+      T rest{0};  // 1 - p_a, summed from the other classes so it keeps its precision
+      for (std::size_t k = 0; k < n; ++k)
+        if (k != a) rest += probs[k];
+      const T tiny = std::numeric_limits<T>::min();
+      if (weight > 0.0) {
+        loss += -wt * std::log(std::max(probs[a], tiny));
+      } else {
+        loss += -wt * std::log(std::max(rest, tiny));
+      }
+      const T ratio = probs[a] / std::max(rest, tiny);
       for (std::size_t k = 0; k < n; ++k) {
-        const T dl = wt * (probs[k] - (k == static_cast<std::size_t>(target) ? T{1} : T{0}));
+        const T dl =
+            weight > 0.0 ? wt * (probs[k] - (k == a ? T{1} : T{0})) : wt * (k == a ? probs[a] : -ratio * probs[k]);
         g[b_at + k] += dl;
         for (std::size_t i = 0; i < h; ++i) {
           g[w_at + k * h + i] += dl * hf[i];

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <iterator>
 #include <cstddef>
 #include <random>
 #include <vector>
@@ -203,39 +204,23 @@ TEST_CASE("router learns a synthetic routing task from noisy bandit feedback", "
 }
 
 TEST_CASE("EWC++ keeps the first task after a second one; without it the router forgets", "[sona][router][ewc]") {
-  // Fixed seeds (not RUVLLM_TEST_SEED): the forgetting margin is a property
-  // of this task draw, reported in the output.
-  std::mt19937_64 gen(5);
-  const auto task_a = ruvllm::test::routing_task::make(8, 128, 4, 0, gen);
-  const auto task_b = ruvllm::test::routing_task::make(8, 128, 4, 1, gen);  // new clusters, another map
-
-  sona::router_options with;
-  with.ewc.lambda = 100.0;
-  sona::router_options without = with;
-  without.ewc.lambda = 0.0;
-  auto r_ewc = sona::fastgrnn_router<float>::create(with).value();
-  auto r_plain = sona::fastgrnn_router<float>::create(without).value();
-  auto ws = r_ewc.make_workspace();
-
-  std::mt19937_64 gen_ewc(6), gen_plain(6), eval(7);
-  ruvllm::test::run_trajectories(r_ewc, ws, task_a, 2000, gen_ewc, 0.2);
-  ruvllm::test::run_trajectories(r_plain, ws, task_a, 2000, gen_plain, 0.2);
-  const double a_ewc_first = ruvllm::test::accuracy(r_ewc, ws, task_a, 1000, eval);
-  const double a_plain_first = ruvllm::test::accuracy(r_plain, ws, task_a, 1000, eval);
-  r_ewc.consolidate();
-  r_plain.consolidate();  // lambda 0: the anchor is never used
-
-  ruvllm::test::run_trajectories(r_ewc, ws, task_b, 2000, gen_ewc, 0.2);
-  ruvllm::test::run_trajectories(r_plain, ws, task_b, 2000, gen_plain, 0.2);
-  const double a_ewc = ruvllm::test::accuracy(r_ewc, ws, task_a, 1000, eval);
-  const double a_plain = ruvllm::test::accuracy(r_plain, ws, task_a, 1000, eval);
-  const double b_ewc = ruvllm::test::accuracy(r_ewc, ws, task_b, 1000, eval);
-  const double b_plain = ruvllm::test::accuracy(r_plain, ws, task_b, 1000, eval);
-  WARN("task A accuracy after task A: ewc " << a_ewc_first << ", no-ewc " << a_plain_first << "; after task B: ewc "
-                                            << a_ewc << ", no-ewc " << a_plain << "; task B accuracy: ewc " << b_ewc
-                                            << ", no-ewc " << b_plain);
-  CHECK(a_ewc_first >= 0.9);
-  CHECK(a_ewc >= 0.85);
-  CHECK(a_plain < a_ewc - 0.1);
-  CHECK(r_ewc.ewc_state().consolidations() == 1);
+  // Fixed task draws (not RUVLLM_TEST_SEED), averaged: how much a router
+  // forgets depends on the draw, so one draw is an anecdote.
+  double ewc = 0, plain = 0, b_ewc = 0, b_plain = 0;
+  const double n = static_cast<double>(std::size(ruvllm::test::forgetting_seeds));
+  for (const std::uint64_t seed : ruvllm::test::forgetting_seeds) {
+    const auto r = ruvllm::test::forgetting_experiment(seed, ruvllm::test::forgetting_lambda);
+    WARN("task draw " << seed << ": task A accuracy " << r.a_before << " after task A; after task B: ewc " << r.a_ewc
+                      << ", no-ewc " << r.a_plain << "; task B accuracy: ewc " << r.b_ewc << ", no-ewc " << r.b_plain);
+    CHECK(r.a_before >= 0.9);
+    CHECK(r.a_ewc >= 0.85);
+    ewc += r.a_ewc / n;
+    plain += r.a_plain / n;
+    b_ewc += r.b_ewc / n;
+    b_plain += r.b_plain / n;
+  }
+  WARN("mean task A accuracy after task B: ewc " << ewc << ", no-ewc " << plain << "; mean task B accuracy: ewc "
+                                                 << b_ewc << ", no-ewc " << b_plain);
+  CHECK(ewc >= 0.85);
+  CHECK(plain < ewc - 0.05);
 }

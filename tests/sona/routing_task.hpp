@@ -86,6 +86,44 @@ inline double accuracy(const sona::fastgrnn_router<float>& router, sona::router_
   return static_cast<double>(hits) / static_cast<double>(n);
 }
 
+/// Task-A accuracy of two routers (with and without EWC++) after they learn
+/// task A and then task B (new clusters, another cluster->model map), each
+/// from `n` trajectories, and their task-B accuracy.
+struct forgetting_result {
+  double a_before = 0, a_ewc = 0, a_plain = 0, b_ewc = 0, b_plain = 0;
+};
+
+inline forgetting_result forgetting_experiment(std::uint64_t seed, double lambda, std::size_t n = 2000) {
+  std::mt19937_64 gen(seed);
+  const auto task_a = routing_task::make(8, 128, 4, 0, gen);
+  const auto task_b = routing_task::make(8, 128, 4, 1, gen);
+  sona::router_options with;
+  with.ewc.lambda = lambda;
+  sona::router_options without = with;
+  without.ewc.lambda = 0.0;
+  auto re = sona::fastgrnn_router<float>::create(with).value();
+  auto rp = sona::fastgrnn_router<float>::create(without).value();
+  auto ws = re.make_workspace();
+  std::mt19937_64 ge(seed + 1), gp(seed + 1), eval(seed + 2);
+  forgetting_result r;
+  run_trajectories(re, ws, task_a, n, ge, 0.2);
+  run_trajectories(rp, ws, task_a, n, gp, 0.2);
+  r.a_before = accuracy(re, ws, task_a, 1000, eval);
+  re.consolidate();
+  rp.consolidate();  // lambda 0: the anchor is never used
+  run_trajectories(re, ws, task_b, n, ge, 0.2);
+  run_trajectories(rp, ws, task_b, n, gp, 0.2);
+  r.a_ewc = accuracy(re, ws, task_a, 1000, eval);
+  r.a_plain = accuracy(rp, ws, task_a, 1000, eval);
+  r.b_ewc = accuracy(re, ws, task_b, 1000, eval);
+  r.b_plain = accuracy(rp, ws, task_b, 1000, eval);
+  return r;
+}
+
+/// The task seeds the forgetting test and benchmark average over.
+inline constexpr std::uint64_t forgetting_seeds[] = {1, 3, 5, 9};
+inline constexpr double forgetting_lambda = 1000.0;
+
 }  // namespace ruvllm::test
 
 #endif  // RUVLLM_TESTS_SONA_ROUTING_TASK_HPP
