@@ -103,8 +103,9 @@ using public_types = std::tuple<
     ruvllm::kv::kv_namespace, ruvllm::kv::radix_stats, ruvllm::kv::radix_cache_options, radix_lru, radix_lfu,
     radix_lru::node_ref, radix_lru::match_result, radix_lru::insert_result, radix_tiered,
     // kv: hot/warm/cold tiers
-    tiered_kv, ruvllm::kv::tiered_kv_cache<ruvllm::tiers<ruvllm::tier<p::q8_0, 64>, ruvllm::tier<p::kivi<4>>>, 64,
-                                           ruvllm::backend::scalar>,
+    tiered_kv,
+    ruvllm::kv::tiered_kv_cache<ruvllm::tiers<ruvllm::tier<p::q8_0, 64>, ruvllm::tier<p::kivi<4>>>, 64,
+                                ruvllm::backend::scalar>,
     ruvllm::kv::tiered_kv_options, ruvllm::kv::tiered_sequence, ruvllm::kv::tiered_kv_stats,
     // store
     ruvllm::store::hnsw_index<ruvllm::store::metric::cosine, p::f32>,
