@@ -21334,6 +21334,9 @@ class hnsw_search_context {
   std::vector<entry> results_;     // max-heap by distance
   std::vector<entry> scratch_;
   std::vector<entry> selected_;
+  std::vector<entry> link_candidates_;  // add_link's buffers (the caller holds scratch_/selected_)
+  std::vector<entry> link_kept_;
+  std::vector<entry> link_all_;
   std::vector<std::byte> query_code_;
   std::vector<float> query_f32_;
   search_stats stats_;
@@ -22362,16 +22365,14 @@ class hnsw_index {
         if (l == 0) ++indeg0_[x];
       return;
     }
-    // Local buffers: ctx.scratch_ may be in use by the caller.
-    std::vector<hnsw_search_context::entry> cand;
-    std::vector<hnsw_search_context::entry> kept;
-    cand.reserve(n + 1);
+    auto& cand = ctx.link_candidates_;
+    auto& kept = ctx.link_kept_;
+    cand.clear();
     const std::byte* b = code(base);
     for (std::uint32_t i = 1; i <= n; ++i) cand.emplace_back(space::distance(b, code(links[i]), dim_), links[i]);
     cand.emplace_back(dx, x);
     std::sort(cand.begin(), cand.end());
-    choose_links<Locked>(links, l, cand, kept);
-    (void)ctx;
+    choose_links<Locked>(links, l, cand, kept, ctx.link_all_);
   }
 
   // Overwrites a link list; at level 0 (outside parallel batches) keeps the
@@ -22397,8 +22398,8 @@ class hnsw_index {
   // HNSW strands nodes.
   template <bool Locked>
   void choose_links(std::uint32_t* links, std::uint32_t l, std::vector<hnsw_search_context::entry>& cand,
-                    std::vector<hnsw_search_context::entry>& kept) {
-    std::vector<hnsw_search_context::entry> all(cand);
+                    std::vector<hnsw_search_context::entry>& kept, std::vector<hnsw_search_context::entry>& all) {
+    all.assign(cand.begin(), cand.end());
     select_neighbours(cand, capacity_at(l), kept);
     if constexpr (!Locked) {
       if (l == 0) {
@@ -22426,7 +22427,7 @@ class hnsw_index {
   // links, so paths through s survive. Exclusive lock held.
   void repair_neighbours(std::uint32_t s) {
     std::vector<std::uint32_t> mine;
-    std::vector<hnsw_search_context::entry> cand, kept;
+    std::vector<hnsw_search_context::entry> cand, kept, all;
     for (std::uint32_t l = 0; l <= sec_.levels[s]; ++l) {
       const std::uint32_t* sl = links_at(s, l);
       if (sl == nullptr) continue;
@@ -22449,7 +22450,7 @@ class hnsw_index {
         for (std::uint32_t i = 1; i <= cnt; ++i) consider(nl[i]);
         for (const std::uint32_t c : mine) consider(c);
         std::sort(cand.begin(), cand.end());
-        choose_links<false>(nl, l, cand, kept);
+        choose_links<false>(nl, l, cand, kept, all);
       }
       // s's out-neighbours may have had no way in but through s (s reached
       // by a one-way link): each one that none of s's neighbours now links
@@ -22486,7 +22487,7 @@ class hnsw_index {
         if (cnt < capacity_at(l)) {
           assign_links<false>(bl, l, cand);
         } else {
-          choose_links<false>(bl, l, cand, kept);
+          choose_links<false>(bl, l, cand, kept, all);
         }
       }
     }
