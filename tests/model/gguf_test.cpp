@@ -365,6 +365,17 @@ TEST_CASE("gguf: every value type and tensor type round-trips through the writer
   }
 }
 
+TEST_CASE("gguf: version 2 files read like version 3", "[model][gguf]") {
+  // v2 and v3 share the layout (v3 only allowed big-endian files).
+  auto bytes = read_all(conformance_path("tiny-q4_0.gguf"));
+  const std::uint32_t v2 = 2;
+  std::memcpy(bytes.data() + 4, &v2, 4);
+  const auto f = gguf_file::parse(bytes, "v2.gguf").value();
+  CHECK(f.version() == 2);
+  CHECK(f.tensors().size() == 2 * 9 + 3);
+  CHECK(f.tensor("output.weight").value()->type == gguf_type::q4_0);
+}
+
 TEST_CASE("gguf: the writer's files open from disk", "[model][gguf]") {
   gguf_writer w;
   REQUIRE(w.add_string("general.architecture", "llama"));
