@@ -17909,17 +17909,17 @@ inline void split_pretokens(std::string_view text, pretokenizer kind,
                             std::vector<std::pair<std::size_t, std::size_t>>& out) {
   struct cpt {
     std::uint32_t cp;
-    std::uint32_t offset;
+    std::size_t offset;
   };
   std::vector<cpt> cps;
   cps.reserve(text.size() + 1);
   for (std::size_t i = 0; i < text.size();) {
     const auto [cp, len] = unicode::decode_utf8(text, i);
-    cps.push_back({cp, static_cast<std::uint32_t>(i)});
+    cps.push_back({cp, i});
     i += len;
   }
   const std::size_t n = cps.size();
-  cps.push_back({0, static_cast<std::uint32_t>(text.size())});
+  cps.push_back({0, text.size()});
   auto cp_at = [&](std::size_t i) -> std::uint32_t { return i < n ? cps[i].cp : unicode::invalid_code_point; };
   auto letter = [&](std::size_t i) { return i < n && unicode::is_letter(cps[i].cp); };
   auto number = [&](std::size_t i) { return i < n && unicode::is_number(cps[i].cp); };
@@ -18408,39 +18408,39 @@ class tokenizer {
   // the lead byte, clipped to the text), merged greedily by score.
   void encode_spm(std::string_view text, std::vector<token_id>& out) const {
     struct symbol {
-      std::int32_t prev;
-      std::int32_t next;
-      std::uint32_t offset;
-      std::uint32_t length;
+      std::int64_t prev;
+      std::int64_t next;
+      std::size_t offset;
+      std::size_t length;
     };
     struct bigram {
       float score;
-      std::int32_t left;
-      std::uint32_t size;
+      std::int64_t left;
+      std::size_t size;
       bool operator<(const bigram& o) const noexcept { return score < o.score || (score == o.score && left > o.left); }
     };
     std::vector<symbol> symbols;
     for (std::size_t i = 0; i < text.size();) {
       constexpr std::uint8_t lengths[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
       const std::size_t len = std::min<std::size_t>(lengths[static_cast<std::uint8_t>(text[i]) >> 4], text.size() - i);
-      const auto idx = static_cast<std::int32_t>(symbols.size());
-      symbols.push_back({idx - 1, idx + 1, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(len)});
+      const auto idx = static_cast<std::int64_t>(symbols.size());
+      symbols.push_back({idx - 1, idx + 1, i, len});
       i += len;
     }
     if (symbols.empty()) return;
     symbols.back().next = -1;
     std::priority_queue<bigram> queue;
-    auto try_add = [&](std::int32_t left, std::int32_t right) {
+    auto try_add = [&](std::int64_t left, std::int64_t right) {
       if (left < 0 || right < 0) return;
       const auto& l = symbols[static_cast<std::size_t>(left)];
       const auto& r = symbols[static_cast<std::size_t>(right)];
       const auto piece = text.substr(l.offset, l.length + r.length);
       const token_id id = find(piece);
       if (id == no_token) return;
-      queue.push({score(id), left, static_cast<std::uint32_t>(piece.size())});
+      queue.push({score(id), left, piece.size()});
     };
     for (std::size_t i = 1; i < symbols.size(); ++i)
-      try_add(static_cast<std::int32_t>(i - 1), static_cast<std::int32_t>(i));
+      try_add(static_cast<std::int64_t>(i - 1), static_cast<std::int64_t>(i));
     while (!queue.empty()) {
       const bigram b = queue.top();
       queue.pop();
@@ -18455,7 +18455,7 @@ class tokenizer {
       try_add(left.prev, b.left);
       try_add(b.left, left.next);
     }
-    for (std::int32_t i = 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next) {
+    for (std::int64_t i = 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next) {
       const auto& s = symbols[static_cast<std::size_t>(i)];
       const auto piece = text.substr(s.offset, s.length);
       const token_id id = find(piece);
@@ -18485,13 +18485,13 @@ class tokenizer {
     // long pre-token (a run of letters can be megabytes) costs O(n log n).
     struct symbol {
       token_id id;
-      std::int32_t prev;
-      std::int32_t next;
+      std::int64_t prev;
+      std::int64_t next;
     };
     struct candidate {
       std::uint32_t rank;
-      std::int32_t left;
-      std::int32_t right;
+      std::int64_t left;
+      std::int64_t right;
       token_id left_id;
       token_id right_id;
       bool operator<(const candidate& o) const noexcept { return rank > o.rank || (rank == o.rank && left > o.left); }
@@ -18499,19 +18499,19 @@ class tokenizer {
     std::vector<symbol> symbols;
     symbols.reserve(piece.size());
     for (std::size_t i = 0; i < piece.size(); ++i) {
-      const auto idx = static_cast<std::int32_t>(i);
+      const auto idx = static_cast<std::int64_t>(i);
       symbols.push_back(
           {byte_symbol_[static_cast<std::uint8_t>(piece[i])], idx - 1, i + 1 < piece.size() ? idx + 1 : -1});
     }
     std::priority_queue<candidate> queue;
-    auto consider = [&](std::int32_t left, std::int32_t right) {
+    auto consider = [&](std::int64_t left, std::int64_t right) {
       if (left < 0 || right < 0) return;
       const token_id a = symbols[static_cast<std::size_t>(left)].id, b = symbols[static_cast<std::size_t>(right)].id;
       const auto it = merges_.find(pair_key(a, b));
       if (it != merges_.end()) queue.push({it->second.rank, left, right, a, b});
     };
     for (std::size_t i = 1; i < symbols.size(); ++i)
-      consider(static_cast<std::int32_t>(i - 1), static_cast<std::int32_t>(i));
+      consider(static_cast<std::int64_t>(i - 1), static_cast<std::int64_t>(i));
     while (!queue.empty()) {
       const candidate c = queue.top();
       queue.pop();
@@ -18527,7 +18527,7 @@ class tokenizer {
       consider(left.prev, c.left);
       consider(c.left, left.next);
     }
-    for (std::int32_t i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next)
+    for (std::int64_t i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next)
       out.push_back(symbols[static_cast<std::size_t>(i)].id);
   }
 
