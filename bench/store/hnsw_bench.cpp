@@ -193,10 +193,21 @@ void register_build() {
   });
 }
 
+// Where the open rows save their files; removed when the process exits.
+const std::filesystem::path& bench_dir() {
+  static const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ruvllm_hnsw_bench_" + std::to_string(::getpid()));
+  return dir;
+}
+
 void register_open() {
   const std::string row = rb::row_name("store", "hnsw_open", "f32", shape(), 1);
   const std::string base_row = rb::baseline_of(row);
-  const auto dir = std::filesystem::temp_directory_path() / ("ruvllm_hnsw_bench_" + std::to_string(::getpid()));
+  const auto dir = bench_dir();
+  std::atexit([] {
+    std::error_code ec;
+    std::filesystem::remove_all(bench_dir(), ec);
+  });
   const std::string ours_path = (dir / "ours.hnsw").string(), theirs_path = (dir / "theirs.bin").string();
   auto base_body = [theirs_path] { hb::destroy(hb::load(theirs_path.c_str(), dim)); };
   benchmark::RegisterBenchmark(base_row.c_str(), [base_body, base_row, dir, theirs_path](benchmark::State& state) {

@@ -85,5 +85,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size > 0) std::fwrite(data, 1, size, f);
   std::fclose(f);
   exercise(path);
+  std::remove(path.c_str());  // libFuzzer's exit skips atexit handlers
   return 0;
 }
