@@ -181,24 +181,6 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot32_u8(VU8 lo, VU8 hi, const std::int8_t* HWY
 }
 #endif
 
-#if RUVLLM_QUANT_WIDE
-/// The f16 scales of 8 blocks `stride` bytes apart (the first at `first`) as
-/// floats. Each gathered lane is 4 bytes: the scale and the block's first two
-/// quant bytes, so no load leaves the blocks.
-RUVLLM_QUANT_ATTR HWY_INLINE __m256 half_scales8(const ruvllm::f16* first, std::size_t stride) {
-  const int s = static_cast<int>(stride);
-  const __m256i offsets = _mm256_setr_epi32(0, s, 2 * s, 3 * s, 4 * s, 5 * s, 6 * s, 7 * s);
-  const __m256i lanes = _mm256_i32gather_epi32(reinterpret_cast<const int*>(first), offsets, 1);
-  // The low halfword of every lane into the low 8 bytes of each 128-bit half,
-  // then both halves' low 8 bytes together.
-  const __m256i low_words =
-      _mm256_shuffle_epi8(lanes, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4, 5,
-                                                  8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1));
-  const __m256i packed = _mm256_permute4x64_epi64(low_words, 0x08);
-  return _mm256_cvtph_ps(_mm256_castsi256_si128(packed));
-}
-#endif
-
 /// One Q8_0 activation block in the form the Q8_0/Q4_0 block dots consume,
 /// prepared once and shared by every weight row of a batch: widened to int16
 /// on the portable path, raw bytes for the byte dots; plus the lanes of
@@ -314,31 +296,6 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::s
     }
   };
   std::size_t b = 0;
-#if RUVLLM_QUANT_WIDE
-  // Eight blocks at a time, their block scales converted and multiplied
-  // together as vectors rather than one f16 at a time per row and block
-  // (four vector operations per block and row, a third of the loop). The
-  // products are the same float multiplications, so results do not change.
-  for (; b + 8 <= nb; b += 8) {
-    alignas(32) float scale[R][8];
-    const __m256 da = half_scales8(&a[b].d, sizeof(block_q8_0));
-    for (std::size_t k = 0; k < R; ++k) {
-      _mm256_store_ps(scale[k], _mm256_mul_ps(half_scales8(&row[k][b].d, sizeof(Block)), da));
-    }
-    const auto scaled_step = [&](std::size_t j, std::size_t slot) RUVLLM_QUANT_LAMBDA {
-      const act32 act = prepare_act32(a[b + j].qs);
-      for (std::size_t k = 0; k < R; ++k) {
-        const auto v = hn::ConvertTo(df, block_dot(row[k][b + j].qs, act));
-        acc[k][slot] = hn::MulAdd(v, hn::Vec<DF>{_mm256_broadcast_ss(&scale[k][j])}, acc[k][slot]);
-      }
-    };
-    // Unrolled by two so that the accumulators stay in registers.
-    for (std::size_t j = 0; j < 8; j += 2) {
-      scaled_step(j, 0);
-      scaled_step(j + 1, 1);
-    }
-  }
-#endif
   for (; b + 2 <= nb; b += 2) {
     step(b, 0);
     step(b + 1, 1);
