@@ -1,14 +1,17 @@
-// The llama forward pass on a synthetic model of realistic layer shapes
-// (dim 1024, 4 layers, 16 heads / 4 KV heads, FFN 2816, vocabulary 8192;
-// ~62 M parameters), written to GGUF in memory with every 2-D weight in one
-// storage type, then loaded like any file:
-//  * model/decode/<type>/1024x4/threads:N: one token at position 128; GBps
-//    and bw_frac count the weight bytes a decode step streams (all of them,
-//    the output matrix included), against the STREAM-like probe of the same
-//    process: decode is memory-bound, so bw_frac is its efficiency;
-//  * model/prefill/<type>/128tok/threads:N: 128 prompt tokens in one call,
-//    reported as tokens_per_s.
-// Models are built on first use, so a filtered run pays only for its rows.
+// The llama forward pass on synthetic GGUF models the benchmark writes with
+// gguf_writer, at the shapes of a 110M model (dim 768, 12 layers, 12 heads,
+// FFN 2048, vocabulary 32000) and a 1B model (dim 2048, 16 layers, 32 heads /
+// 8 KV heads, FFN 8192), every 2-D weight in one storage type (f16, q8_0,
+// q4_0), at 1 and 2 threads:
+//  * model/decode/<type>/<shape>/threads:N: one token at position 128;
+//    tok_s, and GBps / bw_frac of the weight bytes a decode step streams
+//    (all of them, the output matrix included) against the STREAM-like probe
+//    of the same process -- decode is memory-bound, so bw_frac is its
+//    efficiency against the bandwidth limit;
+//  * model/pp128 and model/pp512/<type>/<shape>/threads:N: a 128- or
+//    512-token prompt in one call, tok_s.
+// Models are built on first use (the 1B f16 image is ~2.2 GB), so a filtered
+// run pays only for its rows.
 
 #include <benchmark/benchmark.h>
 
@@ -17,6 +20,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ruvllm/ruvllm.hpp"
@@ -28,7 +32,13 @@ namespace rb = ruvllm::bench;
 using namespace ruvllm::model;
 using ruvllm::gguf_type;
 
-constexpr std::size_t dim = 1024, layers = 4, heads = 16, kv_heads = 4, ffn = 2816, vocab = 8192, context_len = 512;
+struct model_shape {
+  const char* name;
+  std::size_t dim, layers, heads, kv_heads, ffn, vocab;
+};
+constexpr model_shape shape_110m{"110M", 768, 12, 12, 12, 2048, 32000};
+constexpr model_shape shape_1b{"1B", 2048, 16, 32, 8, 8192, 32000};
+constexpr std::size_t context_len = 1024;
 
 struct built_model {
   std::vector<std::byte> image;
@@ -54,7 +64,9 @@ std::vector<std::byte> encode(gguf_type type, const std::vector<float>& w) {
   return out;
 }
 
-built_model build(gguf_type type) {
+built_model build(gguf_type type, const model_shape& sh) {
+  const std::size_t dim = sh.dim, layers = sh.layers, heads = sh.heads, kv_heads = sh.kv_heads, ffn = sh.ffn,
+                    vocab = sh.vocab;
   built_model b;
   gguf_writer w;
   std::mt19937_64 rng(7);
@@ -111,10 +123,11 @@ built_model build(gguf_type type) {
   return b;
 }
 
-built_model& model_of(gguf_type type) {
-  static std::map<gguf_type, built_model> models;
-  auto it = models.find(type);
-  if (it == models.end()) it = models.emplace(type, build(type)).first;
+built_model& model_of(gguf_type type, const model_shape& sh) {
+  static std::map<std::pair<gguf_type, std::string>, built_model> models;
+  const auto key = std::make_pair(type, std::string(sh.name));
+  auto it = models.find(key);
+  if (it == models.end()) it = models.emplace(key, build(type, sh)).first;
   return it->second;
 }
 
@@ -123,21 +136,21 @@ ruvllm::thread_pool& pool(unsigned threads) {
   return threads == 1 ? one : two;
 }
 
-std::vector<token_id> tokens(std::size_t n) {
+std::vector<token_id> tokens(std::size_t n, std::size_t vocab) {
   std::vector<token_id> t(n);
   for (std::size_t i = 0; i < n; ++i) t[i] = static_cast<token_id>((i * 2654435761u) % vocab);
   return t;
 }
 
-void register_rows(gguf_type type, const char* precision) {
+void register_rows(gguf_type type, const char* precision, const model_shape& sh) {
   for (const unsigned threads : {1u, 2u}) {
-    const std::string decode = rb::row_name("model", "decode", precision, rb::shape({dim, layers}), threads);
-    benchmark::RegisterBenchmark(decode.c_str(), [type, threads](benchmark::State& state) {
-      built_model& m = model_of(type);
-      auto ctx = llama_context<>::create(*m.model, pool(threads), {.n_ctx = context_len, .max_batch = 128});
+    const std::string decode = rb::row_name("model", "decode", precision, sh.name, threads);
+    benchmark::RegisterBenchmark(decode.c_str(), [type, &sh, threads](benchmark::State& state) {
+      built_model& m = model_of(type, sh);
+      auto ctx = llama_context<>::create(*m.model, pool(threads), {.n_ctx = context_len, .max_batch = 512});
       if (!ctx) rb::detail::fail(ctx.error().describe());
-      std::vector<float> logits(vocab);
-      const std::vector<token_id> prompt = tokens(128);
+      std::vector<float> logits(sh.vocab);
+      const std::vector<token_id> prompt = tokens(128, sh.vocab);
       if (!ctx->eval(prompt, logits)) rb::detail::fail("prefill failed");
       const token_id next = 17;
       rb::timed_loop(
@@ -147,35 +160,37 @@ void register_rows(gguf_type type, const char* precision) {
             benchmark::DoNotOptimize(logits.data());
           },
           threads);
-      const double seconds = rb::seconds_per_iteration(state);
-      state.counters["tokens_per_s"] = benchmark::Counter(1.0 / seconds);
+      state.counters["tok_s"] = benchmark::Counter(1.0 / rb::seconds_per_iteration(state));
       rb::set_bandwidth_counters(state, m.weight_bytes, threads);
     });
-    const std::string prefill = rb::row_name("model", "prefill", precision, "128tok", threads);
-    benchmark::RegisterBenchmark(prefill.c_str(), [type, threads](benchmark::State& state) {
-      built_model& m = model_of(type);
-      auto ctx = llama_context<>::create(*m.model, pool(threads), {.n_ctx = context_len, .max_batch = 128});
-      if (!ctx) rb::detail::fail(ctx.error().describe());
-      std::vector<float> logits(vocab);
-      const std::vector<token_id> prompt = tokens(128);
-      rb::timed_loop(
-          state,
-          [&] {
-            ctx->reset();
-            if (!ctx->eval(prompt, logits)) rb::detail::fail("prefill failed");
-            benchmark::DoNotOptimize(logits.data());
-          },
-          threads);
-      state.counters["tokens_per_s"] = benchmark::Counter(128.0 / rb::seconds_per_iteration(state));
-    });
+    for (const std::size_t n : {std::size_t{128}, std::size_t{512}}) {
+      const std::string prefill = rb::row_name("model", n == 128 ? "pp128" : "pp512", precision, sh.name, threads);
+      benchmark::RegisterBenchmark(prefill.c_str(), [type, &sh, threads, n](benchmark::State& state) {
+        built_model& m = model_of(type, sh);
+        auto ctx = llama_context<>::create(*m.model, pool(threads), {.n_ctx = context_len, .max_batch = 512});
+        if (!ctx) rb::detail::fail(ctx.error().describe());
+        std::vector<float> logits(sh.vocab);
+        const std::vector<token_id> prompt = tokens(n, sh.vocab);
+        rb::timed_loop(
+            state,
+            [&] {
+              ctx->reset();
+              if (!ctx->eval(prompt, logits)) rb::detail::fail("prefill failed");
+              benchmark::DoNotOptimize(logits.data());
+            },
+            threads);
+        state.counters["tok_s"] = benchmark::Counter(static_cast<double>(n) / rb::seconds_per_iteration(state));
+      });
+    }
   }
 }
 
 [[maybe_unused]] const bool registered = [] {
-  register_rows(gguf_type::f16, "f16");
-  register_rows(gguf_type::q8_0, "q8_0");
-  register_rows(gguf_type::q4_0, "q4_0");
-  register_rows(gguf_type::q4_k, "q4_k");
+  for (const model_shape* sh : {&shape_110m, &shape_1b}) {
+    register_rows(gguf_type::f16, "f16", *sh);
+    register_rows(gguf_type::q8_0, "q8_0", *sh);
+    register_rows(gguf_type::q4_0, "q4_0", *sh);
+  }
   return true;
 }();
 
