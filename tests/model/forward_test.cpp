@@ -22,6 +22,7 @@ using ruvllm::model::llama_context;
 using ruvllm::model::llama_model;
 using ruvllm::model::logits_for;
 using ruvllm::model::token_id;
+using ruvllm::test::ids_of;
 using ruvllm::test::json;
 
 /// Largest |ours - llama.cpp| accepted per storage type. llama.cpp differs
@@ -47,12 +48,6 @@ tolerance tolerance_for(std::string_view model) {
   // the difference to later steps (measured: up to 0.052 on these files,
   // against llama.cpp's own 0.053-0.062 from exact math).
   return {8e-2, 0.1, false};
-}
-
-std::vector<token_id> ids_of(const json& arr) {
-  std::vector<token_id> ids;
-  for (const json& v : arr.items()) ids.push_back(static_cast<token_id>(v.integer()));
-  return ids;
 }
 
 token_id argmax(const float* logits, std::size_t n) {

@@ -15,13 +15,8 @@
 namespace {
 
 using namespace ruvllm::model;
+using ruvllm::test::ids_of;
 using ruvllm::test::json;
-
-std::vector<token_id> ids_of(const json& arr) {
-  std::vector<token_id> ids;
-  for (const json& v : arr.items()) ids.push_back(static_cast<token_id>(v.integer()));
-  return ids;
-}
 
 sampler greedy_sampler(std::size_t vocab) {
   sampler_params p;

@@ -5,8 +5,12 @@
 // tests/data/conformance/README.md) for the model tests.
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "support/json.hpp"
 
 #ifndef RUVLLM_CONFORMANCE_DIR
 #error "RUVLLM_CONFORMANCE_DIR must name tests/data/conformance"
@@ -22,6 +26,13 @@ inline std::string conformance_path(std::string_view file) {
 inline constexpr std::array<std::string_view, 9> conformance_models = {
     "tiny-f32",       "tiny-f16",      "tiny-q8_0",          "tiny-q4_0",           "tiny-f32-ffn172",
     "tiny-qwen2-f32", "small256-q4_k", "tiny-bpe-qwen2-f32", "tiny-bpe-llama3-q8_0"};
+
+/// Token ids of a JSON array (prompt_ids, greedy, ids in the conformance files).
+inline std::vector<std::int32_t> ids_of(const json& array) {
+  std::vector<std::int32_t> ids;
+  for (const json& v : array.items()) ids.push_back(static_cast<std::int32_t>(v.integer()));
+  return ids;
+}
 
 }  // namespace ruvllm::test
 

@@ -40,12 +40,6 @@ loaded load(std::string_view name) {
           json::load(conformance_path(std::string(name) + ".llamacpp.json"))};
 }
 
-std::vector<token_id> ids_of(const json& array) {
-  std::vector<token_id> out;
-  for (const auto& v : array.as_array()) out.push_back(static_cast<token_id>(v.as_int()));
-  return out;
-}
-
 std::string hex(std::string_view s) {
   std::string out;
   for (char c : s) {
