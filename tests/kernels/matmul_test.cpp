@@ -89,6 +89,41 @@ void check_all_backends(std::uint64_t stream) {
 
 }  // namespace
 
+TEST_CASE("add_scaled_rows matches a double-precision reference on every backend", "[kernels][gemv]") {
+  ruvllm::test::rng gen(64);
+  for (const std::size_t count : {0, 1, 2, 3, 8}) {
+    for (const std::size_t n : {0, 1, 15, 16, 17, 100, 4096}) {
+      const std::size_t stride = n + 3;
+      const auto rows = gen.uniform_vector(count * stride + 1), coeffs = gen.uniform_vector(count + 1, -2.0f, 2.0f);
+      const auto y0 = gen.uniform_vector(n + 1);
+      // The result is a sum of count + 1 terms: within (count + 1) eps of their magnitudes.
+      const auto check = [&](const std::vector<float>& y) {
+        for (std::size_t i = 0; i < n; ++i) {
+          double want = y0[i], magnitude = std::fabs(y0[i]);
+          for (std::size_t r = 0; r < count; ++r) {
+            want += double(coeffs[r]) * rows[r * stride + i];
+            magnitude += std::fabs(double(coeffs[r]) * rows[r * stride + i]);
+          }
+          INFO("count " << count << " n " << n << " i " << i);
+          REQUIRE(std::fabs(y[i] - want) <= double(count + 1) * 1.2e-7 * magnitude);
+        }
+        REQUIRE(y[n] == y0[n]);  // nothing written past n
+      };
+      auto y = y0;
+      k::ops<scalar>::add_scaled_rows(rows.data(), stride, coeffs.data(), count, y.data(), n);
+      check(y);
+      ruvllm::test::for_each_highway_target([&](const std::string&) {
+        auto yh = y0;
+        k::ops<highway>::add_scaled_rows(rows.data(), stride, coeffs.data(), count, yh.data(), n);
+        check(yh);
+      });
+      auto yx = y0;
+      k::ops<xsimd_backend>::add_scaled_rows(rows.data(), stride, coeffs.data(), count, yx.data(), n);
+      check(yx);
+    }
+  }
+}
+
 TEST_CASE("gemv f32 matches the scalar reference", "[kernels][gemv]") { check_all_backends<float>(61); }
 TEST_CASE("gemv f16 matches the scalar reference", "[kernels][gemv]") { check_all_backends<ruvllm::f16>(62); }
 TEST_CASE("gemv bf16 matches the scalar reference", "[kernels][gemv]") { check_all_backends<ruvllm::bf16>(63); }

@@ -87,16 +87,57 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
     y[r + 2] = s2;
     y[r + 3] = s3;
   }
+  // Leftover rows: a pair shares each load of x (a rank-2 LoRA factor is
+  // such a pair), then single rows; four FMA chains per row so a short
+  // matrix is not bound by FMA latency.
+  const std::size_t quads = cols / (4 * lanes) * (4 * lanes);
+  if (r + 2 <= rows) {
+    const W* w0 = w + r * row_stride;
+    const W* w1 = w0 + row_stride;
+    auto a0 = hn::Zero(d), a1 = hn::Zero(d), b0 = hn::Zero(d), b1 = hn::Zero(d);
+    auto c0 = hn::Zero(d), c1 = hn::Zero(d), e0 = hn::Zero(d), e1 = hn::Zero(d);
+    std::size_t c = 0;
+    for (; c < quads; c += 4 * lanes) {
+      const auto xa = hn::LoadU(d, x + c);
+      const auto xb = hn::LoadU(d, x + c + lanes);
+      const auto xc = hn::LoadU(d, x + c + 2 * lanes);
+      const auto xe = hn::LoadU(d, x + c + 3 * lanes);
+      a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
+      a1 = hn::MulAdd(load_as_f32(d, w1 + c), xa, a1);
+      b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), xb, b0);
+      b1 = hn::MulAdd(load_as_f32(d, w1 + c + lanes), xb, b1);
+      c0 = hn::MulAdd(load_as_f32(d, w0 + c + 2 * lanes), xc, c0);
+      c1 = hn::MulAdd(load_as_f32(d, w1 + c + 2 * lanes), xc, c1);
+      e0 = hn::MulAdd(load_as_f32(d, w0 + c + 3 * lanes), xe, e0);
+      e1 = hn::MulAdd(load_as_f32(d, w1 + c + 3 * lanes), xe, e1);
+    }
+    for (; c < full; c += lanes) {
+      const auto xa = hn::LoadU(d, x + c);
+      a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
+      a1 = hn::MulAdd(load_as_f32(d, w1 + c), xa, a1);
+    }
+    float s0 = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, b0), hn::Add(c0, e0))));
+    float s1 = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a1, b1), hn::Add(c1, e1))));
+    for (; c < cols; ++c) {
+      s0 += scalar::detail::widen(w0[c]) * x[c];
+      s1 += scalar::detail::widen(w1[c]) * x[c];
+    }
+    y[r] = s0;
+    y[r + 1] = s1;
+    r += 2;
+  }
   for (; r < rows; ++r) {
     const W* w0 = w + r * row_stride;
-    auto a0 = hn::Zero(d), b0 = hn::Zero(d);
+    auto a0 = hn::Zero(d), b0 = hn::Zero(d), c0 = hn::Zero(d), e0 = hn::Zero(d);
     std::size_t c = 0;
-    for (; c < pairs; c += 2 * lanes) {
+    for (; c < quads; c += 4 * lanes) {
       a0 = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), a0);
       b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), hn::LoadU(d, x + c + lanes), b0);
+      c0 = hn::MulAdd(load_as_f32(d, w0 + c + 2 * lanes), hn::LoadU(d, x + c + 2 * lanes), c0);
+      e0 = hn::MulAdd(load_as_f32(d, w0 + c + 3 * lanes), hn::LoadU(d, x + c + 3 * lanes), e0);
     }
     for (; c < full; c += lanes) a0 = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), a0);
-    float s0 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, b0)));
+    float s0 = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, b0), hn::Add(c0, e0))));
     for (; c < cols; ++c) s0 += scalar::detail::widen(w0[c]) * x[c];
     y[r] = s0;
   }
@@ -169,7 +210,35 @@ HWY_INLINE void gemm(const W* HWY_RESTRICT w, std::size_t w_stride, const float*
   if (t < tokens) gemv(w, w_stride, x + t * x_stride, y + t * y_stride, rows, cols);
 }
 
+// y[i] += sum_r coeffs[r] * rows[r][i], accumulated from y in row order (the
+// scalar reference's order, so results match it exactly when no FMA
+// contraction differs). Each vector of y is loaded and stored once for all
+// rows.
+HWY_INLINE void add_scaled_rows(const float* HWY_RESTRICT rows, std::size_t row_stride,
+                                const float* HWY_RESTRICT coeffs, std::size_t count, float* HWY_RESTRICT y,
+                                std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    auto acc = hn::LoadU(d, y + i);
+    for (std::size_t r = 0; r < count; ++r)
+      acc = hn::MulAdd(hn::Set(d, coeffs[r]), hn::LoadU(d, rows + r * row_stride + i), acc);
+    hn::StoreU(acc, d, y + i);
+  }
+  for (; i < n; ++i) {
+    float acc = y[i];
+    for (std::size_t r = 0; r < count; ++r) acc += coeffs[r] * rows[r * row_stride + i];
+    y[i] = acc;
+  }
+}
+
 }  // namespace matmul_detail
+
+inline void add_scaled_rows_f32(const float* rows, std::size_t row_stride, const float* coeffs, std::size_t count,
+                                float* y, std::size_t n) {
+  matmul_detail::add_scaled_rows(rows, row_stride, coeffs, count, y, n);
+}
 
 inline void gemm_f32(const float* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
                      std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) {

@@ -27,6 +27,13 @@ struct matmul_ops<backend::highway> {
     dispatch::gemv_bf16(w, row_stride, x, y, rows, cols);
   }
 
+  /// y[i] += sum_r coeffs[r] * rows[r * row_stride + i] for i < n, r < count
+  /// (a low-rank update y += B c with B stored as rows). One dispatch.
+  static void add_scaled_rows(const float* rows, std::size_t row_stride, const float* coeffs, std::size_t count,
+                              float* y, std::size_t n) noexcept {
+    dispatch::add_scaled_rows_f32(rows, row_stride, coeffs, count, y, n);
+  }
+
   /// Y[t * y_stride + r] = dot(row r of w, row t of x) for r < rows and
   /// t < tokens. One dispatch per call: pass a whole tile.
   static void gemm(const float* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,

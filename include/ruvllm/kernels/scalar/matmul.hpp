@@ -51,6 +51,18 @@ inline void gemv(const ruvllm::bf16* w, std::size_t row_stride, const float* x, 
   detail::gemv(w, row_stride, x, y, rows, cols);
 }
 
+/// y[i] = y[i] + coeffs[0] * rows[i] + coeffs[1] * rows[row_stride + i] + ...
+/// for i < n and `count` rows, accumulated in that order (a low-rank update:
+/// y += B c with B stored as `count` rows of n).
+inline void add_scaled_rows(const float* rows, std::size_t row_stride, const float* coeffs, std::size_t count, float* y,
+                            std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) {
+    float acc = y[i];
+    for (std::size_t r = 0; r < count; ++r) acc += coeffs[r] * rows[r * row_stride + i];
+    y[i] = acc;
+  }
+}
+
 /// Y[t][r] = dot(W row r, X row t): one GEMV per token.
 template <class W>
 void gemm(const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
@@ -74,6 +86,11 @@ struct matmul_ops<backend::scalar> {
                    std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
     scalar::gemm(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
   }
+  /// y += sum_r coeffs[r] * row r, rows row_stride apart (scalar::add_scaled_rows).
+  static void add_scaled_rows(const float* rows, std::size_t row_stride, const float* coeffs, std::size_t count,
+                              float* y, std::size_t n) noexcept {
+    scalar::add_scaled_rows(rows, row_stride, coeffs, count, y, n);
+  }
 };
 
 }  // namespace ruvllm::kernels
@@ -91,7 +108,10 @@ struct matmul_ops<backend::scalar> {
     (w, stride, x, y, rows, cols))                                                                             \
   RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_f32, float)                                                                \
   RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_f16, ruvllm::f16)                                                          \
-  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_bf16, ruvllm::bf16)
+  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_bf16, ruvllm::bf16)                                                        \
+  X(void, add_scaled_rows_f32,                                                                                 \
+    (const float* rows, std::size_t stride, const float* coeffs, std::size_t count, float* y, std::size_t n),  \
+    (rows, stride, coeffs, count, y, n))
 #define RUVLLM_DETAIL_GEMM_EXPORT(X, NAME, W)                                                                \
   X(void, NAME,                                                                                              \
     (const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y, std::size_t y_stride, \

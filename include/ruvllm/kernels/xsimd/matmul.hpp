@@ -45,6 +45,24 @@ void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::siz
   }
 }
 
+inline void add_scaled_rows(const float* rows, std::size_t row_stride, const float* coeffs, std::size_t count, float* y,
+                            std::size_t n) noexcept {
+  using batch = ::xsimd::batch<float>;
+  constexpr std::size_t lanes = batch::size;
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    batch acc = batch::load_unaligned(y + i);
+    for (std::size_t r = 0; r < count; ++r)
+      acc = ::xsimd::fma(batch(coeffs[r]), batch::load_unaligned(rows + r * row_stride + i), acc);
+    acc.store_unaligned(y + i);
+  }
+  for (; i < n; ++i) {
+    float acc = y[i];
+    for (std::size_t r = 0; r < count; ++r) acc += coeffs[r] * rows[r * row_stride + i];
+    y[i] = acc;
+  }
+}
+
 }  // namespace RUVLLM_XSIMD_ARCH_NS
 }  // namespace xsimd_impl
 
@@ -57,6 +75,11 @@ struct matmul_ops<backend::xsimd> {
     xsimd_impl::gemv(w, row_stride, x, y, rows, cols);
   }
   /// Y[t * y_stride + r] = dot(row r of w, row t of x): one GEMV per token.
+  /// y += sum_r coeffs[r] * row r, rows row_stride apart (scalar::add_scaled_rows).
+  static void add_scaled_rows(const float* rows, std::size_t row_stride, const float* coeffs, std::size_t count,
+                              float* y, std::size_t n) noexcept {
+    xsimd_impl::add_scaled_rows(rows, row_stride, coeffs, count, y, n);
+  }
   template <class W>
   static void gemm(const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
                    std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
