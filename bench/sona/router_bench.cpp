@@ -1,4 +1,4 @@
-// The FastGRNN router (router_bench).
+// The FastGRNN router (sona_bench).
 //  * sona/router_route/f32/<shape>: one routing decision (cell + heads) for a
 //    128-D query; baseline: the same router with full-rank W and U.
 //  * sona/router_observe/f32/<shape>: one online update (forward, backward,

@@ -46,4 +46,19 @@ void rope(const float* row, std::size_t d, bool neox, float* x, std::size_t head
   }
 }
 
+void lora_forward(const float* a, const float* b, const float* x, float* y, std::size_t in, std::size_t out,
+                  std::size_t rank, float scale) noexcept {
+  float ax[8] = {};
+  for (std::size_t r = 0; r < rank && r < 8; ++r) {
+    float s = 0.0f;
+    for (std::size_t d = 0; d < in; ++d) s += a[r * in + d] * x[d];
+    ax[r] = s;
+  }
+  for (std::size_t o = 0; o < out; ++o) {
+    float s = 0.0f;
+    for (std::size_t r = 0; r < rank && r < 8; ++r) s += b[o * rank + r] * ax[r];
+    y[o] += scale * s;
+  }
+}
+
 }  // namespace ruvllm::bench::baseline

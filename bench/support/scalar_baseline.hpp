@@ -28,6 +28,12 @@ void softmax(const float* x, float* y, std::size_t n) noexcept;
 /// pairs (i, i + d/2), otherwise (2i, 2i + 1).
 void rope(const float* row, std::size_t d, bool neox, float* x, std::size_t heads) noexcept;
 
+/// A low-rank adapter's forward pass as the reference design writes it:
+/// ax = A x (a: rank rows of in), then y[o] += scale * sum_r b[o * rank + r] * ax[r]
+/// (b: out rows of rank).
+void lora_forward(const float* a, const float* b, const float* x, float* y, std::size_t in, std::size_t out,
+                  std::size_t rank, float scale) noexcept;
+
 }  // namespace ruvllm::bench::baseline
 
 #endif  // RUVLLM_BENCH_SUPPORT_SCALAR_BASELINE_HPP

@@ -608,6 +608,56 @@ class byte_reader {
 
 #endif  // RUVLLM_CORE_BYTE_READER_HPP
 
+// ==== ruvllm/core/byte_writer.hpp
+#ifndef RUVLLM_CORE_BYTE_WRITER_HPP
+#define RUVLLM_CORE_BYTE_WRITER_HPP
+
+// Appending little-endian binary formats to a byte vector: the writing side
+// of byte_reader.hpp (which states the little-endian requirement). Values
+// are copied as their object representation, so only trivially copyable
+// types of fixed size belong in a file format.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+namespace ruvllm {
+
+/// Appends the bytes of one trivially copyable value.
+template <class T>
+requires std::is_trivially_copyable_v<T>
+void append_value(std::vector<std::byte>& out, const T& v) {
+  const auto* p = reinterpret_cast<const std::byte*>(&v);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+
+/// Appends the bytes of a contiguous array of trivially copyable values.
+template <class T>
+requires std::is_trivially_copyable_v<T>
+void append_array(std::vector<std::byte>& out, std::span<const T> values) {
+  const auto* p = reinterpret_cast<const std::byte*>(values.data());
+  out.insert(out.end(), p, p + values.size_bytes());
+}
+
+/// Appends zero bytes up to the next multiple of alignment (a power of two).
+inline void append_padding(std::vector<std::byte>& out, std::size_t alignment) {
+  while (out.size() % alignment != 0) out.push_back(std::byte{0});
+}
+
+/// Overwrites sizeof(T) bytes at offset (a field written before its value was known).
+template <class T>
+requires std::is_trivially_copyable_v<T>
+void patch_value(std::vector<std::byte>& out, std::size_t offset, const T& v) {
+  std::memcpy(out.data() + offset, &v, sizeof(T));
+}
+
+}  // namespace ruvllm
+
+#endif  // RUVLLM_CORE_BYTE_WRITER_HPP
+
 // ==== ruvllm/core/half.hpp
 #ifndef RUVLLM_CORE_HALF_HPP
 #define RUVLLM_CORE_HALF_HPP
@@ -2289,6 +2339,18 @@ inline void gemv(const ruvllm::bf16* w, std::size_t row_stride, const float* x, 
   detail::gemv(w, row_stride, x, y, rows, cols);
 }
 
+/// y[i] = y[i] + coeffs[0] * rows[i] + coeffs[1] * rows[row_stride + i] + ...
+/// for i < n and `count` rows, accumulated in that order (a low-rank update:
+/// y += B c with B stored as `count` rows of n).
+inline void add_scaled_rows(const float* rows, std::size_t row_stride, const float* coeffs, std::size_t count, float* y,
+                            std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) {
+    float acc = y[i];
+    for (std::size_t r = 0; r < count; ++r) acc += coeffs[r] * rows[r * row_stride + i];
+    y[i] = acc;
+  }
+}
+
 /// Y[t][r] = dot(W row r, X row t): one GEMV per token.
 template <class W>
 void gemm(const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
@@ -2312,6 +2374,11 @@ struct matmul_ops<backend::scalar> {
                    std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
     scalar::gemm(w, w_stride, x, x_stride, y, y_stride, rows, tokens, cols);
   }
+  /// y += sum_r coeffs[r] * row r, rows row_stride apart (scalar::add_scaled_rows).
+  static void add_scaled_rows(const float* rows, std::size_t row_stride, const float* coeffs, std::size_t count,
+                              float* y, std::size_t n) noexcept {
+    scalar::add_scaled_rows(rows, row_stride, coeffs, count, y, n);
+  }
 };
 
 }  // namespace ruvllm::kernels
@@ -2329,7 +2396,10 @@ struct matmul_ops<backend::scalar> {
     (w, stride, x, y, rows, cols))                                                                             \
   RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_f32, float)                                                                \
   RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_f16, ruvllm::f16)                                                          \
-  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_bf16, ruvllm::bf16)
+  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_bf16, ruvllm::bf16)                                                        \
+  X(void, add_scaled_rows_f32,                                                                                 \
+    (const float* rows, std::size_t stride, const float* coeffs, std::size_t count, float* y, std::size_t n),  \
+    (rows, stride, coeffs, count, y, n))
 #define RUVLLM_DETAIL_GEMM_EXPORT(X, NAME, W)                                                                \
   X(void, NAME,                                                                                              \
     (const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y, std::size_t y_stride, \
@@ -6047,16 +6117,57 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
     y[r + 2] = s2;
     y[r + 3] = s3;
   }
+  // Leftover rows: a pair shares each load of x (a rank-2 LoRA factor is
+  // such a pair), then single rows; four FMA chains per row so a short
+  // matrix is not bound by FMA latency.
+  const std::size_t quads = cols / (4 * lanes) * (4 * lanes);
+  if (r + 2 <= rows) {
+    const W* w0 = w + r * row_stride;
+    const W* w1 = w0 + row_stride;
+    auto a0 = hn::Zero(d), a1 = hn::Zero(d), b0 = hn::Zero(d), b1 = hn::Zero(d);
+    auto c0 = hn::Zero(d), c1 = hn::Zero(d), e0 = hn::Zero(d), e1 = hn::Zero(d);
+    std::size_t c = 0;
+    for (; c < quads; c += 4 * lanes) {
+      const auto xa = hn::LoadU(d, x + c);
+      const auto xb = hn::LoadU(d, x + c + lanes);
+      const auto xc = hn::LoadU(d, x + c + 2 * lanes);
+      const auto xe = hn::LoadU(d, x + c + 3 * lanes);
+      a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
+      a1 = hn::MulAdd(load_as_f32(d, w1 + c), xa, a1);
+      b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), xb, b0);
+      b1 = hn::MulAdd(load_as_f32(d, w1 + c + lanes), xb, b1);
+      c0 = hn::MulAdd(load_as_f32(d, w0 + c + 2 * lanes), xc, c0);
+      c1 = hn::MulAdd(load_as_f32(d, w1 + c + 2 * lanes), xc, c1);
+      e0 = hn::MulAdd(load_as_f32(d, w0 + c + 3 * lanes), xe, e0);
+      e1 = hn::MulAdd(load_as_f32(d, w1 + c + 3 * lanes), xe, e1);
+    }
+    for (; c < full; c += lanes) {
+      const auto xa = hn::LoadU(d, x + c);
+      a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
+      a1 = hn::MulAdd(load_as_f32(d, w1 + c), xa, a1);
+    }
+    float s0 = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, b0), hn::Add(c0, e0))));
+    float s1 = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a1, b1), hn::Add(c1, e1))));
+    for (; c < cols; ++c) {
+      s0 += scalar::detail::widen(w0[c]) * x[c];
+      s1 += scalar::detail::widen(w1[c]) * x[c];
+    }
+    y[r] = s0;
+    y[r + 1] = s1;
+    r += 2;
+  }
   for (; r < rows; ++r) {
     const W* w0 = w + r * row_stride;
-    auto a0 = hn::Zero(d), b0 = hn::Zero(d);
+    auto a0 = hn::Zero(d), b0 = hn::Zero(d), c0 = hn::Zero(d), e0 = hn::Zero(d);
     std::size_t c = 0;
-    for (; c < pairs; c += 2 * lanes) {
+    for (; c < quads; c += 4 * lanes) {
       a0 = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), a0);
       b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), hn::LoadU(d, x + c + lanes), b0);
+      c0 = hn::MulAdd(load_as_f32(d, w0 + c + 2 * lanes), hn::LoadU(d, x + c + 2 * lanes), c0);
+      e0 = hn::MulAdd(load_as_f32(d, w0 + c + 3 * lanes), hn::LoadU(d, x + c + 3 * lanes), e0);
     }
     for (; c < full; c += lanes) a0 = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), a0);
-    float s0 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, b0)));
+    float s0 = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, b0), hn::Add(c0, e0))));
     for (; c < cols; ++c) s0 += scalar::detail::widen(w0[c]) * x[c];
     y[r] = s0;
   }
@@ -6129,7 +6240,35 @@ HWY_INLINE void gemm(const W* HWY_RESTRICT w, std::size_t w_stride, const float*
   if (t < tokens) gemv(w, w_stride, x + t * x_stride, y + t * y_stride, rows, cols);
 }
 
+// y[i] += sum_r coeffs[r] * rows[r][i], accumulated from y in row order (the
+// scalar reference's order, so results match it exactly when no FMA
+// contraction differs). Each vector of y is loaded and stored once for all
+// rows.
+HWY_INLINE void add_scaled_rows(const float* HWY_RESTRICT rows, std::size_t row_stride,
+                                const float* HWY_RESTRICT coeffs, std::size_t count, float* HWY_RESTRICT y,
+                                std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    auto acc = hn::LoadU(d, y + i);
+    for (std::size_t r = 0; r < count; ++r)
+      acc = hn::MulAdd(hn::Set(d, coeffs[r]), hn::LoadU(d, rows + r * row_stride + i), acc);
+    hn::StoreU(acc, d, y + i);
+  }
+  for (; i < n; ++i) {
+    float acc = y[i];
+    for (std::size_t r = 0; r < count; ++r) acc += coeffs[r] * rows[r * row_stride + i];
+    y[i] = acc;
+  }
+}
+
 }  // namespace matmul_detail
+
+inline void add_scaled_rows_f32(const float* rows, std::size_t row_stride, const float* coeffs, std::size_t count,
+                                float* y, std::size_t n) {
+  matmul_detail::add_scaled_rows(rows, row_stride, coeffs, count, y, n);
+}
 
 inline void gemm_f32(const float* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
                      std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) {
@@ -9384,6 +9523,13 @@ struct matmul_ops<backend::highway> {
     dispatch::gemv_bf16(w, row_stride, x, y, rows, cols);
   }
 
+  /// y[i] += sum_r coeffs[r] * rows[r * row_stride + i] for i < n, r < count
+  /// (a low-rank update y += B c with B stored as rows). One dispatch.
+  static void add_scaled_rows(const float* rows, std::size_t row_stride, const float* coeffs, std::size_t count,
+                              float* y, std::size_t n) noexcept {
+    dispatch::add_scaled_rows_f32(rows, row_stride, coeffs, count, y, n);
+  }
+
   /// Y[t * y_stride + r] = dot(row r of w, row t of x) for r < rows and
   /// t < tokens. One dispatch per call: pass a whole tile.
   static void gemm(const float* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
@@ -10491,6 +10637,24 @@ void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::siz
   }
 }
 
+inline void add_scaled_rows(const float* rows, std::size_t row_stride, const float* coeffs, std::size_t count, float* y,
+                            std::size_t n) noexcept {
+  using batch = ::xsimd::batch<float>;
+  constexpr std::size_t lanes = batch::size;
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    batch acc = batch::load_unaligned(y + i);
+    for (std::size_t r = 0; r < count; ++r)
+      acc = ::xsimd::fma(batch(coeffs[r]), batch::load_unaligned(rows + r * row_stride + i), acc);
+    acc.store_unaligned(y + i);
+  }
+  for (; i < n; ++i) {
+    float acc = y[i];
+    for (std::size_t r = 0; r < count; ++r) acc += coeffs[r] * rows[r * row_stride + i];
+    y[i] = acc;
+  }
+}
+
 }  // namespace RUVLLM_XSIMD_ARCH_NS
 }  // namespace xsimd_impl
 
@@ -10503,6 +10667,11 @@ struct matmul_ops<backend::xsimd> {
     xsimd_impl::gemv(w, row_stride, x, y, rows, cols);
   }
   /// Y[t * y_stride + r] = dot(row r of w, row t of x): one GEMV per token.
+  /// y += sum_r coeffs[r] * row r, rows row_stride apart (scalar::add_scaled_rows).
+  static void add_scaled_rows(const float* rows, std::size_t row_stride, const float* coeffs, std::size_t count,
+                              float* y, std::size_t n) noexcept {
+    xsimd_impl::add_scaled_rows(rows, row_stride, coeffs, count, y, n);
+  }
   template <class W>
   static void gemm(const W* w, std::size_t w_stride, const float* x, std::size_t x_stride, float* y,
                    std::size_t y_stride, std::size_t rows, std::size_t tokens, std::size_t cols) noexcept {
@@ -18720,6 +18889,7 @@ namespace detail {
 // count, allocated by create(); step() never allocates.
 // Thread-safety: none; the learner that owns it serializes calls.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -18789,6 +18959,24 @@ class adam {
       v_[i] = b2 * v_[i] + (T{1} - b2) * grad[i] * grad[i];
       params[i] -= alpha * m_[i] / (std::sqrt(v_[i]) + eps);
     }
+  }
+
+  [[nodiscard]] std::span<const T> first_moment() const noexcept { return m_; }
+  [[nodiscard]] std::span<const T> second_moment() const noexcept { return v_; }
+
+  /// Restores saved moments and step count (a checkpoint). Errors: sizes
+  /// other than the parameter count, or non-finite / negative second moments.
+  [[nodiscard]] result<void> restore(std::span<const T> m, std::span<const T> v, std::uint64_t steps) {
+    if (m.size() != m_.size() || v.size() != v_.size())
+      return make_error(errc::invalid_argument, "adam state of ", m.size(), " / ", v.size(), " moments, need ",
+                        m_.size());
+    for (std::size_t i = 0; i < m.size(); ++i)
+      if (!std::isfinite(m[i]) || !std::isfinite(v[i]) || v[i] < T{0})
+        return make_error(errc::invalid_argument, "adam moment ", i, " is not finite (or negative)");
+    std::copy(m.begin(), m.end(), m_.begin());
+    std::copy(v.begin(), v.end(), v_.begin());
+    t_ = steps;
+    return {};
   }
 
   /// Clears the moments and the step count.
@@ -18917,6 +19105,7 @@ class adapter_registry {
 // Thread-safety: none; the owner (the router) serializes calls.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -19002,6 +19191,26 @@ class ewc {
     if (!anchored_ || options_.lambda == 0.0) return;
     const T l = static_cast<T>(options_.lambda);
     for (std::size_t i = 0; i < anchor_.size(); ++i) grad[i] += l * penalty_fisher_[i] * (params[i] - anchor_[i]);
+  }
+
+  /// Restores saved estimates (a checkpoint). Errors: sizes other than
+  /// size(), or non-finite values, or negative Fisher entries.
+  [[nodiscard]] result<void> restore(std::span<const T> running, std::span<const T> penalty_fisher,
+                                     std::span<const T> anchor, bool anchored, std::size_t consolidations) {
+    const std::size_t n = running_.size();
+    if (running.size() != n || penalty_fisher.size() != n || anchor.size() != n)
+      return make_error(errc::invalid_argument, "ewc state of ", running.size(), " / ", penalty_fisher.size(), " / ",
+                        anchor.size(), " values, need ", n);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!std::isfinite(running[i]) || !std::isfinite(penalty_fisher[i]) || !std::isfinite(anchor[i]) ||
+          running[i] < T{0} || penalty_fisher[i] < T{0})
+        return make_error(errc::invalid_argument, "ewc entry ", i, " is not finite (or a negative Fisher value)");
+    std::copy(running.begin(), running.end(), running_.begin());
+    std::copy(penalty_fisher.begin(), penalty_fisher.end(), penalty_fisher_.begin());
+    std::copy(anchor.begin(), anchor.end(), anchor_.begin());
+    anchored_ = anchored;
+    consolidations_ = consolidations;
+    return {};
   }
 
   /// Forgets every estimate and the anchor.
@@ -19248,9 +19457,14 @@ class fastgrnn_router {
       return make_error(errc::invalid_argument, "router rank_u ", o.rank_u, " is outside [1, ", o.hidden_dim, "]");
     if (!(o.sparsity >= 0.0 && o.sparsity < 1.0))
       return make_error(errc::invalid_argument, "router sparsity ", o.sparsity, " is outside [0, 1)");
-    if (!(o.temperature_min < o.temperature_max) || !(o.top_p_min < o.top_p_max))
+    if (!(o.temperature_min < o.temperature_max) || !(o.top_p_min < o.top_p_max) ||
+        !std::isfinite(o.temperature_max - o.temperature_min) || !std::isfinite(o.top_p_max - o.top_p_min))
       return make_error(errc::invalid_argument, "router temperature range [", o.temperature_min, ", ",
                         o.temperature_max, "] or top-p range [", o.top_p_min, ", ", o.top_p_max, "] is empty");
+    if (!std::isfinite(o.zeta_init) || !std::isfinite(o.nu_init) ||
+        !(o.confidence_weight >= 0.0 && std::isfinite(o.confidence_weight)))
+      return make_error(errc::invalid_argument, "router zeta_init ", o.zeta_init, ", nu_init ", o.nu_init,
+                        " must be finite and confidence_weight ", o.confidence_weight, " finite and >= 0");
     fastgrnn_router r;
     r.o_ = o;
     r.input_dim_ = d;
@@ -19277,13 +19491,52 @@ class fastgrnn_router {
   [[nodiscard]] ewc<T>& ewc_state() noexcept { return ewc_; }
   [[nodiscard]] adam<T>& optimizer() noexcept { return opt_; }
 
-  /// Replaces all parameters (a checkpoint, a retrieved policy). Errors: size mismatch.
+  /// Replaces all parameters (a checkpoint, a retrieved policy). Errors: size
+  /// mismatch or a non-finite value, with nothing changed.
   [[nodiscard]] result<void> set_parameters(std::span<const T> p) {
     if (p.size() != params_.size())
       return make_error(errc::invalid_argument, "router parameter count ", p.size(), " differs from ", params_.size());
+    for (std::size_t i = 0; i < p.size(); ++i)
+      if (!std::isfinite(p[i])) return make_error(errc::invalid_argument, "router parameter ", i, " is not finite");
     std::copy(p.begin(), p.end(), params_.begin());
     apply_mask();
     ++version_;
+    return {};
+  }
+
+  /// The sparsity mask over the parameters (empty until sparsify()).
+  [[nodiscard]] std::span<const std::uint8_t> sparsity_mask() const noexcept { return mask_; }
+  [[nodiscard]] const adam<T>& optimizer() const noexcept { return opt_; }
+
+  /// Restores a checkpoint: parameters, sparsity mask (empty or one 0/1 byte
+  /// per parameter), optimizer and EWC++ state, version. All or nothing:
+  /// every input is validated before anything changes. Errors: sizes, non-
+  /// finite values, mask bytes other than 0 and 1.
+  [[nodiscard]] result<void> restore(std::span<const T> params, std::span<const std::uint8_t> mask,
+                                     std::span<const T> adam_m, std::span<const T> adam_v, std::uint64_t adam_steps,
+                                     std::span<const T> fisher_running, std::span<const T> fisher_penalty,
+                                     std::span<const T> anchor, bool anchored, std::size_t consolidations,
+                                     std::uint64_t version) {
+    const std::size_t n = params_.size();
+    if (params.size() != n || (!mask.empty() && mask.size() != n))
+      return make_error(errc::invalid_argument, "router checkpoint of ", params.size(), " parameters and a mask of ",
+                        mask.size(), ", need ", n);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!std::isfinite(params[i]))
+        return make_error(errc::invalid_argument, "router parameter ", i, " is not finite");
+    for (std::size_t i = 0; i < mask.size(); ++i)
+      if (mask[i] > 1) return make_error(errc::invalid_argument, "router mask byte ", i, " is ", int{mask[i]});
+    // Validate both optimizer and EWC++ state on copies first, so a bad
+    // second half cannot leave the first restored.
+    adam<T> opt = opt_;
+    ewc<T> e = ewc_;
+    RUVLLM_TRY(opt.restore(adam_m, adam_v, adam_steps));
+    RUVLLM_TRY(e.restore(fisher_running, fisher_penalty, anchor, anchored, consolidations));
+    std::copy(params.begin(), params.end(), params_.begin());
+    mask_.assign(mask.begin(), mask.end());
+    opt_ = std::move(opt);
+    ewc_ = std::move(e);
+    version_ = version;
     return {};
   }
 
@@ -19307,6 +19560,13 @@ class fastgrnn_router {
     w.dw2x.assign(o_.rank_w, T{0});
     w.tmp.assign(h, T{0});
     return w;
+  }
+
+  /// Whether ws was made for a router of this shape.
+  [[nodiscard]] bool fits(const workspace& ws) const noexcept {
+    return ws.x.size() == input_dim_ && ws.hs.size() == (o_.steps + 1) * o_.hidden_dim &&
+           ws.u2h.size() == o_.steps * o_.rank_u && ws.w2x.size() == o_.rank_w && ws.model_probs.size() == o_.models &&
+           ws.bucket_probs.size() == o_.context_buckets;
   }
 
   /// Routes one query: query.size() == query_dim, extra.size() == extra_dim
@@ -19671,929 +19931,6 @@ template <class T>
 
 #endif  // RUVLLM_SONA_ROUTER_HPP
 
-// ==== ruvllm/sona/lora.hpp
-#ifndef RUVLLM_SONA_LORA_HPP
-#define RUVLLM_SONA_LORA_HPP
-
-// Low-rank adapters: y += scale * B (A x) on a projection's output, per layer.
-// micro_lora (rank 1-2) learns per request in SONA's instant loop; base_lora
-// (rank 4-8) is the slower adapter the background loop merges micro into.
-//
-// Layout: A of every layer in one array, [layer][rank][in_dim] row-major, so
-// A x is one gemv over `rank` rows through the kernels layer; B in another,
-// [layer][out_dim][rank], so each output reads `rank` contiguous floats.
-// A starts small and random, B at zero: a fresh adapter changes nothing.
-// Every update bumps version(); the KV prefix cache keys cached prefixes on
-// (adapter, version), so stale KV is never reused under a changed adapter.
-//
-// Allocation: create() only. forward(), instant_update() and merge_from()
-// are allocation-free (rank is bounded at compile time, so A x lives on the
-// stack). Thread-safety: forward() is const and may run on many threads while
-// nothing updates the adapter; updates need exclusive access (the engine
-// swaps adapters rather than updating one that is serving).
-
-#include <algorithm>
-#include <cmath>
-#include <cstddef>
-#include <cstdint>
-#include <span>
-#include <vector>
-
-
-namespace ruvllm::sona {
-
-/// Shape and learning settings of an adapter.
-struct lora_options {
-  std::size_t layers = 1;
-  std::size_t in_dim = 0;
-  std::size_t out_dim = 0;
-  std::size_t rank = 1;
-  float scale = 1.0f;           ///< alpha / rank
-  float learning_rate = 1e-3f;  ///< instant_update step, times quality
-  std::uint64_t seed = 0x10a;
-};
-
-/// A per-layer low-rank adapter with rank in [MinRank, MaxRank]; kernels
-/// from backend B.
-template <std::size_t MinRank, std::size_t MaxRank, Backend B = backend::highway>
-class lora_adapter {
-  static_assert(MinRank >= 1 && MinRank <= MaxRank && MaxRank <= 64,
-                "lora_adapter: need 1 <= MinRank <= MaxRank <= 64");
-
- public:
-  static constexpr std::size_t min_rank = MinRank;
-  static constexpr std::size_t max_rank = MaxRank;
-
-  lora_adapter() = default;
-
-  /// Errors: rank outside [MinRank, MaxRank], a zero dimension or layer count,
-  /// a non-finite scale or negative learning rate.
-  [[nodiscard]] static result<lora_adapter> create(const lora_options& o) {
-    if (o.rank < MinRank || o.rank > MaxRank)
-      return make_error(errc::invalid_argument, "lora rank ", o.rank, " is outside [", MinRank, ", ", MaxRank, "]");
-    if (o.layers == 0 || o.in_dim == 0 || o.out_dim == 0)
-      return make_error(errc::invalid_argument, "lora layers ", o.layers, ", in_dim ", o.in_dim, ", out_dim ",
-                        o.out_dim, " must be positive");
-    if (!std::isfinite(o.scale) || !(o.learning_rate >= 0.0f))
-      return make_error(errc::invalid_argument, "lora scale ", o.scale, " or learning rate ", o.learning_rate,
-                        " is invalid");
-    lora_adapter a;
-    a.o_ = o;
-    a.a_.assign(o.layers * o.rank * o.in_dim, 0.0f);
-    a.b_.assign(o.layers * o.out_dim * o.rank, 0.0f);
-    std::uint64_t s = o.seed;
-    const double bound = std::sqrt(1.0 / static_cast<double>(o.in_dim));
-    for (auto& v : a.a_) v = static_cast<float>(bound * detail::uniform_pm1(s));
-    return a;
-  }
-
-  [[nodiscard]] const lora_options& options() const noexcept { return o_; }
-  [[nodiscard]] std::size_t rank() const noexcept { return o_.rank; }
-  [[nodiscard]] std::uint64_t version() const noexcept { return version_; }
-  /// A of `layer`: rank rows of in_dim.
-  [[nodiscard]] std::span<float> a(std::size_t layer) noexcept {
-    return {a_.data() + layer * o_.rank * o_.in_dim, o_.rank * o_.in_dim};
-  }
-  [[nodiscard]] std::span<const float> a(std::size_t layer) const noexcept {
-    return {a_.data() + layer * o_.rank * o_.in_dim, o_.rank * o_.in_dim};
-  }
-  /// B of `layer`: out_dim rows of rank.
-  [[nodiscard]] std::span<float> b(std::size_t layer) noexcept {
-    return {b_.data() + layer * o_.out_dim * o_.rank, o_.out_dim * o_.rank};
-  }
-  [[nodiscard]] std::span<const float> b(std::size_t layer) const noexcept {
-    return {b_.data() + layer * o_.out_dim * o_.rank, o_.out_dim * o_.rank};
-  }
-  /// Marks a direct edit through a() / b() (bumps the version).
-  void touch() noexcept { ++version_; }
-
-  /// y += scale * B (A x) for `layer`; x has in_dim, y out_dim floats.
-  void forward(std::size_t layer, const float* x, float* y) const noexcept {
-    RUVLLM_ASSERT(layer < o_.layers);
-    float ax[MaxRank];
-    project(layer, x, ax);
-    const float* bl = b_.data() + layer * o_.out_dim * o_.rank;
-    for (std::size_t o = 0; o < o_.out_dim; ++o) {
-      float s = 0.0f;
-      for (std::size_t r = 0; r < o_.rank; ++r) s += bl[o * o_.rank + r] * ax[r];
-      y[o] += o_.scale * s;
-    }
-  }
-
-  /// Gradients of a loss with dL/dy = grad_y through forward(): dB = scale
-  /// grad_y (A x)^T, dA = scale (B^T grad_y) x^T, written to da (rank x
-  /// in_dim) and db (out_dim x rank).
-  void gradient(std::size_t layer, const float* x, const float* grad_y, float* da, float* db) const noexcept {
-    float ax[MaxRank], bg[MaxRank];
-    project(layer, x, ax);
-    back_project(layer, grad_y, bg);
-    for (std::size_t o = 0; o < o_.out_dim; ++o)
-      for (std::size_t r = 0; r < o_.rank; ++r) db[o * o_.rank + r] = o_.scale * grad_y[o] * ax[r];
-    for (std::size_t r = 0; r < o_.rank; ++r)
-      for (std::size_t i = 0; i < o_.in_dim; ++i) da[r * o_.in_dim + i] = o_.scale * bg[r] * x[i];
-  }
-
-  /// One SGD step from a gradient signal on the output, scaled by the
-  /// request's quality in [0, 1]: good responses move the adapter more.
-  /// Both factors step from the same pre-update values.
-  void instant_update(std::size_t layer, const float* x, const float* grad_y, float quality) noexcept {
-    RUVLLM_ASSERT(layer < o_.layers);
-    const float lr = o_.learning_rate * std::clamp(quality, 0.0f, 1.0f) * o_.scale;
-    if (lr == 0.0f) return;
-    float ax[MaxRank], bg[MaxRank];
-    project(layer, x, ax);
-    back_project(layer, grad_y, bg);
-    float* al = a_.data() + layer * o_.rank * o_.in_dim;
-    float* bl = b_.data() + layer * o_.out_dim * o_.rank;
-    for (std::size_t o = 0; o < o_.out_dim; ++o)
-      for (std::size_t r = 0; r < o_.rank; ++r) bl[o * o_.rank + r] -= lr * grad_y[o] * ax[r];
-    for (std::size_t r = 0; r < o_.rank; ++r)
-      for (std::size_t i = 0; i < o_.in_dim; ++i) al[r * o_.in_dim + i] -= lr * bg[r] * x[i];
-    ++version_;
-  }
-
-  /// Exponential moving average toward `other`: this <- (1 - alpha) this +
-  /// alpha other, rank slot by rank slot (other's rank r merges into slot r;
-  /// the scale ratio keeps the merged delta in this adapter's units). The
-  /// product B A of a sum is not the sum of products, so this is the cheap
-  /// approximation the background loop uses, not an exact projection.
-  /// Errors: other's layers or dimensions differ, or its rank exceeds ours.
-  template <std::size_t Min2, std::size_t Max2, Backend B2>
-  [[nodiscard]] result<void> merge_from(const lora_adapter<Min2, Max2, B2>& other, float alpha) noexcept {
-    const auto& p = other.options();
-    if (p.layers != o_.layers || p.in_dim != o_.in_dim || p.out_dim != o_.out_dim || p.rank > o_.rank)
-      return make_error(errc::invalid_argument, "lora merge of layers ", p.layers, " dims ", p.in_dim, "x", p.out_dim,
-                        " rank ", p.rank, " into layers ", o_.layers, " dims ", o_.in_dim, "x", o_.out_dim, " rank ",
-                        o_.rank);
-    const float ratio = o_.scale != 0.0f ? p.scale / o_.scale : 0.0f;
-    for (std::size_t l = 0; l < o_.layers; ++l) {
-      const auto oa = other.a(l);
-      const auto ob = other.b(l);
-      float* al = a_.data() + l * o_.rank * o_.in_dim;
-      float* bl = b_.data() + l * o_.out_dim * o_.rank;
-      for (std::size_t r = 0; r < p.rank; ++r)
-        for (std::size_t i = 0; i < o_.in_dim; ++i)
-          al[r * o_.in_dim + i] = (1.0f - alpha) * al[r * o_.in_dim + i] + alpha * oa[r * o_.in_dim + i];
-      for (std::size_t o = 0; o < o_.out_dim; ++o)
-        for (std::size_t r = 0; r < p.rank; ++r)
-          bl[o * o_.rank + r] = (1.0f - alpha) * bl[o * o_.rank + r] + alpha * ratio * ob[o * p.rank + r];
-    }
-    ++version_;
-    return {};
-  }
-
- private:
-  // ax = A x through the kernels layer (one dispatch for all rank rows).
-  void project(std::size_t layer, const float* x, float* ax) const noexcept {
-    kernels::ops<B>::gemv(a_.data() + layer * o_.rank * o_.in_dim, o_.in_dim, x, ax, o_.rank, o_.in_dim);
-  }
-  // bg = B^T grad_y
-  void back_project(std::size_t layer, const float* grad_y, float* bg) const noexcept {
-    const float* bl = b_.data() + layer * o_.out_dim * o_.rank;
-    std::fill(bg, bg + o_.rank, 0.0f);
-    for (std::size_t o = 0; o < o_.out_dim; ++o)
-      for (std::size_t r = 0; r < o_.rank; ++r) bg[r] += bl[o * o_.rank + r] * grad_y[o];
-  }
-
-  lora_options o_{};
-  std::vector<float> a_;
-  std::vector<float> b_;
-  std::uint64_t version_ = 0;
-};
-
-/// Rank 1-2, updated per request (instant loop).
-template <Backend B = backend::highway>
-using micro_lora = lora_adapter<1, 2, B>;
-/// Rank 4-8, trained in the background loop, merged from micro_lora.
-template <Backend B = backend::highway>
-using base_lora = lora_adapter<4, 8, B>;
-
-}  // namespace ruvllm::sona
-
-#endif  // RUVLLM_SONA_LORA_HPP
-
-// ==== ruvllm/sona/reasoning_bank.hpp
-#ifndef RUVLLM_SONA_REASONING_BANK_HPP
-#define RUVLLM_SONA_REASONING_BANK_HPP
-
-// The reasoning bank: what SONA learned, compressed into patterns. The deep
-// loop clusters recent trajectory embeddings with k-means++ (Arthur &
-// Vassilvitskii's D^2 seeding, greedy form, then Lloyd iterations, best of a few seeded
-// restarts); each cluster becomes a pattern with its centroid, how many
-// trajectories it summarizes, their mean quality, the per-model mean quality
-// and the best model among them, and the mean of their parameters (e.g. the
-// temperature and top-p that served them). Requests look patterns up by
-// cosine similarity; near-duplicate patterns are merged (pruned).
-//
-// Layout: samples in one flat float array [sample][dim] (a bounded buffer
-// that overwrites the oldest), pattern centroids mirrored into one flat array
-// [pattern][dim] so a search is one cosine_many dispatch over all patterns.
-// Allocation: create() sizes the sample buffer; record() never allocates;
-// consolidate(), prune() and search() with a growing result vector allocate.
-// Thread-safety: none; the deep loop owns the bank (search from serving
-// threads needs the engine to publish a snapshot).
-
-#include <algorithm>
-#include <cmath>
-#include <cstddef>
-#include <cstdint>
-#include <limits>
-#include <span>
-#include <utility>
-#include <vector>
-
-
-namespace ruvllm::sona {
-
-/// k-means settings.
-struct kmeans_options {
-  std::size_t k = 8;
-  std::size_t max_iterations = 50;
-  std::size_t restarts = 3;  ///< seeded k-means++ runs; the lowest inertia wins
-  std::uint64_t seed = 0x6b6d;
-};
-
-/// A clustering: k centroids [k][dim], each point's cluster, and the sum of
-/// squared distances to the assigned centroids.
-struct kmeans_result {
-  std::vector<float> centroids;
-  std::vector<std::uint32_t> assignment;
-  double inertia = 0.0;
-  std::size_t iterations = 0;
-};
-
-namespace detail {
-inline double uniform01(std::uint64_t& s) noexcept { return 0.5 * (uniform_pm1(s) + 1.0); }
-}  // namespace detail
-
-/// k-means++ over `data` (n points of `dim` floats, row-major). Errors: dim 0,
-/// data not a multiple of dim, k 0 or larger than n. Allocates.
-template <Backend B = backend::highway>
-[[nodiscard]] result<kmeans_result> kmeans_pp(std::span<const float> data, std::size_t dim, const kmeans_options& o) {
-  if (dim == 0 || data.size() % dim != 0)
-    return make_error(errc::invalid_argument, "kmeans data of ", data.size(), " floats is not a multiple of dim ", dim);
-  const std::size_t n = data.size() / dim;
-  if (o.k == 0 || o.k > n) return make_error(errc::invalid_argument, "kmeans k ", o.k, " is outside [1, ", n, "]");
-  using ops = kernels::ops<B>;
-  std::uint64_t s = o.seed;
-  kmeans_result best;
-  best.inertia = std::numeric_limits<double>::infinity();
-  std::vector<float> cent(o.k * dim), dist(n), cand_dist(n), row(o.k);
-  std::vector<std::uint32_t> assign(n);
-  std::vector<double> sums(o.k * dim);
-  std::vector<std::size_t> counts(o.k);
-  for (std::size_t run = 0; run < std::max<std::size_t>(1, o.restarts); ++run) {
-    // D^2 seeding: each next center is drawn with probability proportional to
-    // the squared distance to the nearest center chosen so far.
-    const std::size_t first = std::min(n - 1, static_cast<std::size_t>(detail::uniform01(s) * static_cast<double>(n)));
-    std::copy_n(data.data() + first * dim, dim, cent.data());
-    ops::l2sq_many(cent.data(), data.data(), dim, n, dim, dist.data());
-    // Greedy D^2 seeding (as in scikit-learn): draw 2 + ln k candidates per
-    // step and keep the one that lowers the potential most. Plain D^2 draws
-    // fail too often in high dimension, where the many points of covered
-    // clusters carry as much total D^2 as one uncovered cluster.
-    const std::size_t tries = 2 + static_cast<std::size_t>(std::log(static_cast<double>(o.k)));
-    for (std::size_t c = 1; c < o.k; ++c) {
-      double total = 0.0;
-      for (float d : dist) total += d;
-      double best_pot = std::numeric_limits<double>::infinity();
-      std::size_t pick = 0;
-      for (std::size_t t = 0; t < tries; ++t) {
-        std::size_t cand = std::min(n - 1, static_cast<std::size_t>(detail::uniform01(s) * static_cast<double>(n)));
-        if (total > 0.0) {
-          const double u = detail::uniform01(s) * total;
-          double acc = 0.0;
-          cand = n - 1;
-          for (std::size_t i = 0; i < n; ++i) {
-            acc += dist[i];
-            if (u < acc) {
-              cand = i;
-              break;
-            }
-          }
-        }
-        ops::l2sq_many(data.data() + cand * dim, data.data(), dim, n, dim, cand_dist.data());
-        double pot = 0.0;
-        for (std::size_t i = 0; i < n; ++i) pot += std::min(dist[i], cand_dist[i]);
-        if (pot < best_pot) {
-          best_pot = pot;
-          pick = cand;
-        }
-      }
-      std::copy_n(data.data() + pick * dim, dim, cent.data() + c * dim);
-      ops::l2sq_many(cent.data() + c * dim, data.data(), dim, n, dim, cand_dist.data());
-      for (std::size_t i = 0; i < n; ++i) dist[i] = std::min(dist[i], cand_dist[i]);
-    }
-    // Lloyd iterations until no point changes cluster.
-    std::size_t it = 0;
-    double inertia = 0.0;
-    std::fill(assign.begin(), assign.end(), std::numeric_limits<std::uint32_t>::max());
-    for (; it < o.max_iterations; ++it) {
-      bool changed = false;
-      inertia = 0.0;
-      for (std::size_t i = 0; i < n; ++i) {
-        ops::l2sq_many(data.data() + i * dim, cent.data(), dim, o.k, dim, row.data());
-        const auto c = static_cast<std::uint32_t>(std::min_element(row.begin(), row.end()) - row.begin());
-        inertia += row[c];
-        dist[i] = row[c];
-        if (assign[i] != c) {
-          assign[i] = c;
-          changed = true;
-        }
-      }
-      if (!changed) break;
-      std::fill(sums.begin(), sums.end(), 0.0);
-      std::fill(counts.begin(), counts.end(), 0);
-      for (std::size_t i = 0; i < n; ++i) {
-        ++counts[assign[i]];
-        for (std::size_t d = 0; d < dim; ++d) sums[assign[i] * dim + d] += data[i * dim + d];
-      }
-      for (std::size_t c = 0; c < o.k; ++c) {
-        if (counts[c] == 0) {
-          // An empty cluster takes the point farthest from its centroid.
-          const std::size_t far = static_cast<std::size_t>(std::max_element(dist.begin(), dist.end()) - dist.begin());
-          std::copy_n(data.data() + far * dim, dim, cent.data() + c * dim);
-          dist[far] = 0.0f;
-          continue;
-        }
-        for (std::size_t d = 0; d < dim; ++d)
-          cent[c * dim + d] = static_cast<float>(sums[c * dim + d] / static_cast<double>(counts[c]));
-      }
-    }
-    if (inertia < best.inertia) {
-      best.inertia = inertia;
-      best.centroids = cent;
-      best.assignment = assign;
-      best.iterations = it;
-    }
-  }
-  return best;
-}
-
-/// A learned pattern.
-struct pattern {
-  std::vector<float> centroid;
-  std::uint64_t count = 0;  ///< trajectories summarized
-  float mean_quality = 0.0f;
-  std::uint32_t best_model = 0;            ///< highest mean quality among models seen
-  std::vector<float> model_quality;        ///< per-model mean quality (0 where unseen)
-  std::vector<std::uint64_t> model_count;  ///< per-model trajectories
-  std::vector<float> params;               ///< mean parameters of its trajectories
-};
-
-/// Reasoning bank settings.
-struct reasoning_bank_options {
-  std::size_t dim = 128;
-  std::size_t models = 4;
-  std::size_t params_dim = 0;        ///< parameters recorded per trajectory
-  std::size_t max_samples = 4096;    ///< sample buffer (oldest overwritten)
-  std::size_t max_patterns = 10000;  ///< least-used patterns dropped beyond this
-  double merge_similarity = 0.98;    ///< cosine at or above which patterns merge
-  kmeans_options kmeans{};
-};
-
-/// The pattern bank; see the file comment.
-template <Backend B = backend::highway>
-class reasoning_bank {
- public:
-  reasoning_bank() = default;
-
-  /// Errors: zero dim, models or max_samples.
-  [[nodiscard]] static result<reasoning_bank> create(const reasoning_bank_options& o) {
-    if (o.dim == 0 || o.models == 0 || o.max_samples == 0 || o.max_patterns == 0)
-      return make_error(errc::invalid_argument, "reasoning bank dim ", o.dim, ", models ", o.models, ", max_samples ",
-                        o.max_samples, ", max_patterns ", o.max_patterns, " must be positive");
-    reasoning_bank b;
-    b.o_ = o;
-    b.samples_.assign(o.max_samples * o.dim, 0.0f);
-    b.sample_params_.assign(o.max_samples * o.params_dim, 0.0f);
-    b.sample_model_.assign(o.max_samples, 0);
-    b.sample_quality_.assign(o.max_samples, 0.0f);
-    return b;
-  }
-
-  [[nodiscard]] const reasoning_bank_options& options() const noexcept { return o_; }
-  [[nodiscard]] std::size_t pending_samples() const noexcept { return std::min(recorded_, o_.max_samples); }
-  [[nodiscard]] const std::vector<pattern>& patterns() const noexcept { return patterns_; }
-
-  /// Buffers one trajectory (embedding of dim floats, params of params_dim).
-  /// Allocation-free.
-  void record(std::span<const float> embedding, std::uint32_t model, float quality,
-              std::span<const float> params = {}) noexcept {
-    RUVLLM_ASSERT(embedding.size() == o_.dim && params.size() == o_.params_dim && model < o_.models);
-    const std::size_t at = recorded_ % o_.max_samples;
-    std::copy(embedding.begin(), embedding.end(), samples_.begin() + static_cast<std::ptrdiff_t>(at * o_.dim));
-    std::copy(params.begin(), params.end(), sample_params_.begin() + static_cast<std::ptrdiff_t>(at * o_.params_dim));
-    sample_model_[at] = model;
-    sample_quality_[at] = quality;
-    ++recorded_;
-  }
-
-  /// Clusters the buffered samples into min(k, samples) patterns, merges them
-  /// into the bank (a new pattern within merge_similarity of an existing one
-  /// is folded into it), and empties the buffer. Returns the pattern count.
-  [[nodiscard]] result<std::size_t> consolidate() {
-    const std::size_t n = pending_samples();
-    if (n == 0) return patterns_.size();
-    kmeans_options ko = o_.kmeans;
-    ko.k = std::min(ko.k, n);
-    ko.seed += consolidations_;
-    RUVLLM_TRY_ASSIGN(auto km, kmeans_pp<B>(std::span<const float>(samples_.data(), n * o_.dim), o_.dim, ko));
-    std::vector<pattern> fresh(ko.k);
-    for (std::size_t c = 0; c < ko.k; ++c) {
-      auto& p = fresh[c];
-      p.centroid.assign(km.centroids.begin() + static_cast<std::ptrdiff_t>(c * o_.dim),
-                        km.centroids.begin() + static_cast<std::ptrdiff_t>((c + 1) * o_.dim));
-      p.model_quality.assign(o_.models, 0.0f);
-      p.model_count.assign(o_.models, 0);
-      p.params.assign(o_.params_dim, 0.0f);
-    }
-    std::vector<double> q_sum(ko.k, 0.0), mq_sum(ko.k * o_.models, 0.0), par_sum(ko.k * o_.params_dim, 0.0);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint32_t c = km.assignment[i];
-      auto& p = fresh[c];
-      ++p.count;
-      q_sum[c] += sample_quality_[i];
-      mq_sum[c * o_.models + sample_model_[i]] += sample_quality_[i];
-      ++p.model_count[sample_model_[i]];
-      for (std::size_t d = 0; d < o_.params_dim; ++d)
-        par_sum[c * o_.params_dim + d] += sample_params_[i * o_.params_dim + d];
-    }
-    for (std::size_t c = 0; c < ko.k; ++c) {
-      auto& p = fresh[c];
-      if (p.count == 0) continue;
-      p.mean_quality = static_cast<float>(q_sum[c] / static_cast<double>(p.count));
-      for (std::size_t m = 0; m < o_.models; ++m)
-        if (p.model_count[m] > 0)
-          p.model_quality[m] = static_cast<float>(mq_sum[c * o_.models + m] / static_cast<double>(p.model_count[m]));
-      for (std::size_t d = 0; d < o_.params_dim; ++d)
-        p.params[d] = static_cast<float>(par_sum[c * o_.params_dim + d] / static_cast<double>(p.count));
-      refresh_best(p);
-    }
-    for (auto& p : fresh) {
-      if (p.count == 0) continue;
-      const auto hit = nearest(p.centroid);
-      if (hit.first < patterns_.size() && hit.second >= static_cast<float>(o_.merge_similarity)) {
-        merge_into(patterns_[hit.first], p);
-      } else {
-        patterns_.push_back(std::move(p));
-      }
-      rebuild_flat();
-    }
-    enforce_capacity();
-    recorded_ = 0;
-    ++consolidations_;
-    return patterns_.size();
-  }
-
-  /// The top_k patterns most similar (cosine) to query, best first, as
-  /// (index, similarity) into out (cleared first).
-  void search(std::span<const float> query, std::size_t top_k, std::vector<std::pair<std::size_t, float>>& out) const {
-    RUVLLM_ASSERT(query.size() == o_.dim);
-    out.clear();
-    const std::size_t p = patterns_.size();
-    if (p == 0 || top_k == 0) return;
-    sims_.resize(p);
-    kernels::ops<B>::cosine_many(query.data(), flat_.data(), o_.dim, p, o_.dim, sims_.data());
-    for (std::size_t i = 0; i < p; ++i) out.emplace_back(i, sims_[i]);
-    const std::size_t k = std::min(top_k, p);
-    std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(k), out.end(),
-                      [](const auto& a, const auto& b) {
-                        return a.second > b.second || (a.second == b.second && a.first < b.first);
-                      });
-    out.resize(k);
-  }
-
-  /// Merges every pair of patterns whose centroids have cosine >= similarity
-  /// (count-weighted); returns how many patterns were removed.
-  std::size_t prune(double similarity) {
-    std::size_t removed = 0;
-    for (std::size_t i = 0; i < patterns_.size(); ++i) {
-      for (std::size_t j = i + 1; j < patterns_.size();) {
-        const float cs = kernels::ops<B>::cosine(patterns_[i].centroid.data(), patterns_[j].centroid.data(), o_.dim);
-        if (cs >= static_cast<float>(similarity)) {
-          merge_into(patterns_[i], patterns_[j]);
-          patterns_.erase(patterns_.begin() + static_cast<std::ptrdiff_t>(j));
-          ++removed;
-        } else {
-          ++j;
-        }
-      }
-    }
-    rebuild_flat();
-    return removed;
-  }
-
- private:
-  static void refresh_best(pattern& p) noexcept {
-    float best = -1.0f;
-    for (std::size_t m = 0; m < p.model_quality.size(); ++m)
-      if (p.model_count[m] > 0 && p.model_quality[m] > best) {
-        best = p.model_quality[m];
-        p.best_model = static_cast<std::uint32_t>(m);
-      }
-  }
-
-  // Count-weighted merge of `from` into `to`.
-  static void merge_into(pattern& to, const pattern& from) {
-    const double wt = static_cast<double>(to.count), wf = static_cast<double>(from.count), w = wt + wf;
-    if (w == 0.0) return;
-    for (std::size_t d = 0; d < to.centroid.size(); ++d)
-      to.centroid[d] = static_cast<float>((wt * to.centroid[d] + wf * from.centroid[d]) / w);
-    for (std::size_t d = 0; d < to.params.size(); ++d)
-      to.params[d] = static_cast<float>((wt * to.params[d] + wf * from.params[d]) / w);
-    to.mean_quality = static_cast<float>((wt * to.mean_quality + wf * from.mean_quality) / w);
-    for (std::size_t m = 0; m < to.model_quality.size(); ++m) {
-      const double a = static_cast<double>(to.model_count[m]), b = static_cast<double>(from.model_count[m]);
-      if (a + b > 0)
-        to.model_quality[m] = static_cast<float>((a * to.model_quality[m] + b * from.model_quality[m]) / (a + b));
-      to.model_count[m] += from.model_count[m];
-    }
-    to.count += from.count;
-    refresh_best(to);
-  }
-
-  std::pair<std::size_t, float> nearest(const std::vector<float>& v) const {
-    std::pair<std::size_t, float> best{patterns_.size(), -2.0f};
-    for (std::size_t i = 0; i < patterns_.size(); ++i) {
-      const float cs = kernels::ops<B>::cosine(v.data(), flat_.data() + i * o_.dim, o_.dim);
-      if (cs > best.second) best = {i, cs};
-    }
-    return best;
-  }
-
-  void enforce_capacity() {
-    if (patterns_.size() <= o_.max_patterns) return;
-    std::stable_sort(patterns_.begin(), patterns_.end(),
-                     [](const pattern& a, const pattern& b) { return a.count > b.count; });
-    patterns_.resize(o_.max_patterns);
-    rebuild_flat();
-  }
-
-  void rebuild_flat() {
-    flat_.resize(patterns_.size() * o_.dim);
-    for (std::size_t i = 0; i < patterns_.size(); ++i)
-      std::copy(patterns_[i].centroid.begin(), patterns_[i].centroid.end(),
-                flat_.begin() + static_cast<std::ptrdiff_t>(i * o_.dim));
-  }
-
-  reasoning_bank_options o_{};
-  std::vector<float> samples_, sample_params_, sample_quality_;
-  std::vector<std::uint32_t> sample_model_;
-  std::size_t recorded_ = 0;
-  std::uint64_t consolidations_ = 0;
-  std::vector<pattern> patterns_;
-  std::vector<float> flat_;
-  mutable std::vector<float> sims_;
-};
-
-}  // namespace ruvllm::sona
-
-#endif  // RUVLLM_SONA_REASONING_BANK_HPP
-
-// ==== ruvllm/sona/trajectory.hpp
-#ifndef RUVLLM_SONA_TRAJECTORY_HPP
-#define RUVLLM_SONA_TRAJECTORY_HPP
-
-// What one served request teaches SONA (a trajectory), and the bounded
-// lock-free ring the serving threads record them into for the learning loops.
-//
-// The ring is multi-producer, multi-consumer (D. Vyukov's bounded queue: each
-// slot carries a sequence number that says whose turn it is, so a producer
-// claims a slot with one CAS on the enqueue counter and publishes it with one
-// release store; consumers do the same on their side). Serving threads push;
-// the instant/background loops pop. A full ring refuses the push and counts
-// it (dropped()) rather than blocking a request: learning is best-effort,
-// latency is not.
-//
-// Layout: slot headers (sequence, scalars) in one array; the vectors of every
-// slot in one float array, [slot][query | response | features], so a slot's
-// payload is contiguous and a push is three memcpy's. Capacity is a power of
-// two (the index is a mask). The two counters sit on their own cache lines so
-// producers and consumers do not false-share.
-// Allocation: create() only; push/pop/drain never allocate or lock.
-// Thread-safety: try_push, try_pop and drain may be called from any threads
-// concurrently. Dimensions are fixed at creation.
-
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <memory>
-#include <span>
-#include <vector>
-
-
-namespace ruvllm::sona {
-
-/// KV cache statistics of a request.
-struct kv_stats {
-  std::uint32_t total_tokens = 0;
-  std::uint32_t cached_tokens = 0;  ///< prefix tokens served from the radix cache
-  float compression_ratio = 1.0f;   ///< f16 bytes / stored bytes
-};
-
-/// One request's trajectory, as pushed and as seen by drain() (the spans
-/// point into the ring and are valid only during the callback).
-struct trajectory_view {
-  std::uint64_t request_id = 0;
-  std::span<const float> query;     ///< query embedding
-  std::span<const float> response;  ///< response embedding
-  std::span<const float> features;  ///< routing features
-  std::uint32_t model = 0;          ///< model used
-  float quality = 0.0f;             ///< in [0, 1]
-  float latency_ms = 0.0f;
-  kv_stats kv{};
-};
-
-/// Bounded lock-free MPMC ring of trajectories; see the file comment.
-class trajectory_ring {
- public:
-  trajectory_ring() = default;
-
-  /// capacity: a power of two >= 2. Errors: bad capacity, or a payload of
-  /// capacity x (query + response + features) floats that overflows.
-  [[nodiscard]] static result<trajectory_ring> create(std::size_t capacity, std::size_t query_dim,
-                                                      std::size_t response_dim, std::size_t feature_dim) {
-    if (capacity < 2 || (capacity & (capacity - 1)) != 0)
-      return make_error(errc::invalid_argument, "trajectory ring capacity ", capacity, " is not a power of two >= 2");
-    const std::size_t stride = query_dim + response_dim + feature_dim;
-    if (stride != 0 && capacity > (std::size_t{1} << 40) / stride)
-      return make_error(errc::invalid_argument, "trajectory ring of ", capacity, " slots of ", stride,
-                        " floats is too large");
-    trajectory_ring r;
-    r.state_ = std::make_unique<state>();
-    r.state_->mask = capacity - 1;
-    r.state_->qd = query_dim;
-    r.state_->rd = response_dim;
-    r.state_->fd = feature_dim;
-    r.state_->slots = std::make_unique<slot[]>(capacity);
-    r.state_->payload.assign(capacity * stride, 0.0f);
-    for (std::size_t i = 0; i < capacity; ++i) r.state_->slots[i].seq.store(i, std::memory_order_relaxed);
-    return r;
-  }
-
-  [[nodiscard]] std::size_t capacity() const noexcept { return state_->mask + 1; }
-  [[nodiscard]] std::size_t query_dim() const noexcept { return state_->qd; }
-  [[nodiscard]] std::size_t response_dim() const noexcept { return state_->rd; }
-  [[nodiscard]] std::size_t feature_dim() const noexcept { return state_->fd; }
-  /// Pushes refused because the ring was full.
-  [[nodiscard]] std::uint64_t dropped() const noexcept { return state_->dropped.load(std::memory_order_relaxed); }
-  /// Approximate number of entries (exact when no push or pop is in flight).
-  [[nodiscard]] std::size_t size_approx() const noexcept {
-    const auto e = state_->enq.v.load(std::memory_order_acquire);
-    const auto d = state_->deq.v.load(std::memory_order_acquire);
-    return e >= d ? static_cast<std::size_t>(e - d) : 0;
-  }
-
-  /// Copies t into a free slot; false (and dropped()++) when full. The spans
-  /// must have the ring's dimensions (asserted in debug builds).
-  bool try_push(const trajectory_view& t) noexcept {
-    state& s = *state_;
-    RUVLLM_ASSERT(t.query.size() == s.qd && t.response.size() == s.rd && t.features.size() == s.fd);
-    std::uint64_t pos = s.enq.v.load(std::memory_order_relaxed);
-    slot* sl = nullptr;
-    for (;;) {
-      sl = &s.slots[pos & s.mask];
-      const std::uint64_t seq = sl->seq.load(std::memory_order_acquire);
-      const auto dif = static_cast<std::int64_t>(seq - pos);
-      if (dif == 0) {
-        if (s.enq.v.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
-      } else if (dif < 0) {
-        s.dropped.fetch_add(1, std::memory_order_relaxed);
-        return false;
-      } else {
-        pos = s.enq.v.load(std::memory_order_relaxed);
-      }
-    }
-    float* p = payload(pos);
-    copy_floats(p, t.query);
-    copy_floats(p + s.qd, t.response);
-    copy_floats(p + s.qd + s.rd, t.features);
-    sl->request_id = t.request_id;
-    sl->model = t.model;
-    sl->quality = t.quality;
-    sl->latency_ms = t.latency_ms;
-    sl->kv = t.kv;
-    sl->seq.store(pos + 1, std::memory_order_release);
-    return true;
-  }
-
-  /// Pops up to max_items entries, calling f(const trajectory_view&) on each
-  /// while it still sits in its slot (no copy); returns how many.
-  template <class F>
-  std::size_t drain(F&& f, std::size_t max_items = ~std::size_t{0}) noexcept(noexcept(f(trajectory_view{}))) {
-    state& s = *state_;
-    std::size_t n = 0;
-    while (n < max_items) {
-      std::uint64_t pos = s.deq.v.load(std::memory_order_relaxed);
-      slot* sl = nullptr;
-      for (;;) {
-        sl = &s.slots[pos & s.mask];
-        const std::uint64_t seq = sl->seq.load(std::memory_order_acquire);
-        const auto dif = static_cast<std::int64_t>(seq - (pos + 1));
-        if (dif == 0) {
-          if (s.deq.v.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
-        } else if (dif < 0) {
-          return n;  // empty
-        } else {
-          pos = s.deq.v.load(std::memory_order_relaxed);
-        }
-      }
-      const float* p = payload(pos);
-      trajectory_view v;
-      v.request_id = sl->request_id;
-      v.query = {p, s.qd};
-      v.response = {p + s.qd, s.rd};
-      v.features = {p + s.qd + s.rd, s.fd};
-      v.model = sl->model;
-      v.quality = sl->quality;
-      v.latency_ms = sl->latency_ms;
-      v.kv = sl->kv;
-      f(static_cast<const trajectory_view&>(v));
-      sl->seq.store(pos + s.mask + 1, std::memory_order_release);
-      ++n;
-    }
-    return n;
-  }
-
- private:
-  struct slot {
-    std::atomic<std::uint64_t> seq{0};
-    std::uint64_t request_id = 0;
-    std::uint32_t model = 0;
-    float quality = 0.0f;
-    float latency_ms = 0.0f;
-    kv_stats kv{};
-  };
-  struct alignas(64) counter {
-    std::atomic<std::uint64_t> v{0};
-  };
-  // Kept behind one pointer so the ring is movable (atomics are not).
-  struct state {
-    counter enq;
-    counter deq;
-    std::atomic<std::uint64_t> dropped{0};
-    std::uint64_t mask = 0;
-    std::size_t qd = 0, rd = 0, fd = 0;
-    std::unique_ptr<slot[]> slots;
-    std::vector<float> payload;
-  };
-
-  float* payload(std::uint64_t pos) const noexcept {
-    return state_->payload.data() + (pos & state_->mask) * (state_->qd + state_->rd + state_->fd);
-  }
-  static void copy_floats(float* dst, std::span<const float> src) noexcept {
-    if (!src.empty()) std::memcpy(dst, src.data(), src.size_bytes());
-  }
-
-  std::unique_ptr<state> state_;
-};
-
-}  // namespace ruvllm::sona
-
-#endif  // RUVLLM_SONA_TRAJECTORY_HPP
-
-// ==== ruvllm/sona/loops.hpp
-#ifndef RUVLLM_SONA_LOOPS_HPP
-#define RUVLLM_SONA_LOOPS_HPP
-
-// SONA's three learning loops behind one tick() call, run on whatever thread
-// the engine calls it from (no hidden threads):
-//   instant     every tick: drain up to instant_batch trajectories from the
-//               ring; the router learns from each (observe), the reasoning
-//               bank buffers it;
-//   background  every background_interval_ms: anchor the router for EWC++
-//               (what was learned so far is protected from here on) and
-//               merge MicroLoRA into the active base adapter by EMA;
-//   deep        every deep_interval_ms: k-means++ consolidation of the
-//               buffered trajectories into patterns, then pruning of
-//               near-duplicates.
-// The clock is the caller's (milliseconds of any monotonic clock), so tests
-// and simulations drive the loops deterministically.
-//
-// Allocation: create() allocates the ring, router and bank; the instant phase
-// is allocation-free; background may allocate nothing; deep allocates
-// (k-means). Thread-safety: serving threads push into ring() concurrently;
-// tick(), route() and the accessors belong to one thread at a time.
-
-#include <cstddef>
-#include <cstdint>
-#include <span>
-
-
-namespace ruvllm::sona {
-
-/// Loop schedule and sizes.
-struct loop_options {
-  std::size_t ring_capacity = 1024;                  ///< power of two
-  std::size_t response_dim = 0;                      ///< response embedding size in trajectories
-  std::size_t instant_batch = 64;                    ///< trajectories per tick, bounding its latency
-  std::uint64_t background_interval_ms = 3'600'000;  ///< hourly, as in the reference design
-  std::uint64_t deep_interval_ms = 604'800'000;      ///< weekly
-  float micro_merge_alpha = 0.01f;                   ///< EMA weight of MicroLoRA in the base adapter
-  double prune_similarity = 0.98;
-};
-
-/// What one tick did.
-struct tick_report {
-  std::size_t instant_trajectories = 0;
-  bool background_ran = false;
-  bool deep_ran = false;
-  std::size_t patterns = 0;
-};
-
-/// The loops over a float router, a trajectory ring and a reasoning bank,
-/// with optional (non-owning) LoRA adapters.
-template <Backend B = backend::highway>
-class sona_loops {
- public:
-  sona_loops() = default;
-
-  /// Trajectories carry the router's query features as their query embedding
-  /// (query_dim = router query_dim), and the router has no extra inputs here.
-  /// Errors: from each component, or a bank dim different from query_dim.
-  [[nodiscard]] static result<sona_loops> create(const loop_options& lo, const router_options& ro,
-                                                 const reasoning_bank_options& bo) {
-    if (ro.extra_dim != 0)
-      return make_error(errc::unsupported, "sona_loops drives a router without extra inputs, got extra_dim ",
-                        ro.extra_dim);
-    if (bo.dim != ro.query_dim || bo.models != ro.models)
-      return make_error(errc::invalid_argument, "reasoning bank dim ", bo.dim, " / models ", bo.models,
-                        " differ from the router's ", ro.query_dim, " / ", ro.models);
-    if (bo.params_dim != 0)
-      return make_error(errc::unsupported, "sona_loops records no pattern parameters, got params_dim ", bo.params_dim);
-    sona_loops l;
-    l.o_ = lo;
-    RUVLLM_TRY_ASSIGN(l.ring_, trajectory_ring::create(lo.ring_capacity, ro.query_dim, lo.response_dim, 0));
-    RUVLLM_TRY_ASSIGN(l.router_, fastgrnn_router<float>::create(ro));
-    RUVLLM_TRY_ASSIGN(l.bank_, reasoning_bank<B>::create(bo));
-    l.ws_ = l.router_.make_workspace();
-    return l;
-  }
-
-  /// Where serving threads record trajectories.
-  [[nodiscard]] trajectory_ring& ring() noexcept { return ring_; }
-  [[nodiscard]] fastgrnn_router<float>& router() noexcept { return router_; }
-  [[nodiscard]] reasoning_bank<B>& bank() noexcept { return bank_; }
-
-  /// Attaches adapters for the background merge (either may be null).
-  void attach_lora(micro_lora<B>* micro, adapter_registry<base_lora<B>>* bases) noexcept {
-    micro_ = micro;
-    bases_ = bases;
-  }
-
-  /// Routes with the loop's own workspace (the caller's thread owns the loops).
-  routing_decision route(std::span<const float> query) noexcept { return router_.route(query, {}, ws_); }
-  /// The model softmax of the last route(), for exploration.
-  [[nodiscard]] std::span<const float> model_probs() const noexcept { return ws_.model_probs; }
-
-  /// Runs whatever is due at now_ms. The first call starts the schedules.
-  [[nodiscard]] result<tick_report> tick(std::uint64_t now_ms) {
-    tick_report r;
-    if (!started_) {
-      started_ = true;
-      last_background_ = last_deep_ = now_ms;
-    }
-    r.instant_trajectories = ring_.drain(
-        [this](const trajectory_view& t) {
-          static_cast<void>(router_.observe(t.query, {}, t.model, t.quality, ws_));
-          bank_.record(t.query, t.model, t.quality);
-        },
-        o_.instant_batch);
-    if (now_ms - last_background_ >= o_.background_interval_ms) {
-      last_background_ = now_ms;
-      router_.consolidate();
-      if (micro_ != nullptr && bases_ != nullptr && bases_->active() != nullptr)
-        RUVLLM_TRY(bases_->active()->adapter.merge_from(*micro_, o_.micro_merge_alpha));
-      r.background_ran = true;
-    }
-    if (now_ms - last_deep_ >= o_.deep_interval_ms) {
-      last_deep_ = now_ms;
-      RUVLLM_TRY(bank_.consolidate());
-      static_cast<void>(bank_.prune(o_.prune_similarity));
-      r.deep_ran = true;
-    }
-    r.patterns = bank_.patterns().size();
-    return r;
-  }
-
- private:
-  loop_options o_{};
-  trajectory_ring ring_;
-  fastgrnn_router<float> router_;
-  router_workspace<float> ws_;
-  reasoning_bank<B> bank_;
-  micro_lora<B>* micro_ = nullptr;
-  adapter_registry<base_lora<B>>* bases_ = nullptr;
-  bool started_ = false;
-  std::uint64_t last_background_ = 0, last_deep_ = 0;
-};
-
-}  // namespace ruvllm::sona
-
-#endif  // RUVLLM_SONA_LOOPS_HPP
-
 // ==== ruvllm/store/file_io.hpp
 #ifndef RUVLLM_STORE_FILE_IO_HPP
 #define RUVLLM_STORE_FILE_IO_HPP
@@ -20707,6 +20044,19 @@ namespace detail {
   const std::string from(tmp_path), to(path);
   if (::rename(from.c_str(), to.c_str()) != 0) return detail::os_error("cannot rename over", path);
   return sync_directory(detail::parent_directory(path));
+}
+
+/// Writes `bytes` as the whole content of path atomically: path + ".tmp" is
+/// written and fsynced, then renamed over path and the directory fsynced, so
+/// a crash leaves either the previous file or the new one, never a mix.
+[[nodiscard]] inline result<void> write_file_atomically(std::string_view path, std::span<const std::byte> bytes) {
+  const std::string tmp = std::string(path) + ".tmp";
+  {
+    RUVLLM_TRY_ASSIGN(auto f, open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+    RUVLLM_TRY(write_all(f, bytes, tmp));
+    RUVLLM_TRY(sync_file(f, tmp));
+  }
+  return replace_file(tmp, path);
 }
 
 /// Whether path names an existing file.
@@ -22609,261 +21959,532 @@ class hnsw_index {
 
 #endif  // RUVLLM_STORE_HNSW_INDEX_HPP
 
-// ==== ruvllm/store/wal.hpp
-#ifndef RUVLLM_STORE_WAL_HPP
-#define RUVLLM_STORE_WAL_HPP
+// ==== ruvllm/sona/reasoning_bank.hpp
+#ifndef RUVLLM_SONA_REASONING_BANK_HPP
+#define RUVLLM_SONA_REASONING_BANK_HPP
 
-// write_ahead_log: the append-only log through which every mutation of a
-// store passes before it is applied, so that after a crash (kill -9 at any
-// instant) reopening replays every acknowledged write.
+// The reasoning bank: what SONA learned, compressed into patterns. The deep
+// loop clusters recent trajectory embeddings with k-means++ (Arthur &
+// Vassilvitskii's D^2 seeding, greedy form, then Lloyd iterations, best of a few seeded
+// restarts); each cluster becomes a pattern with its centroid, how many
+// trajectories it summarizes, their mean quality, the per-model mean quality
+// and the best model among them, and the mean of their parameters (e.g. the
+// temperature and top-p that served them). Requests look patterns up by
+// cosine similarity; near-duplicate patterns are merged (pruned).
 //
-// Format (version 1, little-endian):
-//   header, 32 bytes: "RUVWAL01", u32 version (1), u32 0, u64 base sequence
-//     (the sequence the log starts after), u32 0, u32 CRC-32C of bytes 0..28
-//   records, back to back:
-//     u32 payload bytes (<= wal_max_payload)
-//     u32 CRC-32C of everything after this field (sequence .. payload end)
-//     u64 sequence (previous + 1; the first is base + 1)
-//     u32 type (the owner's operation code), u32 0
-//     payload
-// Recovery reads records while each is complete, has a valid CRC and the
-// next sequence number; the first that is not marks the torn tail of a
-// crashed append and the file is truncated there. A record is acknowledged
-// only after its append returned, which under durability::every_write
-// includes fdatasync, so every acknowledged record precedes the tail.
-//
-// Durability (wal_options::mode):
-//   every_write  fdatasync before append() returns (acknowledged = durable)
-//   group_commit fdatasync once group_records appends or group_interval have
-//                accumulated, and on sync(); a crash loses at most that group
-//   none         the OS decides; sync() still forces
-// reset() starts a new empty log after a checkpoint with the same
-// write-temporary, fsync, rename sequence as every full save.
-//
-// Thread-safety: none; the owning store serializes appends. Allocation:
-// append() reuses one growing buffer.
+// Layout: samples in one flat float array [sample][dim] (a bounded buffer
+// that overwrites the oldest), pattern centroids mirrored into one flat array
+// [pattern][dim] so a small bank's search is one cosine_many dispatch over
+// all patterns. A bank of index_min_patterns or more also keeps an HNSW index
+// (store::hnsw_index, cosine, f32) of the centroids keyed by position,
+// rebuilt after every change of the pattern set (changes happen only in the
+// deep loop, searches on every request): an exact scan of 100k x 128
+// centroids reads 51 MB per query, the index a few hundred of them.
+// Allocation: create() sizes the sample buffer; record() never allocates;
+// consolidate(), prune(), restore() allocate; search() allocates only when
+// its result vector or scratch grows.
+// Thread-safety: none; the deep loop owns the bank (search from serving
+// threads needs the engine to publish a snapshot).
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <array>
-#include <chrono>
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
+#include <limits>
+#include <memory>
 #include <span>
-#include <string>
-#include <string_view>
+#include <utility>
 #include <vector>
 
 
-namespace ruvllm::store {
+namespace ruvllm::sona {
 
-/// When appended records reach stable storage.
-enum class durability : std::uint8_t { every_write, group_commit, none };
-
-/// Options of a write_ahead_log.
-struct wal_options {
-  durability mode = durability::every_write;
-  /// group_commit: sync after this many appends ...
-  std::uint32_t group_records = 64;
-  /// ... or once this much time has passed since the first unsynced append.
-  std::chrono::milliseconds group_interval{10};
+/// k-means settings.
+struct kmeans_options {
+  std::size_t k = 8;
+  std::size_t max_iterations = 50;
+  std::size_t restarts = 3;  ///< seeded k-means++ runs; the lowest inertia wins
+  std::uint64_t seed = 0x6b6d;
 };
 
-inline constexpr std::array<char, 8> wal_magic = {'R', 'U', 'V', 'W', 'A', 'L', '0', '1'};
-inline constexpr std::uint32_t wal_format_version = 1;
-inline constexpr std::size_t wal_header_bytes = 32;
-inline constexpr std::size_t wal_record_header_bytes = 24;
-/// Largest payload of one record (a guard against a corrupt length).
-inline constexpr std::uint32_t wal_max_payload = 64u << 20;
+/// A clustering: k centroids [k][dim], each point's cluster, and the sum of
+/// squared distances to the assigned centroids.
+struct kmeans_result {
+  std::vector<float> centroids;
+  std::vector<std::uint32_t> assignment;
+  double inertia = 0.0;
+  std::size_t iterations = 0;
+};
 
-/// The append-only log; see the file comment.
-class write_ahead_log {
- public:
-  write_ahead_log() = default;
+namespace detail {
+inline double uniform01(std::uint64_t& s) noexcept { return 0.5 * (uniform_pm1(s) + 1.0); }
+}  // namespace detail
 
-  /// Opens (creating when missing, with base sequence `base`) the log at
-  /// path, calls apply(sequence, type, payload) for every valid record in
-  /// order, truncates a torn tail, and positions for appends. apply returns
-  /// result<void>; its error stops the open. Errors: io_error, corrupt_data
-  /// (bad header) naming the file and offset.
-  template <class Apply>
-  [[nodiscard]] static result<write_ahead_log> open(std::string_view path, wal_options options, std::uint64_t base,
-                                                    Apply&& apply) {
-    write_ahead_log log;
-    log.path_.assign(path);
-    log.options_ = options;
-    if (!file_exists(path)) RUVLLM_TRY(create_empty(path, base));
-    std::uint64_t valid_end = wal_header_bytes;
-    {
-      RUVLLM_TRY_ASSIGN(auto map, mapped_file::open(path));
-      byte_reader r(map.bytes(), path);
-      RUVLLM_TRY_ASSIGN(auto head, r.read_bytes(wal_header_bytes, "write-ahead log header"));
-      if (std::memcmp(head.data(), wal_magic.data(), wal_magic.size()) != 0)
-        return make_error(errc::corrupt_data, "not a write-ahead log (bad magic)").at(path, 0);
-      std::uint32_t version, crc;
-      std::memcpy(&version, head.data() + 8, 4);
-      std::memcpy(&log.base_, head.data() + 16, 8);
-      std::memcpy(&crc, head.data() + 28, 4);
-      if (crc32c(head.first(28)) != crc) return make_error(errc::corrupt_data, "log header checksum").at(path, 28);
-      if (version != wal_format_version)
-        return make_error(errc::unsupported, "log version ", version, " != ", wal_format_version).at(path, 8);
-      log.last_ = log.base_;
-      while (r.remaining() >= wal_record_header_bytes) {
-        const std::uint64_t at = r.file_offset();
-        RUVLLM_TRY_ASSIGN(auto rh, r.read_bytes(wal_record_header_bytes, "record header"));
-        std::uint32_t len, rcrc, type;
-        std::uint64_t seq;
-        std::memcpy(&len, rh.data(), 4);
-        std::memcpy(&rcrc, rh.data() + 4, 4);
-        std::memcpy(&seq, rh.data() + 8, 8);
-        std::memcpy(&type, rh.data() + 16, 4);
-        if (len > wal_max_payload || len > r.remaining() || seq != log.last_ + 1) break;
-        RUVLLM_TRY_ASSIGN(auto payload, r.read_bytes(len, "record payload"));
-        const std::uint32_t computed = crc32c(payload, crc32c(rh.subspan(8)));
-        if (computed != rcrc) break;
-        RUVLLM_TRY(apply(seq, type, payload));
-        log.last_ = seq;
-        valid_end = at + wal_record_header_bytes + len;
+/// k-means++ over `data` (n points of `dim` floats, row-major). Errors: dim 0,
+/// data not a multiple of dim, k 0 or larger than n. Allocates.
+template <Backend B = backend::highway>
+[[nodiscard]] result<kmeans_result> kmeans_pp(std::span<const float> data, std::size_t dim, const kmeans_options& o) {
+  if (dim == 0 || data.size() % dim != 0)
+    return make_error(errc::invalid_argument, "kmeans data of ", data.size(), " floats is not a multiple of dim ", dim);
+  const std::size_t n = data.size() / dim;
+  if (o.k == 0 || o.k > n) return make_error(errc::invalid_argument, "kmeans k ", o.k, " is outside [1, ", n, "]");
+  using ops = kernels::ops<B>;
+  std::uint64_t s = o.seed;
+  kmeans_result best;
+  best.inertia = std::numeric_limits<double>::infinity();
+  std::vector<float> cent(o.k * dim), dist(n), cand_dist(n), row(o.k);
+  std::vector<std::uint32_t> assign(n);
+  std::vector<double> sums(o.k * dim);
+  std::vector<std::size_t> counts(o.k);
+  for (std::size_t run = 0; run < std::max<std::size_t>(1, o.restarts); ++run) {
+    // D^2 seeding: each next center is drawn with probability proportional to
+    // the squared distance to the nearest center chosen so far.
+    const std::size_t first = std::min(n - 1, static_cast<std::size_t>(detail::uniform01(s) * static_cast<double>(n)));
+    std::copy_n(data.data() + first * dim, dim, cent.data());
+    ops::l2sq_many(cent.data(), data.data(), dim, n, dim, dist.data());
+    // Greedy D^2 seeding (as in scikit-learn): draw 2 + ln k candidates per
+    // step and keep the one that lowers the potential most. Plain D^2 draws
+    // fail too often in high dimension, where the many points of covered
+    // clusters carry as much total D^2 as one uncovered cluster.
+    const std::size_t tries = 2 + static_cast<std::size_t>(std::log(static_cast<double>(o.k)));
+    for (std::size_t c = 1; c < o.k; ++c) {
+      double total = 0.0;
+      for (float d : dist) total += d;
+      double best_pot = std::numeric_limits<double>::infinity();
+      std::size_t pick = 0;
+      for (std::size_t t = 0; t < tries; ++t) {
+        std::size_t cand = std::min(n - 1, static_cast<std::size_t>(detail::uniform01(s) * static_cast<double>(n)));
+        if (total > 0.0) {
+          const double u = detail::uniform01(s) * total;
+          double acc = 0.0;
+          cand = n - 1;
+          for (std::size_t i = 0; i < n; ++i) {
+            acc += dist[i];
+            if (u < acc) {
+              cand = i;
+              break;
+            }
+          }
+        }
+        ops::l2sq_many(data.data() + cand * dim, data.data(), dim, n, dim, cand_dist.data());
+        double pot = 0.0;
+        for (std::size_t i = 0; i < n; ++i) pot += std::min(dist[i], cand_dist[i]);
+        if (pot < best_pot) {
+          best_pot = pot;
+          pick = cand;
+        }
+      }
+      std::copy_n(data.data() + pick * dim, dim, cent.data() + c * dim);
+      ops::l2sq_many(cent.data() + c * dim, data.data(), dim, n, dim, cand_dist.data());
+      for (std::size_t i = 0; i < n; ++i) dist[i] = std::min(dist[i], cand_dist[i]);
+    }
+    // Lloyd iterations until no point changes cluster.
+    std::size_t it = 0;
+    double inertia = 0.0;
+    std::fill(assign.begin(), assign.end(), std::numeric_limits<std::uint32_t>::max());
+    for (; it < o.max_iterations; ++it) {
+      bool changed = false;
+      inertia = 0.0;
+      for (std::size_t i = 0; i < n; ++i) {
+        ops::l2sq_many(data.data() + i * dim, cent.data(), dim, o.k, dim, row.data());
+        const auto c = static_cast<std::uint32_t>(std::min_element(row.begin(), row.end()) - row.begin());
+        inertia += row[c];
+        dist[i] = row[c];
+        if (assign[i] != c) {
+          assign[i] = c;
+          changed = true;
+        }
+      }
+      if (!changed) break;
+      std::fill(sums.begin(), sums.end(), 0.0);
+      std::fill(counts.begin(), counts.end(), 0);
+      for (std::size_t i = 0; i < n; ++i) {
+        ++counts[assign[i]];
+        for (std::size_t d = 0; d < dim; ++d) sums[assign[i] * dim + d] += data[i * dim + d];
+      }
+      for (std::size_t c = 0; c < o.k; ++c) {
+        if (counts[c] == 0) {
+          // An empty cluster takes the point farthest from its centroid.
+          const std::size_t far = static_cast<std::size_t>(std::max_element(dist.begin(), dist.end()) - dist.begin());
+          std::copy_n(data.data() + far * dim, dim, cent.data() + c * dim);
+          dist[far] = 0.0f;
+          continue;
+        }
+        for (std::size_t d = 0; d < dim; ++d)
+          cent[c * dim + d] = static_cast<float>(sums[c * dim + d] / static_cast<double>(counts[c]));
       }
     }
-    RUVLLM_TRY_ASSIGN(log.file_, open_file(path, O_WRONLY));
-    if (::ftruncate(log.file_.get(), static_cast<off_t>(valid_end)) != 0)
-      return detail::os_error("cannot truncate the torn tail of", path);
-    if (::lseek(log.file_.get(), static_cast<off_t>(valid_end), SEEK_SET) < 0)
-      return detail::os_error("cannot seek in", path);
-    RUVLLM_TRY(sync_file(log.file_, path));
-    log.bytes_ = valid_end;
-    return log;
-  }
-
-  /// Appends one record with the next sequence number and returns it once
-  /// the durability mode is satisfied. Errors: io_error (the record may be
-  /// partly written; recovery drops it), invalid_argument (payload too big).
-  [[nodiscard]] result<std::uint64_t> append(std::uint32_t type, std::span<const std::byte> payload) {
-    if (payload.size() > wal_max_payload)
-      return make_error(errc::invalid_argument, "log payload of ", payload.size(), " bytes exceeds ", wal_max_payload);
-    const std::uint64_t seq = last_ + 1;
-    buffer_.resize(wal_record_header_bytes + payload.size());
-    const auto len = static_cast<std::uint32_t>(payload.size());
-    const std::uint32_t zero = 0;
-    std::memcpy(buffer_.data(), &len, 4);
-    std::memcpy(buffer_.data() + 8, &seq, 8);
-    std::memcpy(buffer_.data() + 16, &type, 4);
-    std::memcpy(buffer_.data() + 20, &zero, 4);
-    if (!payload.empty()) std::memcpy(buffer_.data() + wal_record_header_bytes, payload.data(), payload.size());
-    const std::uint32_t crc = crc32c(std::span<const std::byte>(buffer_).subspan(8));
-    std::memcpy(buffer_.data() + 4, &crc, 4);
-    RUVLLM_TRY(write_all(file_, buffer_, path_));
-    last_ = seq;
-    bytes_ += buffer_.size();
-    if (pending_ == 0) first_pending_ = std::chrono::steady_clock::now();
-    ++pending_;
-    switch (options_.mode) {
-      case durability::every_write: RUVLLM_TRY(sync()); break;
-      case durability::group_commit:
-        if (pending_ >= options_.group_records ||
-            std::chrono::steady_clock::now() - first_pending_ >= options_.group_interval)
-          RUVLLM_TRY(sync());
-        break;
-      case durability::none: break;
+    if (inertia < best.inertia) {
+      best.inertia = inertia;
+      best.centroids = cent;
+      best.assignment = assign;
+      best.iterations = it;
     }
-    return seq;
   }
+  return best;
+}
 
-  /// Forces every appended record to stable storage.
-  [[nodiscard]] result<void> sync() {
-    if (pending_ == 0) return {};
-    if (::fdatasync(file_.get()) != 0) return detail::os_error("cannot fdatasync", path_);
-    pending_ = 0;
-    return {};
-  }
-
-  /// Replaces the log with an empty one starting after `base` (a checkpoint
-  /// holding every record up to base was saved): atomic like every save.
-  [[nodiscard]] result<void> reset(std::uint64_t base) {
-    RUVLLM_TRY(sync());
-    const std::string tmp = path_ + ".tmp";
-    RUVLLM_TRY(create_empty(tmp, base));
-    RUVLLM_TRY(replace_file(tmp, path_));
-    RUVLLM_TRY_ASSIGN(file_, open_file(path_, O_WRONLY | O_APPEND));
-    base_ = base;
-    last_ = base;
-    bytes_ = wal_header_bytes;
-    pending_ = 0;
-    return {};
-  }
-
-  /// Sequence number of the last record (base when empty).
-  [[nodiscard]] std::uint64_t last_sequence() const noexcept { return last_; }
-  /// Sequence the log starts after.
-  [[nodiscard]] std::uint64_t base_sequence() const noexcept { return base_; }
-  /// Bytes in the log file, header included.
-  [[nodiscard]] std::uint64_t bytes() const noexcept { return bytes_; }
-  [[nodiscard]] const std::string& path() const noexcept { return path_; }
-
- private:
-  [[nodiscard]] static result<void> create_empty(std::string_view path, std::uint64_t base) {
-    std::array<std::byte, wal_header_bytes> h{};
-    std::memcpy(h.data(), wal_magic.data(), 8);
-    std::memcpy(h.data() + 8, &wal_format_version, 4);
-    std::memcpy(h.data() + 16, &base, 8);
-    const std::uint32_t crc = crc32c(std::span<const std::byte>(h).first(28));
-    std::memcpy(h.data() + 28, &crc, 4);
-    RUVLLM_TRY_ASSIGN(auto f, open_file(path, O_WRONLY | O_CREAT | O_TRUNC));
-    RUVLLM_TRY(write_all(f, h, path));
-    RUVLLM_TRY(sync_file(f, path));
-    return sync_directory(detail::parent_directory(path));
-  }
-
-  std::string path_;
-  wal_options options_{};
-  file_handle file_;
-  std::uint64_t base_ = 0;
-  std::uint64_t last_ = 0;
-  std::uint64_t bytes_ = 0;
-  std::uint32_t pending_ = 0;
-  std::chrono::steady_clock::time_point first_pending_{};
-  std::vector<std::byte> buffer_;
+/// A learned pattern.
+struct pattern {
+  std::vector<float> centroid;
+  std::uint64_t count = 0;  ///< trajectories summarized
+  float mean_quality = 0.0f;
+  std::uint32_t best_model = 0;            ///< highest mean quality among models seen
+  std::vector<float> model_quality;        ///< per-model mean quality (0 where unseen)
+  std::vector<std::uint64_t> model_count;  ///< per-model trajectories
+  std::vector<float> params;               ///< mean parameters of its trajectories
 };
 
-}  // namespace ruvllm::store
+/// Reasoning bank settings.
+struct reasoning_bank_options {
+  std::size_t dim = 128;
+  std::size_t models = 4;
+  std::size_t params_dim = 0;        ///< parameters recorded per trajectory
+  std::size_t max_samples = 4096;    ///< sample buffer (oldest overwritten)
+  std::size_t max_patterns = 10000;  ///< least-used patterns dropped beyond this
+  double merge_similarity = 0.98;    ///< cosine at or above which patterns merge
+  kmeans_options kmeans{};
+  std::size_t index_min_patterns = 4096;  ///< from this many patterns on, search through an HNSW index (0: never)
+  std::uint32_t index_ef = 64;            ///< the index's search breadth (raised to top_k)
+};
 
-#endif  // RUVLLM_STORE_WAL_HPP
+/// The pattern bank; see the file comment.
+template <Backend B = backend::highway>
+class reasoning_bank {
+ public:
+  reasoning_bank() = default;
 
-// ==== ruvllm/store/hnsw_store.hpp
-#ifndef RUVLLM_STORE_HNSW_STORE_HPP
-#define RUVLLM_STORE_HNSW_STORE_HPP
+  /// Errors: zero dim, models or max_samples.
+  [[nodiscard]] static result<reasoning_bank> create(const reasoning_bank_options& o) {
+    if (o.dim == 0 || o.models == 0 || o.max_samples == 0 || o.max_patterns == 0)
+      return make_error(errc::invalid_argument, "reasoning bank dim ", o.dim, ", models ", o.models, ", max_samples ",
+                        o.max_samples, ", max_patterns ", o.max_patterns, " must be positive");
+    if (!(o.merge_similarity >= -1.0 && o.merge_similarity <= 1.0) || o.kmeans.k == 0)
+      return make_error(errc::invalid_argument, "reasoning bank merge_similarity ", o.merge_similarity,
+                        " must be in [-1, 1] and kmeans k ", o.kmeans.k, " positive");
+    reasoning_bank b;
+    b.o_ = o;
+    b.samples_.assign(o.max_samples * o.dim, 0.0f);
+    b.sample_params_.assign(o.max_samples * o.params_dim, 0.0f);
+    b.sample_model_.assign(o.max_samples, 0);
+    b.sample_quality_.assign(o.max_samples, 0.0f);
+    return b;
+  }
 
-// hnsw_store<Metric, Precision>: a durable hnsw_index in a directory.
+  [[nodiscard]] const reasoning_bank_options& options() const noexcept { return o_; }
+  [[nodiscard]] std::size_t pending_samples() const noexcept { return std::min(recorded_, o_.max_samples); }
+  [[nodiscard]] const std::vector<pattern>& patterns() const noexcept { return patterns_; }
+  /// Deep-loop consolidations so far (each seeds its k-means differently).
+  [[nodiscard]] std::uint64_t consolidations() const noexcept { return consolidations_; }
+
+  /// Checks one pattern against this bank's shape: centroid of dim floats,
+  /// per-model arrays of `models`, params of params_dim, finite values,
+  /// qualities in [0, 1], a best model below `models`, a nonzero count.
+  [[nodiscard]] result<void> check_pattern(const pattern& p) const {
+    if (p.centroid.size() != o_.dim || p.model_quality.size() != o_.models || p.model_count.size() != o_.models ||
+        p.params.size() != o_.params_dim)
+      return make_error(errc::invalid_argument, "pattern shape ", p.centroid.size(), "/", p.model_quality.size(), "/",
+                        p.model_count.size(), "/", p.params.size(), " differs from the bank's dim ", o_.dim,
+                        ", models ", o_.models, ", params ", o_.params_dim);
+    if (p.count == 0 || p.best_model >= o_.models)
+      return make_error(errc::invalid_argument, "pattern count ", p.count, " or best model ", p.best_model,
+                        " is invalid (models ", o_.models, ")");
+    const auto finite = [](const std::vector<float>& v) {
+      return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+    };
+    if (!finite(p.centroid) || !finite(p.params))
+      return make_error(errc::invalid_argument, "pattern centroid or parameters are not finite");
+    const auto in01 = [](float q) { return q >= 0.0f && q <= 1.0f; };
+    if (!in01(p.mean_quality) || !std::all_of(p.model_quality.begin(), p.model_quality.end(), in01))
+      return make_error(errc::invalid_argument, "pattern quality ", p.mean_quality,
+                        " (or a per-model one) is outside [0, 1]");
+    return {};
+  }
+
+  /// Replaces every pattern (a checkpoint or an import): all are checked
+  /// first, so an error leaves the bank unchanged. Pending samples stay.
+  /// Errors: a malformed pattern (check_pattern), more than max_patterns.
+  [[nodiscard]] result<void> restore(std::vector<pattern> patterns, std::uint64_t consolidations) {
+    if (patterns.size() > o_.max_patterns)
+      return make_error(errc::invalid_argument, patterns.size(), " patterns exceed the bank's max_patterns ",
+                        o_.max_patterns);
+    for (std::size_t i = 0; i < patterns.size(); ++i) {
+      auto ok = check_pattern(patterns[i]);
+      if (!ok) return make_error(errc::invalid_argument, "pattern ", i, ": ", ok.error().message());
+    }
+    patterns_ = std::move(patterns);
+    consolidations_ = consolidations;
+    rebuild_flat();
+    refresh_index();
+    return {};
+  }
+
+  /// Buffers one trajectory (embedding of dim floats, params of params_dim).
+  /// Allocation-free.
+  void record(std::span<const float> embedding, std::uint32_t model, float quality,
+              std::span<const float> params = {}) noexcept {
+    RUVLLM_ASSERT(embedding.size() == o_.dim && params.size() == o_.params_dim && model < o_.models);
+    const std::size_t at = recorded_ % o_.max_samples;
+    std::copy(embedding.begin(), embedding.end(), samples_.begin() + static_cast<std::ptrdiff_t>(at * o_.dim));
+    std::copy(params.begin(), params.end(), sample_params_.begin() + static_cast<std::ptrdiff_t>(at * o_.params_dim));
+    sample_model_[at] = model;
+    sample_quality_[at] = quality;
+    ++recorded_;
+  }
+
+  /// Clusters the buffered samples into min(k, samples) patterns, merges them
+  /// into the bank (a new pattern within merge_similarity of an existing one
+  /// is folded into it), and empties the buffer. Returns the pattern count.
+  [[nodiscard]] result<std::size_t> consolidate() {
+    const std::size_t n = pending_samples();
+    if (n == 0) return patterns_.size();
+    kmeans_options ko = o_.kmeans;
+    ko.k = std::min(ko.k, n);
+    ko.seed += consolidations_;
+    RUVLLM_TRY_ASSIGN(auto km, kmeans_pp<B>(std::span<const float>(samples_.data(), n * o_.dim), o_.dim, ko));
+    std::vector<pattern> fresh(ko.k);
+    for (std::size_t c = 0; c < ko.k; ++c) {
+      auto& p = fresh[c];
+      p.centroid.assign(km.centroids.begin() + static_cast<std::ptrdiff_t>(c * o_.dim),
+                        km.centroids.begin() + static_cast<std::ptrdiff_t>((c + 1) * o_.dim));
+      p.model_quality.assign(o_.models, 0.0f);
+      p.model_count.assign(o_.models, 0);
+      p.params.assign(o_.params_dim, 0.0f);
+    }
+    std::vector<double> q_sum(ko.k, 0.0), mq_sum(ko.k * o_.models, 0.0), par_sum(ko.k * o_.params_dim, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t c = km.assignment[i];
+      auto& p = fresh[c];
+      ++p.count;
+      q_sum[c] += sample_quality_[i];
+      mq_sum[c * o_.models + sample_model_[i]] += sample_quality_[i];
+      ++p.model_count[sample_model_[i]];
+      for (std::size_t d = 0; d < o_.params_dim; ++d)
+        par_sum[c * o_.params_dim + d] += sample_params_[i * o_.params_dim + d];
+    }
+    for (std::size_t c = 0; c < ko.k; ++c) {
+      auto& p = fresh[c];
+      if (p.count == 0) continue;
+      p.mean_quality = static_cast<float>(q_sum[c] / static_cast<double>(p.count));
+      for (std::size_t m = 0; m < o_.models; ++m)
+        if (p.model_count[m] > 0)
+          p.model_quality[m] = static_cast<float>(mq_sum[c * o_.models + m] / static_cast<double>(p.model_count[m]));
+      for (std::size_t d = 0; d < o_.params_dim; ++d)
+        p.params[d] = static_cast<float>(par_sum[c * o_.params_dim + d] / static_cast<double>(p.count));
+      refresh_best(p);
+    }
+    for (auto& p : fresh) {
+      if (p.count == 0) continue;
+      const auto hit = nearest(p.centroid);
+      if (hit.first < patterns_.size() && hit.second >= static_cast<float>(o_.merge_similarity)) {
+        merge_into(patterns_[hit.first], p);
+      } else {
+        patterns_.push_back(std::move(p));
+      }
+      rebuild_flat();
+    }
+    enforce_capacity();
+    refresh_index();
+    recorded_ = 0;
+    ++consolidations_;
+    return patterns_.size();
+  }
+
+  /// The top_k patterns most similar (cosine) to query, best first, as
+  /// (index, similarity) into out (cleared first). Exact below
+  /// index_min_patterns, approximate (HNSW) from there on.
+  void search(std::span<const float> query, std::size_t top_k, std::vector<std::pair<std::size_t, float>>& out) const {
+    RUVLLM_ASSERT(query.size() == o_.dim);
+    out.clear();
+    const std::size_t p = patterns_.size();
+    if (p == 0 || top_k == 0) return;
+    if (index_ != nullptr) {
+      hits_.resize(std::min(top_k, p));
+      store::search_params sp;
+      sp.ef = std::max<std::uint32_t>(o_.index_ef, static_cast<std::uint32_t>(hits_.size()));
+      auto n = index_->search(query, std::span<store::search_hit>(hits_), index_ctx_, sp);
+      if (n) {
+        for (std::size_t i = 0; i < *n; ++i)
+          out.emplace_back(static_cast<std::size_t>(hits_[i].key), 1.0f - hits_[i].distance);
+        return;
+      }
+      // A query the index refuses (a zero vector) falls through to the exact scan.
+    }
+    sims_.resize(p);
+    kernels::ops<B>::cosine_many(query.data(), flat_.data(), o_.dim, p, o_.dim, sims_.data());
+    for (std::size_t i = 0; i < p; ++i) out.emplace_back(i, sims_[i]);
+    const std::size_t k = std::min(top_k, p);
+    std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(k), out.end(),
+                      [](const auto& a, const auto& b) {
+                        return a.second > b.second || (a.second == b.second && a.first < b.first);
+                      });
+    out.resize(k);
+  }
+
+  /// Merges every pair of patterns whose centroids have cosine >= similarity
+  /// (count-weighted); returns how many patterns were removed.
+  std::size_t prune(double similarity) {
+    std::size_t removed = 0;
+    for (std::size_t i = 0; i < patterns_.size(); ++i) {
+      for (std::size_t j = i + 1; j < patterns_.size();) {
+        const float cs = kernels::ops<B>::cosine(patterns_[i].centroid.data(), patterns_[j].centroid.data(), o_.dim);
+        if (cs >= static_cast<float>(similarity)) {
+          merge_into(patterns_[i], patterns_[j]);
+          patterns_.erase(patterns_.begin() + static_cast<std::ptrdiff_t>(j));
+          ++removed;
+        } else {
+          ++j;
+        }
+      }
+    }
+    rebuild_flat();
+    refresh_index();
+    return removed;
+  }
+
+ private:
+  static void refresh_best(pattern& p) noexcept {
+    float best = -1.0f;
+    for (std::size_t m = 0; m < p.model_quality.size(); ++m)
+      if (p.model_count[m] > 0 && p.model_quality[m] > best) {
+        best = p.model_quality[m];
+        p.best_model = static_cast<std::uint32_t>(m);
+      }
+  }
+
+  // Count-weighted merge of `from` into `to`.
+  static void merge_into(pattern& to, const pattern& from) {
+    const double wt = static_cast<double>(to.count), wf = static_cast<double>(from.count), w = wt + wf;
+    if (w == 0.0) return;
+    for (std::size_t d = 0; d < to.centroid.size(); ++d)
+      to.centroid[d] = static_cast<float>((wt * to.centroid[d] + wf * from.centroid[d]) / w);
+    for (std::size_t d = 0; d < to.params.size(); ++d)
+      to.params[d] = static_cast<float>((wt * to.params[d] + wf * from.params[d]) / w);
+    to.mean_quality = static_cast<float>((wt * to.mean_quality + wf * from.mean_quality) / w);
+    for (std::size_t m = 0; m < to.model_quality.size(); ++m) {
+      const double a = static_cast<double>(to.model_count[m]), b = static_cast<double>(from.model_count[m]);
+      if (a + b > 0)
+        to.model_quality[m] = static_cast<float>((a * to.model_quality[m] + b * from.model_quality[m]) / (a + b));
+      to.model_count[m] += from.model_count[m];
+    }
+    to.count += from.count;
+    refresh_best(to);
+  }
+
+  std::pair<std::size_t, float> nearest(const std::vector<float>& v) const {
+    std::pair<std::size_t, float> best{patterns_.size(), -2.0f};
+    for (std::size_t i = 0; i < patterns_.size(); ++i) {
+      const float cs = kernels::ops<B>::cosine(v.data(), flat_.data() + i * o_.dim, o_.dim);
+      if (cs > best.second) best = {i, cs};
+    }
+    return best;
+  }
+
+  void enforce_capacity() {
+    if (patterns_.size() <= o_.max_patterns) return;
+    std::stable_sort(patterns_.begin(), patterns_.end(),
+                     [](const pattern& a, const pattern& b) { return a.count > b.count; });
+    patterns_.resize(o_.max_patterns);
+    rebuild_flat();
+  }
+
+  void rebuild_flat() {
+    flat_.resize(patterns_.size() * o_.dim);
+    for (std::size_t i = 0; i < patterns_.size(); ++i)
+      std::copy(patterns_[i].centroid.begin(), patterns_[i].centroid.end(),
+                flat_.begin() + static_cast<std::ptrdiff_t>(i * o_.dim));
+    index_stale_ = true;
+  }
+
+  // Rebuilds the HNSW index once per change of the pattern set (called at
+  // the end of each mutating call, not per pattern). A centroid the index
+  // refuses (a zero vector has no direction) leaves the exact scan in charge.
+  void refresh_index() {
+    if (!index_stale_) return;
+    index_stale_ = false;
+    index_.reset();
+    if (o_.index_min_patterns == 0 || patterns_.size() < o_.index_min_patterns) return;
+    store::hnsw_options ho;
+    ho.dimension = static_cast<std::uint32_t>(o_.dim);
+    ho.ef_construction = 100;
+    ho.ef_search = o_.index_ef;
+    auto index = index_type::create(ho);
+    if (!index) return;
+    std::vector<std::uint64_t> keys(patterns_.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = i;
+    if (!index->insert_batch(keys, flat_)) return;
+    index_ = std::make_unique<index_type>(std::move(index).value());
+  }
+
+  reasoning_bank_options o_{};
+  std::vector<float> samples_, sample_params_, sample_quality_;
+  std::vector<std::uint32_t> sample_model_;
+  std::size_t recorded_ = 0;
+  std::uint64_t consolidations_ = 0;
+  std::vector<pattern> patterns_;
+  std::vector<float> flat_;
+  mutable std::vector<float> sims_;
+  using index_type = store::hnsw_index<store::metric::cosine, precision::f32, B>;
+  std::unique_ptr<index_type> index_;  // null below index_min_patterns
+  bool index_stale_ = false;
+  mutable store::hnsw_search_context index_ctx_;
+  mutable std::vector<store::search_hit> hits_;
+};
+
+}  // namespace ruvllm::sona
+
+#endif  // RUVLLM_SONA_REASONING_BANK_HPP
+
+// ==== ruvllm/sona/exchange.hpp
+#ifndef RUVLLM_SONA_EXCHANGE_HPP
+#define RUVLLM_SONA_EXCHANGE_HPP
+
+// Export and import of what SONA learned -- the FastGRNN router (weights,
+// sparsity mask, Adam moments, EWC++ estimates and anchor) and the reasoning
+// bank's patterns -- as one versioned, checksummed file, so that one node's
+// learning can be loaded by another (or kept across a restart without a
+// store).
 //
-//   <dir>/index.hnsw   the last checkpoint (hnsw_format.hpp), holding every
-//                      logged write up to its header's sequence number
-//   <dir>/index.wal    the write-ahead log since then (wal.hpp)
+// ------------------------------------------------------------------ format
+// Little-endian; every section starts at a multiple of 8 bytes.
+//   offset  size    field
+//   0       8       magic "RUVSONA1"
+//   8       4       format version (1)
+//   12      4       section count n (1 .. 8)
+//   16      8       file size in bytes
+//   24      4       CRC-32C of the section table
+//   28      4       CRC-32C of bytes [0, 28)
+//   32      32 n    section table, per section:
+//                     u32 kind (1 router, 2 patterns), u32 reserved (0),
+//                     u64 offset, u64 size, u32 CRC-32C of the section, u32 reserved (0)
+// Router section (kind 1):
+//   u64 query_dim, extra_dim, hidden_dim, rank_w, rank_u, steps, models, context_buckets
+//   f64 temperature_min, temperature_max, top_p_min, top_p_max, sparsity, zeta_init, nu_init, confidence_weight
+//   f64 adam learning_rate, beta1, beta2, epsilon; u64 adam sgd (0/1)
+//   f64 ewc lambda, gamma, task_decay; u64 seed
+//   u64 version, parameter count n, adam steps, EWC++ consolidations, flags (bit 0 anchored, bit 1 mask present)
+//   f32[n] parameters, Adam first moment, Adam second moment, running Fisher, penalty Fisher, anchor
+//   u8[n] sparsity mask (when flagged)
+// Patterns section (kind 2):
+//   u64 dim, models, params_dim, max_samples, max_patterns; f64 merge_similarity
+//   u64 kmeans k, max_iterations, restarts, seed
+//   u64 consolidations, pattern count p; per pattern:
+//     u64 count, f32 mean quality, u32 best model, f32[dim] centroid,
+//     f32[models] per-model quality, u64[models] per-model count, f32[params_dim] parameters
 //
-// Every mutation is validated, appended to the log (durable before the call
-// returns under durability::every_write), then applied to the in-memory
-// index; opening loads the checkpoint (every checksum and invariant
-// verified: a corrupt checkpoint is an error, never a served graph) and
-// replays the log records after its sequence. checkpoint() saves a new
-// index.hnsw (temporary file, fsync, rename) and then starts an empty log;
-// a crash between the two is harmless because replay skips records the
-// checkpoint already holds. The store checkpoints by itself when the log
-// passes options.checkpoint_bytes, and compact() rebuilds the graph without
-// tombstones and checkpoints.
-//
-// Concurrency: writers are serialized by the store's mutex, so the log order
-// is the apply order; searches go straight to the index (its shared lock)
-// and run alongside a writer's logging. Errors: ruvllm::result everywhere.
+// Reading is hostile-input safe: the header and table are checked first
+// (magic, version, sizes against the file length, checksums), every size
+// inside a section is bounded and checked against the section's length
+// before anything is allocated, and the decoded state is validated by the
+// same checks the live objects apply (finite values, shapes, ranges). An
+// import builds new objects and assigns them only when everything checked
+// out, so a corrupt file leaves the caller's learned state untouched. Errors
+// name the file and the byte offset.
 
-#include <sys/stat.h>
-
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <mutex>
-#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22871,185 +22492,603 @@ class write_ahead_log {
 #include <vector>
 
 
-namespace ruvllm::store {
+namespace ruvllm::sona {
 
-/// Options of an hnsw_store.
-struct hnsw_store_options {
-  /// Parameters of a new index (ignored when the directory holds one).
-  hnsw_options index{};
-  wal_options wal{};
-  /// Checkpoint automatically once the log exceeds this many bytes (0: never).
-  std::uint64_t checkpoint_bytes = 64ull << 20;
+/// What an exchange file holds once decoded.
+template <Backend B = backend::highway>
+struct learned_state {
+  fastgrnn_router<float> router;
+  reasoning_bank<B> bank;
 };
 
-namespace detail {
-enum class store_op : std::uint32_t { insert = 1, upsert = 2, remove = 3 };
-}  // namespace detail
+namespace detail::exchange {
 
-/// A durable vector index in a directory; see the file comment.
-template <Metric M, VectorPrecision P, Backend B = backend::highway>
-class hnsw_store {
- public:
-  using index_type = hnsw_index<M, P, B>;
+inline constexpr char magic[8] = {'R', 'U', 'V', 'S', 'O', 'N', 'A', '1'};
+inline constexpr std::uint32_t version = 1;
+inline constexpr std::uint32_t max_sections = 8;
+inline constexpr std::size_t header_bytes = 32, table_entry_bytes = 32;
+enum class section_kind : std::uint32_t { router = 1, patterns = 2 };
+// Dimensions above this are rejected before any size arithmetic, which keeps
+// every product below 2^63.
+inline constexpr std::uint64_t max_dim = std::uint64_t{1} << 24;
+// The largest reasoning-bank sample buffer an imported file may ask for
+// (256 MiB of floats; the default bank uses 2 MiB).
+inline constexpr std::uint64_t max_sample_floats = std::uint64_t{1} << 26;
 
-  /// Opens or creates the store in dir (created when missing) and recovers
-  /// it. Errors: io_error, corrupt_data naming the file and offset.
-  [[nodiscard]] static result<hnsw_store> open(std::string_view dir, const hnsw_store_options& options) {
-    hnsw_store s;
-    s.dir_.assign(dir);
-    s.options_ = options;
-    if (::mkdir(s.dir_.c_str(), 0755) != 0 && errno != EEXIST) return detail::os_error("cannot create", dir);
-    const std::string index_path = s.index_path();
-    if (file_exists(index_path)) {
-      RUVLLM_TRY_ASSIGN(auto loaded, index_type::load(index_path));
-      s.index_ = std::make_unique<index_type>(std::move(loaded));
-    } else {
-      RUVLLM_TRY_ASSIGN(auto created, index_type::create(options.index));
-      s.index_ = std::make_unique<index_type>(std::move(created));
-    }
-    const std::uint64_t done = s.index_->sequence();
-    index_type& index = *s.index_;
-    const std::uint32_t dim = index.dimension();
-    const std::string wal_path = s.wal_path();
-    auto apply = [&](std::uint64_t seq, std::uint32_t type, std::span<const std::byte> payload) -> result<void> {
-      if (seq <= done) return {};  // already in the checkpoint
-      std::uint64_t key = 0;
-      if (payload.size() < 8) return make_error(errc::corrupt_data, "log record ", seq, " is too short").at(wal_path);
-      std::memcpy(&key, payload.data(), 8);
-      switch (static_cast<detail::store_op>(type)) {
-        case detail::store_op::insert:
-        case detail::store_op::upsert: {
-          if (payload.size() != 8 + std::size_t{dim} * 4)
-            return make_error(errc::corrupt_data, "log record ", seq, " has ", payload.size(), " bytes").at(wal_path);
-          std::vector<float> v(dim);
-          std::memcpy(v.data(), payload.data() + 8, std::size_t{dim} * 4);
-          auto r = index.upsert(key, v);
-          if (!r) return std::move(r).error().at(wal_path);
-          return {};
-        }
-        case detail::store_op::remove: {
-          auto r = index.remove(key);
-          if (!r && r.error().code() != errc::not_found) return std::move(r).error().at(wal_path);
-          return {};
-        }
+inline void encode_router(const fastgrnn_router<float>& r, std::vector<std::byte>& out) {
+  const router_options& o = r.options();
+  for (std::uint64_t v :
+       {o.query_dim, o.extra_dim, o.hidden_dim, o.rank_w, o.rank_u, o.steps, o.models, o.context_buckets})
+    append_value(out, v);
+  for (double v :
+       {o.temperature_min, o.temperature_max, o.top_p_min, o.top_p_max, o.sparsity, o.zeta_init, o.nu_init,
+        o.confidence_weight, o.optimizer.learning_rate, o.optimizer.beta1, o.optimizer.beta2, o.optimizer.epsilon})
+    append_value(out, v);
+  append_value(out, std::uint64_t{o.optimizer.sgd ? 1u : 0u});
+  for (double v : {o.ewc.lambda, o.ewc.gamma, o.ewc.task_decay}) append_value(out, v);
+  append_value(out, std::uint64_t{o.seed});
+  const auto& e = r.ewc_state();
+  const auto mask = r.sparsity_mask();
+  append_value(out, std::uint64_t{r.version()});
+  append_value(out, std::uint64_t{r.parameter_count()});
+  append_value(out, std::uint64_t{r.optimizer().steps()});
+  append_value(out, std::uint64_t{e.consolidations()});
+  append_value(out, std::uint64_t{(e.anchored() ? 1u : 0u) | (mask.empty() ? 0u : 2u)});
+  append_array(out, r.parameters());
+  append_array(out, r.optimizer().first_moment());
+  append_array(out, r.optimizer().second_moment());
+  append_array(out, e.running_fisher());
+  append_array(out, e.penalty_fisher());
+  append_array(out, e.anchor());
+  append_array(out, mask);
+}
+
+template <Backend B>
+void encode_patterns(const reasoning_bank<B>& bank, std::vector<std::byte>& out) {
+  const reasoning_bank_options& o = bank.options();
+  for (std::uint64_t v : {o.dim, o.models, o.params_dim, o.max_samples, o.max_patterns}) append_value(out, v);
+  append_value(out, o.merge_similarity);
+  for (std::uint64_t v : {o.kmeans.k, o.kmeans.max_iterations, o.kmeans.restarts, o.kmeans.seed}) append_value(out, v);
+  append_value(out, std::uint64_t{bank.consolidations()});
+  append_value(out, std::uint64_t{bank.patterns().size()});
+  for (const pattern& p : bank.patterns()) {
+    append_value(out, std::uint64_t{p.count});
+    append_value(out, p.mean_quality);
+    append_value(out, p.best_model);
+    append_array(out, std::span<const float>(p.centroid));
+    append_array(out, std::span<const float>(p.model_quality));
+    append_array(out, std::span<const std::uint64_t>(p.model_count));
+    append_array(out, std::span<const float>(p.params));
+  }
+}
+
+// n * per, or an error at the reader's offset when it overflows.
+[[nodiscard]] inline result<std::uint64_t> size_of(const byte_reader& r, std::uint64_t n, std::uint64_t per,
+                                                   std::string_view what) {
+  std::uint64_t out = 0;
+  if (__builtin_mul_overflow(n, per, &out))
+    return r.fail(errc::corrupt_data, what, ": ", n, " x ", per, " bytes overflows");
+  return out;
+}
+
+// Reads n values of T into a vector after checking that they fit.
+template <class T>
+[[nodiscard]] result<std::vector<T>> read_array(byte_reader& r, std::uint64_t n, std::string_view what) {
+  RUVLLM_TRY_ASSIGN(const std::uint64_t bytes, size_of(r, n, sizeof(T), what));
+  if (bytes > r.remaining())
+    return r.fail(errc::corrupt_data, "truncated: ", what, " needs ", bytes, " bytes but ", r.remaining(), " remain");
+  std::vector<T> out(static_cast<std::size_t>(n));
+  RUVLLM_TRY_ASSIGN(auto span, r.read_bytes(bytes, what));
+  if (bytes != 0) std::memcpy(out.data(), span.data(), static_cast<std::size_t>(bytes));
+  return out;
+}
+
+[[nodiscard]] inline result<std::uint64_t> read_dim(byte_reader& r, std::string_view what) {
+  const std::uint64_t at = r.file_offset();
+  RUVLLM_TRY_ASSIGN(const auto v, r.read<std::uint64_t>(what));
+  if (v > max_dim)
+    return make_error(errc::corrupt_data, what, " ", v, " exceeds the limit ", max_dim).at(r.source(), at);
+  return v;
+}
+
+// An error from validating decoded state, placed at the section's offset.
+[[nodiscard]] inline error at_section(const error& e, const byte_reader& r, std::uint64_t section_offset) {
+  return make_error(errc::corrupt_data, e.message()).at(r.source(), section_offset);
+}
+
+[[nodiscard]] inline result<fastgrnn_router<float>> decode_router(byte_reader r) {
+  const std::uint64_t start = r.file_offset();
+  router_options o;
+  std::uint64_t dims[8];
+  const char* names[8] = {"query_dim", "extra_dim", "hidden_dim", "rank_w", "rank_u", "steps", "models", "buckets"};
+  for (int i = 0; i < 8; ++i) {
+    RUVLLM_TRY_ASSIGN(dims[i], read_dim(r, names[i]));
+  }
+  o.query_dim = dims[0];
+  o.extra_dim = dims[1];
+  o.hidden_dim = dims[2];
+  o.rank_w = dims[3];
+  o.rank_u = dims[4];
+  o.steps = dims[5];
+  o.models = dims[6];
+  o.context_buckets = dims[7];
+  double f[12];
+  for (double& v : f) {
+    RUVLLM_TRY_ASSIGN(v, r.read<double>("router option"));
+  }
+  o.temperature_min = f[0];
+  o.temperature_max = f[1];
+  o.top_p_min = f[2];
+  o.top_p_max = f[3];
+  o.sparsity = f[4];
+  o.zeta_init = f[5];
+  o.nu_init = f[6];
+  o.confidence_weight = f[7];
+  o.optimizer.learning_rate = f[8];
+  o.optimizer.beta1 = f[9];
+  o.optimizer.beta2 = f[10];
+  o.optimizer.epsilon = f[11];
+  RUVLLM_TRY_ASSIGN(const auto sgd, r.read<std::uint64_t>("adam sgd flag"));
+  o.optimizer.sgd = sgd != 0;
+  RUVLLM_TRY_ASSIGN(o.ewc.lambda, r.read<double>("ewc lambda"));
+  RUVLLM_TRY_ASSIGN(o.ewc.gamma, r.read<double>("ewc gamma"));
+  RUVLLM_TRY_ASSIGN(o.ewc.task_decay, r.read<double>("ewc task_decay"));
+  RUVLLM_TRY_ASSIGN(o.seed, r.read<std::uint64_t>("seed"));
+  RUVLLM_TRY_ASSIGN(const auto version_, r.read<std::uint64_t>("router version"));
+  RUVLLM_TRY_ASSIGN(const auto n, r.read<std::uint64_t>("parameter count"));
+  RUVLLM_TRY_ASSIGN(const auto steps, r.read<std::uint64_t>("adam steps"));
+  RUVLLM_TRY_ASSIGN(const auto consolidations, r.read<std::uint64_t>("consolidations"));
+  RUVLLM_TRY_ASSIGN(const auto flags, r.read<std::uint64_t>("flags"));
+  if (flags > 3) return r.fail(errc::corrupt_data, "router flags ", flags, " has unknown bits");
+  // The arrays must fill the rest of the section exactly; checking this
+  // before create() keeps a hostile count from sizing any allocation.
+  const std::uint64_t per = 6 * sizeof(float) + ((flags & 2u) != 0 ? 1 : 0);
+  RUVLLM_TRY_ASSIGN(const auto want, size_of(r, n, per, "router arrays"));
+  if (want != r.remaining())
+    return r.fail(errc::corrupt_data, "router arrays of ", n, " parameters need ", want, " bytes, the section has ",
+                  r.remaining());
+  auto created = fastgrnn_router<float>::create(o);
+  if (!created) return at_section(created.error(), r, start);
+  fastgrnn_router<float> router = std::move(created).value();
+  if (router.parameter_count() != n)
+    return r.fail(errc::corrupt_data, "router of these options has ", router.parameter_count(),
+                  " parameters, the file ", n);
+  RUVLLM_TRY_ASSIGN(auto params, read_array<float>(r, n, "parameters"));
+  RUVLLM_TRY_ASSIGN(auto m, read_array<float>(r, n, "adam first moment"));
+  RUVLLM_TRY_ASSIGN(auto v, read_array<float>(r, n, "adam second moment"));
+  RUVLLM_TRY_ASSIGN(auto running, read_array<float>(r, n, "running fisher"));
+  RUVLLM_TRY_ASSIGN(auto penalty, read_array<float>(r, n, "penalty fisher"));
+  RUVLLM_TRY_ASSIGN(auto anchor, read_array<float>(r, n, "anchor"));
+  std::vector<std::uint8_t> mask;
+  if ((flags & 2u) != 0) {
+    RUVLLM_TRY_ASSIGN(mask, read_array<std::uint8_t>(r, n, "sparsity mask"));
+  }
+  auto ok = router.restore(params, mask, m, v, steps, running, penalty, anchor, (flags & 1u) != 0,
+                           static_cast<std::size_t>(consolidations), version_);
+  if (!ok) return at_section(ok.error(), r, start);
+  return router;
+}
+
+template <Backend B>
+[[nodiscard]] result<reasoning_bank<B>> decode_patterns(byte_reader r) {
+  const std::uint64_t start = r.file_offset();
+  reasoning_bank_options o;
+  RUVLLM_TRY_ASSIGN(o.dim, read_dim(r, "dim"));
+  RUVLLM_TRY_ASSIGN(o.models, read_dim(r, "models"));
+  RUVLLM_TRY_ASSIGN(o.params_dim, read_dim(r, "params_dim"));
+  RUVLLM_TRY_ASSIGN(o.max_samples, read_dim(r, "max_samples"));
+  RUVLLM_TRY_ASSIGN(o.max_patterns, read_dim(r, "max_patterns"));
+  RUVLLM_TRY_ASSIGN(o.merge_similarity, r.read<double>("merge similarity"));
+  RUVLLM_TRY_ASSIGN(o.kmeans.k, read_dim(r, "kmeans k"));
+  RUVLLM_TRY_ASSIGN(o.kmeans.max_iterations, read_dim(r, "kmeans iterations"));
+  RUVLLM_TRY_ASSIGN(o.kmeans.restarts, read_dim(r, "kmeans restarts"));
+  RUVLLM_TRY_ASSIGN(o.kmeans.seed, r.read<std::uint64_t>("kmeans seed"));
+  RUVLLM_TRY_ASSIGN(const auto consolidations, r.read<std::uint64_t>("consolidations"));
+  RUVLLM_TRY_ASSIGN(const auto count, r.read<std::uint64_t>("pattern count"));
+  // dim, models and params_dim are below 2^24, so a pattern's size fits in 64 bits.
+  const std::uint64_t per = 16 + 4 * o.dim + 12 * o.models + 4 * o.params_dim;
+  RUVLLM_TRY_ASSIGN(const auto want, size_of(r, count, per, "patterns"));
+  if (want != r.remaining())
+    return r.fail(errc::corrupt_data, count, " patterns need ", want, " bytes, the section has ", r.remaining());
+  // The new bank allocates max_samples * (dim + params_dim) floats for its
+  // sample buffer: a file may not ask for more than max_sample_floats.
+  RUVLLM_TRY_ASSIGN(const auto sample_floats, size_of(r, o.max_samples, o.dim + o.params_dim, "sample buffer"));
+  if (sample_floats > max_sample_floats)
+    return make_error(errc::corrupt_data, "a sample buffer of ", o.max_samples, " x ", o.dim + o.params_dim,
+                      " floats exceeds the import limit of ", max_sample_floats)
+        .at(r.source(), start);
+  auto created = reasoning_bank<B>::create(o);
+  if (!created) return at_section(created.error(), r, start);
+  reasoning_bank<B> bank = std::move(created).value();
+  std::vector<pattern> patterns(static_cast<std::size_t>(count));
+  for (pattern& p : patterns) {
+    RUVLLM_TRY_ASSIGN(p.count, r.read<std::uint64_t>("pattern count"));
+    RUVLLM_TRY_ASSIGN(p.mean_quality, r.read<float>("pattern quality"));
+    RUVLLM_TRY_ASSIGN(p.best_model, r.read<std::uint32_t>("pattern best model"));
+    RUVLLM_TRY_ASSIGN(p.centroid, read_array<float>(r, o.dim, "centroid"));
+    RUVLLM_TRY_ASSIGN(p.model_quality, read_array<float>(r, o.models, "model quality"));
+    RUVLLM_TRY_ASSIGN(p.model_count, read_array<std::uint64_t>(r, o.models, "model count"));
+    RUVLLM_TRY_ASSIGN(p.params, read_array<float>(r, o.params_dim, "pattern parameters"));
+  }
+  auto ok = bank.restore(std::move(patterns), consolidations);
+  if (!ok) return at_section(ok.error(), r, start);
+  return bank;
+}
+
+}  // namespace detail::exchange
+
+/// The exchange file's bytes for a router and a bank (see the file comment).
+template <Backend B>
+[[nodiscard]] std::vector<std::byte> encode_learning(const fastgrnn_router<float>& router,
+                                                     const reasoning_bank<B>& bank) {
+  namespace ex = detail::exchange;
+  std::vector<std::byte> sections[2];
+  ex::encode_router(router, sections[0]);
+  ex::encode_patterns(bank, sections[1]);
+  std::vector<std::byte> out(ex::header_bytes + 2 * ex::table_entry_bytes);
+  std::uint64_t offsets[2];
+  for (int i = 0; i < 2; ++i) {
+    append_padding(out, 8);
+    offsets[i] = out.size();
+    out.insert(out.end(), sections[i].begin(), sections[i].end());
+  }
+  std::vector<std::byte> table;
+  for (int i = 0; i < 2; ++i) {
+    append_value(table, static_cast<std::uint32_t>(i == 0 ? ex::section_kind::router : ex::section_kind::patterns));
+    append_value(table, std::uint32_t{0});
+    append_value(table, offsets[i]);
+    append_value(table, std::uint64_t{sections[i].size()});
+    append_value(table, crc32c(sections[i]));
+    append_value(table, std::uint32_t{0});
+  }
+  std::memcpy(out.data(), ex::magic, 8);
+  patch_value(out, 8, ex::version);
+  patch_value(out, 12, std::uint32_t{2});
+  patch_value(out, 16, std::uint64_t{out.size()});
+  patch_value(out, 24, crc32c(table));
+  std::memcpy(out.data() + ex::header_bytes, table.data(), table.size());
+  patch_value(out, 28, crc32c(std::span<const std::byte>(out.data(), 28)));
+  return out;
+}
+
+/// Decodes exchange-file bytes; `source` names them in errors. Errors:
+/// corrupt_data / unsupported naming the source and the byte offset.
+template <Backend B = backend::highway>
+[[nodiscard]] result<learned_state<B>> decode_learning(std::span<const std::byte> bytes,
+                                                       std::string_view source = "sona exchange") {
+  namespace ex = detail::exchange;
+  byte_reader r(bytes, source);
+  RUVLLM_TRY_ASSIGN(const auto magic, r.read_string(8, "magic"));
+  if (std::memcmp(magic.data(), ex::magic, 8) != 0)
+    return make_error(errc::corrupt_data, "not a SONA exchange file (bad magic)").at(source, 0);
+  RUVLLM_TRY_ASSIGN(const auto version, r.read<std::uint32_t>("version"));
+  RUVLLM_TRY_ASSIGN(const auto n_sections, r.read<std::uint32_t>("section count"));
+  RUVLLM_TRY_ASSIGN(const auto file_bytes, r.read<std::uint64_t>("file size"));
+  RUVLLM_TRY_ASSIGN(const auto table_crc, r.read<std::uint32_t>("table checksum"));
+  RUVLLM_TRY_ASSIGN(const auto header_crc, r.read<std::uint32_t>("header checksum"));
+  if (crc32c(bytes.first(28)) != header_crc)
+    return make_error(errc::corrupt_data, "header checksum mismatch").at(source, 28);
+  if (version != ex::version)
+    return make_error(errc::unsupported, "exchange format version ", version, " (this library reads ", ex::version, ")")
+        .at(source, 8);
+  if (file_bytes != bytes.size())
+    return make_error(errc::corrupt_data, "header says ", file_bytes, " bytes, the file has ", bytes.size())
+        .at(source, 16);
+  if (n_sections == 0 || n_sections > ex::max_sections)
+    return make_error(errc::corrupt_data, "section count ", n_sections, " is outside [1, ", ex::max_sections, "]")
+        .at(source, 12);
+  RUVLLM_TRY_ASSIGN(const auto table, r.read_bytes(std::uint64_t{n_sections} * ex::table_entry_bytes, "table"));
+  if (crc32c(table) != table_crc)
+    return make_error(errc::corrupt_data, "section table checksum mismatch").at(source, ex::header_bytes);
+  const std::uint64_t sections_start = ex::header_bytes + std::uint64_t{n_sections} * ex::table_entry_bytes;
+  std::span<const std::byte> found[3];
+  std::uint64_t found_at[3] = {};  // 0: absent (no section can start inside the header)
+  byte_reader entries(table, source, ex::header_bytes);
+  for (std::uint32_t i = 0; i < n_sections; ++i) {
+    const std::uint64_t entry_at = entries.file_offset();
+    RUVLLM_TRY_ASSIGN(const auto kind, entries.read<std::uint32_t>("section kind"));
+    RUVLLM_TRY(entries.skip(4));
+    RUVLLM_TRY_ASSIGN(const auto offset, entries.read<std::uint64_t>("section offset"));
+    RUVLLM_TRY_ASSIGN(const auto size, entries.read<std::uint64_t>("section size"));
+    RUVLLM_TRY_ASSIGN(const auto crc, entries.read<std::uint32_t>("section checksum"));
+    RUVLLM_TRY(entries.skip(4));
+    if (kind != 1 && kind != 2) return make_error(errc::unsupported, "section kind ", kind).at(source, entry_at);
+    if (offset % 8 != 0 || offset < sections_start || offset > bytes.size() || size > bytes.size() - offset)
+      return make_error(errc::corrupt_data, "section ", i, " at ", offset, " of ", size,
+                        " bytes lies outside the file of ", bytes.size())
+          .at(source, entry_at);
+    if (found_at[kind] != 0)
+      return make_error(errc::corrupt_data, "section kind ", kind, " appears twice").at(source, entry_at);
+    const auto body = bytes.subspan(static_cast<std::size_t>(offset), static_cast<std::size_t>(size));
+    if (crc32c(body) != crc)
+      return make_error(errc::corrupt_data, "section ", i, " checksum mismatch").at(source, offset);
+    found[kind] = body;
+    found_at[kind] = offset;
+  }
+  if (found_at[1] == 0 || found_at[2] == 0)
+    return make_error(errc::corrupt_data, "the file lacks its ", found_at[1] == 0 ? "router" : "patterns", " section")
+        .at(source, ex::header_bytes);
+  // Bytes outside every section (alignment padding) carry no checksum, so
+  // they must be zero: no byte of the file can change unnoticed.
+  for (std::uint64_t at = sections_start; at < bytes.size(); ++at) {
+    bool covered = false;
+    for (int k = 1; k <= 2; ++k)
+      if (at >= found_at[k] && at < found_at[k] + found[k].size()) {
+        at = found_at[k] + found[k].size() - 1;
+        covered = true;
+        break;
       }
-      return make_error(errc::corrupt_data, "log record ", seq, " has unknown type ", type).at(wal_path);
-    };
-    RUVLLM_TRY_ASSIGN(s.wal_, write_ahead_log::open(wal_path, options.wal, done, apply));
-    s.mutex_ = std::make_unique<std::mutex>();
-    return s;
+    if (!covered && bytes[static_cast<std::size_t>(at)] != std::byte{0})
+      return make_error(errc::corrupt_data, "padding byte is not zero").at(source, at);
+  }
+  RUVLLM_TRY_ASSIGN(auto router, ex::decode_router(byte_reader(found[1], source, found_at[1])));
+  RUVLLM_TRY_ASSIGN(auto bank, ex::decode_patterns<B>(byte_reader(found[2], source, found_at[2])));
+  return learned_state<B>{std::move(router), std::move(bank)};
+}
+
+/// Writes the router and bank to path atomically (temporary file, fsync,
+/// rename). Errors: io_error naming the path.
+template <Backend B>
+[[nodiscard]] result<void> export_learning(std::string_view path, const fastgrnn_router<float>& router,
+                                           const reasoning_bank<B>& bank) {
+  const auto bytes = encode_learning(router, bank);
+  return store::write_file_atomically(path, bytes);
+}
+
+/// Reads path and replaces router and bank with its contents, or changes
+/// nothing when the file is missing, corrupt or malformed. Errors:
+/// io_error, corrupt_data / unsupported naming the file and byte offset.
+template <Backend B>
+[[nodiscard]] result<void> import_learning(std::string_view path, fastgrnn_router<float>& router,
+                                           reasoning_bank<B>& bank) {
+  RUVLLM_TRY_ASSIGN(auto map, mapped_file::open(path));
+  RUVLLM_TRY_ASSIGN(auto state, decode_learning<B>(map.bytes(), path));
+  router = std::move(state.router);
+  bank = std::move(state.bank);
+  return {};
+}
+
+}  // namespace ruvllm::sona
+
+#endif  // RUVLLM_SONA_EXCHANGE_HPP
+
+// ==== ruvllm/sona/lora.hpp
+#ifndef RUVLLM_SONA_LORA_HPP
+#define RUVLLM_SONA_LORA_HPP
+
+// Low-rank adapters: y += scale * B (A x) on a projection's output, per layer.
+// micro_lora (rank 1-2) learns per request in SONA's instant loop; base_lora
+// (rank 4-8) is the slower adapter the background loop merges micro into.
+//
+// Layout: every parameter in one float array, A of every layer first
+// ([layer][rank][in_dim]) then B ([layer][rank][out_dim]). A x is one gemv
+// over `rank` rows through the kernels layer; B is stored transposed (a row
+// per rank slot) so that adding B (A x) to the output is `rank` contiguous
+// multiply-adds over out_dim, which the compiler vectorizes, instead of
+// out_dim dot products of length rank (2 for MicroLoRA). One array makes a
+// checkpoint, an export and an EMA merge single loops.
+// A starts small and random, B at zero: a fresh adapter changes nothing.
+// Every update bumps version(); the KV prefix cache keys cached prefixes on
+// (adapter, version), so stale KV is never reused under a changed adapter.
+//
+// Allocation: create() only. forward(), instant_update() and merge_from()
+// are allocation-free (rank is bounded at compile time, so A x lives on the
+// stack). Thread-safety: forward() is const and may run on many threads while
+// nothing updates the adapter; updates need exclusive access (the engine
+// swaps adapters rather than updating one that is serving).
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+
+namespace ruvllm::sona {
+
+/// Shape and learning settings of an adapter.
+struct lora_options {
+  std::size_t layers = 1;
+  std::size_t in_dim = 0;
+  std::size_t out_dim = 0;
+  std::size_t rank = 1;
+  float scale = 1.0f;           ///< alpha / rank
+  float learning_rate = 1e-3f;  ///< instant_update step, times quality
+  std::uint64_t seed = 0x10a;
+};
+
+/// A per-layer low-rank adapter with rank in [MinRank, MaxRank]; kernels
+/// from backend B.
+template <std::size_t MinRank, std::size_t MaxRank, Backend B = backend::highway>
+class lora_adapter {
+  static_assert(MinRank >= 1 && MinRank <= MaxRank && MaxRank <= 64,
+                "lora_adapter: need 1 <= MinRank <= MaxRank <= 64");
+
+ public:
+  static constexpr std::size_t min_rank = MinRank;
+  static constexpr std::size_t max_rank = MaxRank;
+
+  lora_adapter() = default;
+
+  /// Errors: rank outside [MinRank, MaxRank], a zero dimension or layer count,
+  /// a non-finite scale or negative learning rate.
+  [[nodiscard]] static result<lora_adapter> create(const lora_options& o) {
+    if (o.rank < MinRank || o.rank > MaxRank)
+      return make_error(errc::invalid_argument, "lora rank ", o.rank, " is outside [", MinRank, ", ", MaxRank, "]");
+    if (o.layers == 0 || o.in_dim == 0 || o.out_dim == 0)
+      return make_error(errc::invalid_argument, "lora layers ", o.layers, ", in_dim ", o.in_dim, ", out_dim ",
+                        o.out_dim, " must be positive");
+    if (!std::isfinite(o.scale) || !(o.learning_rate >= 0.0f))
+      return make_error(errc::invalid_argument, "lora scale ", o.scale, " or learning rate ", o.learning_rate,
+                        " is invalid");
+    if (o.in_dim > max_dim || o.out_dim > max_dim || o.layers > max_layers)
+      return make_error(errc::invalid_argument, "lora dims ", o.in_dim, "x", o.out_dim, " or ", o.layers,
+                        " layers exceed the limits ", max_dim, " / ", max_layers);
+    lora_adapter a;
+    a.o_ = o;
+    a.b_offset_ = o.layers * o.rank * o.in_dim;
+    a.params_.assign(a.b_offset_ + o.layers * o.rank * o.out_dim, 0.0f);
+    std::uint64_t s = o.seed;
+    const double bound = std::sqrt(1.0 / static_cast<double>(o.in_dim));
+    for (std::size_t i = 0; i < a.b_offset_; ++i) a.params_[i] = static_cast<float>(bound * detail::uniform_pm1(s));
+    return a;
   }
 
-  hnsw_store(hnsw_store&&) noexcept = default;
-  hnsw_store& operator=(hnsw_store&&) noexcept = default;
-  hnsw_store(const hnsw_store&) = delete;
-  hnsw_store& operator=(const hnsw_store&) = delete;
-  /// Syncs the log (errors are lost here; call sync() to see them).
-  ~hnsw_store() {
-    if (mutex_) (void)wal_.sync();
-  }
+  /// Largest in/out dimension and layer count create() accepts (bounds the
+  /// allocation a hostile checkpoint could ask for).
+  static constexpr std::size_t max_dim = std::size_t{1} << 20;
+  static constexpr std::size_t max_layers = 4096;
 
-  /// The in-memory index, for searches (thread-safe, see hnsw_index).
-  [[nodiscard]] const index_type& index() const noexcept { return *index_; }
-
-  /// Logs and applies an insert. Errors: already_exists, invalid_argument, io_error.
-  [[nodiscard]] result<void> insert(std::uint64_t key, std::span<const float> v) {
-    return write(detail::store_op::insert, key, v);
+  [[nodiscard]] const lora_options& options() const noexcept { return o_; }
+  [[nodiscard]] std::size_t rank() const noexcept { return o_.rank; }
+  [[nodiscard]] std::uint64_t version() const noexcept { return version_; }
+  /// A of `layer`: rank rows of in_dim.
+  [[nodiscard]] std::span<float> a(std::size_t layer) noexcept { return {a_row(layer, 0), o_.rank * o_.in_dim}; }
+  [[nodiscard]] std::span<const float> a(std::size_t layer) const noexcept {
+    return {a_row(layer, 0), o_.rank * o_.in_dim};
   }
-  /// Logs and applies an insert-or-update.
-  [[nodiscard]] result<void> upsert(std::uint64_t key, std::span<const float> v) {
-    return write(detail::store_op::upsert, key, v);
+  /// B of `layer`, transposed: rank rows of out_dim (row r is column r of B).
+  [[nodiscard]] std::span<float> b(std::size_t layer) noexcept { return {b_row(layer, 0), o_.rank * o_.out_dim}; }
+  [[nodiscard]] std::span<const float> b(std::size_t layer) const noexcept {
+    return {b_row(layer, 0), o_.rank * o_.out_dim};
   }
-  /// Logs and applies a removal. Errors: not_found, io_error.
-  [[nodiscard]] result<void> remove(std::uint64_t key) {
-    std::lock_guard g(*mutex_);
-    if (!index_->contains(key)) return make_error(errc::not_found, "key ", key, " is not in the store");
-    std::byte payload[8];
-    std::memcpy(payload, &key, 8);
-    RUVLLM_TRY(wal_.append(static_cast<std::uint32_t>(detail::store_op::remove), payload));
-    RUVLLM_TRY(index_->remove(key));
-    return maybe_checkpoint();
-  }
-
-  /// Forces every logged write to stable storage (group_commit, none).
-  [[nodiscard]] result<void> sync() {
-    std::lock_guard g(*mutex_);
-    return wal_.sync();
-  }
-
-  /// Saves index.hnsw with every logged write and starts an empty log.
-  [[nodiscard]] result<void> checkpoint() {
-    std::lock_guard g(*mutex_);
-    return checkpoint_locked();
-  }
-
-  /// Rebuilds the graph without tombstones, then checkpoints.
-  [[nodiscard]] result<void> compact(thread_pool* pool = nullptr) {
-    std::lock_guard g(*mutex_);
-    RUVLLM_TRY(index_->compact(pool));
-    return checkpoint_locked();
-  }
-
-  /// Checks the index (invariants) and, when present, index.hnsw's checksums.
-  [[nodiscard]] result<void> verify() const {
-    RUVLLM_TRY(index_->verify());
-    if (file_exists(index_path())) {
-      RUVLLM_TRY_ASSIGN(auto view, index_type::open_view(index_path()));
-      RUVLLM_TRY(view.verify());
-    }
+  /// Every parameter, A of all layers then B of all layers (see the file comment).
+  [[nodiscard]] std::span<const float> parameters() const noexcept { return params_; }
+  /// Replaces every parameter (a checkpoint being restored) and sets the
+  /// version. Errors: a size other than parameters().size() or a non-finite value.
+  [[nodiscard]] result<void> set_parameters(std::span<const float> p, std::uint64_t version) {
+    if (p.size() != params_.size())
+      return make_error(errc::invalid_argument, "lora parameters: got ", p.size(), " floats, need ", params_.size());
+    for (std::size_t i = 0; i < p.size(); ++i)
+      if (!std::isfinite(p[i])) return make_error(errc::invalid_argument, "lora parameter ", i, " is not finite");
+    std::copy(p.begin(), p.end(), params_.begin());
+    version_ = version;
     return {};
   }
+  /// Marks a direct edit through a() / b() (bumps the version).
+  void touch() noexcept { ++version_; }
 
-  /// Sequence number of the last logged write.
-  [[nodiscard]] std::uint64_t sequence() const {
-    std::lock_guard g(*mutex_);
-    return wal_.last_sequence();
+  /// y += scale * B (A x) for `layer`; x has in_dim, y out_dim floats.
+  void forward(std::size_t layer, const float* x, float* y) const noexcept {
+    RUVLLM_ASSERT(layer < o_.layers);
+    float ax[MaxRank];
+    project(layer, x, ax);
+    add_b(layer, ax, y);
   }
-  [[nodiscard]] std::string index_path() const { return dir_ + "/index.hnsw"; }
-  [[nodiscard]] std::string wal_path() const { return dir_ + "/index.wal"; }
+
+  /// forward() for `tokens` rows: x rows x_stride floats apart, y rows y_stride apart.
+  void forward_rows(std::size_t layer, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
+                    std::size_t tokens) const noexcept {
+    for (std::size_t t = 0; t < tokens; ++t) forward(layer, x + t * x_stride, y + t * y_stride);
+  }
+
+  /// Gradients of a loss with dL/dy = grad_y through forward(): dB = scale
+  /// grad_y (A x)^T, dA = scale (B^T grad_y) x^T, written to da (rank x
+  /// in_dim) and db (rank x out_dim, transposed like b()).
+  void gradient(std::size_t layer, const float* x, const float* grad_y, float* da, float* db) const noexcept {
+    float ax[MaxRank], bg[MaxRank];
+    project(layer, x, ax);
+    back_project(layer, grad_y, bg);
+    for (std::size_t r = 0; r < o_.rank; ++r)
+      for (std::size_t o = 0; o < o_.out_dim; ++o) db[r * o_.out_dim + o] = o_.scale * grad_y[o] * ax[r];
+    for (std::size_t r = 0; r < o_.rank; ++r)
+      for (std::size_t i = 0; i < o_.in_dim; ++i) da[r * o_.in_dim + i] = o_.scale * bg[r] * x[i];
+  }
+
+  /// One SGD step from a gradient signal on the output, scaled by the
+  /// request's quality in [0, 1]: good responses move the adapter more.
+  /// Both factors step from the same pre-update values.
+  void instant_update(std::size_t layer, const float* x, const float* grad_y, float quality) noexcept {
+    RUVLLM_ASSERT(layer < o_.layers);
+    const float lr = o_.learning_rate * std::clamp(quality, 0.0f, 1.0f) * o_.scale;
+    if (lr == 0.0f) return;
+    float ax[MaxRank], bg[MaxRank];
+    project(layer, x, ax);
+    back_project(layer, grad_y, bg);
+    for (std::size_t r = 0; r < o_.rank; ++r) {
+      const float step_b = -lr * ax[r], step_a = -lr * bg[r];
+      kernels::ops<B>::add_scaled_rows(grad_y, 0, &step_b, 1, b_row(layer, r), o_.out_dim);
+      kernels::ops<B>::add_scaled_rows(x, 0, &step_a, 1, a_row(layer, r), o_.in_dim);
+    }
+    ++version_;
+  }
+
+  /// Exponential moving average toward `other`: this <- (1 - alpha) this +
+  /// alpha other, rank slot by rank slot (other's rank r merges into slot r;
+  /// the scale ratio keeps the merged delta in this adapter's units). The
+  /// product B A of a sum is not the sum of products, so this is the cheap
+  /// approximation the background loop uses, not an exact projection.
+  /// Errors: other's layers or dimensions differ, or its rank exceeds ours.
+  template <std::size_t Min2, std::size_t Max2, Backend B2>
+  [[nodiscard]] result<void> merge_from(const lora_adapter<Min2, Max2, B2>& other, float alpha) noexcept {
+    const auto& p = other.options();
+    if (p.layers != o_.layers || p.in_dim != o_.in_dim || p.out_dim != o_.out_dim || p.rank > o_.rank)
+      return make_error(errc::invalid_argument, "lora merge of layers ", p.layers, " dims ", p.in_dim, "x", p.out_dim,
+                        " rank ", p.rank, " into layers ", o_.layers, " dims ", o_.in_dim, "x", o_.out_dim, " rank ",
+                        o_.rank);
+    if (!(alpha >= 0.0f && alpha <= 1.0f))
+      return make_error(errc::invalid_argument, "lora merge weight ", alpha, " is outside [0, 1]");
+    const float ratio = o_.scale != 0.0f ? p.scale / o_.scale : 0.0f;
+    for (std::size_t l = 0; l < o_.layers; ++l) {
+      const auto oa = other.a(l);
+      const auto ob = other.b(l);
+      for (std::size_t r = 0; r < p.rank; ++r) {
+        float* ar = a_row(l, r);
+        for (std::size_t i = 0; i < o_.in_dim; ++i) ar[i] = (1.0f - alpha) * ar[i] + alpha * oa[r * o_.in_dim + i];
+        float* br = b_row(l, r);
+        for (std::size_t o = 0; o < o_.out_dim; ++o)
+          br[o] = (1.0f - alpha) * br[o] + alpha * ratio * ob[r * o_.out_dim + o];
+      }
+    }
+    ++version_;
+    return {};
+  }
 
  private:
-  hnsw_store() = default;
-
-  [[nodiscard]] result<void> write(detail::store_op op, std::uint64_t key, std::span<const float> v) {
-    const std::uint32_t dim = index_->dimension();
-    if (v.size() != dim) return make_error(errc::invalid_argument, "vector dimension ", v.size(), " != ", dim);
-    for (std::size_t i = 0; i < v.size(); ++i)
-      if (!std::isfinite(v[i])) return make_error(errc::invalid_argument, "vector element ", i, " is not finite");
-    std::lock_guard g(*mutex_);
-    if (op == detail::store_op::insert && index_->contains(key))
-      return make_error(errc::already_exists, "key ", key, " is already in the store");
-    payload_.resize(8 + v.size_bytes());
-    std::memcpy(payload_.data(), &key, 8);
-    std::memcpy(payload_.data() + 8, v.data(), v.size_bytes());
-    RUVLLM_TRY(wal_.append(static_cast<std::uint32_t>(op), payload_));
-    RUVLLM_TRY(index_->upsert(key, v));
-    return maybe_checkpoint();
+  float* a_row(std::size_t layer, std::size_t r) noexcept { return params_.data() + (layer * o_.rank + r) * o_.in_dim; }
+  const float* a_row(std::size_t layer, std::size_t r) const noexcept {
+    return params_.data() + (layer * o_.rank + r) * o_.in_dim;
+  }
+  float* b_row(std::size_t layer, std::size_t r) noexcept {
+    return params_.data() + b_offset_ + (layer * o_.rank + r) * o_.out_dim;
+  }
+  const float* b_row(std::size_t layer, std::size_t r) const noexcept {
+    return params_.data() + b_offset_ + (layer * o_.rank + r) * o_.out_dim;
   }
 
-  [[nodiscard]] result<void> maybe_checkpoint() {
-    if (options_.checkpoint_bytes != 0 && wal_.bytes() > options_.checkpoint_bytes) return checkpoint_locked();
-    return {};
+  // ax = A x through the kernels layer (one dispatch for all rank rows).
+  void project(std::size_t layer, const float* x, float* ax) const noexcept {
+    kernels::ops<B>::gemv(a_row(layer, 0), o_.in_dim, x, ax, o_.rank, o_.in_dim);
+  }
+  // y += scale * B ax: every rank slot's row in one pass over y (one kernel
+  // dispatch), so y is read and written once.
+  void add_b(std::size_t layer, const float* ax, float* y) const noexcept {
+    float coeffs[MaxRank];
+    for (std::size_t r = 0; r < o_.rank; ++r) coeffs[r] = o_.scale * ax[r];
+    kernels::ops<B>::add_scaled_rows(b_row(layer, 0), o_.out_dim, coeffs, o_.rank, y, o_.out_dim);
+  }
+  // bg = B^T grad_y: one dot product per rank slot.
+  void back_project(std::size_t layer, const float* grad_y, float* bg) const noexcept {
+    for (std::size_t r = 0; r < o_.rank; ++r) bg[r] = kernels::ops<B>::dot(b_row(layer, r), grad_y, o_.out_dim);
   }
 
-  [[nodiscard]] result<void> checkpoint_locked() {
-    const std::uint64_t seq = wal_.last_sequence();
-    RUVLLM_TRY(wal_.sync());
-    RUVLLM_TRY(index_->save(index_path(), seq));
-    return wal_.reset(seq);
-  }
-
-  std::string dir_;
-  hnsw_store_options options_{};
-  std::unique_ptr<index_type> index_;
-  write_ahead_log wal_;
-  std::vector<std::byte> payload_;
-  std::unique_ptr<std::mutex> mutex_;
+  lora_options o_{};
+  std::vector<float> params_;
+  std::size_t b_offset_ = 0;
+  std::uint64_t version_ = 0;
 };
 
-}  // namespace ruvllm::store
+/// Rank 1-2, updated per request (instant loop).
+template <Backend B = backend::highway>
+using micro_lora = lora_adapter<1, 2, B>;
+/// Rank 4-8, trained in the background loop, merged from micro_lora.
+template <Backend B = backend::highway>
+using base_lora = lora_adapter<4, 8, B>;
 
-#endif  // RUVLLM_STORE_HNSW_STORE_HPP
+}  // namespace ruvllm::sona
+
+#endif  // RUVLLM_SONA_LORA_HPP
 
 // ==== ruvllm/store/records.hpp
 #ifndef RUVLLM_STORE_RECORDS_HPP
@@ -23562,6 +23601,1130 @@ class record_graph {
 }  // namespace ruvllm::store
 
 #endif  // RUVLLM_STORE_RECORDS_HPP
+
+// ==== ruvllm/sona/trajectory.hpp
+#ifndef RUVLLM_SONA_TRAJECTORY_HPP
+#define RUVLLM_SONA_TRAJECTORY_HPP
+
+// What one served request teaches SONA (a trajectory), and the bounded
+// lock-free ring the serving threads record them into for the learning loops.
+//
+// The ring is multi-producer, multi-consumer (D. Vyukov's bounded queue: each
+// slot carries a sequence number that says whose turn it is, so a producer
+// claims a slot with one CAS on the enqueue counter and publishes it with one
+// release store; consumers do the same on their side). Serving threads push;
+// the instant/background loops pop. A full ring refuses the push and counts
+// it (dropped()) rather than blocking a request: learning is best-effort,
+// latency is not.
+//
+// Layout: slot headers (sequence, scalars) in one array; the vectors of every
+// slot in one float array, [slot][query | response | features], so a slot's
+// payload is contiguous and a push is three memcpy's. Capacity is a power of
+// two (the index is a mask). The two counters sit on their own cache lines so
+// producers and consumers do not false-share.
+// Allocation: create() only; push/pop/drain never allocate or lock.
+// Thread-safety: try_push, try_pop and drain may be called from any threads
+// concurrently. Dimensions are fixed at creation.
+
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <vector>
+
+
+namespace ruvllm::sona {
+
+/// KV cache statistics of a request.
+struct kv_stats {
+  std::uint32_t total_tokens = 0;
+  std::uint32_t cached_tokens = 0;  ///< prefix tokens served from the radix cache
+  float compression_ratio = 1.0f;   ///< f16 bytes / stored bytes
+};
+
+/// One request's trajectory, as pushed and as seen by drain() (the spans
+/// point into the ring and are valid only during the callback).
+struct trajectory_view {
+  std::uint64_t request_id = 0;
+  std::span<const float> query;     ///< query embedding
+  std::span<const float> response;  ///< response embedding
+  std::span<const float> features;  ///< routing features
+  std::uint32_t model = 0;          ///< model used
+  float quality = 0.0f;             ///< in [0, 1]
+  float latency_ms = 0.0f;
+  kv_stats kv{};
+  store::uuid session{};  ///< the session served (nil: none)
+  store::uuid pattern{};  ///< the stored pattern that guided routing (nil: none)
+};
+
+/// Checks a trajectory at the boundary where it enters SONA: dimensions,
+/// finite vectors, quality in [0, 1], latency finite and >= 0, model below
+/// `models`. Errors name the field and the limit.
+[[nodiscard]] inline result<void> check_trajectory(const trajectory_view& t, std::size_t query_dim,
+                                                   std::size_t response_dim, std::size_t feature_dim,
+                                                   std::size_t models) {
+  const auto dims = [](const char* what, std::span<const float> v, std::size_t want) -> result<void> {
+    if (v.size() != want)
+      return make_error(errc::invalid_argument, "trajectory ", what, " has ", v.size(), " floats, expected ", want);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i]))
+        return make_error(errc::invalid_argument, "trajectory ", what, "[", i, "] is ", v[i], " (not finite)");
+    return {};
+  };
+  RUVLLM_TRY(dims("query", t.query, query_dim));
+  RUVLLM_TRY(dims("response", t.response, response_dim));
+  RUVLLM_TRY(dims("features", t.features, feature_dim));
+  if (!(t.quality >= 0.0f && t.quality <= 1.0f))
+    return make_error(errc::invalid_argument, "trajectory quality ", t.quality, " is outside [0, 1]");
+  if (!(t.latency_ms >= 0.0f) || !std::isfinite(t.latency_ms))
+    return make_error(errc::invalid_argument, "trajectory latency ", t.latency_ms, " ms is not a finite value >= 0");
+  if (t.model >= models)
+    return make_error(errc::invalid_argument, "trajectory model ", t.model, " is not below the ", models, " models");
+  return {};
+}
+
+/// Bounded lock-free MPMC ring of trajectories; see the file comment.
+class trajectory_ring {
+ public:
+  trajectory_ring() = default;
+
+  /// capacity: a power of two >= 2. Errors: bad capacity, or a payload of
+  /// capacity x (query + response + features) floats that overflows.
+  [[nodiscard]] static result<trajectory_ring> create(std::size_t capacity, std::size_t query_dim,
+                                                      std::size_t response_dim, std::size_t feature_dim) {
+    if (capacity < 2 || (capacity & (capacity - 1)) != 0)
+      return make_error(errc::invalid_argument, "trajectory ring capacity ", capacity, " is not a power of two >= 2");
+    const std::size_t stride = query_dim + response_dim + feature_dim;
+    if (stride != 0 && capacity > (std::size_t{1} << 40) / stride)
+      return make_error(errc::invalid_argument, "trajectory ring of ", capacity, " slots of ", stride,
+                        " floats is too large");
+    trajectory_ring r;
+    r.state_ = std::make_unique<state>();
+    r.state_->mask = capacity - 1;
+    r.state_->qd = query_dim;
+    r.state_->rd = response_dim;
+    r.state_->fd = feature_dim;
+    r.state_->slots = std::make_unique<slot[]>(capacity);
+    r.state_->payload.assign(capacity * stride, 0.0f);
+    for (std::size_t i = 0; i < capacity; ++i) r.state_->slots[i].seq.store(i, std::memory_order_relaxed);
+    return r;
+  }
+
+  [[nodiscard]] std::size_t capacity() const noexcept { return state_->mask + 1; }
+  [[nodiscard]] std::size_t query_dim() const noexcept { return state_->qd; }
+  [[nodiscard]] std::size_t response_dim() const noexcept { return state_->rd; }
+  [[nodiscard]] std::size_t feature_dim() const noexcept { return state_->fd; }
+  /// Pushes refused because the ring was full.
+  [[nodiscard]] std::uint64_t dropped() const noexcept { return state_->dropped.load(std::memory_order_relaxed); }
+  /// Approximate number of entries (exact when no push or pop is in flight).
+  [[nodiscard]] std::size_t size_approx() const noexcept {
+    const auto e = state_->enq.v.load(std::memory_order_acquire);
+    const auto d = state_->deq.v.load(std::memory_order_acquire);
+    return e >= d ? static_cast<std::size_t>(e - d) : 0;
+  }
+
+  /// Copies t into a free slot; false (and dropped()++) when full. The spans
+  /// must have the ring's dimensions (asserted in debug builds).
+  bool try_push(const trajectory_view& t) noexcept {
+    state& s = *state_;
+    RUVLLM_ASSERT(t.query.size() == s.qd && t.response.size() == s.rd && t.features.size() == s.fd);
+    std::uint64_t pos = s.enq.v.load(std::memory_order_relaxed);
+    slot* sl = nullptr;
+    for (;;) {
+      sl = &s.slots[pos & s.mask];
+      const std::uint64_t seq = sl->seq.load(std::memory_order_acquire);
+      const auto dif = static_cast<std::int64_t>(seq - pos);
+      if (dif == 0) {
+        if (s.enq.v.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
+      } else if (dif < 0) {
+        s.dropped.fetch_add(1, std::memory_order_relaxed);
+        return false;
+      } else {
+        pos = s.enq.v.load(std::memory_order_relaxed);
+      }
+    }
+    float* p = payload(pos);
+    copy_floats(p, t.query);
+    copy_floats(p + s.qd, t.response);
+    copy_floats(p + s.qd + s.rd, t.features);
+    sl->request_id = t.request_id;
+    sl->model = t.model;
+    sl->quality = t.quality;
+    sl->latency_ms = t.latency_ms;
+    sl->kv = t.kv;
+    sl->session = t.session;
+    sl->pattern = t.pattern;
+    sl->seq.store(pos + 1, std::memory_order_release);
+    return true;
+  }
+
+  /// Pops up to max_items entries, calling f(const trajectory_view&) on each
+  /// while it still sits in its slot (no copy); returns how many.
+  template <class F>
+  std::size_t drain(F&& f, std::size_t max_items = ~std::size_t{0}) noexcept(noexcept(f(trajectory_view{}))) {
+    state& s = *state_;
+    std::size_t n = 0;
+    while (n < max_items) {
+      std::uint64_t pos = s.deq.v.load(std::memory_order_relaxed);
+      slot* sl = nullptr;
+      for (;;) {
+        sl = &s.slots[pos & s.mask];
+        const std::uint64_t seq = sl->seq.load(std::memory_order_acquire);
+        const auto dif = static_cast<std::int64_t>(seq - (pos + 1));
+        if (dif == 0) {
+          if (s.deq.v.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
+        } else if (dif < 0) {
+          return n;  // empty
+        } else {
+          pos = s.deq.v.load(std::memory_order_relaxed);
+        }
+      }
+      const float* p = payload(pos);
+      trajectory_view v;
+      v.request_id = sl->request_id;
+      v.query = {p, s.qd};
+      v.response = {p + s.qd, s.rd};
+      v.features = {p + s.qd + s.rd, s.fd};
+      v.model = sl->model;
+      v.quality = sl->quality;
+      v.latency_ms = sl->latency_ms;
+      v.kv = sl->kv;
+      v.session = sl->session;
+      v.pattern = sl->pattern;
+      f(static_cast<const trajectory_view&>(v));
+      sl->seq.store(pos + s.mask + 1, std::memory_order_release);
+      ++n;
+    }
+    return n;
+  }
+
+ private:
+  struct slot {
+    std::atomic<std::uint64_t> seq{0};
+    std::uint64_t request_id = 0;
+    std::uint32_t model = 0;
+    float quality = 0.0f;
+    float latency_ms = 0.0f;
+    kv_stats kv{};
+    store::uuid session{}, pattern{};
+  };
+  struct alignas(64) counter {
+    std::atomic<std::uint64_t> v{0};
+  };
+  // Kept behind one pointer so the ring is movable (atomics are not).
+  struct state {
+    counter enq;
+    counter deq;
+    std::atomic<std::uint64_t> dropped{0};
+    std::uint64_t mask = 0;
+    std::size_t qd = 0, rd = 0, fd = 0;
+    std::unique_ptr<slot[]> slots;
+    std::vector<float> payload;
+  };
+
+  float* payload(std::uint64_t pos) const noexcept {
+    return state_->payload.data() + (pos & state_->mask) * (state_->qd + state_->rd + state_->fd);
+  }
+  static void copy_floats(float* dst, std::span<const float> src) noexcept {
+    if (!src.empty()) std::memcpy(dst, src.data(), src.size_bytes());
+  }
+
+  std::unique_ptr<state> state_;
+};
+
+}  // namespace ruvllm::sona
+
+#endif  // RUVLLM_SONA_TRAJECTORY_HPP
+
+// ==== ruvllm/sona/loops.hpp
+#ifndef RUVLLM_SONA_LOOPS_HPP
+#define RUVLLM_SONA_LOOPS_HPP
+
+// SONA's three learning loops behind one tick() call:
+//   instant     every tick: drain up to instant_batch trajectories from the
+//               ring; each is buffered for the background loop and the
+//               reasoning bank, steps MicroLoRA (when attached) toward the
+//               response that earned a good quality, and scales the graph
+//               edge between its session and the pattern that guided it by
+//               1 +/- edge_step (up at or above good_quality, down below);
+//   background  every background_interval_ms: train the router on the
+//               trajectories buffered since the last run (the bandit update
+//               of router.hpp, which also feeds the EWC++ Fisher estimate),
+//               anchor EWC++ (what was learned is protected from here on),
+//               merge MicroLoRA into the active base adapter by EMA, publish
+//               the new router to the serving threads and checkpoint it;
+//   deep        every deep_interval_ms: k-means++ consolidation of the
+//               buffered trajectories into patterns, pruning of
+//               near-duplicates, saving the patterns, and retention of old
+//               witness entries.
+// The clock is the caller's (milliseconds of any monotonic clock), so tests
+// and simulations drive the loops deterministically. The engine calls tick()
+// from a thread of its own choosing; start() runs an optional owned thread
+// that ticks on a period (nothing runs unless asked: no hidden threads).
+//
+// Where learning goes beyond the loops' memory is the Sink policy: a class
+// with any of
+//   result<void> scale_edge(const store::uuid& session, const store::uuid& pattern, float factor);
+//   result<void> save_router(const fastgrnn_router<float>&);
+//   result<void> save_patterns(const reasoning_bank<B>&);
+//   result<void> retain(std::uint64_t now_ms);
+// Missing members are skipped at compile time; no_sink has none (the loops
+// then learn in memory only). persistence.hpp has the store-backed sink.
+//
+// Serving threads route through a published copy of the router: training
+// happens on a private router and the background loop copies its parameters
+// into the published one under an exclusive lock, so route() never sees a
+// half-trained state and waits at most for that copy.
+//
+// Allocation: create() allocates the ring, routers, bank and the recent-
+// trajectory buffer; the instant phase is allocation-free (sink calls may
+// allocate); background allocates only in the sink; deep allocates
+// (k-means). Thread-safety: record()/ring() pushes from any threads;
+// route(query, workspace) from any threads; tick() is serialized by a mutex
+// (the owned thread and the caller may both call it); the accessors router(),
+// bank() and the single-threaded route(query) belong to the thread that ticks.
+// The loops must not be moved while their owned thread runs.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+
+namespace ruvllm::sona {
+
+/// Loop schedule and sizes.
+struct loop_options {
+  std::size_t ring_capacity = 1024;                  ///< power of two
+  std::size_t response_dim = 0;                      ///< response embedding size in trajectories
+  std::size_t instant_batch = 64;                    ///< trajectories per tick, bounding its latency
+  std::size_t recent_capacity = 4096;                ///< trajectories kept for the background loop
+  std::uint64_t background_interval_ms = 3'600'000;  ///< hourly, as in the reference design
+  std::uint64_t deep_interval_ms = 604'800'000;      ///< weekly
+  float micro_merge_alpha = 0.01f;                   ///< EMA weight of MicroLoRA in the base adapter
+  double prune_similarity = 0.98;
+  float good_quality = 0.5f;  ///< edges grow and MicroLoRA learns at or above this quality
+  float edge_step = 0.05f;    ///< relative edge-weight change per trajectory (the reference's 5%)
+  /// Router training skips trajectories below this quality. 0 keeps them
+  /// all: the bandit update learns from bad outcomes too (it pushes the model
+  /// that earned them down), so filtering them out slows learning.
+  float train_min_quality = 0.0f;
+};
+
+/// What one tick did.
+struct tick_report {
+  std::size_t instant_trajectories = 0;
+  std::size_t micro_steps = 0;   ///< MicroLoRA updates in the instant phase
+  std::size_t edge_updates = 0;  ///< session-pattern edges scaled
+  std::size_t router_steps = 0;  ///< background router training steps
+  bool background_ran = false;
+  bool deep_ran = false;
+  std::size_t patterns = 0;
+};
+
+/// The sink that stores nothing: the loops learn in memory only.
+struct no_sink {};
+
+namespace detail {
+template <class S>
+concept sink_scales_edges = requires(S& s, const store::uuid& a) {
+  { s.scale_edge(a, a, 1.0f) } -> std::same_as<result<void>>;
+};
+template <class S>
+concept sink_saves_router = requires(S& s, const fastgrnn_router<float>& r) {
+  { s.save_router(r) } -> std::same_as<result<void>>;
+};
+template <class S, class Bank>
+concept sink_saves_patterns = requires(S& s, const Bank& b) {
+  { s.save_patterns(b) } -> std::same_as<result<void>>;
+};
+template <class S>
+concept sink_retains = requires(S& s, std::uint64_t now) {
+  { s.retain(now) } -> std::same_as<result<void>>;
+};
+}  // namespace detail
+
+/// The loops over a float router, a trajectory ring and a reasoning bank,
+/// with optional (non-owning) LoRA adapters and a Sink; see the file comment.
+template <Backend B = backend::highway, class Sink = no_sink>
+class sona_loops {
+ public:
+  using bank_type = reasoning_bank<B>;
+
+  sona_loops() = default;
+  sona_loops(sona_loops&&) noexcept = default;
+  sona_loops& operator=(sona_loops&&) noexcept = default;
+  sona_loops(const sona_loops&) = delete;
+  sona_loops& operator=(const sona_loops&) = delete;
+  ~sona_loops() { stop(); }
+
+  /// Trajectories carry the router's query features as their query embedding
+  /// (query_dim = router query_dim), and the router has no extra inputs here.
+  /// Errors: from each component, a bank dim different from query_dim, a
+  /// zero instant batch or recent capacity, an edge step outside [0, 1), a
+  /// good_quality outside [0, 1].
+  [[nodiscard]] static result<sona_loops> create(const loop_options& lo, const router_options& ro,
+                                                 const reasoning_bank_options& bo, Sink sink = {}) {
+    if (ro.extra_dim != 0)
+      return make_error(errc::unsupported, "sona_loops drives a router without extra inputs, got extra_dim ",
+                        ro.extra_dim);
+    if (bo.dim != ro.query_dim || bo.models != ro.models)
+      return make_error(errc::invalid_argument, "reasoning bank dim ", bo.dim, " / models ", bo.models,
+                        " differ from the router's ", ro.query_dim, " / ", ro.models);
+    if (bo.params_dim != 0)
+      return make_error(errc::unsupported, "sona_loops records no pattern parameters, got params_dim ", bo.params_dim);
+    if (lo.instant_batch == 0 || lo.recent_capacity == 0)
+      return make_error(errc::invalid_argument, "instant_batch ", lo.instant_batch, " and recent_capacity ",
+                        lo.recent_capacity, " must be positive");
+    if (!(lo.edge_step >= 0.0f && lo.edge_step < 1.0f) || !(lo.good_quality >= 0.0f && lo.good_quality <= 1.0f))
+      return make_error(errc::invalid_argument, "edge_step ", lo.edge_step, " must be in [0, 1) and good_quality ",
+                        lo.good_quality, " in [0, 1]");
+    if (!(lo.micro_merge_alpha >= 0.0f && lo.micro_merge_alpha <= 1.0f))
+      return make_error(errc::invalid_argument, "micro_merge_alpha ", lo.micro_merge_alpha, " is outside [0, 1]");
+    sona_loops l;
+    l.o_ = lo;
+    RUVLLM_TRY_ASSIGN(l.ring_, trajectory_ring::create(lo.ring_capacity, ro.query_dim, lo.response_dim, 0));
+    RUVLLM_TRY_ASSIGN(l.router_, fastgrnn_router<float>::create(ro));
+    RUVLLM_TRY_ASSIGN(l.bank_, bank_type::create(bo));
+    l.serving_ = l.router_;
+    l.ws_ = l.router_.make_workspace();
+    l.train_ws_ = l.router_.make_workspace();
+    l.recent_query_.assign(lo.recent_capacity * ro.query_dim, 0.0f);
+    l.recent_model_.assign(lo.recent_capacity, 0);
+    l.recent_quality_.assign(lo.recent_capacity, 0.0f);
+    l.micro_grad_.assign(lo.response_dim, 0.0f);
+    l.sink_ = std::move(sink);
+    l.sync_ = std::make_unique<sync_state>();
+    return l;
+  }
+
+  /// Where serving threads record trajectories without checks (dimensions
+  /// are preconditions); record() is the checked form.
+  [[nodiscard]] trajectory_ring& ring() noexcept { return ring_; }
+  /// The training router (owned by the ticking thread).
+  [[nodiscard]] fastgrnn_router<float>& router() noexcept { return router_; }
+  [[nodiscard]] const fastgrnn_router<float>& router() const noexcept { return router_; }
+  [[nodiscard]] bank_type& bank() noexcept { return bank_; }
+  [[nodiscard]] const bank_type& bank() const noexcept { return bank_; }
+  [[nodiscard]] Sink& sink() noexcept { return sink_; }
+  [[nodiscard]] const loop_options& options() const noexcept { return o_; }
+  /// Trajectories that overflowed the recent buffer before a background run.
+  [[nodiscard]] std::uint64_t recent_dropped() const noexcept { return recent_dropped_; }
+
+  /// Checks a trajectory (check_trajectory) and pushes it. Returns false when
+  /// the ring is full (the trajectory is dropped and counted, never waited
+  /// for). Errors: a malformed trajectory, nothing recorded.
+  [[nodiscard]] result<bool> record(const trajectory_view& t) noexcept {
+    RUVLLM_TRY(
+        check_trajectory(t, ring_.query_dim(), ring_.response_dim(), ring_.feature_dim(), router_.options().models));
+    return ring_.try_push(t);
+  }
+
+  /// Attaches adapters (either may be null). MicroLoRA learns in the instant
+  /// phase when its in_dim is the query dimension and its out_dim the
+  /// response dimension, at layer `micro_layer`; it merges into the active
+  /// base adapter in the background phase. Errors: a layer out of range.
+  [[nodiscard]] result<void> attach_lora(micro_lora<B>* micro, adapter_registry<base_lora<B>>* bases,
+                                         std::size_t micro_layer = 0) noexcept {
+    if (micro != nullptr && micro_layer >= micro->options().layers)
+      return make_error(errc::out_of_range, "micro_layer ", micro_layer, " is not below the adapter's ",
+                        micro->options().layers, " layers");
+    micro_ = micro;
+    bases_ = bases;
+    micro_layer_ = micro_layer;
+    return {};
+  }
+
+  /// Routes with the loops' own workspace from the ticking thread (tests,
+  /// single-threaded engines). The model softmax stays in model_probs().
+  routing_decision route(std::span<const float> query) { return route(query, ws_); }
+  /// The model softmax of the last route(query).
+  [[nodiscard]] std::span<const float> model_probs() const noexcept { return ws_.model_probs; }
+
+  /// Routes through the published router; safe on any thread, each with its
+  /// own workspace (router().make_workspace()), concurrently with tick().
+  /// A workspace made for another router shape (adopt() may change it) is
+  /// remade, which allocates; otherwise allocation-free.
+  routing_decision route(std::span<const float> query, router_workspace<float>& ws) const {
+    std::shared_lock lock(sync_->publish);
+    if (!serving_.fits(ws)) ws = serving_.make_workspace();
+    return serving_.route(query, {}, ws);
+  }
+
+  /// Version of the published router (bumped by every publish).
+  [[nodiscard]] std::uint64_t published_version() const noexcept {
+    std::shared_lock lock(sync_->publish);
+    return serving_.version();
+  }
+
+  /// Makes the training router's current parameters the serving ones (the
+  /// background phase does this; call it after restoring a checkpoint).
+  void publish() {
+    std::unique_lock lock(sync_->publish);
+    serving_ = router_;
+  }
+
+  /// Writes the training router and the bank to an exchange file
+  /// (exchange.hpp), atomically. Errors: io_error.
+  [[nodiscard]] result<void> export_learning(std::string_view path) {
+    std::lock_guard lock(sync_->tick);
+    return sona::export_learning(path, router_, bank_);
+  }
+
+  /// Replaces the router and the bank with an exchange file's (another
+  /// node's learning, or this one's from before a restart) and publishes the
+  /// router. The file must fit these loops: the same query dimension and
+  /// model count, no extra router inputs, a bank of the query dimension
+  /// without parameters. Errors (nothing changed): the file's, or a shape
+  /// that does not fit.
+  [[nodiscard]] result<void> import_learning(std::string_view path) {
+    RUVLLM_TRY_ASSIGN(auto map, mapped_file::open(path));
+    RUVLLM_TRY_ASSIGN(auto state, decode_learning<B>(map.bytes(), path));
+    return adopt(std::move(state.router), std::move(state.bank), path);
+  }
+
+  /// Takes a router and bank (e.g. decoded from a checkpoint) if they fit
+  /// these loops (see import_learning), and publishes the router.
+  [[nodiscard]] result<void> adopt(fastgrnn_router<float> router, bank_type bank, std::string_view source = {}) {
+    const auto& ro = router.options();
+    const auto& bo = bank.options();
+    if (ro.query_dim != ring_.query_dim() || ro.models != router_.options().models || ro.extra_dim != 0 ||
+        bo.dim != ring_.query_dim() || bo.models != ro.models || bo.params_dim != 0)
+      return make_error(errc::invalid_argument, "learned state of query_dim ", ro.query_dim, ", models ", ro.models,
+                        ", extra_dim ", ro.extra_dim, ", bank dim ", bo.dim, ", params ", bo.params_dim,
+                        " does not fit loops of query_dim ", ring_.query_dim(), " and ", router_.options().models,
+                        " models")
+          .at(source);
+    std::lock_guard lock(sync_->tick);
+    router_ = std::move(router);
+    bank_ = std::move(bank);
+    ws_ = router_.make_workspace();
+    train_ws_ = router_.make_workspace();
+    publish();
+    return {};
+  }
+
+  /// Runs whatever is due at now_ms. The first call starts the schedules.
+  /// Errors from the sink or a phase stop that phase; the loops stay usable.
+  [[nodiscard]] result<tick_report> tick(std::uint64_t now_ms) {
+    std::lock_guard lock(sync_->tick);
+    tick_report r;
+    if (!started_) {
+      started_ = true;
+      last_background_ = last_deep_ = now_ms;
+    }
+    result<void> first_error{};
+    const auto keep = [&](result<void>&& e) {
+      if (!e && first_error) first_error = std::move(e);
+    };
+    r.instant_trajectories =
+        ring_.drain([&](const trajectory_view& t) noexcept { instant(t, r, keep); }, o_.instant_batch);
+    if (now_ms - last_background_ >= o_.background_interval_ms) {
+      last_background_ = now_ms;
+      keep(background(r));
+      r.background_ran = true;
+    }
+    if (now_ms - last_deep_ >= o_.deep_interval_ms) {
+      last_deep_ = now_ms;
+      keep(deep(now_ms));
+      r.deep_ran = true;
+    }
+    r.patterns = bank_.patterns().size();
+    if (!first_error) return std::move(first_error).error();
+    return r;
+  }
+
+  /// Starts an owned thread that calls tick(milliseconds of steady_clock)
+  /// every `period` until stop() (or destruction). Errors: already running,
+  /// a zero period. Tick errors are kept for last_error().
+  [[nodiscard]] result<void> start(std::chrono::milliseconds period) {
+    if (period.count() <= 0) return make_error(errc::invalid_argument, "tick period ", period.count(), " ms");
+    if (sync_->thread.joinable()) return make_error(errc::already_exists, "the loops' thread is already running");
+    sync_->stopping = false;
+    sync_->thread = std::thread([this, period] {
+      std::unique_lock lock(sync_->wait);
+      while (!sync_->stopping) {
+        lock.unlock();
+        const auto now =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+                .count();
+        auto r = tick(static_cast<std::uint64_t>(now));
+        lock.lock();
+        if (!r) sync_->last_error = r.error().describe();
+        sync_->wake.wait_for(lock, period, [this] { return sync_->stopping; });
+      }
+    });
+    return {};
+  }
+  /// Stops and joins the owned thread (no-op when none runs).
+  void stop() noexcept {
+    if (!sync_ || !sync_->thread.joinable()) return;
+    {
+      std::lock_guard lock(sync_->wait);
+      sync_->stopping = true;
+    }
+    sync_->wake.notify_all();
+    sync_->thread.join();
+  }
+  /// The description of the owned thread's last failed tick (empty if none).
+  [[nodiscard]] std::string last_error() const {
+    std::lock_guard lock(sync_->wait);
+    return sync_->last_error;
+  }
+
+ private:
+  struct sync_state {
+    std::mutex tick;
+    mutable std::shared_mutex publish;
+    mutable std::mutex wait;
+    std::condition_variable wake;
+    bool stopping = false;
+    std::string last_error;
+    std::thread thread;
+  };
+
+  template <class Keep>
+  void instant(const trajectory_view& t, tick_report& r, Keep& keep) noexcept {
+    bank_.record(t.query, t.model, t.quality);
+    const std::size_t qd = ring_.query_dim();
+    if (recent_count_ == o_.recent_capacity) {
+      ++recent_dropped_;  // keep the newest: overwrite the oldest slot
+      recent_start_ = (recent_start_ + 1) % o_.recent_capacity;
+      --recent_count_;
+    }
+    const std::size_t at = (recent_start_ + recent_count_) % o_.recent_capacity;
+    std::copy(t.query.begin(), t.query.end(), recent_query_.begin() + static_cast<std::ptrdiff_t>(at * qd));
+    recent_model_[at] = t.model;
+    recent_quality_[at] = t.quality;
+    ++recent_count_;
+
+    const bool good = t.quality >= o_.good_quality;
+    if (micro_ != nullptr && good && micro_->options().in_dim == qd && micro_->options().out_dim == t.response.size() &&
+        !t.response.empty()) {
+      // The instant signal: pull the adapter's output for this query toward
+      // the (unit) response embedding that earned a good quality; the step
+      // scales with the quality (lora_adapter::instant_update).
+      const float norm = std::sqrt(kernels::ops<B>::dot(t.response.data(), t.response.data(), t.response.size()));
+      if (norm > 0.0f) {
+        for (std::size_t i = 0; i < t.response.size(); ++i) micro_grad_[i] = -t.response[i] / norm;
+        micro_->instant_update(micro_layer_, t.query.data(), micro_grad_.data(), t.quality);
+        ++r.micro_steps;
+      }
+    }
+    if constexpr (detail::sink_scales_edges<Sink>) {
+      if (!t.session.is_nil() && !t.pattern.is_nil()) {
+        const float factor = good ? 1.0f + o_.edge_step : 1.0f - o_.edge_step;
+        keep(sink_.scale_edge(t.session, t.pattern, factor));
+        ++r.edge_updates;
+      }
+    }
+  }
+
+  [[nodiscard]] result<void> background(tick_report& r) {
+    const std::size_t qd = ring_.query_dim();
+    for (std::size_t i = 0; i < recent_count_; ++i) {
+      const std::size_t at = (recent_start_ + i) % o_.recent_capacity;
+      if (recent_quality_[at] < o_.train_min_quality) continue;
+      static_cast<void>(router_.observe(std::span<const float>(recent_query_.data() + at * qd, qd), {},
+                                        recent_model_[at], recent_quality_[at], train_ws_));
+      ++r.router_steps;
+    }
+    recent_start_ = recent_count_ = 0;
+    router_.consolidate();
+    if (micro_ != nullptr && bases_ != nullptr && bases_->active() != nullptr)
+      RUVLLM_TRY(bases_->active()->adapter.merge_from(*micro_, o_.micro_merge_alpha));
+    publish();
+    if constexpr (detail::sink_saves_router<Sink>) RUVLLM_TRY(sink_.save_router(router_));
+    return {};
+  }
+
+  [[nodiscard]] result<void> deep(std::uint64_t now_ms) {
+    RUVLLM_TRY(bank_.consolidate());
+    static_cast<void>(bank_.prune(o_.prune_similarity));
+    if constexpr (detail::sink_saves_patterns<Sink, bank_type>) RUVLLM_TRY(sink_.save_patterns(bank_));
+    if constexpr (detail::sink_retains<Sink>) RUVLLM_TRY(sink_.retain(now_ms));
+    return {};
+  }
+
+  loop_options o_{};
+  trajectory_ring ring_;
+  fastgrnn_router<float> router_;   // trained by the ticking thread
+  fastgrnn_router<float> serving_;  // published copy, read under sync_->publish
+  router_workspace<float> ws_, train_ws_;
+  bank_type bank_;
+  std::vector<float> recent_query_;  // [recent_capacity][query_dim], a ring from recent_start_
+  std::vector<std::uint32_t> recent_model_;
+  std::vector<float> recent_quality_;
+  std::size_t recent_start_ = 0, recent_count_ = 0;
+  std::uint64_t recent_dropped_ = 0;
+  std::vector<float> micro_grad_;  // response_dim: the instant signal
+  micro_lora<B>* micro_ = nullptr;
+  adapter_registry<base_lora<B>>* bases_ = nullptr;
+  std::size_t micro_layer_ = 0;
+  Sink sink_{};
+  bool started_ = false;
+  std::uint64_t last_background_ = 0, last_deep_ = 0;
+  std::unique_ptr<sync_state> sync_;
+};
+
+}  // namespace ruvllm::sona
+
+#endif  // RUVLLM_SONA_LOOPS_HPP
+
+// ==== ruvllm/store/wal.hpp
+#ifndef RUVLLM_STORE_WAL_HPP
+#define RUVLLM_STORE_WAL_HPP
+
+// write_ahead_log: the append-only log through which every mutation of a
+// store passes before it is applied, so that after a crash (kill -9 at any
+// instant) reopening replays every acknowledged write.
+//
+// Format (version 1, little-endian):
+//   header, 32 bytes: "RUVWAL01", u32 version (1), u32 0, u64 base sequence
+//     (the sequence the log starts after), u32 0, u32 CRC-32C of bytes 0..28
+//   records, back to back:
+//     u32 payload bytes (<= wal_max_payload)
+//     u32 CRC-32C of everything after this field (sequence .. payload end)
+//     u64 sequence (previous + 1; the first is base + 1)
+//     u32 type (the owner's operation code), u32 0
+//     payload
+// Recovery reads records while each is complete, has a valid CRC and the
+// next sequence number; the first that is not marks the torn tail of a
+// crashed append and the file is truncated there. A record is acknowledged
+// only after its append returned, which under durability::every_write
+// includes fdatasync, so every acknowledged record precedes the tail.
+//
+// Durability (wal_options::mode):
+//   every_write  fdatasync before append() returns (acknowledged = durable)
+//   group_commit fdatasync once group_records appends or group_interval have
+//                accumulated, and on sync(); a crash loses at most that group
+//   none         the OS decides; sync() still forces
+// reset() starts a new empty log after a checkpoint with the same
+// write-temporary, fsync, rename sequence as every full save.
+//
+// Thread-safety: none; the owning store serializes appends. Allocation:
+// append() reuses one growing buffer.
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace ruvllm::store {
+
+/// When appended records reach stable storage.
+enum class durability : std::uint8_t { every_write, group_commit, none };
+
+/// Options of a write_ahead_log.
+struct wal_options {
+  durability mode = durability::every_write;
+  /// group_commit: sync after this many appends ...
+  std::uint32_t group_records = 64;
+  /// ... or once this much time has passed since the first unsynced append.
+  std::chrono::milliseconds group_interval{10};
+};
+
+inline constexpr std::array<char, 8> wal_magic = {'R', 'U', 'V', 'W', 'A', 'L', '0', '1'};
+inline constexpr std::uint32_t wal_format_version = 1;
+inline constexpr std::size_t wal_header_bytes = 32;
+inline constexpr std::size_t wal_record_header_bytes = 24;
+/// Largest payload of one record (a guard against a corrupt length).
+inline constexpr std::uint32_t wal_max_payload = 64u << 20;
+
+/// The append-only log; see the file comment.
+class write_ahead_log {
+ public:
+  write_ahead_log() = default;
+
+  /// Opens (creating when missing, with base sequence `base`) the log at
+  /// path, calls apply(sequence, type, payload) for every valid record in
+  /// order, truncates a torn tail, and positions for appends. apply returns
+  /// result<void>; its error stops the open. Errors: io_error, corrupt_data
+  /// (bad header) naming the file and offset.
+  template <class Apply>
+  [[nodiscard]] static result<write_ahead_log> open(std::string_view path, wal_options options, std::uint64_t base,
+                                                    Apply&& apply) {
+    write_ahead_log log;
+    log.path_.assign(path);
+    log.options_ = options;
+    if (!file_exists(path)) RUVLLM_TRY(create_empty(path, base));
+    std::uint64_t valid_end = wal_header_bytes;
+    {
+      RUVLLM_TRY_ASSIGN(auto map, mapped_file::open(path));
+      byte_reader r(map.bytes(), path);
+      RUVLLM_TRY_ASSIGN(auto head, r.read_bytes(wal_header_bytes, "write-ahead log header"));
+      if (std::memcmp(head.data(), wal_magic.data(), wal_magic.size()) != 0)
+        return make_error(errc::corrupt_data, "not a write-ahead log (bad magic)").at(path, 0);
+      std::uint32_t version, crc;
+      std::memcpy(&version, head.data() + 8, 4);
+      std::memcpy(&log.base_, head.data() + 16, 8);
+      std::memcpy(&crc, head.data() + 28, 4);
+      if (crc32c(head.first(28)) != crc) return make_error(errc::corrupt_data, "log header checksum").at(path, 28);
+      if (version != wal_format_version)
+        return make_error(errc::unsupported, "log version ", version, " != ", wal_format_version).at(path, 8);
+      log.last_ = log.base_;
+      while (r.remaining() >= wal_record_header_bytes) {
+        const std::uint64_t at = r.file_offset();
+        RUVLLM_TRY_ASSIGN(auto rh, r.read_bytes(wal_record_header_bytes, "record header"));
+        std::uint32_t len, rcrc, type;
+        std::uint64_t seq;
+        std::memcpy(&len, rh.data(), 4);
+        std::memcpy(&rcrc, rh.data() + 4, 4);
+        std::memcpy(&seq, rh.data() + 8, 8);
+        std::memcpy(&type, rh.data() + 16, 4);
+        if (len > wal_max_payload || len > r.remaining() || seq != log.last_ + 1) break;
+        RUVLLM_TRY_ASSIGN(auto payload, r.read_bytes(len, "record payload"));
+        const std::uint32_t computed = crc32c(payload, crc32c(rh.subspan(8)));
+        if (computed != rcrc) break;
+        RUVLLM_TRY(apply(seq, type, payload));
+        log.last_ = seq;
+        valid_end = at + wal_record_header_bytes + len;
+      }
+    }
+    RUVLLM_TRY_ASSIGN(log.file_, open_file(path, O_WRONLY));
+    if (::ftruncate(log.file_.get(), static_cast<off_t>(valid_end)) != 0)
+      return detail::os_error("cannot truncate the torn tail of", path);
+    if (::lseek(log.file_.get(), static_cast<off_t>(valid_end), SEEK_SET) < 0)
+      return detail::os_error("cannot seek in", path);
+    RUVLLM_TRY(sync_file(log.file_, path));
+    log.bytes_ = valid_end;
+    return log;
+  }
+
+  /// Appends one record with the next sequence number and returns it once
+  /// the durability mode is satisfied. Errors: io_error (the record may be
+  /// partly written; recovery drops it), invalid_argument (payload too big).
+  [[nodiscard]] result<std::uint64_t> append(std::uint32_t type, std::span<const std::byte> payload) {
+    if (payload.size() > wal_max_payload)
+      return make_error(errc::invalid_argument, "log payload of ", payload.size(), " bytes exceeds ", wal_max_payload);
+    const std::uint64_t seq = last_ + 1;
+    buffer_.resize(wal_record_header_bytes + payload.size());
+    const auto len = static_cast<std::uint32_t>(payload.size());
+    const std::uint32_t zero = 0;
+    std::memcpy(buffer_.data(), &len, 4);
+    std::memcpy(buffer_.data() + 8, &seq, 8);
+    std::memcpy(buffer_.data() + 16, &type, 4);
+    std::memcpy(buffer_.data() + 20, &zero, 4);
+    if (!payload.empty()) std::memcpy(buffer_.data() + wal_record_header_bytes, payload.data(), payload.size());
+    const std::uint32_t crc = crc32c(std::span<const std::byte>(buffer_).subspan(8));
+    std::memcpy(buffer_.data() + 4, &crc, 4);
+    RUVLLM_TRY(write_all(file_, buffer_, path_));
+    last_ = seq;
+    bytes_ += buffer_.size();
+    if (pending_ == 0) first_pending_ = std::chrono::steady_clock::now();
+    ++pending_;
+    switch (options_.mode) {
+      case durability::every_write: RUVLLM_TRY(sync()); break;
+      case durability::group_commit:
+        if (pending_ >= options_.group_records ||
+            std::chrono::steady_clock::now() - first_pending_ >= options_.group_interval)
+          RUVLLM_TRY(sync());
+        break;
+      case durability::none: break;
+    }
+    return seq;
+  }
+
+  /// Forces every appended record to stable storage.
+  [[nodiscard]] result<void> sync() {
+    if (pending_ == 0) return {};
+    if (::fdatasync(file_.get()) != 0) return detail::os_error("cannot fdatasync", path_);
+    pending_ = 0;
+    return {};
+  }
+
+  /// Replaces the log with an empty one starting after `base` (a checkpoint
+  /// holding every record up to base was saved): atomic like every save.
+  [[nodiscard]] result<void> reset(std::uint64_t base) {
+    RUVLLM_TRY(sync());
+    const std::string tmp = path_ + ".tmp";
+    RUVLLM_TRY(create_empty(tmp, base));
+    RUVLLM_TRY(replace_file(tmp, path_));
+    RUVLLM_TRY_ASSIGN(file_, open_file(path_, O_WRONLY | O_APPEND));
+    base_ = base;
+    last_ = base;
+    bytes_ = wal_header_bytes;
+    pending_ = 0;
+    return {};
+  }
+
+  /// Sequence number of the last record (base when empty).
+  [[nodiscard]] std::uint64_t last_sequence() const noexcept { return last_; }
+  /// Sequence the log starts after.
+  [[nodiscard]] std::uint64_t base_sequence() const noexcept { return base_; }
+  /// Bytes in the log file, header included.
+  [[nodiscard]] std::uint64_t bytes() const noexcept { return bytes_; }
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+ private:
+  [[nodiscard]] static result<void> create_empty(std::string_view path, std::uint64_t base) {
+    std::array<std::byte, wal_header_bytes> h{};
+    std::memcpy(h.data(), wal_magic.data(), 8);
+    std::memcpy(h.data() + 8, &wal_format_version, 4);
+    std::memcpy(h.data() + 16, &base, 8);
+    const std::uint32_t crc = crc32c(std::span<const std::byte>(h).first(28));
+    std::memcpy(h.data() + 28, &crc, 4);
+    RUVLLM_TRY_ASSIGN(auto f, open_file(path, O_WRONLY | O_CREAT | O_TRUNC));
+    RUVLLM_TRY(write_all(f, h, path));
+    RUVLLM_TRY(sync_file(f, path));
+    return sync_directory(detail::parent_directory(path));
+  }
+
+  std::string path_;
+  wal_options options_{};
+  file_handle file_;
+  std::uint64_t base_ = 0;
+  std::uint64_t last_ = 0;
+  std::uint64_t bytes_ = 0;
+  std::uint32_t pending_ = 0;
+  std::chrono::steady_clock::time_point first_pending_{};
+  std::vector<std::byte> buffer_;
+};
+
+}  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_WAL_HPP
+
+// ==== ruvllm/store/hnsw_store.hpp
+#ifndef RUVLLM_STORE_HNSW_STORE_HPP
+#define RUVLLM_STORE_HNSW_STORE_HPP
+
+// hnsw_store<Metric, Precision>: a durable hnsw_index in a directory.
+//
+//   <dir>/index.hnsw   the last checkpoint (hnsw_format.hpp), holding every
+//                      logged write up to its header's sequence number
+//   <dir>/index.wal    the write-ahead log since then (wal.hpp)
+//
+// Every mutation is validated, appended to the log (durable before the call
+// returns under durability::every_write), then applied to the in-memory
+// index; opening loads the checkpoint (every checksum and invariant
+// verified: a corrupt checkpoint is an error, never a served graph) and
+// replays the log records after its sequence. checkpoint() saves a new
+// index.hnsw (temporary file, fsync, rename) and then starts an empty log;
+// a crash between the two is harmless because replay skips records the
+// checkpoint already holds. The store checkpoints by itself when the log
+// passes options.checkpoint_bytes, and compact() rebuilds the graph without
+// tombstones and checkpoints.
+//
+// Concurrency: writers are serialized by the store's mutex, so the log order
+// is the apply order; searches go straight to the index (its shared lock)
+// and run alongside a writer's logging. Errors: ruvllm::result everywhere.
+
+#include <sys/stat.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+
+namespace ruvllm::store {
+
+/// Options of an hnsw_store.
+struct hnsw_store_options {
+  /// Parameters of a new index (ignored when the directory holds one).
+  hnsw_options index{};
+  wal_options wal{};
+  /// Checkpoint automatically once the log exceeds this many bytes (0: never).
+  std::uint64_t checkpoint_bytes = 64ull << 20;
+};
+
+namespace detail {
+enum class store_op : std::uint32_t { insert = 1, upsert = 2, remove = 3 };
+}  // namespace detail
+
+/// A durable vector index in a directory; see the file comment.
+template <Metric M, VectorPrecision P, Backend B = backend::highway>
+class hnsw_store {
+ public:
+  using index_type = hnsw_index<M, P, B>;
+
+  /// Opens or creates the store in dir (created when missing) and recovers
+  /// it. Errors: io_error, corrupt_data naming the file and offset.
+  [[nodiscard]] static result<hnsw_store> open(std::string_view dir, const hnsw_store_options& options) {
+    hnsw_store s;
+    s.dir_.assign(dir);
+    s.options_ = options;
+    if (::mkdir(s.dir_.c_str(), 0755) != 0 && errno != EEXIST) return detail::os_error("cannot create", dir);
+    const std::string index_path = s.index_path();
+    if (file_exists(index_path)) {
+      RUVLLM_TRY_ASSIGN(auto loaded, index_type::load(index_path));
+      s.index_ = std::make_unique<index_type>(std::move(loaded));
+    } else {
+      RUVLLM_TRY_ASSIGN(auto created, index_type::create(options.index));
+      s.index_ = std::make_unique<index_type>(std::move(created));
+    }
+    const std::uint64_t done = s.index_->sequence();
+    index_type& index = *s.index_;
+    const std::uint32_t dim = index.dimension();
+    const std::string wal_path = s.wal_path();
+    auto apply = [&](std::uint64_t seq, std::uint32_t type, std::span<const std::byte> payload) -> result<void> {
+      if (seq <= done) return {};  // already in the checkpoint
+      std::uint64_t key = 0;
+      if (payload.size() < 8) return make_error(errc::corrupt_data, "log record ", seq, " is too short").at(wal_path);
+      std::memcpy(&key, payload.data(), 8);
+      switch (static_cast<detail::store_op>(type)) {
+        case detail::store_op::insert:
+        case detail::store_op::upsert: {
+          if (payload.size() != 8 + std::size_t{dim} * 4)
+            return make_error(errc::corrupt_data, "log record ", seq, " has ", payload.size(), " bytes").at(wal_path);
+          std::vector<float> v(dim);
+          std::memcpy(v.data(), payload.data() + 8, std::size_t{dim} * 4);
+          auto r = index.upsert(key, v);
+          if (!r) return std::move(r).error().at(wal_path);
+          return {};
+        }
+        case detail::store_op::remove: {
+          auto r = index.remove(key);
+          if (!r && r.error().code() != errc::not_found) return std::move(r).error().at(wal_path);
+          return {};
+        }
+      }
+      return make_error(errc::corrupt_data, "log record ", seq, " has unknown type ", type).at(wal_path);
+    };
+    RUVLLM_TRY_ASSIGN(s.wal_, write_ahead_log::open(wal_path, options.wal, done, apply));
+    s.mutex_ = std::make_unique<std::mutex>();
+    return s;
+  }
+
+  hnsw_store(hnsw_store&&) noexcept = default;
+  hnsw_store& operator=(hnsw_store&&) noexcept = default;
+  hnsw_store(const hnsw_store&) = delete;
+  hnsw_store& operator=(const hnsw_store&) = delete;
+  /// Syncs the log (errors are lost here; call sync() to see them).
+  ~hnsw_store() {
+    if (mutex_) (void)wal_.sync();
+  }
+
+  /// The in-memory index, for searches (thread-safe, see hnsw_index).
+  [[nodiscard]] const index_type& index() const noexcept { return *index_; }
+
+  /// Logs and applies an insert. Errors: already_exists, invalid_argument, io_error.
+  [[nodiscard]] result<void> insert(std::uint64_t key, std::span<const float> v) {
+    return write(detail::store_op::insert, key, v);
+  }
+  /// Logs and applies an insert-or-update.
+  [[nodiscard]] result<void> upsert(std::uint64_t key, std::span<const float> v) {
+    return write(detail::store_op::upsert, key, v);
+  }
+  /// Logs and applies a removal. Errors: not_found, io_error.
+  [[nodiscard]] result<void> remove(std::uint64_t key) {
+    std::lock_guard g(*mutex_);
+    if (!index_->contains(key)) return make_error(errc::not_found, "key ", key, " is not in the store");
+    std::byte payload[8];
+    std::memcpy(payload, &key, 8);
+    RUVLLM_TRY(wal_.append(static_cast<std::uint32_t>(detail::store_op::remove), payload));
+    RUVLLM_TRY(index_->remove(key));
+    return maybe_checkpoint();
+  }
+
+  /// Forces every logged write to stable storage (group_commit, none).
+  [[nodiscard]] result<void> sync() {
+    std::lock_guard g(*mutex_);
+    return wal_.sync();
+  }
+
+  /// Saves index.hnsw with every logged write and starts an empty log.
+  [[nodiscard]] result<void> checkpoint() {
+    std::lock_guard g(*mutex_);
+    return checkpoint_locked();
+  }
+
+  /// Rebuilds the graph without tombstones, then checkpoints.
+  [[nodiscard]] result<void> compact(thread_pool* pool = nullptr) {
+    std::lock_guard g(*mutex_);
+    RUVLLM_TRY(index_->compact(pool));
+    return checkpoint_locked();
+  }
+
+  /// Checks the index (invariants) and, when present, index.hnsw's checksums.
+  [[nodiscard]] result<void> verify() const {
+    RUVLLM_TRY(index_->verify());
+    if (file_exists(index_path())) {
+      RUVLLM_TRY_ASSIGN(auto view, index_type::open_view(index_path()));
+      RUVLLM_TRY(view.verify());
+    }
+    return {};
+  }
+
+  /// Sequence number of the last logged write.
+  [[nodiscard]] std::uint64_t sequence() const {
+    std::lock_guard g(*mutex_);
+    return wal_.last_sequence();
+  }
+  [[nodiscard]] std::string index_path() const { return dir_ + "/index.hnsw"; }
+  [[nodiscard]] std::string wal_path() const { return dir_ + "/index.wal"; }
+
+ private:
+  hnsw_store() = default;
+
+  [[nodiscard]] result<void> write(detail::store_op op, std::uint64_t key, std::span<const float> v) {
+    const std::uint32_t dim = index_->dimension();
+    if (v.size() != dim) return make_error(errc::invalid_argument, "vector dimension ", v.size(), " != ", dim);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i])) return make_error(errc::invalid_argument, "vector element ", i, " is not finite");
+    std::lock_guard g(*mutex_);
+    if (op == detail::store_op::insert && index_->contains(key))
+      return make_error(errc::already_exists, "key ", key, " is already in the store");
+    payload_.resize(8 + v.size_bytes());
+    std::memcpy(payload_.data(), &key, 8);
+    std::memcpy(payload_.data() + 8, v.data(), v.size_bytes());
+    RUVLLM_TRY(wal_.append(static_cast<std::uint32_t>(op), payload_));
+    RUVLLM_TRY(index_->upsert(key, v));
+    return maybe_checkpoint();
+  }
+
+  [[nodiscard]] result<void> maybe_checkpoint() {
+    if (options_.checkpoint_bytes != 0 && wal_.bytes() > options_.checkpoint_bytes) return checkpoint_locked();
+    return {};
+  }
+
+  [[nodiscard]] result<void> checkpoint_locked() {
+    const std::uint64_t seq = wal_.last_sequence();
+    RUVLLM_TRY(wal_.sync());
+    RUVLLM_TRY(index_->save(index_path(), seq));
+    return wal_.reset(seq);
+  }
+
+  std::string dir_;
+  hnsw_store_options options_{};
+  std::unique_ptr<index_type> index_;
+  write_ahead_log wal_;
+  std::vector<std::byte> payload_;
+  std::unique_ptr<std::mutex> mutex_;
+};
+
+}  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_HNSW_STORE_HPP
 
 // ==== ruvllm/store/memory_store.hpp
 #ifndef RUVLLM_STORE_MEMORY_STORE_HPP

@@ -47,6 +47,7 @@ using public_types = std::tuple<
     ruvllm::sona::reasoning_bank<ruvllm::backend::scalar>, ruvllm::sona::reasoning_bank_options, ruvllm::sona::pattern,
     ruvllm::sona::kmeans_options, ruvllm::sona::kmeans_result, ruvllm::sona::sona_loops<>,
     ruvllm::sona::sona_loops<ruvllm::backend::scalar>, ruvllm::sona::loop_options, ruvllm::sona::tick_report,
+    ruvllm::sona::no_sink, ruvllm::sona::learned_state<>, ruvllm::sona::learned_state<ruvllm::backend::scalar>,
     // core
     ruvllm::error, ruvllm::result<int>, ruvllm::result<void>, ruvllm::f16, ruvllm::bf16, ruvllm::aligned_buffer<float>,
     ruvllm::aligned_buffer<std::uint8_t, 4096>, ruvllm::byte_reader, ruvllm::mapped_file, ruvllm::thread_pool,

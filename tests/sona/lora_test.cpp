@@ -15,14 +15,15 @@ namespace {
 
 namespace sona = ruvllm::sona;
 
-// y = scale * B (A x) in double, from the adapter's float parameters.
+// y = scale * B (A x) in double, from the adapter's float parameters (b holds
+// B transposed: rank rows of out).
 std::vector<double> ref_delta(const std::vector<double>& a, const std::vector<double>& b, const std::vector<float>& x,
                               std::size_t rank, std::size_t in, std::size_t out, double scale) {
   std::vector<double> ax(rank, 0.0), y(out, 0.0);
   for (std::size_t r = 0; r < rank; ++r)
     for (std::size_t i = 0; i < in; ++i) ax[r] += a[r * in + i] * x[i];
   for (std::size_t o = 0; o < out; ++o)
-    for (std::size_t r = 0; r < rank; ++r) y[o] += scale * b[o * rank + r] * ax[r];
+    for (std::size_t r = 0; r < rank; ++r) y[o] += scale * b[r * out + o] * ax[r];
   return y;
 }
 
@@ -123,11 +124,14 @@ TEST_CASE("micro_lora merges into base_lora by exponential moving average", "[so
       CHECK(base.a(0)[r * 8 + i] == Approx(expect));
     }
   for (std::size_t o = 0; o < 4; ++o) {
-    CHECK(base.b(0)[o * 4 + 0] == Approx(0.25f * 2.0f * micro.b(0)[o * 2 + 0]));
-    CHECK(base.b(0)[o * 4 + 3] == 0.0f);
+    CHECK(base.b(0)[0 * 4 + o] == Approx(0.25f * 2.0f * micro.b(0)[0 * 4 + o]));
+    CHECK(base.b(0)[3 * 4 + o] == 0.0f);
   }
   auto other = sona::micro_lora<>::create({.in_dim = 9, .out_dim = 4, .rank = 1}).value();
   CHECK_FALSE(base.merge_from(other, 0.1f));
+  CHECK_FALSE(base.merge_from(micro, 1.5f));
+  CHECK_FALSE(base.merge_from(micro, std::nanf("")));
+  CHECK(base.version() == 1);  // rejected merges change nothing
   CHECK_FALSE(sona::micro_lora<>::create({.in_dim = 8, .out_dim = 4, .rank = 3}));
   CHECK_FALSE(sona::base_lora<>::create({.in_dim = 8, .out_dim = 4, .rank = 2}));
 }

@@ -10,6 +10,7 @@
 // count, allocated by create(); step() never allocates.
 // Thread-safety: none; the learner that owns it serializes calls.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -81,6 +82,24 @@ class adam {
       v_[i] = b2 * v_[i] + (T{1} - b2) * grad[i] * grad[i];
       params[i] -= alpha * m_[i] / (std::sqrt(v_[i]) + eps);
     }
+  }
+
+  [[nodiscard]] std::span<const T> first_moment() const noexcept { return m_; }
+  [[nodiscard]] std::span<const T> second_moment() const noexcept { return v_; }
+
+  /// Restores saved moments and step count (a checkpoint). Errors: sizes
+  /// other than the parameter count, or non-finite / negative second moments.
+  [[nodiscard]] result<void> restore(std::span<const T> m, std::span<const T> v, std::uint64_t steps) {
+    if (m.size() != m_.size() || v.size() != v_.size())
+      return make_error(errc::invalid_argument, "adam state of ", m.size(), " / ", v.size(), " moments, need ",
+                        m_.size());
+    for (std::size_t i = 0; i < m.size(); ++i)
+      if (!std::isfinite(m[i]) || !std::isfinite(v[i]) || v[i] < T{0})
+        return make_error(errc::invalid_argument, "adam moment ", i, " is not finite (or negative)");
+    std::copy(m.begin(), m.end(), m_.begin());
+    std::copy(v.begin(), v.end(), v_.begin());
+    t_ = steps;
+    return {};
   }
 
   /// Clears the moments and the step count.

@@ -22,6 +22,7 @@
 // Thread-safety: none; the owner (the router) serializes calls.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -109,6 +110,26 @@ class ewc {
     if (!anchored_ || options_.lambda == 0.0) return;
     const T l = static_cast<T>(options_.lambda);
     for (std::size_t i = 0; i < anchor_.size(); ++i) grad[i] += l * penalty_fisher_[i] * (params[i] - anchor_[i]);
+  }
+
+  /// Restores saved estimates (a checkpoint). Errors: sizes other than
+  /// size(), or non-finite values, or negative Fisher entries.
+  [[nodiscard]] result<void> restore(std::span<const T> running, std::span<const T> penalty_fisher,
+                                     std::span<const T> anchor, bool anchored, std::size_t consolidations) {
+    const std::size_t n = running_.size();
+    if (running.size() != n || penalty_fisher.size() != n || anchor.size() != n)
+      return make_error(errc::invalid_argument, "ewc state of ", running.size(), " / ", penalty_fisher.size(), " / ",
+                        anchor.size(), " values, need ", n);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!std::isfinite(running[i]) || !std::isfinite(penalty_fisher[i]) || !std::isfinite(anchor[i]) ||
+          running[i] < T{0} || penalty_fisher[i] < T{0})
+        return make_error(errc::invalid_argument, "ewc entry ", i, " is not finite (or a negative Fisher value)");
+    std::copy(running.begin(), running.end(), running_.begin());
+    std::copy(penalty_fisher.begin(), penalty_fisher.end(), penalty_fisher_.begin());
+    std::copy(anchor.begin(), anchor.end(), anchor_.begin());
+    anchored_ = anchored;
+    consolidations_ = consolidations;
+    return {};
   }
 
   /// Forgets every estimate and the anchor.

@@ -5,9 +5,13 @@
 // micro_lora (rank 1-2) learns per request in SONA's instant loop; base_lora
 // (rank 4-8) is the slower adapter the background loop merges micro into.
 //
-// Layout: A of every layer in one array, [layer][rank][in_dim] row-major, so
-// A x is one gemv over `rank` rows through the kernels layer; B in another,
-// [layer][out_dim][rank], so each output reads `rank` contiguous floats.
+// Layout: every parameter in one float array, A of every layer first
+// ([layer][rank][in_dim]) then B ([layer][rank][out_dim]). A x is one gemv
+// over `rank` rows through the kernels layer; B is stored transposed (a row
+// per rank slot) so that adding B (A x) to the output is `rank` contiguous
+// multiply-adds over out_dim, which the compiler vectorizes, instead of
+// out_dim dot products of length rank (2 for MicroLoRA). One array makes a
+// checkpoint, an export and an EMA merge single loops.
 // A starts small and random, B at zero: a fresh adapter changes nothing.
 // Every update bumps version(); the KV prefix cache keys cached prefixes on
 // (adapter, version), so stale KV is never reused under a changed adapter.
@@ -68,32 +72,49 @@ class lora_adapter {
     if (!std::isfinite(o.scale) || !(o.learning_rate >= 0.0f))
       return make_error(errc::invalid_argument, "lora scale ", o.scale, " or learning rate ", o.learning_rate,
                         " is invalid");
+    if (o.in_dim > max_dim || o.out_dim > max_dim || o.layers > max_layers)
+      return make_error(errc::invalid_argument, "lora dims ", o.in_dim, "x", o.out_dim, " or ", o.layers,
+                        " layers exceed the limits ", max_dim, " / ", max_layers);
     lora_adapter a;
     a.o_ = o;
-    a.a_.assign(o.layers * o.rank * o.in_dim, 0.0f);
-    a.b_.assign(o.layers * o.out_dim * o.rank, 0.0f);
+    a.b_offset_ = o.layers * o.rank * o.in_dim;
+    a.params_.assign(a.b_offset_ + o.layers * o.rank * o.out_dim, 0.0f);
     std::uint64_t s = o.seed;
     const double bound = std::sqrt(1.0 / static_cast<double>(o.in_dim));
-    for (auto& v : a.a_) v = static_cast<float>(bound * detail::uniform_pm1(s));
+    for (std::size_t i = 0; i < a.b_offset_; ++i) a.params_[i] = static_cast<float>(bound * detail::uniform_pm1(s));
     return a;
   }
+
+  /// Largest in/out dimension and layer count create() accepts (bounds the
+  /// allocation a hostile checkpoint could ask for).
+  static constexpr std::size_t max_dim = std::size_t{1} << 20;
+  static constexpr std::size_t max_layers = 4096;
 
   [[nodiscard]] const lora_options& options() const noexcept { return o_; }
   [[nodiscard]] std::size_t rank() const noexcept { return o_.rank; }
   [[nodiscard]] std::uint64_t version() const noexcept { return version_; }
   /// A of `layer`: rank rows of in_dim.
-  [[nodiscard]] std::span<float> a(std::size_t layer) noexcept {
-    return {a_.data() + layer * o_.rank * o_.in_dim, o_.rank * o_.in_dim};
-  }
+  [[nodiscard]] std::span<float> a(std::size_t layer) noexcept { return {a_row(layer, 0), o_.rank * o_.in_dim}; }
   [[nodiscard]] std::span<const float> a(std::size_t layer) const noexcept {
-    return {a_.data() + layer * o_.rank * o_.in_dim, o_.rank * o_.in_dim};
+    return {a_row(layer, 0), o_.rank * o_.in_dim};
   }
-  /// B of `layer`: out_dim rows of rank.
-  [[nodiscard]] std::span<float> b(std::size_t layer) noexcept {
-    return {b_.data() + layer * o_.out_dim * o_.rank, o_.out_dim * o_.rank};
-  }
+  /// B of `layer`, transposed: rank rows of out_dim (row r is column r of B).
+  [[nodiscard]] std::span<float> b(std::size_t layer) noexcept { return {b_row(layer, 0), o_.rank * o_.out_dim}; }
   [[nodiscard]] std::span<const float> b(std::size_t layer) const noexcept {
-    return {b_.data() + layer * o_.out_dim * o_.rank, o_.out_dim * o_.rank};
+    return {b_row(layer, 0), o_.rank * o_.out_dim};
+  }
+  /// Every parameter, A of all layers then B of all layers (see the file comment).
+  [[nodiscard]] std::span<const float> parameters() const noexcept { return params_; }
+  /// Replaces every parameter (a checkpoint being restored) and sets the
+  /// version. Errors: a size other than parameters().size() or a non-finite value.
+  [[nodiscard]] result<void> set_parameters(std::span<const float> p, std::uint64_t version) {
+    if (p.size() != params_.size())
+      return make_error(errc::invalid_argument, "lora parameters: got ", p.size(), " floats, need ", params_.size());
+    for (std::size_t i = 0; i < p.size(); ++i)
+      if (!std::isfinite(p[i])) return make_error(errc::invalid_argument, "lora parameter ", i, " is not finite");
+    std::copy(p.begin(), p.end(), params_.begin());
+    version_ = version;
+    return {};
   }
   /// Marks a direct edit through a() / b() (bumps the version).
   void touch() noexcept { ++version_; }
@@ -103,23 +124,24 @@ class lora_adapter {
     RUVLLM_ASSERT(layer < o_.layers);
     float ax[MaxRank];
     project(layer, x, ax);
-    const float* bl = b_.data() + layer * o_.out_dim * o_.rank;
-    for (std::size_t o = 0; o < o_.out_dim; ++o) {
-      float s = 0.0f;
-      for (std::size_t r = 0; r < o_.rank; ++r) s += bl[o * o_.rank + r] * ax[r];
-      y[o] += o_.scale * s;
-    }
+    add_b(layer, ax, y);
+  }
+
+  /// forward() for `tokens` rows: x rows x_stride floats apart, y rows y_stride apart.
+  void forward_rows(std::size_t layer, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
+                    std::size_t tokens) const noexcept {
+    for (std::size_t t = 0; t < tokens; ++t) forward(layer, x + t * x_stride, y + t * y_stride);
   }
 
   /// Gradients of a loss with dL/dy = grad_y through forward(): dB = scale
   /// grad_y (A x)^T, dA = scale (B^T grad_y) x^T, written to da (rank x
-  /// in_dim) and db (out_dim x rank).
+  /// in_dim) and db (rank x out_dim, transposed like b()).
   void gradient(std::size_t layer, const float* x, const float* grad_y, float* da, float* db) const noexcept {
     float ax[MaxRank], bg[MaxRank];
     project(layer, x, ax);
     back_project(layer, grad_y, bg);
-    for (std::size_t o = 0; o < o_.out_dim; ++o)
-      for (std::size_t r = 0; r < o_.rank; ++r) db[o * o_.rank + r] = o_.scale * grad_y[o] * ax[r];
+    for (std::size_t r = 0; r < o_.rank; ++r)
+      for (std::size_t o = 0; o < o_.out_dim; ++o) db[r * o_.out_dim + o] = o_.scale * grad_y[o] * ax[r];
     for (std::size_t r = 0; r < o_.rank; ++r)
       for (std::size_t i = 0; i < o_.in_dim; ++i) da[r * o_.in_dim + i] = o_.scale * bg[r] * x[i];
   }
@@ -134,12 +156,11 @@ class lora_adapter {
     float ax[MaxRank], bg[MaxRank];
     project(layer, x, ax);
     back_project(layer, grad_y, bg);
-    float* al = a_.data() + layer * o_.rank * o_.in_dim;
-    float* bl = b_.data() + layer * o_.out_dim * o_.rank;
-    for (std::size_t o = 0; o < o_.out_dim; ++o)
-      for (std::size_t r = 0; r < o_.rank; ++r) bl[o * o_.rank + r] -= lr * grad_y[o] * ax[r];
-    for (std::size_t r = 0; r < o_.rank; ++r)
-      for (std::size_t i = 0; i < o_.in_dim; ++i) al[r * o_.in_dim + i] -= lr * bg[r] * x[i];
+    for (std::size_t r = 0; r < o_.rank; ++r) {
+      const float step_b = -lr * ax[r], step_a = -lr * bg[r];
+      kernels::ops<B>::add_scaled_rows(grad_y, 0, &step_b, 1, b_row(layer, r), o_.out_dim);
+      kernels::ops<B>::add_scaled_rows(x, 0, &step_a, 1, a_row(layer, r), o_.in_dim);
+    }
     ++version_;
   }
 
@@ -156,39 +177,55 @@ class lora_adapter {
       return make_error(errc::invalid_argument, "lora merge of layers ", p.layers, " dims ", p.in_dim, "x", p.out_dim,
                         " rank ", p.rank, " into layers ", o_.layers, " dims ", o_.in_dim, "x", o_.out_dim, " rank ",
                         o_.rank);
+    if (!(alpha >= 0.0f && alpha <= 1.0f))
+      return make_error(errc::invalid_argument, "lora merge weight ", alpha, " is outside [0, 1]");
     const float ratio = o_.scale != 0.0f ? p.scale / o_.scale : 0.0f;
     for (std::size_t l = 0; l < o_.layers; ++l) {
       const auto oa = other.a(l);
       const auto ob = other.b(l);
-      float* al = a_.data() + l * o_.rank * o_.in_dim;
-      float* bl = b_.data() + l * o_.out_dim * o_.rank;
-      for (std::size_t r = 0; r < p.rank; ++r)
-        for (std::size_t i = 0; i < o_.in_dim; ++i)
-          al[r * o_.in_dim + i] = (1.0f - alpha) * al[r * o_.in_dim + i] + alpha * oa[r * o_.in_dim + i];
-      for (std::size_t o = 0; o < o_.out_dim; ++o)
-        for (std::size_t r = 0; r < p.rank; ++r)
-          bl[o * o_.rank + r] = (1.0f - alpha) * bl[o * o_.rank + r] + alpha * ratio * ob[o * p.rank + r];
+      for (std::size_t r = 0; r < p.rank; ++r) {
+        float* ar = a_row(l, r);
+        for (std::size_t i = 0; i < o_.in_dim; ++i) ar[i] = (1.0f - alpha) * ar[i] + alpha * oa[r * o_.in_dim + i];
+        float* br = b_row(l, r);
+        for (std::size_t o = 0; o < o_.out_dim; ++o)
+          br[o] = (1.0f - alpha) * br[o] + alpha * ratio * ob[r * o_.out_dim + o];
+      }
     }
     ++version_;
     return {};
   }
 
  private:
+  float* a_row(std::size_t layer, std::size_t r) noexcept { return params_.data() + (layer * o_.rank + r) * o_.in_dim; }
+  const float* a_row(std::size_t layer, std::size_t r) const noexcept {
+    return params_.data() + (layer * o_.rank + r) * o_.in_dim;
+  }
+  float* b_row(std::size_t layer, std::size_t r) noexcept {
+    return params_.data() + b_offset_ + (layer * o_.rank + r) * o_.out_dim;
+  }
+  const float* b_row(std::size_t layer, std::size_t r) const noexcept {
+    return params_.data() + b_offset_ + (layer * o_.rank + r) * o_.out_dim;
+  }
+
   // ax = A x through the kernels layer (one dispatch for all rank rows).
   void project(std::size_t layer, const float* x, float* ax) const noexcept {
-    kernels::ops<B>::gemv(a_.data() + layer * o_.rank * o_.in_dim, o_.in_dim, x, ax, o_.rank, o_.in_dim);
+    kernels::ops<B>::gemv(a_row(layer, 0), o_.in_dim, x, ax, o_.rank, o_.in_dim);
   }
-  // bg = B^T grad_y
+  // y += scale * B ax: every rank slot's row in one pass over y (one kernel
+  // dispatch), so y is read and written once.
+  void add_b(std::size_t layer, const float* ax, float* y) const noexcept {
+    float coeffs[MaxRank];
+    for (std::size_t r = 0; r < o_.rank; ++r) coeffs[r] = o_.scale * ax[r];
+    kernels::ops<B>::add_scaled_rows(b_row(layer, 0), o_.out_dim, coeffs, o_.rank, y, o_.out_dim);
+  }
+  // bg = B^T grad_y: one dot product per rank slot.
   void back_project(std::size_t layer, const float* grad_y, float* bg) const noexcept {
-    const float* bl = b_.data() + layer * o_.out_dim * o_.rank;
-    std::fill(bg, bg + o_.rank, 0.0f);
-    for (std::size_t o = 0; o < o_.out_dim; ++o)
-      for (std::size_t r = 0; r < o_.rank; ++r) bg[r] += bl[o * o_.rank + r] * grad_y[o];
+    for (std::size_t r = 0; r < o_.rank; ++r) bg[r] = kernels::ops<B>::dot(b_row(layer, r), grad_y, o_.out_dim);
   }
 
   lora_options o_{};
-  std::vector<float> a_;
-  std::vector<float> b_;
+  std::vector<float> params_;
+  std::size_t b_offset_ = 0;
   std::uint64_t version_ = 0;
 };
 

@@ -12,9 +12,15 @@
 //
 // Layout: samples in one flat float array [sample][dim] (a bounded buffer
 // that overwrites the oldest), pattern centroids mirrored into one flat array
-// [pattern][dim] so a search is one cosine_many dispatch over all patterns.
+// [pattern][dim] so a small bank's search is one cosine_many dispatch over
+// all patterns. A bank of index_min_patterns or more also keeps an HNSW index
+// (store::hnsw_index, cosine, f32) of the centroids keyed by position,
+// rebuilt after every change of the pattern set (changes happen only in the
+// deep loop, searches on every request): an exact scan of 100k x 128
+// centroids reads 51 MB per query, the index a few hundred of them.
 // Allocation: create() sizes the sample buffer; record() never allocates;
-// consolidate(), prune() and search() with a growing result vector allocate.
+// consolidate(), prune(), restore() allocate; search() allocates only when
+// its result vector or scratch grows.
 // Thread-safety: none; the deep loop owns the bank (search from serving
 // threads needs the engine to publish a snapshot).
 
@@ -23,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -31,6 +38,7 @@
 #include "ruvllm/core/error.hpp"
 #include "ruvllm/kernels/ops.hpp"
 #include "ruvllm/sona/router.hpp"
+#include "ruvllm/store/hnsw_index.hpp"
 
 namespace ruvllm::sona {
 
@@ -179,6 +187,8 @@ struct reasoning_bank_options {
   std::size_t max_patterns = 10000;  ///< least-used patterns dropped beyond this
   double merge_similarity = 0.98;    ///< cosine at or above which patterns merge
   kmeans_options kmeans{};
+  std::size_t index_min_patterns = 4096;  ///< from this many patterns on, search through an HNSW index (0: never)
+  std::uint32_t index_ef = 64;            ///< the index's search breadth (raised to top_k)
 };
 
 /// The pattern bank; see the file comment.
@@ -192,6 +202,9 @@ class reasoning_bank {
     if (o.dim == 0 || o.models == 0 || o.max_samples == 0 || o.max_patterns == 0)
       return make_error(errc::invalid_argument, "reasoning bank dim ", o.dim, ", models ", o.models, ", max_samples ",
                         o.max_samples, ", max_patterns ", o.max_patterns, " must be positive");
+    if (!(o.merge_similarity >= -1.0 && o.merge_similarity <= 1.0) || o.kmeans.k == 0)
+      return make_error(errc::invalid_argument, "reasoning bank merge_similarity ", o.merge_similarity,
+                        " must be in [-1, 1] and kmeans k ", o.kmeans.k, " positive");
     reasoning_bank b;
     b.o_ = o;
     b.samples_.assign(o.max_samples * o.dim, 0.0f);
@@ -204,6 +217,50 @@ class reasoning_bank {
   [[nodiscard]] const reasoning_bank_options& options() const noexcept { return o_; }
   [[nodiscard]] std::size_t pending_samples() const noexcept { return std::min(recorded_, o_.max_samples); }
   [[nodiscard]] const std::vector<pattern>& patterns() const noexcept { return patterns_; }
+  /// Deep-loop consolidations so far (each seeds its k-means differently).
+  [[nodiscard]] std::uint64_t consolidations() const noexcept { return consolidations_; }
+
+  /// Checks one pattern against this bank's shape: centroid of dim floats,
+  /// per-model arrays of `models`, params of params_dim, finite values,
+  /// qualities in [0, 1], a best model below `models`, a nonzero count.
+  [[nodiscard]] result<void> check_pattern(const pattern& p) const {
+    if (p.centroid.size() != o_.dim || p.model_quality.size() != o_.models || p.model_count.size() != o_.models ||
+        p.params.size() != o_.params_dim)
+      return make_error(errc::invalid_argument, "pattern shape ", p.centroid.size(), "/", p.model_quality.size(), "/",
+                        p.model_count.size(), "/", p.params.size(), " differs from the bank's dim ", o_.dim,
+                        ", models ", o_.models, ", params ", o_.params_dim);
+    if (p.count == 0 || p.best_model >= o_.models)
+      return make_error(errc::invalid_argument, "pattern count ", p.count, " or best model ", p.best_model,
+                        " is invalid (models ", o_.models, ")");
+    const auto finite = [](const std::vector<float>& v) {
+      return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+    };
+    if (!finite(p.centroid) || !finite(p.params))
+      return make_error(errc::invalid_argument, "pattern centroid or parameters are not finite");
+    const auto in01 = [](float q) { return q >= 0.0f && q <= 1.0f; };
+    if (!in01(p.mean_quality) || !std::all_of(p.model_quality.begin(), p.model_quality.end(), in01))
+      return make_error(errc::invalid_argument, "pattern quality ", p.mean_quality,
+                        " (or a per-model one) is outside [0, 1]");
+    return {};
+  }
+
+  /// Replaces every pattern (a checkpoint or an import): all are checked
+  /// first, so an error leaves the bank unchanged. Pending samples stay.
+  /// Errors: a malformed pattern (check_pattern), more than max_patterns.
+  [[nodiscard]] result<void> restore(std::vector<pattern> patterns, std::uint64_t consolidations) {
+    if (patterns.size() > o_.max_patterns)
+      return make_error(errc::invalid_argument, patterns.size(), " patterns exceed the bank's max_patterns ",
+                        o_.max_patterns);
+    for (std::size_t i = 0; i < patterns.size(); ++i) {
+      auto ok = check_pattern(patterns[i]);
+      if (!ok) return make_error(errc::invalid_argument, "pattern ", i, ": ", ok.error().message());
+    }
+    patterns_ = std::move(patterns);
+    consolidations_ = consolidations;
+    rebuild_flat();
+    refresh_index();
+    return {};
+  }
 
   /// Buffers one trajectory (embedding of dim floats, params of params_dim).
   /// Allocation-free.
@@ -270,18 +327,32 @@ class reasoning_bank {
       rebuild_flat();
     }
     enforce_capacity();
+    refresh_index();
     recorded_ = 0;
     ++consolidations_;
     return patterns_.size();
   }
 
   /// The top_k patterns most similar (cosine) to query, best first, as
-  /// (index, similarity) into out (cleared first).
+  /// (index, similarity) into out (cleared first). Exact below
+  /// index_min_patterns, approximate (HNSW) from there on.
   void search(std::span<const float> query, std::size_t top_k, std::vector<std::pair<std::size_t, float>>& out) const {
     RUVLLM_ASSERT(query.size() == o_.dim);
     out.clear();
     const std::size_t p = patterns_.size();
     if (p == 0 || top_k == 0) return;
+    if (index_ != nullptr) {
+      hits_.resize(std::min(top_k, p));
+      store::search_params sp;
+      sp.ef = std::max<std::uint32_t>(o_.index_ef, static_cast<std::uint32_t>(hits_.size()));
+      auto n = index_->search(query, std::span<store::search_hit>(hits_), index_ctx_, sp);
+      if (n) {
+        for (std::size_t i = 0; i < *n; ++i)
+          out.emplace_back(static_cast<std::size_t>(hits_[i].key), 1.0f - hits_[i].distance);
+        return;
+      }
+      // A query the index refuses (a zero vector) falls through to the exact scan.
+    }
     sims_.resize(p);
     kernels::ops<B>::cosine_many(query.data(), flat_.data(), o_.dim, p, o_.dim, sims_.data());
     for (std::size_t i = 0; i < p; ++i) out.emplace_back(i, sims_[i]);
@@ -310,6 +381,7 @@ class reasoning_bank {
       }
     }
     rebuild_flat();
+    refresh_index();
     return removed;
   }
 
@@ -364,6 +436,27 @@ class reasoning_bank {
     for (std::size_t i = 0; i < patterns_.size(); ++i)
       std::copy(patterns_[i].centroid.begin(), patterns_[i].centroid.end(),
                 flat_.begin() + static_cast<std::ptrdiff_t>(i * o_.dim));
+    index_stale_ = true;
+  }
+
+  // Rebuilds the HNSW index once per change of the pattern set (called at
+  // the end of each mutating call, not per pattern). A centroid the index
+  // refuses (a zero vector has no direction) leaves the exact scan in charge.
+  void refresh_index() {
+    if (!index_stale_) return;
+    index_stale_ = false;
+    index_.reset();
+    if (o_.index_min_patterns == 0 || patterns_.size() < o_.index_min_patterns) return;
+    store::hnsw_options ho;
+    ho.dimension = static_cast<std::uint32_t>(o_.dim);
+    ho.ef_construction = 100;
+    ho.ef_search = o_.index_ef;
+    auto index = index_type::create(ho);
+    if (!index) return;
+    std::vector<std::uint64_t> keys(patterns_.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = i;
+    if (!index->insert_batch(keys, flat_)) return;
+    index_ = std::make_unique<index_type>(std::move(index).value());
   }
 
   reasoning_bank_options o_{};
@@ -374,6 +467,11 @@ class reasoning_bank {
   std::vector<pattern> patterns_;
   std::vector<float> flat_;
   mutable std::vector<float> sims_;
+  using index_type = store::hnsw_index<store::metric::cosine, precision::f32, B>;
+  std::unique_ptr<index_type> index_;  // null below index_min_patterns
+  bool index_stale_ = false;
+  mutable store::hnsw_search_context index_ctx_;
+  mutable std::vector<store::search_hit> hits_;
 };
 
 }  // namespace ruvllm::sona

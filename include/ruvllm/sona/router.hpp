@@ -220,9 +220,14 @@ class fastgrnn_router {
       return make_error(errc::invalid_argument, "router rank_u ", o.rank_u, " is outside [1, ", o.hidden_dim, "]");
     if (!(o.sparsity >= 0.0 && o.sparsity < 1.0))
       return make_error(errc::invalid_argument, "router sparsity ", o.sparsity, " is outside [0, 1)");
-    if (!(o.temperature_min < o.temperature_max) || !(o.top_p_min < o.top_p_max))
+    if (!(o.temperature_min < o.temperature_max) || !(o.top_p_min < o.top_p_max) ||
+        !std::isfinite(o.temperature_max - o.temperature_min) || !std::isfinite(o.top_p_max - o.top_p_min))
       return make_error(errc::invalid_argument, "router temperature range [", o.temperature_min, ", ",
                         o.temperature_max, "] or top-p range [", o.top_p_min, ", ", o.top_p_max, "] is empty");
+    if (!std::isfinite(o.zeta_init) || !std::isfinite(o.nu_init) ||
+        !(o.confidence_weight >= 0.0 && std::isfinite(o.confidence_weight)))
+      return make_error(errc::invalid_argument, "router zeta_init ", o.zeta_init, ", nu_init ", o.nu_init,
+                        " must be finite and confidence_weight ", o.confidence_weight, " finite and >= 0");
     fastgrnn_router r;
     r.o_ = o;
     r.input_dim_ = d;
@@ -249,13 +254,52 @@ class fastgrnn_router {
   [[nodiscard]] ewc<T>& ewc_state() noexcept { return ewc_; }
   [[nodiscard]] adam<T>& optimizer() noexcept { return opt_; }
 
-  /// Replaces all parameters (a checkpoint, a retrieved policy). Errors: size mismatch.
+  /// Replaces all parameters (a checkpoint, a retrieved policy). Errors: size
+  /// mismatch or a non-finite value, with nothing changed.
   [[nodiscard]] result<void> set_parameters(std::span<const T> p) {
     if (p.size() != params_.size())
       return make_error(errc::invalid_argument, "router parameter count ", p.size(), " differs from ", params_.size());
+    for (std::size_t i = 0; i < p.size(); ++i)
+      if (!std::isfinite(p[i])) return make_error(errc::invalid_argument, "router parameter ", i, " is not finite");
     std::copy(p.begin(), p.end(), params_.begin());
     apply_mask();
     ++version_;
+    return {};
+  }
+
+  /// The sparsity mask over the parameters (empty until sparsify()).
+  [[nodiscard]] std::span<const std::uint8_t> sparsity_mask() const noexcept { return mask_; }
+  [[nodiscard]] const adam<T>& optimizer() const noexcept { return opt_; }
+
+  /// Restores a checkpoint: parameters, sparsity mask (empty or one 0/1 byte
+  /// per parameter), optimizer and EWC++ state, version. All or nothing:
+  /// every input is validated before anything changes. Errors: sizes, non-
+  /// finite values, mask bytes other than 0 and 1.
+  [[nodiscard]] result<void> restore(std::span<const T> params, std::span<const std::uint8_t> mask,
+                                     std::span<const T> adam_m, std::span<const T> adam_v, std::uint64_t adam_steps,
+                                     std::span<const T> fisher_running, std::span<const T> fisher_penalty,
+                                     std::span<const T> anchor, bool anchored, std::size_t consolidations,
+                                     std::uint64_t version) {
+    const std::size_t n = params_.size();
+    if (params.size() != n || (!mask.empty() && mask.size() != n))
+      return make_error(errc::invalid_argument, "router checkpoint of ", params.size(), " parameters and a mask of ",
+                        mask.size(), ", need ", n);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!std::isfinite(params[i]))
+        return make_error(errc::invalid_argument, "router parameter ", i, " is not finite");
+    for (std::size_t i = 0; i < mask.size(); ++i)
+      if (mask[i] > 1) return make_error(errc::invalid_argument, "router mask byte ", i, " is ", int{mask[i]});
+    // Validate both optimizer and EWC++ state on copies first, so a bad
+    // second half cannot leave the first restored.
+    adam<T> opt = opt_;
+    ewc<T> e = ewc_;
+    RUVLLM_TRY(opt.restore(adam_m, adam_v, adam_steps));
+    RUVLLM_TRY(e.restore(fisher_running, fisher_penalty, anchor, anchored, consolidations));
+    std::copy(params.begin(), params.end(), params_.begin());
+    mask_.assign(mask.begin(), mask.end());
+    opt_ = std::move(opt);
+    ewc_ = std::move(e);
+    version_ = version;
     return {};
   }
 
@@ -279,6 +323,13 @@ class fastgrnn_router {
     w.dw2x.assign(o_.rank_w, T{0});
     w.tmp.assign(h, T{0});
     return w;
+  }
+
+  /// Whether ws was made for a router of this shape.
+  [[nodiscard]] bool fits(const workspace& ws) const noexcept {
+    return ws.x.size() == input_dim_ && ws.hs.size() == (o_.steps + 1) * o_.hidden_dim &&
+           ws.u2h.size() == o_.steps * o_.rank_u && ws.w2x.size() == o_.rank_w && ws.model_probs.size() == o_.models &&
+           ws.bucket_probs.size() == o_.context_buckets;
   }
 
   /// Routes one query: query.size() == query_dim, extra.size() == extra_dim

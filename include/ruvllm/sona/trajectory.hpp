@@ -22,6 +22,7 @@
 // concurrently. Dimensions are fixed at creation.
 
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -31,6 +32,7 @@
 
 #include "ruvllm/core/config.hpp"
 #include "ruvllm/core/error.hpp"
+#include "ruvllm/store/records.hpp"
 
 namespace ruvllm::sona {
 
@@ -52,7 +54,35 @@ struct trajectory_view {
   float quality = 0.0f;             ///< in [0, 1]
   float latency_ms = 0.0f;
   kv_stats kv{};
+  store::uuid session{};  ///< the session served (nil: none)
+  store::uuid pattern{};  ///< the stored pattern that guided routing (nil: none)
 };
+
+/// Checks a trajectory at the boundary where it enters SONA: dimensions,
+/// finite vectors, quality in [0, 1], latency finite and >= 0, model below
+/// `models`. Errors name the field and the limit.
+[[nodiscard]] inline result<void> check_trajectory(const trajectory_view& t, std::size_t query_dim,
+                                                   std::size_t response_dim, std::size_t feature_dim,
+                                                   std::size_t models) {
+  const auto dims = [](const char* what, std::span<const float> v, std::size_t want) -> result<void> {
+    if (v.size() != want)
+      return make_error(errc::invalid_argument, "trajectory ", what, " has ", v.size(), " floats, expected ", want);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i]))
+        return make_error(errc::invalid_argument, "trajectory ", what, "[", i, "] is ", v[i], " (not finite)");
+    return {};
+  };
+  RUVLLM_TRY(dims("query", t.query, query_dim));
+  RUVLLM_TRY(dims("response", t.response, response_dim));
+  RUVLLM_TRY(dims("features", t.features, feature_dim));
+  if (!(t.quality >= 0.0f && t.quality <= 1.0f))
+    return make_error(errc::invalid_argument, "trajectory quality ", t.quality, " is outside [0, 1]");
+  if (!(t.latency_ms >= 0.0f) || !std::isfinite(t.latency_ms))
+    return make_error(errc::invalid_argument, "trajectory latency ", t.latency_ms, " ms is not a finite value >= 0");
+  if (t.model >= models)
+    return make_error(errc::invalid_argument, "trajectory model ", t.model, " is not below the ", models, " models");
+  return {};
+}
 
 /// Bounded lock-free MPMC ring of trajectories; see the file comment.
 class trajectory_ring {
@@ -123,6 +153,8 @@ class trajectory_ring {
     sl->quality = t.quality;
     sl->latency_ms = t.latency_ms;
     sl->kv = t.kv;
+    sl->session = t.session;
+    sl->pattern = t.pattern;
     sl->seq.store(pos + 1, std::memory_order_release);
     return true;
   }
@@ -158,6 +190,8 @@ class trajectory_ring {
       v.quality = sl->quality;
       v.latency_ms = sl->latency_ms;
       v.kv = sl->kv;
+      v.session = sl->session;
+      v.pattern = sl->pattern;
       f(static_cast<const trajectory_view&>(v));
       sl->seq.store(pos + s.mask + 1, std::memory_order_release);
       ++n;
@@ -173,6 +207,7 @@ class trajectory_ring {
     float quality = 0.0f;
     float latency_ms = 0.0f;
     kv_stats kv{};
+    store::uuid session{}, pattern{};
   };
   struct alignas(64) counter {
     std::atomic<std::uint64_t> v{0};

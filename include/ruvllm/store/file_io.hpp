@@ -113,6 +113,19 @@ namespace detail {
   return sync_directory(detail::parent_directory(path));
 }
 
+/// Writes `bytes` as the whole content of path atomically: path + ".tmp" is
+/// written and fsynced, then renamed over path and the directory fsynced, so
+/// a crash leaves either the previous file or the new one, never a mix.
+[[nodiscard]] inline result<void> write_file_atomically(std::string_view path, std::span<const std::byte> bytes) {
+  const std::string tmp = std::string(path) + ".tmp";
+  {
+    RUVLLM_TRY_ASSIGN(auto f, open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+    RUVLLM_TRY(write_all(f, bytes, tmp));
+    RUVLLM_TRY(sync_file(f, tmp));
+  }
+  return replace_file(tmp, path);
+}
+
 /// Whether path names an existing file.
 [[nodiscard]] inline bool file_exists(std::string_view path) {
   struct stat st {};
