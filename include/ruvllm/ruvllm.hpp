@@ -32,6 +32,7 @@
 #include "ruvllm/model/sampler.hpp"
 #include "ruvllm/model/tokenizer.hpp"
 #include "ruvllm/sona/adam.hpp"
+#include "ruvllm/sona/adapter_pool.hpp"
 #include "ruvllm/sona/adapter_registry.hpp"
 #include "ruvllm/sona/ewc.hpp"
 #include "ruvllm/sona/exchange.hpp"

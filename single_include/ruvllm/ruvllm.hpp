@@ -18997,89 +18997,6 @@ class adam {
 
 #endif  // RUVLLM_SONA_ADAM_HPP
 
-// ==== ruvllm/sona/adapter_registry.hpp
-#ifndef RUVLLM_SONA_ADAPTER_REGISTRY_HPP
-#define RUVLLM_SONA_ADAPTER_REGISTRY_HPP
-
-// Named base adapters, one of them active, swapped without touching the
-// others: the engine serves through active() and the background loop trains
-// any adapter by name. Each adapter keeps its own version; the pair
-// (adapter id, version) is what the KV prefix cache namespaces on.
-//
-// Layout: a std::map from name to {id, adapter}; ids are assigned in
-// insertion order and never reused, so a removed and re-added name gets a new
-// id and cannot alias cached KV of its predecessor.
-// Allocation: add() allocates; lookups and activate() do not.
-// Thread-safety: none; the engine serializes registry changes (swapping the
-// active adapter is a pointer-sized change the engine publishes itself).
-
-#include <cstdint>
-#include <iterator>
-#include <map>
-#include <string>
-#include <string_view>
-#include <utility>
-
-
-namespace ruvllm::sona {
-
-/// Registry of named adapters of type Adapter (e.g. base_lora<>).
-template <class Adapter>
-class adapter_registry {
- public:
-  struct entry {
-    std::uint32_t id = 0;
-    Adapter adapter;
-  };
-
-  /// Adds `adapter` under `name`. Errors: the name exists already.
-  [[nodiscard]] result<std::uint32_t> add(std::string_view name, Adapter adapter) {
-    auto [it, inserted] = by_name_.try_emplace(std::string(name));
-    if (!inserted) return make_error(errc::already_exists, "adapter '", name, "' is already registered");
-    it->second.id = next_id_++;
-    it->second.adapter = std::move(adapter);
-    return it->second.id;
-  }
-
-  /// Removes `name`; deactivates it if active. Errors: unknown name.
-  [[nodiscard]] result<void> remove(std::string_view name) {
-    const auto it = by_name_.find(name);
-    if (it == by_name_.end()) return make_error(errc::not_found, "adapter '", name, "' is not registered");
-    if (active_ == &it->second) active_ = nullptr;
-    by_name_.erase(it);
-    return {};
-  }
-
-  /// Makes `name` the active adapter (hot swap). Errors: unknown name.
-  [[nodiscard]] result<void> activate(std::string_view name) {
-    const auto it = by_name_.find(name);
-    if (it == by_name_.end()) return make_error(errc::not_found, "adapter '", name, "' is not registered");
-    active_ = &it->second;
-    return {};
-  }
-  /// Serves without an adapter.
-  void deactivate() noexcept { active_ = nullptr; }
-
-  /// The active entry, or nullptr.
-  [[nodiscard]] const entry* active() const noexcept { return active_; }
-  [[nodiscard]] entry* active() noexcept { return active_; }
-  /// The entry for `name`, or nullptr.
-  [[nodiscard]] entry* find(std::string_view name) noexcept {
-    const auto it = by_name_.find(name);
-    return it == by_name_.end() ? nullptr : &it->second;
-  }
-  [[nodiscard]] std::size_t size() const noexcept { return by_name_.size(); }
-
- private:
-  std::map<std::string, entry, std::less<>> by_name_;
-  entry* active_ = nullptr;  // std::map nodes are stable across inserts
-  std::uint32_t next_id_ = 1;
-};
-
-}  // namespace ruvllm::sona
-
-#endif  // RUVLLM_SONA_ADAPTER_REGISTRY_HPP
-
 // ==== ruvllm/sona/ewc.hpp
 #ifndef RUVLLM_SONA_EWC_HPP
 #define RUVLLM_SONA_EWC_HPP
@@ -19930,6 +19847,846 @@ template <class T>
 }  // namespace ruvllm::sona
 
 #endif  // RUVLLM_SONA_ROUTER_HPP
+
+// ==== ruvllm/sona/lora.hpp
+#ifndef RUVLLM_SONA_LORA_HPP
+#define RUVLLM_SONA_LORA_HPP
+
+// Low-rank adapters: y += scale * B (A x) on a projection's output, per layer.
+// micro_lora (rank 1-2) learns per request in SONA's instant loop; base_lora
+// (rank 4-8) is the slower adapter the background loop merges micro into.
+//
+// Layout: every parameter in one float array, A of every layer first
+// ([layer][rank][in_dim]) then B ([layer][rank][out_dim]). A x is one gemv
+// over `rank` rows through the kernels layer; B is stored transposed (a row
+// per rank slot) so that adding B (A x) to the output is `rank` contiguous
+// multiply-adds over out_dim, which the compiler vectorizes, instead of
+// out_dim dot products of length rank (2 for MicroLoRA). One array makes a
+// checkpoint, an export and an EMA merge single loops.
+// A starts small and random, B at zero: a fresh adapter changes nothing.
+// Every update bumps version(); the KV prefix cache keys cached prefixes on
+// (adapter, version), so stale KV is never reused under a changed adapter.
+//
+// Allocation: create() allocates the parameters on the heap; create_in()
+// and view() use caller memory (a unified-pool allocation: see
+// adapter_pool.hpp); copies own theirs. forward(), instant_update() and
+// merge_from() are allocation-free (rank is bounded at compile time, so A x lives on the
+// stack). Thread-safety: forward() is const and may run on many threads while
+// nothing updates the adapter; updates need exclusive access (the engine
+// swaps adapters rather than updating one that is serving).
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+
+namespace ruvllm::sona {
+
+/// Shape and learning settings of an adapter.
+struct lora_options {
+  std::size_t layers = 1;
+  std::size_t in_dim = 0;
+  std::size_t out_dim = 0;
+  std::size_t rank = 1;
+  float scale = 1.0f;           ///< alpha / rank
+  float learning_rate = 1e-3f;  ///< instant_update step, times quality
+  std::uint64_t seed = 0x10a;
+};
+
+/// A per-layer low-rank adapter with rank in [MinRank, MaxRank]; kernels
+/// from backend B.
+template <std::size_t MinRank, std::size_t MaxRank, Backend B = backend::highway>
+class lora_adapter {
+  static_assert(MinRank >= 1 && MinRank <= MaxRank && MaxRank <= 64,
+                "lora_adapter: need 1 <= MinRank <= MaxRank <= 64");
+
+ public:
+  static constexpr std::size_t min_rank = MinRank;
+  static constexpr std::size_t max_rank = MaxRank;
+
+  lora_adapter() = default;
+  // Copies own their parameters (a copy of an adapter living in pool memory
+  // is an ordinary heap adapter); moves keep the storage they point to.
+  lora_adapter(const lora_adapter& o) : o_(o.o_), b_offset_(o.b_offset_), version_(o.version_) {
+    owned_.assign(o.data_, o.data_ + o.size_);
+    data_ = owned_.data();
+    size_ = owned_.size();
+  }
+  lora_adapter& operator=(const lora_adapter& o) {
+    if (this != &o) *this = lora_adapter(o);
+    return *this;
+  }
+  lora_adapter(lora_adapter&& o) noexcept
+      : o_(o.o_),
+        owned_(std::move(o.owned_)),
+        data_(std::exchange(o.data_, nullptr)),
+        size_(std::exchange(o.size_, 0)),
+        b_offset_(o.b_offset_),
+        version_(o.version_) {}
+  lora_adapter& operator=(lora_adapter&& o) noexcept {
+    o_ = o.o_;
+    owned_ = std::move(o.owned_);
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    b_offset_ = o.b_offset_;
+    version_ = o.version_;
+    return *this;
+  }
+  ~lora_adapter() = default;
+
+  /// Floats of parameters an adapter of these options holds (A and B of every layer).
+  [[nodiscard]] static constexpr std::size_t parameter_count(const lora_options& o) noexcept {
+    return o.layers * o.rank * (o.in_dim + o.out_dim);
+  }
+
+  /// A fresh adapter (A small and random, B zero) in its own heap memory.
+  /// Errors: rank outside [MinRank, MaxRank], a zero dimension or layer count,
+  /// a non-finite scale or negative learning rate, sizes beyond max_dim /
+  /// max_layers.
+  [[nodiscard]] static result<lora_adapter> create(const lora_options& o) {
+    RUVLLM_TRY(check(o));
+    lora_adapter a;
+    a.owned_.assign(parameter_count(o), 0.0f);
+    a.adopt(o, a.owned_);
+    a.initialize();
+    return a;
+  }
+
+  /// A fresh adapter whose parameters live in `storage` (e.g. an allocation
+  /// of the unified pool), which must hold exactly parameter_count(o) floats
+  /// and outlive the adapter. Errors: as create(), or a storage size mismatch.
+  [[nodiscard]] static result<lora_adapter> create_in(const lora_options& o, std::span<float> storage) {
+    RUVLLM_TRY(check(o));
+    RUVLLM_TRY(check_storage(o, storage));
+    lora_adapter a;
+    a.adopt(o, storage);
+    a.initialize();
+    return a;
+  }
+
+  /// An adapter over parameters already in `storage` (reloaded from a store)
+  /// at `version`. Errors: as create_in(), or a non-finite parameter.
+  [[nodiscard]] static result<lora_adapter> view(const lora_options& o, std::span<float> storage,
+                                                 std::uint64_t version) {
+    RUVLLM_TRY(check(o));
+    RUVLLM_TRY(check_storage(o, storage));
+    for (std::size_t i = 0; i < storage.size(); ++i)
+      if (!std::isfinite(storage[i])) return make_error(errc::invalid_argument, "lora parameter ", i, " is not finite");
+    lora_adapter a;
+    a.adopt(o, storage);
+    a.version_ = version;
+    return a;
+  }
+
+  /// Checks options as create() does.
+  [[nodiscard]] static result<void> check(const lora_options& o) {
+    if (o.rank < MinRank || o.rank > MaxRank)
+      return make_error(errc::invalid_argument, "lora rank ", o.rank, " is outside [", MinRank, ", ", MaxRank, "]");
+    if (o.layers == 0 || o.in_dim == 0 || o.out_dim == 0)
+      return make_error(errc::invalid_argument, "lora layers ", o.layers, ", in_dim ", o.in_dim, ", out_dim ",
+                        o.out_dim, " must be positive");
+    if (!std::isfinite(o.scale) || !(o.learning_rate >= 0.0f))
+      return make_error(errc::invalid_argument, "lora scale ", o.scale, " or learning rate ", o.learning_rate,
+                        " is invalid");
+    if (o.in_dim > max_dim || o.out_dim > max_dim || o.layers > max_layers)
+      return make_error(errc::invalid_argument, "lora dims ", o.in_dim, "x", o.out_dim, " or ", o.layers,
+                        " layers exceed the limits ", max_dim, " / ", max_layers);
+    return {};
+  }
+
+  /// Largest in/out dimension and layer count create() accepts (bounds the
+  /// allocation a hostile checkpoint could ask for).
+  static constexpr std::size_t max_dim = std::size_t{1} << 20;
+  static constexpr std::size_t max_layers = 4096;
+
+  [[nodiscard]] const lora_options& options() const noexcept { return o_; }
+  [[nodiscard]] std::size_t rank() const noexcept { return o_.rank; }
+  [[nodiscard]] std::uint64_t version() const noexcept { return version_; }
+  /// A of `layer`: rank rows of in_dim.
+  [[nodiscard]] std::span<float> a(std::size_t layer) noexcept { return {a_row(layer, 0), o_.rank * o_.in_dim}; }
+  [[nodiscard]] std::span<const float> a(std::size_t layer) const noexcept {
+    return {a_row(layer, 0), o_.rank * o_.in_dim};
+  }
+  /// B of `layer`, transposed: rank rows of out_dim (row r is column r of B).
+  [[nodiscard]] std::span<float> b(std::size_t layer) noexcept { return {b_row(layer, 0), o_.rank * o_.out_dim}; }
+  [[nodiscard]] std::span<const float> b(std::size_t layer) const noexcept {
+    return {b_row(layer, 0), o_.rank * o_.out_dim};
+  }
+  /// Every parameter, A of all layers then B of all layers (see the file comment).
+  [[nodiscard]] std::span<const float> parameters() const noexcept { return {data_, size_}; }
+  /// Replaces every parameter (a checkpoint being restored) and sets the
+  /// version. Errors: a size other than parameters().size() or a non-finite value.
+  [[nodiscard]] result<void> set_parameters(std::span<const float> p, std::uint64_t version) {
+    if (p.size() != size_)
+      return make_error(errc::invalid_argument, "lora parameters: got ", p.size(), " floats, need ", size_);
+    for (std::size_t i = 0; i < p.size(); ++i)
+      if (!std::isfinite(p[i])) return make_error(errc::invalid_argument, "lora parameter ", i, " is not finite");
+    std::copy(p.begin(), p.end(), data_);
+    version_ = version;
+    return {};
+  }
+  /// Marks a direct edit through a() / b() (bumps the version).
+  void touch() noexcept { ++version_; }
+
+  /// y += scale * B (A x) for `layer`; x has in_dim, y out_dim floats.
+  void forward(std::size_t layer, const float* x, float* y) const noexcept {
+    RUVLLM_ASSERT(layer < o_.layers);
+    float ax[MaxRank];
+    project(layer, x, ax);
+    add_b(layer, ax, y);
+  }
+
+  /// forward() for `tokens` rows: x rows x_stride floats apart, y rows y_stride apart.
+  void forward_rows(std::size_t layer, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
+                    std::size_t tokens) const noexcept {
+    for (std::size_t t = 0; t < tokens; ++t) forward(layer, x + t * x_stride, y + t * y_stride);
+  }
+
+  /// Gradients of a loss with dL/dy = grad_y through forward(): dB = scale
+  /// grad_y (A x)^T, dA = scale (B^T grad_y) x^T, written to da (rank x
+  /// in_dim) and db (rank x out_dim, transposed like b()).
+  void gradient(std::size_t layer, const float* x, const float* grad_y, float* da, float* db) const noexcept {
+    float ax[MaxRank], bg[MaxRank];
+    project(layer, x, ax);
+    back_project(layer, grad_y, bg);
+    for (std::size_t r = 0; r < o_.rank; ++r)
+      for (std::size_t o = 0; o < o_.out_dim; ++o) db[r * o_.out_dim + o] = o_.scale * grad_y[o] * ax[r];
+    for (std::size_t r = 0; r < o_.rank; ++r)
+      for (std::size_t i = 0; i < o_.in_dim; ++i) da[r * o_.in_dim + i] = o_.scale * bg[r] * x[i];
+  }
+
+  /// One SGD step from a gradient signal on the output, scaled by the
+  /// request's quality in [0, 1]: good responses move the adapter more.
+  /// Both factors step from the same pre-update values.
+  void instant_update(std::size_t layer, const float* x, const float* grad_y, float quality) noexcept {
+    RUVLLM_ASSERT(layer < o_.layers);
+    const float lr = o_.learning_rate * std::clamp(quality, 0.0f, 1.0f) * o_.scale;
+    if (lr == 0.0f) return;
+    float ax[MaxRank], bg[MaxRank];
+    project(layer, x, ax);
+    back_project(layer, grad_y, bg);
+    for (std::size_t r = 0; r < o_.rank; ++r) {
+      const float step_b = -lr * ax[r], step_a = -lr * bg[r];
+      kernels::ops<B>::add_scaled_rows(grad_y, 0, &step_b, 1, b_row(layer, r), o_.out_dim);
+      kernels::ops<B>::add_scaled_rows(x, 0, &step_a, 1, a_row(layer, r), o_.in_dim);
+    }
+    ++version_;
+  }
+
+  /// Exponential moving average toward `other`: this <- (1 - alpha) this +
+  /// alpha other, rank slot by rank slot (other's rank r merges into slot r;
+  /// the scale ratio keeps the merged delta in this adapter's units). The
+  /// product B A of a sum is not the sum of products, so this is the cheap
+  /// approximation the background loop uses, not an exact projection.
+  /// Errors: other's layers or dimensions differ, or its rank exceeds ours.
+  template <std::size_t Min2, std::size_t Max2, Backend B2>
+  [[nodiscard]] result<void> merge_from(const lora_adapter<Min2, Max2, B2>& other, float alpha) noexcept {
+    const auto& p = other.options();
+    if (p.layers != o_.layers || p.in_dim != o_.in_dim || p.out_dim != o_.out_dim || p.rank > o_.rank)
+      return make_error(errc::invalid_argument, "lora merge of layers ", p.layers, " dims ", p.in_dim, "x", p.out_dim,
+                        " rank ", p.rank, " into layers ", o_.layers, " dims ", o_.in_dim, "x", o_.out_dim, " rank ",
+                        o_.rank);
+    if (!(alpha >= 0.0f && alpha <= 1.0f))
+      return make_error(errc::invalid_argument, "lora merge weight ", alpha, " is outside [0, 1]");
+    const float ratio = o_.scale != 0.0f ? p.scale / o_.scale : 0.0f;
+    for (std::size_t l = 0; l < o_.layers; ++l) {
+      const auto oa = other.a(l);
+      const auto ob = other.b(l);
+      for (std::size_t r = 0; r < p.rank; ++r) {
+        float* ar = a_row(l, r);
+        for (std::size_t i = 0; i < o_.in_dim; ++i) ar[i] = (1.0f - alpha) * ar[i] + alpha * oa[r * o_.in_dim + i];
+        float* br = b_row(l, r);
+        for (std::size_t o = 0; o < o_.out_dim; ++o)
+          br[o] = (1.0f - alpha) * br[o] + alpha * ratio * ob[r * o_.out_dim + o];
+      }
+    }
+    ++version_;
+    return {};
+  }
+
+ private:
+  [[nodiscard]] static result<void> check_storage(const lora_options& o, std::span<float> storage) {
+    if (storage.size() != parameter_count(o))
+      return make_error(errc::invalid_argument, "lora storage of ", storage.size(), " floats, need ",
+                        parameter_count(o));
+    return {};
+  }
+  void adopt(const lora_options& o, std::span<float> storage) noexcept {
+    o_ = o;
+    data_ = storage.data();
+    size_ = storage.size();
+    b_offset_ = o.layers * o.rank * o.in_dim;
+  }
+  // A uniform in +-sqrt(1 / in_dim) from the seed, B zero.
+  void initialize() noexcept {
+    std::uint64_t s = o_.seed;
+    const double bound = std::sqrt(1.0 / static_cast<double>(o_.in_dim));
+    for (std::size_t i = 0; i < b_offset_; ++i) data_[i] = static_cast<float>(bound * detail::uniform_pm1(s));
+    std::fill(data_ + b_offset_, data_ + size_, 0.0f);
+  }
+
+  float* a_row(std::size_t layer, std::size_t r) noexcept { return data_ + (layer * o_.rank + r) * o_.in_dim; }
+  const float* a_row(std::size_t layer, std::size_t r) const noexcept {
+    return data_ + (layer * o_.rank + r) * o_.in_dim;
+  }
+  float* b_row(std::size_t layer, std::size_t r) noexcept {
+    return data_ + b_offset_ + (layer * o_.rank + r) * o_.out_dim;
+  }
+  const float* b_row(std::size_t layer, std::size_t r) const noexcept {
+    return data_ + b_offset_ + (layer * o_.rank + r) * o_.out_dim;
+  }
+
+  // ax = A x through the kernels layer (one dispatch for all rank rows).
+  void project(std::size_t layer, const float* x, float* ax) const noexcept {
+    kernels::ops<B>::gemv(a_row(layer, 0), o_.in_dim, x, ax, o_.rank, o_.in_dim);
+  }
+  // y += scale * B ax: every rank slot's row in one pass over y (one kernel
+  // dispatch), so y is read and written once.
+  void add_b(std::size_t layer, const float* ax, float* y) const noexcept {
+    float coeffs[MaxRank];
+    for (std::size_t r = 0; r < o_.rank; ++r) coeffs[r] = o_.scale * ax[r];
+    kernels::ops<B>::add_scaled_rows(b_row(layer, 0), o_.out_dim, coeffs, o_.rank, y, o_.out_dim);
+  }
+  // bg = B^T grad_y: one dot product per rank slot.
+  void back_project(std::size_t layer, const float* grad_y, float* bg) const noexcept {
+    for (std::size_t r = 0; r < o_.rank; ++r) bg[r] = kernels::ops<B>::dot(b_row(layer, r), grad_y, o_.out_dim);
+  }
+
+  lora_options o_{};
+  std::vector<float> owned_;  // the parameters when the adapter owns them
+  float* data_ = nullptr;     // owned_.data() or caller-provided storage
+  std::size_t size_ = 0;
+  std::size_t b_offset_ = 0;
+  std::uint64_t version_ = 0;
+};
+
+/// Rank 1-2, updated per request (instant loop).
+template <Backend B = backend::highway>
+using micro_lora = lora_adapter<1, 2, B>;
+/// Rank 4-8, trained in the background loop, merged from micro_lora.
+template <Backend B = backend::highway>
+using base_lora = lora_adapter<4, 8, B>;
+
+}  // namespace ruvllm::sona
+
+#endif  // RUVLLM_SONA_LORA_HPP
+
+// ==== ruvllm/sona/adapter_pool.hpp
+#ifndef RUVLLM_SONA_ADAPTER_POOL_HPP
+#define RUVLLM_SONA_ADAPTER_POOL_HPP
+
+// pooled_adapters<Adapter, Pool, Backing>: named LoRA adapters whose
+// parameters live in the engine's unified memory pool (memory/unified_pool),
+// so adapters share one hard budget with the KV cache and everything else.
+// Under pressure the pool may evict an adapter that is not in use: its
+// parameters are first written to the Backing (the store, in
+// persistence.hpp), and it is reloaded from there the next time it is
+// activated or acquired. The active adapter and every acquired one are
+// pinned, so what is being served is never evicted.
+//
+// Each adapter keeps its id (assigned once, never reused) and its version
+// (bumped by every update, carried through eviction and reload): the pair is
+// what the KV prefix cache namespaces on, so no KV computed under other
+// weights is reused.
+//
+// Backing is a class with
+//   result<void> save(std::uint32_t id, std::string_view name, const lora_options&,
+//                     std::span<const float> parameters, std::uint64_t version);
+//   result<std::uint64_t> load(std::uint32_t id, std::string_view name, std::span<float> parameters);
+//   result<void> erase(std::uint32_t id, std::string_view name);
+// (load fills exactly parameters.size() floats and returns the saved
+// version). memory_backing below keeps them in a map (tests, or a process
+// that only needs the budget).
+//
+// Pool wiring: the pool's Hooks must forward persist/evicted of kind
+// lora_adapter to the registry; adapter_pool_hooks does exactly that and
+// ignores other kinds (an engine sharing the pool composes its own hooks
+// around one). Bind it once the registry exists: registry.bind(pool.hooks()).
+//
+// Thread-safety: the registry's calls are serialized by its mutex. The pool
+// calls the hooks, possibly from another thread's allocation, with the pool's
+// mutex held; they touch only a separate small table under their own mutex
+// (lock order: registry -> pool -> hook table), and the registry notices
+// evictions at its next call. An Adapter* from active() stays valid until the
+// next activate/deactivate/remove; a lease from acquire() until it is
+// destroyed. Allocation: add/activate/acquire allocate pool memory and
+// registry nodes; lookups do not.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+
+namespace ruvllm::sona {
+
+/// A Backing that keeps evicted adapters in memory (a map by id).
+class memory_backing {
+ public:
+  [[nodiscard]] result<void> save(std::uint32_t id, std::string_view, const lora_options&,
+                                  std::span<const float> parameters, std::uint64_t version) {
+    auto& e = saved_[id];
+    e.parameters.assign(parameters.begin(), parameters.end());
+    e.version = version;
+    ++saves_;
+    return {};
+  }
+  [[nodiscard]] result<std::uint64_t> load(std::uint32_t id, std::string_view name, std::span<float> parameters) {
+    const auto it = saved_.find(id);
+    if (it == saved_.end()) return make_error(errc::not_found, "adapter '", name, "' (id ", id, ") was never saved");
+    if (it->second.parameters.size() != parameters.size())
+      return make_error(errc::corrupt_data, "adapter '", name, "' was saved with ", it->second.parameters.size(),
+                        " parameters, not ", parameters.size());
+    std::copy(it->second.parameters.begin(), it->second.parameters.end(), parameters.begin());
+    return it->second.version;
+  }
+  [[nodiscard]] result<void> erase(std::uint32_t id, std::string_view) {
+    saved_.erase(id);
+    return {};
+  }
+  [[nodiscard]] std::size_t saves() const noexcept { return saves_; }
+
+ private:
+  struct entry {
+    std::vector<float> parameters;
+    std::uint64_t version = 0;
+  };
+  std::unordered_map<std::uint32_t, entry> saved_;
+  std::size_t saves_ = 0;
+};
+
+/// Pool hooks that hand evicted adapter allocations to the pooled_adapters
+/// registry bound to them (pooled_adapters::bind); other kinds pass through.
+/// The registry is reached through two plain function pointers rather than
+/// its type, because the registry's type names the pool's, which names
+/// these hooks.
+struct adapter_pool_hooks {
+  void* target = nullptr;
+  result<void> (*persist_fn)(void*, const memory::allocation_info&, std::span<const std::byte>) = nullptr;
+  void (*evicted_fn)(void*, const memory::allocation_info&) noexcept = nullptr;
+
+  [[nodiscard]] result<void> persist(const memory::allocation_info& info, std::span<const std::byte> bytes) {
+    if (target == nullptr || info.kind != memory::alloc_kind::lora_adapter) return {};
+    return persist_fn(target, info, bytes);
+  }
+  void evicted(const memory::allocation_info& info) noexcept {
+    if (target != nullptr && info.kind == memory::alloc_kind::lora_adapter) evicted_fn(target, info);
+  }
+};
+
+/// Settings of a pooled_adapters registry.
+struct pooled_adapters_options {
+  memory::tenant_id tenant = 0;
+  /// spill writes an evicted adapter to the backing first; evict drops it
+  /// (it then restarts from fresh weights when reloaded would fail: use spill).
+  memory::pressure_policy policy = memory::pressure_policy::spill;
+};
+
+/// Named adapters in the unified pool; see the file comment.
+template <class Adapter, class Pool, class Backing = memory_backing>
+class pooled_adapters {
+  struct entry;
+
+ public:
+  /// Keeps an adapter pinned and resident while alive.
+  class lease {
+   public:
+    lease() = default;
+    lease(lease&& o) noexcept : owner_(std::exchange(o.owner_, nullptr)), e_(o.e_) {}
+    lease& operator=(lease&& o) noexcept {
+      if (this != &o) {
+        release();
+        owner_ = std::exchange(o.owner_, nullptr);
+        e_ = o.e_;
+      }
+      return *this;
+    }
+    lease(const lease&) = delete;
+    lease& operator=(const lease&) = delete;
+    ~lease() { release(); }
+    [[nodiscard]] Adapter& adapter() const noexcept { return *e_->adapter; }
+    [[nodiscard]] std::uint32_t id() const noexcept { return e_->id; }
+
+   private:
+    friend class pooled_adapters;
+    lease(pooled_adapters* owner, entry* e) noexcept : owner_(owner), e_(e) {}
+    void release() noexcept {
+      if (owner_ != nullptr) owner_->unpin(*e_);
+      owner_ = nullptr;
+    }
+    pooled_adapters* owner_ = nullptr;
+    entry* e_ = nullptr;
+  };
+
+  pooled_adapters(Pool& pool, Backing backing = {}, pooled_adapters_options o = {})
+      : pool_(&pool), backing_(std::move(backing)), o_(o) {}
+  pooled_adapters(const pooled_adapters&) = delete;
+  pooled_adapters& operator=(const pooled_adapters&) = delete;
+  ~pooled_adapters() {
+    std::lock_guard lock(m_);
+    for (auto& [name, e] : by_name_) drop_memory(e);
+  }
+
+  /// Adds a fresh adapter (Adapter::create_in over a pool allocation) under
+  /// name; returns its id. Errors: the name exists, bad options, the pool
+  /// cannot make room.
+  [[nodiscard]] result<std::uint32_t> add(std::string_view name, const lora_options& options) {
+    std::lock_guard lock(m_);
+    collect_evictions();
+    if (by_name_.find(name) != by_name_.end())
+      return make_error(errc::already_exists, "adapter '", name, "' is already registered");
+    RUVLLM_TRY(Adapter::check(options));
+    entry e;
+    e.id = next_id_;
+    e.options = options;
+    e.name.assign(name);
+    // Pinned until the hooks can find it, so an eviction in between cannot
+    // free memory the registry still believes resident.
+    RUVLLM_TRY(allocate(e, true));
+    auto created = Adapter::create_in(options, floats_of(e));
+    if (!created) {
+      drop_memory(e);
+      return std::move(created).error();
+    }
+    e.adapter.emplace(std::move(created).value());
+    ++next_id_;
+    auto [it, inserted] = by_name_.emplace(std::string(name), std::move(e));
+    register_handle(it->second);
+    static_cast<void>(pool_->unpin(it->second.handle));
+    return it->second.id;
+  }
+
+  /// Removes name (its pool memory and its saved copy). Errors: unknown
+  /// name, an acquired lease still holding it.
+  [[nodiscard]] result<void> remove(std::string_view name) {
+    std::lock_guard lock(m_);
+    collect_evictions();
+    const auto it = by_name_.find(name);
+    if (it == by_name_.end()) return make_error(errc::not_found, "adapter '", name, "' is not registered");
+    entry& e = it->second;
+    if (e.leases > 0)
+      return make_error(errc::invalid_argument, "adapter '", name, "' is in use by ", e.leases, " leases");
+    if (active_ == &e) {
+      active_ = nullptr;
+      if (e.handle.valid()) static_cast<void>(pool_->unpin(e.handle));
+    }
+    drop_memory(e);
+    static_cast<void>(backing_.erase(e.id, e.name));
+    by_name_.erase(it);
+    return {};
+  }
+
+  /// Makes name the active adapter: reloaded if evicted, pinned; the
+  /// previous one is unpinned. Errors: unknown name, the pool cannot make
+  /// room, the backing cannot load it (the previous adapter stays active).
+  [[nodiscard]] result<void> activate(std::string_view name) {
+    std::lock_guard lock(m_);
+    collect_evictions();
+    const auto it = by_name_.find(name);
+    if (it == by_name_.end()) return make_error(errc::not_found, "adapter '", name, "' is not registered");
+    entry& e = it->second;
+    if (active_ == &e) return {};
+    RUVLLM_TRY(pin_resident(e));
+    if (active_ != nullptr) unpin_locked(*active_);
+    active_ = &e;
+    return {};
+  }
+
+  /// Serves without an adapter (the previous one is unpinned).
+  void deactivate() {
+    std::lock_guard lock(m_);
+    if (active_ != nullptr) unpin_locked(*active_);
+    active_ = nullptr;
+  }
+
+  /// The active adapter, or nullptr (pinned: valid until activate,
+  /// deactivate or remove).
+  [[nodiscard]] Adapter* active() noexcept {
+    std::lock_guard lock(m_);
+    return active_ != nullptr ? &*active_->adapter : nullptr;
+  }
+  [[nodiscard]] std::optional<std::uint32_t> active_id() const {
+    std::lock_guard lock(m_);
+    if (active_ == nullptr) return std::nullopt;
+    return active_->id;
+  }
+
+  /// Pins name (reloading it if evicted) for as long as the lease lives, e.g.
+  /// for the background loop to train an adapter that is not active.
+  [[nodiscard]] result<lease> acquire(std::string_view name) {
+    std::lock_guard lock(m_);
+    collect_evictions();
+    const auto it = by_name_.find(name);
+    if (it == by_name_.end()) return make_error(errc::not_found, "adapter '", name, "' is not registered");
+    RUVLLM_TRY(pin_resident(it->second));
+    ++it->second.leases;
+    return lease(this, &it->second);
+  }
+
+  /// Whether name's parameters are in the pool now.
+  [[nodiscard]] bool resident(std::string_view name) {
+    std::lock_guard lock(m_);
+    collect_evictions();
+    const auto it = by_name_.find(name);
+    return it != by_name_.end() && it->second.adapter.has_value();
+  }
+  [[nodiscard]] std::size_t size() const {
+    std::lock_guard lock(m_);
+    return by_name_.size();
+  }
+  [[nodiscard]] Backing& backing() noexcept { return backing_; }
+
+  /// Points the pool's hooks at this registry (the registry must then not
+  /// move; it is not movable).
+  void bind(adapter_pool_hooks& hooks) noexcept {
+    hooks.target = this;
+    hooks.persist_fn = [](void* self, const memory::allocation_info& info, std::span<const std::byte> bytes) {
+      return static_cast<pooled_adapters*>(self)->persist_evicted(info, bytes);
+    };
+    hooks.evicted_fn = [](void* self, const memory::allocation_info& info) noexcept {
+      static_cast<pooled_adapters*>(self)->note_evicted(info);
+    };
+  }
+
+  // ---- called by adapter_pool_hooks, with the pool's mutex held ----------
+
+  /// Saves an evicted adapter's bytes to the backing.
+  [[nodiscard]] result<void> persist_evicted(const memory::allocation_info& info, std::span<const std::byte> bytes) {
+    std::lock_guard lock(hook_m_);
+    const auto it = by_handle_.find(info.handle.slot);
+    if (it == by_handle_.end() || it->second.handle != info.handle) return {};  // not ours
+    const handle_entry& h = it->second;
+    if (bytes.size() < h.floats * sizeof(float))
+      return make_error(errc::corrupt_data, "adapter '", h.name, "' allocation of ", bytes.size(),
+                        " bytes holds fewer than ", h.floats, " floats");
+    const std::span<const float> params(reinterpret_cast<const float*>(bytes.data()), h.floats);
+    return backing_.save(h.id, h.name, h.options, params, h.version_at_eviction());
+  }
+  /// Records that an allocation of ours is gone (applied at the next call).
+  void note_evicted(const memory::allocation_info& info) noexcept {
+    std::lock_guard lock(hook_m_);
+    const auto it = by_handle_.find(info.handle.slot);
+    if (it == by_handle_.end() || it->second.handle != info.handle) return;
+    evicted_.push_back(info.handle);
+    by_handle_.erase(it);
+  }
+
+ private:
+  // What the hooks need of an allocation, kept apart from the entries so the
+  // hooks never touch registry state the registry's own calls are changing.
+  struct handle_entry {
+    memory::allocation handle{};
+    std::uint32_t id = 0;
+    std::string name;
+    lora_options options{};
+    std::size_t floats = 0;
+    const Adapter* adapter = nullptr;  // its version is read at eviction
+    [[nodiscard]] std::uint64_t version_at_eviction() const noexcept {
+      return adapter != nullptr ? adapter->version() : 0;
+    }
+  };
+  struct entry {
+    std::uint32_t id = 0;
+    std::string name;
+    lora_options options{};
+    memory::allocation handle{};
+    std::optional<Adapter> adapter;  // a view over the allocation while resident
+    std::uint64_t version = 0;       // kept when evicted
+    std::size_t pins = 0;            // active + leases
+    std::size_t leases = 0;
+  };
+
+  [[nodiscard]] std::span<float> floats_of(const entry& e) const noexcept {
+    return {reinterpret_cast<float*>(pool_->data(e.handle)), Adapter::parameter_count(e.options)};
+  }
+
+  [[nodiscard]] result<void> allocate(entry& e, bool pinned) {
+    const std::size_t bytes = Adapter::parameter_count(e.options) * sizeof(float);
+    RUVLLM_TRY_ASSIGN(e.handle, pool_->allocate(bytes, {.kind = memory::alloc_kind::lora_adapter,
+                                                        .tenant = o_.tenant,
+                                                        .policy = o_.policy,
+                                                        .pinned = pinned}));
+    return {};
+  }
+
+  void register_handle(entry& e) {
+    std::lock_guard lock(hook_m_);
+    by_handle_[e.handle.slot] = handle_entry{
+        e.handle, e.id, e.name, e.options, Adapter::parameter_count(e.options), e.adapter ? &*e.adapter : nullptr};
+  }
+
+  // Frees e's allocation (if any) without saving it.
+  void drop_memory(entry& e) noexcept {
+    if (!e.handle.valid()) return;
+    {
+      std::lock_guard lock(hook_m_);
+      by_handle_.erase(e.handle.slot);
+    }
+    if (e.adapter) e.version = e.adapter->version();
+    e.adapter.reset();
+    static_cast<void>(pool_->free(e.handle));
+    e.handle = {};
+  }
+
+  // Marks the entries whose allocations the pool evicted as not resident.
+  void collect_evictions() {
+    std::vector<memory::allocation> gone;
+    {
+      std::lock_guard lock(hook_m_);
+      gone.swap(evicted_);
+    }
+    for (const auto& h : gone)
+      for (auto& [name, e] : by_name_)
+        if (e.handle == h) {
+          if (e.adapter) e.version = e.adapter->version();
+          e.adapter.reset();
+          e.handle = {};
+        }
+  }
+
+  // Makes e resident (reloading from the backing) and pins it once more.
+  [[nodiscard]] result<void> pin_resident(entry& e) {
+    if (!e.adapter) {
+      RUVLLM_TRY(allocate(e, true));
+      collect_evictions();  // room may have been made by evicting others
+      auto loaded = backing_.load(e.id, e.name, floats_of(e));
+      if (!loaded) {
+        drop_memory(e);
+        return std::move(loaded).error();
+      }
+      auto view = Adapter::view(e.options, floats_of(e), *loaded);
+      if (!view) {
+        drop_memory(e);
+        return std::move(view).error();
+      }
+      e.adapter.emplace(std::move(view).value());
+      register_handle(e);
+    } else if (e.pins == 0) {
+      RUVLLM_TRY(pool_->pin(e.handle));
+    }
+    ++e.pins;
+    return {};
+  }
+
+  void unpin_locked(entry& e) noexcept {
+    if (e.pins == 0) return;
+    if (--e.pins == 0 && e.handle.valid()) static_cast<void>(pool_->unpin(e.handle));
+  }
+  void unpin(entry& e) noexcept {
+    std::lock_guard lock(m_);
+    --e.leases;
+    unpin_locked(e);
+  }
+
+  Pool* pool_;
+  Backing backing_;
+  pooled_adapters_options o_;
+  mutable std::mutex m_;
+  std::map<std::string, entry, std::less<>> by_name_;  // nodes are stable: entry* stays valid
+  entry* active_ = nullptr;
+  std::uint32_t next_id_ = 1;
+  std::mutex hook_m_;
+  std::unordered_map<std::uint32_t, handle_entry> by_handle_;  // pool slot -> what persist needs
+  std::vector<memory::allocation> evicted_;
+};
+
+}  // namespace ruvllm::sona
+
+#endif  // RUVLLM_SONA_ADAPTER_POOL_HPP
+
+// ==== ruvllm/sona/adapter_registry.hpp
+#ifndef RUVLLM_SONA_ADAPTER_REGISTRY_HPP
+#define RUVLLM_SONA_ADAPTER_REGISTRY_HPP
+
+// Named base adapters, one of them active, swapped without touching the
+// others: the engine serves through active() and the background loop trains
+// any adapter by name. Each adapter keeps its own version; the pair
+// (adapter id, version) is what the KV prefix cache namespaces on.
+//
+// Layout: a std::map from name to {id, adapter}; ids are assigned in
+// insertion order and never reused, so a removed and re-added name gets a new
+// id and cannot alias cached KV of its predecessor.
+// Allocation: add() allocates; lookups and activate() do not.
+// Thread-safety: none; the engine serializes registry changes (swapping the
+// active adapter is a pointer-sized change the engine publishes itself).
+
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+namespace ruvllm::sona {
+
+/// Registry of named adapters of type Adapter (e.g. base_lora<>).
+template <class Adapter>
+class adapter_registry {
+ public:
+  struct entry {
+    std::uint32_t id = 0;
+    Adapter adapter;
+  };
+
+  /// Adds `adapter` under `name`. Errors: the name exists already.
+  [[nodiscard]] result<std::uint32_t> add(std::string_view name, Adapter adapter) {
+    auto [it, inserted] = by_name_.try_emplace(std::string(name));
+    if (!inserted) return make_error(errc::already_exists, "adapter '", name, "' is already registered");
+    it->second.id = next_id_++;
+    it->second.adapter = std::move(adapter);
+    return it->second.id;
+  }
+
+  /// Removes `name`; deactivates it if active. Errors: unknown name.
+  [[nodiscard]] result<void> remove(std::string_view name) {
+    const auto it = by_name_.find(name);
+    if (it == by_name_.end()) return make_error(errc::not_found, "adapter '", name, "' is not registered");
+    if (active_ == &it->second) active_ = nullptr;
+    by_name_.erase(it);
+    return {};
+  }
+
+  /// Makes `name` the active adapter (hot swap). Errors: unknown name.
+  [[nodiscard]] result<void> activate(std::string_view name) {
+    const auto it = by_name_.find(name);
+    if (it == by_name_.end()) return make_error(errc::not_found, "adapter '", name, "' is not registered");
+    active_ = &it->second;
+    return {};
+  }
+  /// Serves without an adapter.
+  void deactivate() noexcept { active_ = nullptr; }
+
+  /// The active entry, or nullptr.
+  [[nodiscard]] const entry* active() const noexcept { return active_; }
+  [[nodiscard]] entry* active() noexcept { return active_; }
+  /// The entry for `name`, or nullptr.
+  [[nodiscard]] entry* find(std::string_view name) noexcept {
+    const auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : &it->second;
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return by_name_.size(); }
+
+ private:
+  std::map<std::string, entry, std::less<>> by_name_;
+  entry* active_ = nullptr;  // std::map nodes are stable across inserts
+  std::uint32_t next_id_ = 1;
+};
+
+}  // namespace ruvllm::sona
+
+#endif  // RUVLLM_SONA_ADAPTER_REGISTRY_HPP
 
 // ==== ruvllm/store/file_io.hpp
 #ifndef RUVLLM_STORE_FILE_IO_HPP
@@ -22852,244 +23609,6 @@ template <Backend B>
 
 #endif  // RUVLLM_SONA_EXCHANGE_HPP
 
-// ==== ruvllm/sona/lora.hpp
-#ifndef RUVLLM_SONA_LORA_HPP
-#define RUVLLM_SONA_LORA_HPP
-
-// Low-rank adapters: y += scale * B (A x) on a projection's output, per layer.
-// micro_lora (rank 1-2) learns per request in SONA's instant loop; base_lora
-// (rank 4-8) is the slower adapter the background loop merges micro into.
-//
-// Layout: every parameter in one float array, A of every layer first
-// ([layer][rank][in_dim]) then B ([layer][rank][out_dim]). A x is one gemv
-// over `rank` rows through the kernels layer; B is stored transposed (a row
-// per rank slot) so that adding B (A x) to the output is `rank` contiguous
-// multiply-adds over out_dim, which the compiler vectorizes, instead of
-// out_dim dot products of length rank (2 for MicroLoRA). One array makes a
-// checkpoint, an export and an EMA merge single loops.
-// A starts small and random, B at zero: a fresh adapter changes nothing.
-// Every update bumps version(); the KV prefix cache keys cached prefixes on
-// (adapter, version), so stale KV is never reused under a changed adapter.
-//
-// Allocation: create() only. forward(), instant_update() and merge_from()
-// are allocation-free (rank is bounded at compile time, so A x lives on the
-// stack). Thread-safety: forward() is const and may run on many threads while
-// nothing updates the adapter; updates need exclusive access (the engine
-// swaps adapters rather than updating one that is serving).
-
-#include <algorithm>
-#include <cmath>
-#include <cstddef>
-#include <cstdint>
-#include <span>
-#include <vector>
-
-
-namespace ruvllm::sona {
-
-/// Shape and learning settings of an adapter.
-struct lora_options {
-  std::size_t layers = 1;
-  std::size_t in_dim = 0;
-  std::size_t out_dim = 0;
-  std::size_t rank = 1;
-  float scale = 1.0f;           ///< alpha / rank
-  float learning_rate = 1e-3f;  ///< instant_update step, times quality
-  std::uint64_t seed = 0x10a;
-};
-
-/// A per-layer low-rank adapter with rank in [MinRank, MaxRank]; kernels
-/// from backend B.
-template <std::size_t MinRank, std::size_t MaxRank, Backend B = backend::highway>
-class lora_adapter {
-  static_assert(MinRank >= 1 && MinRank <= MaxRank && MaxRank <= 64,
-                "lora_adapter: need 1 <= MinRank <= MaxRank <= 64");
-
- public:
-  static constexpr std::size_t min_rank = MinRank;
-  static constexpr std::size_t max_rank = MaxRank;
-
-  lora_adapter() = default;
-
-  /// Errors: rank outside [MinRank, MaxRank], a zero dimension or layer count,
-  /// a non-finite scale or negative learning rate.
-  [[nodiscard]] static result<lora_adapter> create(const lora_options& o) {
-    if (o.rank < MinRank || o.rank > MaxRank)
-      return make_error(errc::invalid_argument, "lora rank ", o.rank, " is outside [", MinRank, ", ", MaxRank, "]");
-    if (o.layers == 0 || o.in_dim == 0 || o.out_dim == 0)
-      return make_error(errc::invalid_argument, "lora layers ", o.layers, ", in_dim ", o.in_dim, ", out_dim ",
-                        o.out_dim, " must be positive");
-    if (!std::isfinite(o.scale) || !(o.learning_rate >= 0.0f))
-      return make_error(errc::invalid_argument, "lora scale ", o.scale, " or learning rate ", o.learning_rate,
-                        " is invalid");
-    if (o.in_dim > max_dim || o.out_dim > max_dim || o.layers > max_layers)
-      return make_error(errc::invalid_argument, "lora dims ", o.in_dim, "x", o.out_dim, " or ", o.layers,
-                        " layers exceed the limits ", max_dim, " / ", max_layers);
-    lora_adapter a;
-    a.o_ = o;
-    a.b_offset_ = o.layers * o.rank * o.in_dim;
-    a.params_.assign(a.b_offset_ + o.layers * o.rank * o.out_dim, 0.0f);
-    std::uint64_t s = o.seed;
-    const double bound = std::sqrt(1.0 / static_cast<double>(o.in_dim));
-    for (std::size_t i = 0; i < a.b_offset_; ++i) a.params_[i] = static_cast<float>(bound * detail::uniform_pm1(s));
-    return a;
-  }
-
-  /// Largest in/out dimension and layer count create() accepts (bounds the
-  /// allocation a hostile checkpoint could ask for).
-  static constexpr std::size_t max_dim = std::size_t{1} << 20;
-  static constexpr std::size_t max_layers = 4096;
-
-  [[nodiscard]] const lora_options& options() const noexcept { return o_; }
-  [[nodiscard]] std::size_t rank() const noexcept { return o_.rank; }
-  [[nodiscard]] std::uint64_t version() const noexcept { return version_; }
-  /// A of `layer`: rank rows of in_dim.
-  [[nodiscard]] std::span<float> a(std::size_t layer) noexcept { return {a_row(layer, 0), o_.rank * o_.in_dim}; }
-  [[nodiscard]] std::span<const float> a(std::size_t layer) const noexcept {
-    return {a_row(layer, 0), o_.rank * o_.in_dim};
-  }
-  /// B of `layer`, transposed: rank rows of out_dim (row r is column r of B).
-  [[nodiscard]] std::span<float> b(std::size_t layer) noexcept { return {b_row(layer, 0), o_.rank * o_.out_dim}; }
-  [[nodiscard]] std::span<const float> b(std::size_t layer) const noexcept {
-    return {b_row(layer, 0), o_.rank * o_.out_dim};
-  }
-  /// Every parameter, A of all layers then B of all layers (see the file comment).
-  [[nodiscard]] std::span<const float> parameters() const noexcept { return params_; }
-  /// Replaces every parameter (a checkpoint being restored) and sets the
-  /// version. Errors: a size other than parameters().size() or a non-finite value.
-  [[nodiscard]] result<void> set_parameters(std::span<const float> p, std::uint64_t version) {
-    if (p.size() != params_.size())
-      return make_error(errc::invalid_argument, "lora parameters: got ", p.size(), " floats, need ", params_.size());
-    for (std::size_t i = 0; i < p.size(); ++i)
-      if (!std::isfinite(p[i])) return make_error(errc::invalid_argument, "lora parameter ", i, " is not finite");
-    std::copy(p.begin(), p.end(), params_.begin());
-    version_ = version;
-    return {};
-  }
-  /// Marks a direct edit through a() / b() (bumps the version).
-  void touch() noexcept { ++version_; }
-
-  /// y += scale * B (A x) for `layer`; x has in_dim, y out_dim floats.
-  void forward(std::size_t layer, const float* x, float* y) const noexcept {
-    RUVLLM_ASSERT(layer < o_.layers);
-    float ax[MaxRank];
-    project(layer, x, ax);
-    add_b(layer, ax, y);
-  }
-
-  /// forward() for `tokens` rows: x rows x_stride floats apart, y rows y_stride apart.
-  void forward_rows(std::size_t layer, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
-                    std::size_t tokens) const noexcept {
-    for (std::size_t t = 0; t < tokens; ++t) forward(layer, x + t * x_stride, y + t * y_stride);
-  }
-
-  /// Gradients of a loss with dL/dy = grad_y through forward(): dB = scale
-  /// grad_y (A x)^T, dA = scale (B^T grad_y) x^T, written to da (rank x
-  /// in_dim) and db (rank x out_dim, transposed like b()).
-  void gradient(std::size_t layer, const float* x, const float* grad_y, float* da, float* db) const noexcept {
-    float ax[MaxRank], bg[MaxRank];
-    project(layer, x, ax);
-    back_project(layer, grad_y, bg);
-    for (std::size_t r = 0; r < o_.rank; ++r)
-      for (std::size_t o = 0; o < o_.out_dim; ++o) db[r * o_.out_dim + o] = o_.scale * grad_y[o] * ax[r];
-    for (std::size_t r = 0; r < o_.rank; ++r)
-      for (std::size_t i = 0; i < o_.in_dim; ++i) da[r * o_.in_dim + i] = o_.scale * bg[r] * x[i];
-  }
-
-  /// One SGD step from a gradient signal on the output, scaled by the
-  /// request's quality in [0, 1]: good responses move the adapter more.
-  /// Both factors step from the same pre-update values.
-  void instant_update(std::size_t layer, const float* x, const float* grad_y, float quality) noexcept {
-    RUVLLM_ASSERT(layer < o_.layers);
-    const float lr = o_.learning_rate * std::clamp(quality, 0.0f, 1.0f) * o_.scale;
-    if (lr == 0.0f) return;
-    float ax[MaxRank], bg[MaxRank];
-    project(layer, x, ax);
-    back_project(layer, grad_y, bg);
-    for (std::size_t r = 0; r < o_.rank; ++r) {
-      const float step_b = -lr * ax[r], step_a = -lr * bg[r];
-      kernels::ops<B>::add_scaled_rows(grad_y, 0, &step_b, 1, b_row(layer, r), o_.out_dim);
-      kernels::ops<B>::add_scaled_rows(x, 0, &step_a, 1, a_row(layer, r), o_.in_dim);
-    }
-    ++version_;
-  }
-
-  /// Exponential moving average toward `other`: this <- (1 - alpha) this +
-  /// alpha other, rank slot by rank slot (other's rank r merges into slot r;
-  /// the scale ratio keeps the merged delta in this adapter's units). The
-  /// product B A of a sum is not the sum of products, so this is the cheap
-  /// approximation the background loop uses, not an exact projection.
-  /// Errors: other's layers or dimensions differ, or its rank exceeds ours.
-  template <std::size_t Min2, std::size_t Max2, Backend B2>
-  [[nodiscard]] result<void> merge_from(const lora_adapter<Min2, Max2, B2>& other, float alpha) noexcept {
-    const auto& p = other.options();
-    if (p.layers != o_.layers || p.in_dim != o_.in_dim || p.out_dim != o_.out_dim || p.rank > o_.rank)
-      return make_error(errc::invalid_argument, "lora merge of layers ", p.layers, " dims ", p.in_dim, "x", p.out_dim,
-                        " rank ", p.rank, " into layers ", o_.layers, " dims ", o_.in_dim, "x", o_.out_dim, " rank ",
-                        o_.rank);
-    if (!(alpha >= 0.0f && alpha <= 1.0f))
-      return make_error(errc::invalid_argument, "lora merge weight ", alpha, " is outside [0, 1]");
-    const float ratio = o_.scale != 0.0f ? p.scale / o_.scale : 0.0f;
-    for (std::size_t l = 0; l < o_.layers; ++l) {
-      const auto oa = other.a(l);
-      const auto ob = other.b(l);
-      for (std::size_t r = 0; r < p.rank; ++r) {
-        float* ar = a_row(l, r);
-        for (std::size_t i = 0; i < o_.in_dim; ++i) ar[i] = (1.0f - alpha) * ar[i] + alpha * oa[r * o_.in_dim + i];
-        float* br = b_row(l, r);
-        for (std::size_t o = 0; o < o_.out_dim; ++o)
-          br[o] = (1.0f - alpha) * br[o] + alpha * ratio * ob[r * o_.out_dim + o];
-      }
-    }
-    ++version_;
-    return {};
-  }
-
- private:
-  float* a_row(std::size_t layer, std::size_t r) noexcept { return params_.data() + (layer * o_.rank + r) * o_.in_dim; }
-  const float* a_row(std::size_t layer, std::size_t r) const noexcept {
-    return params_.data() + (layer * o_.rank + r) * o_.in_dim;
-  }
-  float* b_row(std::size_t layer, std::size_t r) noexcept {
-    return params_.data() + b_offset_ + (layer * o_.rank + r) * o_.out_dim;
-  }
-  const float* b_row(std::size_t layer, std::size_t r) const noexcept {
-    return params_.data() + b_offset_ + (layer * o_.rank + r) * o_.out_dim;
-  }
-
-  // ax = A x through the kernels layer (one dispatch for all rank rows).
-  void project(std::size_t layer, const float* x, float* ax) const noexcept {
-    kernels::ops<B>::gemv(a_row(layer, 0), o_.in_dim, x, ax, o_.rank, o_.in_dim);
-  }
-  // y += scale * B ax: every rank slot's row in one pass over y (one kernel
-  // dispatch), so y is read and written once.
-  void add_b(std::size_t layer, const float* ax, float* y) const noexcept {
-    float coeffs[MaxRank];
-    for (std::size_t r = 0; r < o_.rank; ++r) coeffs[r] = o_.scale * ax[r];
-    kernels::ops<B>::add_scaled_rows(b_row(layer, 0), o_.out_dim, coeffs, o_.rank, y, o_.out_dim);
-  }
-  // bg = B^T grad_y: one dot product per rank slot.
-  void back_project(std::size_t layer, const float* grad_y, float* bg) const noexcept {
-    for (std::size_t r = 0; r < o_.rank; ++r) bg[r] = kernels::ops<B>::dot(b_row(layer, r), grad_y, o_.out_dim);
-  }
-
-  lora_options o_{};
-  std::vector<float> params_;
-  std::size_t b_offset_ = 0;
-  std::uint64_t version_ = 0;
-};
-
-/// Rank 1-2, updated per request (instant loop).
-template <Backend B = backend::highway>
-using micro_lora = lora_adapter<1, 2, B>;
-/// Rank 4-8, trained in the background loop, merged from micro_lora.
-template <Backend B = backend::highway>
-using base_lora = lora_adapter<4, 8, B>;
-
-}  // namespace ruvllm::sona
-
-#endif  // RUVLLM_SONA_LORA_HPP
-
 // ==== ruvllm/store/records.hpp
 #ifndef RUVLLM_STORE_RECORDS_HPP
 #define RUVLLM_STORE_RECORDS_HPP
@@ -23900,6 +24419,7 @@ class trajectory_ring {
 #include <span>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -24036,16 +24556,32 @@ class sona_loops {
   /// Attaches adapters (either may be null). MicroLoRA learns in the instant
   /// phase when its in_dim is the query dimension and its out_dim the
   /// response dimension, at layer `micro_layer`; it merges into the active
-  /// base adapter in the background phase. Errors: a layer out of range.
-  [[nodiscard]] result<void> attach_lora(micro_lora<B>* micro, adapter_registry<base_lora<B>>* bases,
-                                         std::size_t micro_layer = 0) noexcept {
+  /// base adapter of `bases` (an adapter_registry<base_lora<B>> or a
+  /// pooled_adapters of base_lora<B>) in the background phase. Errors: a
+  /// layer out of range.
+  template <class Registry = adapter_registry<base_lora<B>>>
+  [[nodiscard]] result<void> attach_lora(micro_lora<B>* micro, Registry* bases, std::size_t micro_layer = 0) noexcept {
     if (micro != nullptr && micro_layer >= micro->options().layers)
       return make_error(errc::out_of_range, "micro_layer ", micro_layer, " is not below the adapter's ",
                         micro->options().layers, " layers");
     micro_ = micro;
-    bases_ = bases;
     micro_layer_ = micro_layer;
+    bases_ = bases;
+    // One plain function per registry type finds the active adapter: the
+    // loops need no virtual interface to work with either registry.
+    active_base_ = bases == nullptr ? nullptr : +[](void* r) -> base_lora<B>* {
+      auto* a = static_cast<Registry*>(r)->active();
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(a)>, base_lora<B>*>) {
+        return a;
+      } else {
+        return a != nullptr ? &a->adapter : nullptr;
+      }
+    };
     return {};
+  }
+  /// MicroLoRA alone, without base adapters to merge into.
+  [[nodiscard]] result<void> attach_lora(micro_lora<B>* micro, std::nullptr_t, std::size_t micro_layer = 0) noexcept {
+    return attach_lora<adapter_registry<base_lora<B>>>(micro, nullptr, micro_layer);
   }
 
   /// Routes with the loops' own workspace from the ticking thread (tests,
@@ -24244,8 +24780,9 @@ class sona_loops {
     }
     recent_start_ = recent_count_ = 0;
     router_.consolidate();
-    if (micro_ != nullptr && bases_ != nullptr && bases_->active() != nullptr)
-      RUVLLM_TRY(bases_->active()->adapter.merge_from(*micro_, o_.micro_merge_alpha));
+    if (micro_ != nullptr && active_base_ != nullptr)
+      if (base_lora<B>* base = active_base_(bases_); base != nullptr)
+        RUVLLM_TRY(base->merge_from(*micro_, o_.micro_merge_alpha));
     publish();
     if constexpr (detail::sink_saves_router<Sink>) RUVLLM_TRY(sink_.save_router(router_));
     return {};
@@ -24272,7 +24809,8 @@ class sona_loops {
   std::uint64_t recent_dropped_ = 0;
   std::vector<float> micro_grad_;  // response_dim: the instant signal
   micro_lora<B>* micro_ = nullptr;
-  adapter_registry<base_lora<B>>* bases_ = nullptr;
+  void* bases_ = nullptr;  // the attached registry, for active_base_
+  base_lora<B>* (*active_base_)(void*) = nullptr;
   std::size_t micro_layer_ = 0;
   Sink sink_{};
   bool started_ = false;

@@ -151,3 +151,79 @@ TEST_CASE("reasoning bank: patterns carry the best model and parameters; search 
   CHECK(bank.patterns().size() == 1);
   CHECK(bank.patterns()[0].count == 1800);
 }
+
+TEST_CASE("reasoning bank: a large bank searches through its HNSW index with the exact scan's answers",
+          "[sona][bank]") {
+  ruvllm::test::rng gen(131);
+  constexpr std::size_t dim = 24, n = 3000, k = 5;
+  std::vector<sona::pattern> patterns(n);
+  std::vector<float> centres(60 * dim);
+  for (auto& c : centres) c = gen.normal();
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& p = patterns[i];
+    for (std::size_t d = 0; d < dim; ++d) p.centroid.push_back(centres[(i % 60) * dim + d] + gen.normal(0.0f, 0.4f));
+    p.count = 1 + i % 7;
+    p.mean_quality = 0.5f;
+    p.best_model = static_cast<std::uint32_t>(i % 4);
+    p.model_quality.assign(4, 0.25f);
+    p.model_count.assign(4, 1);
+  }
+  auto indexed =
+      sona::reasoning_bank<>::create({.dim = dim, .models = 4, .max_patterns = n, .index_min_patterns = 1000}).value();
+  auto exact =
+      sona::reasoning_bank<>::create({.dim = dim, .models = 4, .max_patterns = n, .index_min_patterns = 0}).value();
+  REQUIRE(indexed.restore(patterns, 3));
+  REQUIRE(exact.restore(patterns, 3));
+  std::vector<std::pair<std::size_t, float>> a, b;
+  std::size_t found = 0, queries = 200;
+  for (std::size_t q = 0; q < queries; ++q) {
+    const auto query = gen.uniform_vector(dim);
+    indexed.search(query, k, a);
+    exact.search(query, k, b);
+    REQUIRE(a.size() == k);
+    for (std::size_t i = 1; i < a.size(); ++i) REQUIRE(a[i - 1].second >= a[i].second);  // best first
+    for (const auto& t : b) {
+      const auto hit = std::find_if(a.begin(), a.end(), [&](const auto& h) { return h.first == t.first; });
+      if (hit != a.end()) {
+        ++found;
+        CHECK(hit->second == Approx(t.second).margin(1e-5));  // the same cosine either way
+      }
+    }
+  }
+  const double recall = double(found) / double(queries * k);
+  INFO("recall@" << k << " of the indexed bank: " << recall);
+  CHECK(recall >= 0.95);
+  // Shrinking below the threshold (pruning merges near-duplicates) drops the index: answers become exact again.
+  REQUIRE(indexed.restore(std::vector<sona::pattern>(patterns.begin(), patterns.begin() + 100), 4));
+  const auto query = gen.uniform_vector(dim);
+  indexed.search(query, k, a);
+  REQUIRE(exact.restore(std::vector<sona::pattern>(patterns.begin(), patterns.begin() + 100), 4));
+  exact.search(query, k, b);
+  CHECK(a == b);
+}
+
+TEST_CASE("reasoning bank: restore refuses malformed patterns and leaves the bank unchanged", "[sona][bank]") {
+  auto bank = sona::reasoning_bank<>::create({.dim = 4, .models = 2, .max_patterns = 3}).value();
+  sona::pattern good;
+  good.centroid = {1, 0, 0, 0};
+  good.count = 2;
+  good.mean_quality = 0.7f;
+  good.model_quality = {0.7f, 0.0f};
+  good.model_count = {2, 0};
+  REQUIRE(bank.restore({good}, 1));
+  const auto bad_with = [&](auto&& change) {
+    sona::pattern p = good;
+    change(p);
+    return bank.restore({good, p}, 2);
+  };
+  CHECK_FALSE(bad_with([](sona::pattern& p) { p.centroid.pop_back(); }));
+  CHECK_FALSE(bad_with([](sona::pattern& p) { p.centroid[1] = std::nanf(""); }));
+  CHECK_FALSE(bad_with([](sona::pattern& p) { p.best_model = 2; }));
+  CHECK_FALSE(bad_with([](sona::pattern& p) { p.count = 0; }));
+  CHECK_FALSE(bad_with([](sona::pattern& p) { p.mean_quality = 1.5f; }));
+  CHECK_FALSE(bad_with([](sona::pattern& p) { p.model_count.push_back(1); }));
+  CHECK_FALSE(bank.restore({good, good, good, good}, 2));  // beyond max_patterns
+  CHECK(bank.patterns().size() == 1);
+  CHECK(bank.consolidations() == 1);
+  CHECK_FALSE(sona::reasoning_bank<>::create({.dim = 4, .merge_similarity = std::nan("")}));
+}

@@ -58,6 +58,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -202,16 +203,32 @@ class sona_loops {
   /// Attaches adapters (either may be null). MicroLoRA learns in the instant
   /// phase when its in_dim is the query dimension and its out_dim the
   /// response dimension, at layer `micro_layer`; it merges into the active
-  /// base adapter in the background phase. Errors: a layer out of range.
-  [[nodiscard]] result<void> attach_lora(micro_lora<B>* micro, adapter_registry<base_lora<B>>* bases,
-                                         std::size_t micro_layer = 0) noexcept {
+  /// base adapter of `bases` (an adapter_registry<base_lora<B>> or a
+  /// pooled_adapters of base_lora<B>) in the background phase. Errors: a
+  /// layer out of range.
+  template <class Registry = adapter_registry<base_lora<B>>>
+  [[nodiscard]] result<void> attach_lora(micro_lora<B>* micro, Registry* bases, std::size_t micro_layer = 0) noexcept {
     if (micro != nullptr && micro_layer >= micro->options().layers)
       return make_error(errc::out_of_range, "micro_layer ", micro_layer, " is not below the adapter's ",
                         micro->options().layers, " layers");
     micro_ = micro;
-    bases_ = bases;
     micro_layer_ = micro_layer;
+    bases_ = bases;
+    // One plain function per registry type finds the active adapter: the
+    // loops need no virtual interface to work with either registry.
+    active_base_ = bases == nullptr ? nullptr : +[](void* r) -> base_lora<B>* {
+      auto* a = static_cast<Registry*>(r)->active();
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(a)>, base_lora<B>*>) {
+        return a;
+      } else {
+        return a != nullptr ? &a->adapter : nullptr;
+      }
+    };
     return {};
+  }
+  /// MicroLoRA alone, without base adapters to merge into.
+  [[nodiscard]] result<void> attach_lora(micro_lora<B>* micro, std::nullptr_t, std::size_t micro_layer = 0) noexcept {
+    return attach_lora<adapter_registry<base_lora<B>>>(micro, nullptr, micro_layer);
   }
 
   /// Routes with the loops' own workspace from the ticking thread (tests,
@@ -410,8 +427,9 @@ class sona_loops {
     }
     recent_start_ = recent_count_ = 0;
     router_.consolidate();
-    if (micro_ != nullptr && bases_ != nullptr && bases_->active() != nullptr)
-      RUVLLM_TRY(bases_->active()->adapter.merge_from(*micro_, o_.micro_merge_alpha));
+    if (micro_ != nullptr && active_base_ != nullptr)
+      if (base_lora<B>* base = active_base_(bases_); base != nullptr)
+        RUVLLM_TRY(base->merge_from(*micro_, o_.micro_merge_alpha));
     publish();
     if constexpr (detail::sink_saves_router<Sink>) RUVLLM_TRY(sink_.save_router(router_));
     return {};
@@ -438,7 +456,8 @@ class sona_loops {
   std::uint64_t recent_dropped_ = 0;
   std::vector<float> micro_grad_;  // response_dim: the instant signal
   micro_lora<B>* micro_ = nullptr;
-  adapter_registry<base_lora<B>>* bases_ = nullptr;
+  void* bases_ = nullptr;  // the attached registry, for active_base_
+  base_lora<B>* (*active_base_)(void*) = nullptr;
   std::size_t micro_layer_ = 0;
   Sink sink_{};
   bool started_ = false;

@@ -16,8 +16,10 @@
 // Every update bumps version(); the KV prefix cache keys cached prefixes on
 // (adapter, version), so stale KV is never reused under a changed adapter.
 //
-// Allocation: create() only. forward(), instant_update() and merge_from()
-// are allocation-free (rank is bounded at compile time, so A x lives on the
+// Allocation: create() allocates the parameters on the heap; create_in()
+// and view() use caller memory (a unified-pool allocation: see
+// adapter_pool.hpp); copies own theirs. forward(), instant_update() and
+// merge_from() are allocation-free (rank is bounded at compile time, so A x lives on the
 // stack). Thread-safety: forward() is const and may run on many threads while
 // nothing updates the adapter; updates need exclusive access (the engine
 // swaps adapters rather than updating one that is serving).
@@ -27,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "ruvllm/core/backend.hpp"
@@ -60,10 +63,81 @@ class lora_adapter {
   static constexpr std::size_t max_rank = MaxRank;
 
   lora_adapter() = default;
+  // Copies own their parameters (a copy of an adapter living in pool memory
+  // is an ordinary heap adapter); moves keep the storage they point to.
+  lora_adapter(const lora_adapter& o) : o_(o.o_), b_offset_(o.b_offset_), version_(o.version_) {
+    owned_.assign(o.data_, o.data_ + o.size_);
+    data_ = owned_.data();
+    size_ = owned_.size();
+  }
+  lora_adapter& operator=(const lora_adapter& o) {
+    if (this != &o) *this = lora_adapter(o);
+    return *this;
+  }
+  lora_adapter(lora_adapter&& o) noexcept
+      : o_(o.o_),
+        owned_(std::move(o.owned_)),
+        data_(std::exchange(o.data_, nullptr)),
+        size_(std::exchange(o.size_, 0)),
+        b_offset_(o.b_offset_),
+        version_(o.version_) {}
+  lora_adapter& operator=(lora_adapter&& o) noexcept {
+    o_ = o.o_;
+    owned_ = std::move(o.owned_);
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    b_offset_ = o.b_offset_;
+    version_ = o.version_;
+    return *this;
+  }
+  ~lora_adapter() = default;
 
+  /// Floats of parameters an adapter of these options holds (A and B of every layer).
+  [[nodiscard]] static constexpr std::size_t parameter_count(const lora_options& o) noexcept {
+    return o.layers * o.rank * (o.in_dim + o.out_dim);
+  }
+
+  /// A fresh adapter (A small and random, B zero) in its own heap memory.
   /// Errors: rank outside [MinRank, MaxRank], a zero dimension or layer count,
-  /// a non-finite scale or negative learning rate.
+  /// a non-finite scale or negative learning rate, sizes beyond max_dim /
+  /// max_layers.
   [[nodiscard]] static result<lora_adapter> create(const lora_options& o) {
+    RUVLLM_TRY(check(o));
+    lora_adapter a;
+    a.owned_.assign(parameter_count(o), 0.0f);
+    a.adopt(o, a.owned_);
+    a.initialize();
+    return a;
+  }
+
+  /// A fresh adapter whose parameters live in `storage` (e.g. an allocation
+  /// of the unified pool), which must hold exactly parameter_count(o) floats
+  /// and outlive the adapter. Errors: as create(), or a storage size mismatch.
+  [[nodiscard]] static result<lora_adapter> create_in(const lora_options& o, std::span<float> storage) {
+    RUVLLM_TRY(check(o));
+    RUVLLM_TRY(check_storage(o, storage));
+    lora_adapter a;
+    a.adopt(o, storage);
+    a.initialize();
+    return a;
+  }
+
+  /// An adapter over parameters already in `storage` (reloaded from a store)
+  /// at `version`. Errors: as create_in(), or a non-finite parameter.
+  [[nodiscard]] static result<lora_adapter> view(const lora_options& o, std::span<float> storage,
+                                                 std::uint64_t version) {
+    RUVLLM_TRY(check(o));
+    RUVLLM_TRY(check_storage(o, storage));
+    for (std::size_t i = 0; i < storage.size(); ++i)
+      if (!std::isfinite(storage[i])) return make_error(errc::invalid_argument, "lora parameter ", i, " is not finite");
+    lora_adapter a;
+    a.adopt(o, storage);
+    a.version_ = version;
+    return a;
+  }
+
+  /// Checks options as create() does.
+  [[nodiscard]] static result<void> check(const lora_options& o) {
     if (o.rank < MinRank || o.rank > MaxRank)
       return make_error(errc::invalid_argument, "lora rank ", o.rank, " is outside [", MinRank, ", ", MaxRank, "]");
     if (o.layers == 0 || o.in_dim == 0 || o.out_dim == 0)
@@ -75,14 +149,7 @@ class lora_adapter {
     if (o.in_dim > max_dim || o.out_dim > max_dim || o.layers > max_layers)
       return make_error(errc::invalid_argument, "lora dims ", o.in_dim, "x", o.out_dim, " or ", o.layers,
                         " layers exceed the limits ", max_dim, " / ", max_layers);
-    lora_adapter a;
-    a.o_ = o;
-    a.b_offset_ = o.layers * o.rank * o.in_dim;
-    a.params_.assign(a.b_offset_ + o.layers * o.rank * o.out_dim, 0.0f);
-    std::uint64_t s = o.seed;
-    const double bound = std::sqrt(1.0 / static_cast<double>(o.in_dim));
-    for (std::size_t i = 0; i < a.b_offset_; ++i) a.params_[i] = static_cast<float>(bound * detail::uniform_pm1(s));
-    return a;
+    return {};
   }
 
   /// Largest in/out dimension and layer count create() accepts (bounds the
@@ -104,15 +171,15 @@ class lora_adapter {
     return {b_row(layer, 0), o_.rank * o_.out_dim};
   }
   /// Every parameter, A of all layers then B of all layers (see the file comment).
-  [[nodiscard]] std::span<const float> parameters() const noexcept { return params_; }
+  [[nodiscard]] std::span<const float> parameters() const noexcept { return {data_, size_}; }
   /// Replaces every parameter (a checkpoint being restored) and sets the
   /// version. Errors: a size other than parameters().size() or a non-finite value.
   [[nodiscard]] result<void> set_parameters(std::span<const float> p, std::uint64_t version) {
-    if (p.size() != params_.size())
-      return make_error(errc::invalid_argument, "lora parameters: got ", p.size(), " floats, need ", params_.size());
+    if (p.size() != size_)
+      return make_error(errc::invalid_argument, "lora parameters: got ", p.size(), " floats, need ", size_);
     for (std::size_t i = 0; i < p.size(); ++i)
       if (!std::isfinite(p[i])) return make_error(errc::invalid_argument, "lora parameter ", i, " is not finite");
-    std::copy(p.begin(), p.end(), params_.begin());
+    std::copy(p.begin(), p.end(), data_);
     version_ = version;
     return {};
   }
@@ -196,15 +263,35 @@ class lora_adapter {
   }
 
  private:
-  float* a_row(std::size_t layer, std::size_t r) noexcept { return params_.data() + (layer * o_.rank + r) * o_.in_dim; }
+  [[nodiscard]] static result<void> check_storage(const lora_options& o, std::span<float> storage) {
+    if (storage.size() != parameter_count(o))
+      return make_error(errc::invalid_argument, "lora storage of ", storage.size(), " floats, need ",
+                        parameter_count(o));
+    return {};
+  }
+  void adopt(const lora_options& o, std::span<float> storage) noexcept {
+    o_ = o;
+    data_ = storage.data();
+    size_ = storage.size();
+    b_offset_ = o.layers * o.rank * o.in_dim;
+  }
+  // A uniform in +-sqrt(1 / in_dim) from the seed, B zero.
+  void initialize() noexcept {
+    std::uint64_t s = o_.seed;
+    const double bound = std::sqrt(1.0 / static_cast<double>(o_.in_dim));
+    for (std::size_t i = 0; i < b_offset_; ++i) data_[i] = static_cast<float>(bound * detail::uniform_pm1(s));
+    std::fill(data_ + b_offset_, data_ + size_, 0.0f);
+  }
+
+  float* a_row(std::size_t layer, std::size_t r) noexcept { return data_ + (layer * o_.rank + r) * o_.in_dim; }
   const float* a_row(std::size_t layer, std::size_t r) const noexcept {
-    return params_.data() + (layer * o_.rank + r) * o_.in_dim;
+    return data_ + (layer * o_.rank + r) * o_.in_dim;
   }
   float* b_row(std::size_t layer, std::size_t r) noexcept {
-    return params_.data() + b_offset_ + (layer * o_.rank + r) * o_.out_dim;
+    return data_ + b_offset_ + (layer * o_.rank + r) * o_.out_dim;
   }
   const float* b_row(std::size_t layer, std::size_t r) const noexcept {
-    return params_.data() + b_offset_ + (layer * o_.rank + r) * o_.out_dim;
+    return data_ + b_offset_ + (layer * o_.rank + r) * o_.out_dim;
   }
 
   // ax = A x through the kernels layer (one dispatch for all rank rows).
@@ -224,7 +311,9 @@ class lora_adapter {
   }
 
   lora_options o_{};
-  std::vector<float> params_;
+  std::vector<float> owned_;  // the parameters when the adapter owns them
+  float* data_ = nullptr;     // owned_.data() or caller-provided storage
+  std::size_t size_ = 0;
   std::size_t b_offset_ = 0;
   std::uint64_t version_ = 0;
 };
