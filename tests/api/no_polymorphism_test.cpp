@@ -48,6 +48,9 @@ using public_types = std::tuple<
     ruvllm::sona::kmeans_options, ruvllm::sona::kmeans_result, ruvllm::sona::sona_loops<>,
     ruvllm::sona::sona_loops<ruvllm::backend::scalar>, ruvllm::sona::loop_options, ruvllm::sona::tick_report,
     ruvllm::sona::no_sink, ruvllm::sona::learned_state<>, ruvllm::sona::learned_state<ruvllm::backend::scalar>,
+    ruvllm::sona::adapter_pool_hooks, ruvllm::sona::memory_backing, ruvllm::sona::pooled_adapters_options,
+    ruvllm::sona::pooled_adapters<ruvllm::sona::base_lora<>,
+                                  ruvllm::memory::unified_pool<ev::lru, ruvllm::sona::adapter_pool_hooks>>,
     // core
     ruvllm::error, ruvllm::result<int>, ruvllm::result<void>, ruvllm::f16, ruvllm::bf16, ruvllm::aligned_buffer<float>,
     ruvllm::aligned_buffer<std::uint8_t, 4096>, ruvllm::byte_reader, ruvllm::mapped_file, ruvllm::thread_pool,
