@@ -151,21 +151,19 @@ namespace {
   }
 }
 
-}  // namespace
-
-TEST_CASE("hnsw_store keeps every acknowledged write across kill -9", "[store][wal][crash]") {
-  const auto dir = temp_dir("crash");
+void run_hnsw_crash_rounds(int rounds, std::uint64_t seed) {
+  const auto dir = temp_dir(("crash" + std::to_string(seed)).c_str());
   std::map<std::uint64_t, std::vector<float>> model;  // what the store must hold
-  ruvllm::test::rng gen(71);
+  ruvllm::test::rng gen(seed);
   std::size_t total_acks = 0;
-  for (int round = 0; round < 12; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
     const pid_t child = ::fork();
     REQUIRE(child >= 0);
     if (child == 0) {
       ::close(fds[0]);
-      crash_child(dir, fds[1], static_cast<std::uint64_t>(round + 1));
+      crash_child(dir, fds[1], seed * 1000 + static_cast<std::uint64_t>(round + 1));
     }
     ::close(fds[1]);
     std::this_thread::sleep_for(std::chrono::microseconds(gen.uniform_index(5000, 150000)));
@@ -203,3 +201,11 @@ TEST_CASE("hnsw_store keeps every acknowledged write across kill -9", "[store][w
   CHECK(total_acks > 0);
   std::filesystem::remove_all(dir);
 }
+
+}  // namespace
+
+TEST_CASE("hnsw_store keeps every acknowledged write across kill -9", "[store][wal][crash]") {
+  run_hnsw_crash_rounds(12, 71);
+}
+
+TEST_CASE("hnsw_store across kill -9, 50 rounds", "[store][wal][crash][slow]") { run_hnsw_crash_rounds(50, 72); }

@@ -4,34 +4,51 @@
 // record_graph: the store's records and the typed, weighted relations
 // between them (session <-> pattern <-> witness entry).
 //
-// A record has a 128-bit UUID, a millisecond UTC timestamp, a 64-bit vector
-// key (its node in the hnsw_index; assigned here, so vector search results
-// map back to records) and a small typed attribute map (name -> int64,
-// double or string; a sorted vector, because records carry a handful of
-// attributes and a flat array beats a node-based map at that size).
-// Secondary indexes: by timestamp, and by one numeric attribute chosen at
-// construction (e.g. "quality"); both ordered sets of (value, id), so range
-// queries are O(log n + hits). Edges are typed and weighted, kept in an
-// out-list and an in-list per record; removing a record removes its edges.
+// A record has a 128-bit UUID, a kind (which role owns it: policy, session,
+// witness entry, or generic), a millisecond UTC timestamp, a 64-bit group
+// (the role's partition: a policy's type, a session's user, a witness
+// entry's session), a 64-bit vector key (its node in the store's hnsw
+// indexes; assigned here, so vector search results map back to records), a
+// small typed attribute map (name -> int64, double or string; a sorted
+// vector, because records carry a handful of attributes and a flat array
+// beats a node-based map at that size) and an opaque payload (the role's
+// typed fields, encoded compactly and possibly encrypted by the role).
+//
+// Secondary indexes, each an ordered set keyed by kind first, so one role's
+// range queries never walk another role's records:
+//   (kind, time, id)    time ranges, expiry and retention by age
+//   (kind, group, id)   a policy type's policies, a user's sessions
+//   (kind, value, id)   the one numeric attribute chosen at construction
+//                       (e.g. "quality"); NaN values are not indexed
+// Range queries are O(log n + hits). Lookup by id or by key is a hash
+// lookup. Edges are typed and weighted, kept in an out-list and an in-list
+// per record; removing a record removes its edges. Weights are finite:
+// link/adjust/scale reject a non-finite weight or result.
 //
 // filter() turns a predicate over records into the key predicate that
 // hnsw_index::search takes, which is how "nearest patterns with quality >
 // 0.8 from the last hour" is asked.
 //
 // Persistence: save() writes a checksummed snapshot atomically (temporary
-// file, fsync, rename); load() checks every length against the file before
-// use and returns corrupt_data naming the file and offset.
-//   "RUVRECS1", u32 version 1, u32 CRC-32C of the body, u64 body bytes, body:
+// file, fsync, rename), streaming it in bounded chunks; load() checks every
+// length against the file before use and returns corrupt_data naming the
+// file and offset.
+//   "RUVRECS1", u32 version 2, u32 CRC-32C of the body, u64 body bytes, body:
 //   u64 sequence (the last log record the snapshot holds, see memory_store),
 //   u64 next key, u32 indexed-attribute name length + bytes,
-//   u64 record count, per record: u64 id.hi, u64 id.lo, i64 time, u64 key,
-//     u32 attribute count, per attribute: u32 name length + bytes, u8 type
-//     (1 int64, 2 double, 3 string), value (8 bytes, or u32 length + bytes)
+//   u64 record count, per record (encode()): u64 id.hi, u64 id.lo, u8 kind,
+//     i64 time, u64 group, u64 key, u32 attribute count, per attribute:
+//     u32 name length + bytes, u8 type (1 int64, 2 double, 3 string), value
+//     (8 bytes, or u32 length + bytes); u32 payload length + bytes
 //   u64 edge count, per edge: from (16), to (16), u8 type, f32 weight
 //
-// Thread-safety: none (the owner serializes, as hnsw_store does for the
-// vectors); const calls may run concurrently with each other. Allocation:
-// every mutation allocates (node-based indexes); lookups do not.
+// Thread-safety: none (the owner serializes, as memory_store does); const
+// calls may run concurrently with each other. Allocation: every mutation
+// allocates (node-based indexes); lookups by id or key do not; the
+// vector-returning queries allocate their result, the visit_* forms do not.
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -40,12 +57,14 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <map>
+#include <limits>
 #include <optional>
 #include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -89,22 +108,33 @@ struct uuid {
 
 struct uuid_hash {
   std::size_t operator()(const uuid& id) const noexcept {
-    return static_cast<std::size_t>(id.hi * 0x9E3779B97F4A7C15ull ^ (id.lo + (id.hi << 6) + (id.hi >> 2)));
+    // v4 UUIDs are random in both words; one multiply mixes hi into lo.
+    return static_cast<std::size_t>((id.hi * 0x9E3779B97F4A7C15ull) ^ id.lo);
   }
 };
 
 /// Milliseconds since the Unix epoch, UTC.
 using timestamp_ms = std::int64_t;
 
+/// Which role owns a record (the first component of every secondary index).
+enum class record_kind : std::uint8_t { generic = 0, policy = 1, session = 2, witness = 3 };
+inline constexpr std::uint8_t record_kind_count = 4;
+
 /// A typed attribute value.
 using attribute_value = std::variant<std::int64_t, double, std::string>;
 
-/// A record: identity, time, vector key and attributes (sorted by name).
+/// A record: identity, kind, time, group, vector key, attributes (sorted by
+/// name) and the owning role's payload.
 struct record {
   uuid id{};
+  record_kind kind = record_kind::generic;
   timestamp_ms time = 0;
+  std::uint64_t group = 0;
   std::uint64_t key = 0;  // assigned by record_graph::insert
   std::vector<std::pair<std::string, attribute_value>> attributes;
+  std::vector<std::byte> payload;
+
+  friend bool operator==(const record&, const record&) = default;
 
   /// The attribute called name, or nullptr.
   [[nodiscard]] const attribute_value* find(std::string_view name) const noexcept {
@@ -145,10 +175,64 @@ struct edge {
   uuid to{};
   edge_type type = edge_type::related;
   float weight = 0.0f;
+  friend bool operator==(const edge&, const edge&) = default;
 };
 
 /// Which side of an edge a neighbour query follows.
 enum class direction : std::uint8_t { out, in, both };
+
+namespace detail {
+
+// Calls fn(x); a bool result false means "stop".
+template <class Fn, class T>
+bool visit_one(Fn& fn, const T& x) {
+  if constexpr (std::is_same_v<std::invoke_result_t<Fn&, const T&>, bool>)
+    return fn(x);
+  else
+    return fn(x), true;
+}
+
+template <class T>
+void put_bytes(std::vector<std::byte>& out, const T& v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  const auto* p = reinterpret_cast<const std::byte*>(&v);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+inline void put_blob(std::vector<std::byte>& out, std::span<const std::byte> bytes) {
+  put_bytes(out, static_cast<std::uint32_t>(bytes.size()));
+  out.insert(out.end(), bytes.begin(), bytes.end());
+}
+inline void put_text(std::vector<std::byte>& out, std::string_view s) {
+  put_blob(out, std::as_bytes(std::span<const char>(s.data(), s.size())));
+}
+[[nodiscard]] inline result<std::string_view> read_text(byte_reader& b, std::string_view what = "string") {
+  RUVLLM_TRY_ASSIGN(auto n, b.read<std::uint32_t>(what));
+  return b.read_string(n, what);
+}
+[[nodiscard]] inline result<uuid> read_uuid(byte_reader& b, std::string_view what = "id") {
+  uuid id;
+  RUVLLM_TRY_ASSIGN(id.hi, b.read<std::uint64_t>(what));
+  RUVLLM_TRY_ASSIGN(id.lo, b.read<std::uint64_t>(what));
+  return id;
+}
+inline void put_floats(std::vector<std::byte>& out, std::span<const float> v) {
+  put_blob(out, std::as_bytes(v));
+}
+// Reads a float vector written by put_floats (a byte length, checked).
+[[nodiscard]] inline result<void> read_floats(byte_reader& b, std::vector<float>& out, std::string_view what) {
+  RUVLLM_TRY_ASSIGN(auto n, b.read<std::uint32_t>(what));
+  if (n % sizeof(float) != 0) return b.fail(errc::corrupt_data, what, " of ", n, " bytes is not whole floats");
+  RUVLLM_TRY_ASSIGN(auto bytes, b.read_bytes(n, what));
+  out.resize(n / sizeof(float));
+  if (n != 0) std::memcpy(out.data(), bytes.data(), n);
+  return {};
+}
+inline void put_uuid(std::vector<std::byte>& out, const uuid& id) {
+  put_bytes(out, id.hi);
+  put_bytes(out, id.lo);
+}
+
+}  // namespace detail
 
 /// Records, their secondary indexes and the typed edges between them; see
 /// the file comment.
@@ -159,28 +243,57 @@ class record_graph {
   explicit record_graph(std::string indexed_attribute = {}) : indexed_(std::move(indexed_attribute)) {}
 
   [[nodiscard]] std::size_t size() const noexcept { return records_.size(); }
+  /// Records of one kind.
+  [[nodiscard]] std::size_t count(record_kind kind) const noexcept {
+    return kind_counts_[static_cast<std::uint8_t>(kind) % record_kind_count];
+  }
   [[nodiscard]] std::size_t edge_count() const noexcept { return edges_; }
   [[nodiscard]] const std::string& indexed_attribute() const noexcept { return indexed_; }
+  /// The key the next insert() assigns.
+  [[nodiscard]] std::uint64_t next_key() const noexcept { return next_key_; }
+
+  /// Sorts r's attributes by name. Errors: invalid_argument (a name twice).
+  [[nodiscard]] static result<void> normalize(record& r) {
+    std::sort(r.attributes.begin(), r.attributes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t i = 1; i < r.attributes.size(); ++i)
+      if (r.attributes[i - 1].first == r.attributes[i].first)
+        return make_error(errc::invalid_argument, "attribute '", r.attributes[i].first, "' appears twice");
+    return {};
+  }
+
+  /// Checks r for insertion (nil id, unknown kind, duplicate id or key)
+  /// without changing anything.
+  [[nodiscard]] result<void> check_insert(const record& r) const {
+    if (r.id.is_nil()) return make_error(errc::invalid_argument, "record id is nil");
+    if (static_cast<std::uint8_t>(r.kind) >= record_kind_count)
+      return make_error(errc::invalid_argument, "record kind ", static_cast<unsigned>(r.kind), " >= ",
+                        unsigned{record_kind_count});
+    if (records_.contains(r.id)) return make_error(errc::already_exists, "record ", to_string(r.id), " exists");
+    if (by_key_.contains(r.key)) return make_error(errc::already_exists, "record key ", r.key, " is taken");
+    return {};
+  }
 
   /// Adds r (its key is assigned and returned). Errors: already_exists,
-  /// invalid_argument (nil id).
+  /// invalid_argument (nil id, unknown kind).
   [[nodiscard]] result<std::uint64_t> insert(record r) {
     r.key = next_key_;
     return insert_with_key(std::move(r));
   }
 
   /// Adds r keeping its key (log replay); later keys continue after it.
-  /// Errors: already_exists (id or key), invalid_argument (nil id).
+  /// Errors: as insert().
   [[nodiscard]] result<std::uint64_t> insert_with_key(record r) {
-    if (r.id.is_nil()) return make_error(errc::invalid_argument, "record id is nil");
-    if (records_.contains(r.id)) return make_error(errc::already_exists, "record ", to_string(r.id), " exists");
-    if (by_key_.contains(r.key)) return make_error(errc::already_exists, "record key ", r.key, " is taken");
-    std::sort(r.attributes.begin(), r.attributes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    RUVLLM_TRY(check_insert(r));
+    if (r.key == std::numeric_limits<std::uint64_t>::max())
+      return make_error(errc::out_of_range, "record key ", r.key, " is the largest key");
+    RUVLLM_TRY(normalize(r));
     next_key_ = std::max(next_key_, r.key + 1);
     add_indexes(r);
     by_key_[r.key] = r.id;
+    ++kind_counts_[static_cast<std::uint8_t>(r.kind)];
     const std::uint64_t key = r.key;
-    records_.emplace(r.id, node{std::move(r), {}, {}});
+    const uuid id = r.id;
+    records_.emplace(id, node{std::move(r), {}, {}});
     return key;
   }
 
@@ -195,6 +308,26 @@ class record_graph {
     return it == by_key_.end() ? nullptr : get(it->second);
   }
 
+  /// Replaces the time, group, attributes and payload of the record with
+  /// r.id (its kind, key and edges stay). Errors: not_found, invalid_argument
+  /// (r.kind differs from the stored kind).
+  [[nodiscard]] result<void> replace(record r) {
+    auto it = records_.find(r.id);
+    if (it == records_.end()) return make_error(errc::not_found, "record ", to_string(r.id));
+    record& cur = it->second.rec;
+    if (r.kind != cur.kind)
+      return make_error(errc::invalid_argument, "record ", to_string(r.id), " has kind ",
+                        static_cast<unsigned>(cur.kind), ", not ", static_cast<unsigned>(r.kind));
+    RUVLLM_TRY(normalize(r));
+    remove_indexes(cur);
+    cur.time = r.time;
+    cur.group = r.group;
+    cur.attributes = std::move(r.attributes);
+    cur.payload = std::move(r.payload);
+    add_indexes(cur);
+    return {};
+  }
+
   /// Sets an attribute of a record, updating the numeric index. Errors: not_found.
   [[nodiscard]] result<void> set_attribute(const uuid& id, std::string_view name, attribute_value value) {
     auto it = records_.find(id);
@@ -205,38 +338,111 @@ class record_graph {
     return {};
   }
 
+  /// Sets a record's timestamp, updating the time index. Errors: not_found.
+  [[nodiscard]] result<void> set_time(const uuid& id, timestamp_ms time) {
+    auto it = records_.find(id);
+    if (it == records_.end()) return make_error(errc::not_found, "record ", to_string(id));
+    remove_indexes(it->second.rec);
+    it->second.rec.time = time;
+    add_indexes(it->second.rec);
+    return {};
+  }
+
   /// Removes a record and every edge touching it. Errors: not_found.
   [[nodiscard]] result<void> remove(const uuid& id) {
     auto it = records_.find(id);
     if (it == records_.end()) return make_error(errc::not_found, "record ", to_string(id));
-    // Copies: remove_edge edits the lists being walked.
-    const auto outs = it->second.out;
-    const auto ins = it->second.in;
-    for (const auto& e : outs) (void)remove_edge(id, e.other, e.type);
-    for (const auto& e : ins) (void)remove_edge(e.other, id, e.type);
-    remove_indexes(it->second.rec);
-    by_key_.erase(it->second.rec.key);
+    // Drop the mirror half of every edge in the other records' lists.
+    node& n = it->second;
+    for (const auto& h : n.out)
+      if (h.other != id) erase_half(records_.find(h.other)->second.in, id, h.type);
+    for (const auto& h : n.in)
+      if (h.other != id) erase_half(records_.find(h.other)->second.out, id, h.type);
+    edges_ -= n.out.size();
+    for (const auto& h : n.in) edges_ -= h.other != id;  // self-edges were counted once, in out
+    remove_indexes(n.rec);
+    --kind_counts_[static_cast<std::uint8_t>(n.rec.kind)];
+    by_key_.erase(n.rec.key);
     records_.erase(it);
     return {};
   }
 
-  /// Ids with time in [from, to), oldest first.
-  [[nodiscard]] std::vector<uuid> in_time_range(timestamp_ms from, timestamp_ms to) const {
+  // ---- secondary indexes ----------------------------------------------------
+
+  /// Calls fn(const record&) for the records of kind with time in [from, to),
+  /// oldest first (ties by id); fn may return false to stop.
+  template <class Fn>
+  void visit_time_range(record_kind kind, timestamp_ms from, timestamp_ms to, Fn&& fn) const {
+    for (auto it = by_time_.lower_bound({kind, from, uuid{}});
+         it != by_time_.end() && std::get<0>(*it) == kind && std::get<1>(*it) < to; ++it)
+      if (!detail::visit_one(fn, *get(std::get<2>(*it)))) return;
+  }
+  /// Ids of kind with time in [from, to), oldest first.
+  [[nodiscard]] std::vector<uuid> in_time_range(record_kind kind, timestamp_ms from, timestamp_ms to) const {
     std::vector<uuid> out;
-    for (auto it = by_time_.lower_bound({from, uuid{}}); it != by_time_.end() && it->first < to; ++it)
-      out.push_back(it->second);
+    visit_time_range(kind, from, to, [&](const record& r) { out.push_back(r.id); });
     return out;
   }
-  /// Ids whose indexed attribute lies in [lo, hi], ascending.
-  [[nodiscard]] std::vector<uuid> in_attribute_range(double lo, double hi) const {
+  /// Ids of every kind with time in [from, to), oldest first (ties by id).
+  [[nodiscard]] std::vector<uuid> in_time_range(timestamp_ms from, timestamp_ms to) const {
+    std::vector<std::pair<timestamp_ms, uuid>> all;
+    for (std::uint8_t k = 0; k < record_kind_count; ++k)
+      visit_time_range(static_cast<record_kind>(k), from, to, [&](const record& r) { all.emplace_back(r.time, r.id); });
+    std::sort(all.begin(), all.end());
     std::vector<uuid> out;
-    for (auto it = by_attr_.lower_bound({lo, uuid{}}); it != by_attr_.end() && it->first <= hi; ++it)
-      out.push_back(it->second);
+    out.reserve(all.size());
+    for (auto& a : all) out.push_back(a.second);
     return out;
   }
 
-  /// Adds or replaces the edge (from, to, type) with weight. Errors: not_found.
+  /// Calls fn(const record&) for the records of kind whose indexed attribute
+  /// lies in [lo, hi], ascending; fn may return false to stop.
+  template <class Fn>
+  void visit_attribute_range(record_kind kind, double lo, double hi, Fn&& fn) const {
+    for (auto it = by_attr_.lower_bound({kind, lo, uuid{}});
+         it != by_attr_.end() && std::get<0>(*it) == kind && std::get<1>(*it) <= hi; ++it)
+      if (!detail::visit_one(fn, *get(std::get<2>(*it)))) return;
+  }
+  /// Ids of kind whose indexed attribute lies in [lo, hi], ascending.
+  [[nodiscard]] std::vector<uuid> in_attribute_range(record_kind kind, double lo, double hi) const {
+    std::vector<uuid> out;
+    visit_attribute_range(kind, lo, hi, [&](const record& r) { out.push_back(r.id); });
+    return out;
+  }
+  /// Ids of every kind whose indexed attribute lies in [lo, hi], ascending (ties by id).
+  [[nodiscard]] std::vector<uuid> in_attribute_range(double lo, double hi) const {
+    std::vector<std::pair<double, uuid>> all;
+    for (std::uint8_t k = 0; k < record_kind_count; ++k)
+      visit_attribute_range(static_cast<record_kind>(k), lo, hi,
+                            [&](const record& r) { all.emplace_back(*r.number(indexed_), r.id); });
+    std::sort(all.begin(), all.end());
+    std::vector<uuid> out;
+    out.reserve(all.size());
+    for (auto& a : all) out.push_back(a.second);
+    return out;
+  }
+
+  /// Calls fn(const record&) for the records of kind in group, by id; fn may
+  /// return false to stop.
+  template <class Fn>
+  void visit_group(record_kind kind, std::uint64_t group, Fn&& fn) const {
+    for (auto it = by_group_.lower_bound({kind, group, uuid{}});
+         it != by_group_.end() && std::get<0>(*it) == kind && std::get<1>(*it) == group; ++it)
+      if (!detail::visit_one(fn, *get(std::get<2>(*it)))) return;
+  }
+  /// Ids of kind in group, by id.
+  [[nodiscard]] std::vector<uuid> in_group(record_kind kind, std::uint64_t group) const {
+    std::vector<uuid> out;
+    visit_group(kind, group, [&](const record& r) { out.push_back(r.id); });
+    return out;
+  }
+
+  // ---- edges -------------------------------------------------------------------
+
+  /// Adds or replaces the edge (from, to, type) with weight. Errors:
+  /// not_found (an endpoint), invalid_argument (weight not finite, unknown type).
   [[nodiscard]] result<void> link(const uuid& from, const uuid& to, edge_type type, float weight) {
+    RUVLLM_TRY(check_edge(type, weight));
     auto f = records_.find(from);
     auto t = records_.find(to);
     if (f == records_.end() || t == records_.end())
@@ -252,16 +458,31 @@ class record_graph {
     return {};
   }
 
-  /// Adds delta to an edge's weight and returns the new weight. Errors: not_found.
-  [[nodiscard]] result<float> adjust_weight(const uuid& from, const uuid& to, edge_type type, float delta) {
+  /// The weight of edge (from, to, type), or nullopt.
+  [[nodiscard]] std::optional<float> edge_weight(const uuid& from, const uuid& to, edge_type type) const {
     auto f = records_.find(from);
-    auto t = records_.find(to);
-    half_edge* a = f == records_.end() ? nullptr : find_half(f->second.out, to, type);
-    if (a == nullptr || t == records_.end())
-      return make_error(errc::not_found, "edge ", to_string(from), " -> ", to_string(to));
-    a->weight += delta;
-    find_half(t->second.in, from, type)->weight = a->weight;
-    return a->weight;
+    if (f == records_.end()) return std::nullopt;
+    for (const auto& h : f->second.out)
+      if (h.other == to && h.type == type) return h.weight;
+    return std::nullopt;
+  }
+
+  /// Adds delta to an edge's weight and returns the new weight. Errors:
+  /// not_found, invalid_argument (non-finite result; nothing changes).
+  [[nodiscard]] result<float> adjust_weight(const uuid& from, const uuid& to, edge_type type, float delta) {
+    auto w = edge_weight(from, to, type);
+    if (!w) return make_error(errc::not_found, "edge ", to_string(from), " -> ", to_string(to));
+    RUVLLM_TRY(link(from, to, type, *w + delta));
+    return *w + delta;
+  }
+
+  /// Multiplies an edge's weight by factor (the learning loop's relative
+  /// update, e.g. 1.05) and returns the new weight. Errors: as adjust_weight.
+  [[nodiscard]] result<float> scale_weight(const uuid& from, const uuid& to, edge_type type, float factor) {
+    auto w = edge_weight(from, to, type);
+    if (!w) return make_error(errc::not_found, "edge ", to_string(from), " -> ", to_string(to));
+    RUVLLM_TRY(link(from, to, type, *w * factor));
+    return *w * factor;
   }
 
   /// Removes an edge. Errors: not_found.
@@ -277,7 +498,7 @@ class record_graph {
   }
 
   /// Neighbours of id along edges of `type` (nullopt: every type), with
-  /// weights, heaviest first.
+  /// weights, heaviest first. A self-edge appears on both sides.
   [[nodiscard]] std::vector<edge> neighbours(const uuid& id, std::optional<edge_type> type = std::nullopt,
                                              direction dir = direction::both) const {
     std::vector<edge> out;
@@ -291,6 +512,13 @@ class record_graph {
         if (!type || h.type == *type) out.push_back(edge{h.other, id, h.type, h.weight});
     std::stable_sort(out.begin(), out.end(), [](const edge& a, const edge& b) { return a.weight > b.weight; });
     return out;
+  }
+
+  /// Calls fn(const edge&) for every edge (unspecified order).
+  template <class Fn>
+  void for_each_edge(Fn&& fn) const {
+    for (const auto& [id, n] : records_)
+      for (const auto& h : n.out) fn(edge{id, h.other, h.type, h.weight});
   }
 
   /// A key predicate for hnsw_index::search from a predicate over records.
@@ -308,37 +536,44 @@ class record_graph {
     for (const auto& [id, n] : records_) fn(n.rec);
   }
 
-  /// Writes the snapshot atomically (see the file comment). Errors: io_error.
+  // ---- binary form and snapshots ------------------------------------------
+
   /// The log sequence stored with the snapshot this graph was loaded from.
   [[nodiscard]] std::uint64_t sequence() const noexcept { return sequence_; }
 
   /// Appends the binary form of r (as in the snapshot) to out.
   static void encode(const record& r, std::vector<std::byte>& out) {
-    put(out, r.id.hi);
-    put(out, r.id.lo);
-    put(out, r.time);
-    put(out, r.key);
-    put(out, static_cast<std::uint32_t>(r.attributes.size()));
+    detail::put_uuid(out, r.id);
+    detail::put_bytes(out, static_cast<std::uint8_t>(r.kind));
+    detail::put_bytes(out, r.time);
+    detail::put_bytes(out, r.group);
+    detail::put_bytes(out, r.key);
+    detail::put_bytes(out, static_cast<std::uint32_t>(r.attributes.size()));
     for (const auto& [name, value] : r.attributes) {
-      put_string(out, name);
-      put(out, static_cast<std::uint8_t>(value.index() + 1));
-      if (const auto* i = std::get_if<std::int64_t>(&value)) put(out, *i);
-      if (const auto* d = std::get_if<double>(&value)) put(out, *d);
-      if (const auto* s = std::get_if<std::string>(&value)) put_string(out, *s);
+      detail::put_text(out, name);
+      detail::put_bytes(out, static_cast<std::uint8_t>(value.index() + 1));
+      if (const auto* i = std::get_if<std::int64_t>(&value)) detail::put_bytes(out, *i);
+      if (const auto* d = std::get_if<double>(&value)) detail::put_bytes(out, *d);
+      if (const auto* s = std::get_if<std::string>(&value)) detail::put_text(out, *s);
     }
+    detail::put_blob(out, r.payload);
   }
 
   /// Reads one record written by encode(); every length is checked.
   [[nodiscard]] static result<record> decode(byte_reader& b) {
     record rec;
-    RUVLLM_TRY_ASSIGN(rec.id.hi, b.read<std::uint64_t>("id"));
-    RUVLLM_TRY_ASSIGN(rec.id.lo, b.read<std::uint64_t>("id"));
+    RUVLLM_TRY_ASSIGN(rec.id, detail::read_uuid(b));
+    RUVLLM_TRY_ASSIGN(auto kind, b.read<std::uint8_t>("kind"));
+    if (kind >= record_kind_count) return b.fail(errc::corrupt_data, "record kind ", kind);
+    rec.kind = static_cast<record_kind>(kind);
     RUVLLM_TRY_ASSIGN(rec.time, b.read<std::int64_t>("time"));
+    RUVLLM_TRY_ASSIGN(rec.group, b.read<std::uint64_t>("group"));
     RUVLLM_TRY_ASSIGN(rec.key, b.read<std::uint64_t>("key"));
     RUVLLM_TRY_ASSIGN(auto attrs, b.read<std::uint32_t>("attribute count"));
     if (attrs > b.remaining() / 5) return b.fail(errc::corrupt_data, "attribute count ", attrs, " exceeds the data");
+    rec.attributes.reserve(attrs);
     for (std::uint32_t a = 0; a < attrs; ++a) {
-      RUVLLM_TRY_ASSIGN(auto name, read_string(b));
+      RUVLLM_TRY_ASSIGN(auto name, detail::read_text(b, "attribute name"));
       RUVLLM_TRY_ASSIGN(auto type, b.read<std::uint8_t>("attribute type"));
       attribute_value v;
       if (type == 1) {
@@ -348,49 +583,69 @@ class record_graph {
         RUVLLM_TRY_ASSIGN(auto x, b.read<double>("double attribute"));
         v = x;
       } else if (type == 3) {
-        RUVLLM_TRY_ASSIGN(auto x, read_string(b));
+        RUVLLM_TRY_ASSIGN(auto x, detail::read_text(b, "string attribute"));
         v = std::string(x);
       } else {
         return b.fail(errc::corrupt_data, "attribute type ", type);
       }
-      rec.set(name, std::move(v));
+      if (!rec.attributes.empty() && rec.attributes.back().first >= name)
+        return b.fail(errc::corrupt_data, "attribute names are not sorted and unique");
+      rec.attributes.emplace_back(std::string(name), std::move(v));
     }
+    RUVLLM_TRY_ASSIGN(auto plen, b.read<std::uint32_t>("payload length"));
+    RUVLLM_TRY_ASSIGN(auto payload, b.read_bytes(plen, "payload"));
+    rec.payload.assign(payload.begin(), payload.end());
     return rec;
   }
 
   /// Writes the snapshot atomically (see the file comment), recording
-  /// `sequence` as the last log record it holds. Errors: io_error.
+  /// `sequence` as the last log record it holds. The body is streamed in
+  /// chunks of about 1 MiB (memory stays bounded for large graphs) and the
+  /// header, whose checksum covers the body, is written last. Errors: io_error.
   [[nodiscard]] result<void> save(std::string_view path, std::uint64_t sequence = 0) const {
-    std::vector<std::byte> body;
-    put(body, sequence);
-    put(body, next_key_);
-    put_string(body, indexed_);
-    put(body, static_cast<std::uint64_t>(records_.size()));
-    std::uint64_t edges = 0;
+    const std::string tmp = std::string(path) + ".tmp";
+    RUVLLM_TRY_ASSIGN(auto f, open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+    std::vector<std::byte> buf(header_bytes);
+    std::uint32_t crc = 0;
+    std::uint64_t body_bytes = 0;
+    std::size_t body_start = header_bytes;  // where the body starts in buf
+    auto flush = [&](bool force) -> result<void> {
+      if (!force && buf.size() < (1u << 20)) return {};
+      const auto body = std::span<const std::byte>(buf).subspan(body_start);
+      crc = crc32c(body, crc);
+      body_bytes += body.size();
+      RUVLLM_TRY(write_all(f, buf, tmp));
+      buf.clear();
+      body_start = 0;
+      return {};
+    };
+    detail::put_bytes(buf, sequence);
+    detail::put_bytes(buf, next_key_);
+    detail::put_text(buf, indexed_);
+    detail::put_bytes(buf, static_cast<std::uint64_t>(records_.size()));
     for (const auto& [id, n] : records_) {
-      encode(n.rec, body);
-      edges += n.out.size();
+      encode(n.rec, buf);
+      RUVLLM_TRY(flush(false));
     }
-    put(body, edges);
-    for (const auto& [id, n] : records_)
+    detail::put_bytes(buf, static_cast<std::uint64_t>(edges_));
+    for (const auto& [id, n] : records_) {
       for (const auto& h : n.out) {
-        put(body, id.hi);
-        put(body, id.lo);
-        put(body, h.other.hi);
-        put(body, h.other.lo);
-        put(body, static_cast<std::uint8_t>(h.type));
-        put(body, h.weight);
+        detail::put_uuid(buf, id);
+        detail::put_uuid(buf, h.other);
+        detail::put_bytes(buf, static_cast<std::uint8_t>(h.type));
+        detail::put_bytes(buf, h.weight);
       }
+      RUVLLM_TRY(flush(false));
+    }
+    RUVLLM_TRY(flush(true));
     std::vector<std::byte> head;
     head.resize(8);
     std::memcpy(head.data(), "RUVRECS1", 8);
-    put(head, std::uint32_t{1});
-    put(head, crc32c(body));
-    put(head, static_cast<std::uint64_t>(body.size()));
-    const std::string tmp = std::string(path) + ".tmp";
-    RUVLLM_TRY_ASSIGN(auto f, open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+    detail::put_bytes(head, snapshot_version);
+    detail::put_bytes(head, crc);
+    detail::put_bytes(head, body_bytes);
+    if (::lseek(f.get(), 0, SEEK_SET) != 0) return detail::os_error("cannot seek in", tmp);
     RUVLLM_TRY(write_all(f, head, tmp));
-    RUVLLM_TRY(write_all(f, body, tmp));
     RUVLLM_TRY(sync_file(f, tmp));
     f.close();
     return replace_file(tmp, path);
@@ -404,7 +659,8 @@ class record_graph {
     RUVLLM_TRY_ASSIGN(auto magic, r.read_string(8, "magic"));
     if (magic != "RUVRECS1") return r.fail(errc::corrupt_data, "not a record snapshot (bad magic)");
     RUVLLM_TRY_ASSIGN(auto version, r.read<std::uint32_t>("version"));
-    if (version != 1) return r.fail(errc::unsupported, "record snapshot version ", version);
+    if (version != snapshot_version)
+      return r.fail(errc::unsupported, "record snapshot version ", version, " != ", snapshot_version);
     RUVLLM_TRY_ASSIGN(auto crc, r.read<std::uint32_t>("checksum"));
     RUVLLM_TRY_ASSIGN(auto body_bytes, r.read<std::uint64_t>("body size"));
     if (body_bytes != r.remaining())
@@ -415,44 +671,55 @@ class record_graph {
     byte_reader b(body, path, body_at);
     RUVLLM_TRY_ASSIGN(auto sequence, b.read<std::uint64_t>("sequence"));
     RUVLLM_TRY_ASSIGN(auto next_key, b.read<std::uint64_t>("next key"));
-    RUVLLM_TRY_ASSIGN(auto indexed, read_string(b));
+    RUVLLM_TRY_ASSIGN(auto indexed, detail::read_text(b, "indexed attribute"));
     record_graph g{std::string(indexed)};
     RUVLLM_TRY_ASSIGN(auto count, b.read<std::uint64_t>("record count"));
-    // Each record needs at least 36 bytes: a count beyond that is corrupt,
-    // caught before any loop or allocation sized by it.
-    if (count > b.remaining() / 36) return b.fail(errc::corrupt_data, "record count ", count, " exceeds the body");
+    // Each record needs at least min_record_bytes: a count beyond that is
+    // corrupt, caught before any loop or allocation sized by it.
+    if (count > b.remaining() / min_record_bytes)
+      return b.fail(errc::corrupt_data, "record count ", count, " exceeds the body");
+    g.records_.reserve(static_cast<std::size_t>(count));
+    g.by_key_.reserve(static_cast<std::size_t>(count));
     for (std::uint64_t i = 0; i < count; ++i) {
+      const std::uint64_t at = b.file_offset();
       RUVLLM_TRY_ASSIGN(auto rec, decode(b));
-      const std::uint64_t key = rec.key;
-      if (rec.id.is_nil() || g.records_.contains(rec.id) || g.by_key_.contains(key) || key >= next_key)
-        return b.fail(errc::corrupt_data, "record ", i, " has a nil, duplicate or out-of-range id or key");
-      rec.key = key;
-      g.add_indexes(rec);
-      g.by_key_[key] = rec.id;
-      const uuid id = rec.id;
-      g.records_.emplace(id, node{std::move(rec), {}, {}});
+      if (rec.key >= next_key || !g.check_insert(rec))
+        return make_error(errc::corrupt_data, "record ", i, " has a nil or duplicate id or an out-of-range key")
+            .at(path, at);
+      (void)g.insert_with_key(std::move(rec));
     }
     g.next_key_ = next_key;
     g.sequence_ = sequence;
     RUVLLM_TRY_ASSIGN(auto edges, b.read<std::uint64_t>("edge count"));
     if (edges > b.remaining() / 37) return b.fail(errc::corrupt_data, "edge count ", edges, " exceeds the body");
     for (std::uint64_t i = 0; i < edges; ++i) {
-      edge e;
-      RUVLLM_TRY_ASSIGN(e.from.hi, b.read<std::uint64_t>("edge"));
-      RUVLLM_TRY_ASSIGN(e.from.lo, b.read<std::uint64_t>("edge"));
-      RUVLLM_TRY_ASSIGN(e.to.hi, b.read<std::uint64_t>("edge"));
-      RUVLLM_TRY_ASSIGN(e.to.lo, b.read<std::uint64_t>("edge"));
+      const std::uint64_t at = b.file_offset();
+      RUVLLM_TRY_ASSIGN(auto from, detail::read_uuid(b, "edge"));
+      RUVLLM_TRY_ASSIGN(auto to, detail::read_uuid(b, "edge"));
       RUVLLM_TRY_ASSIGN(auto type, b.read<std::uint8_t>("edge type"));
-      RUVLLM_TRY_ASSIGN(e.weight, b.read<float>("edge weight"));
-      if (type < 1 || type > 4) return b.fail(errc::corrupt_data, "edge type ", type);
-      if (!g.link(e.from, e.to, static_cast<edge_type>(type), e.weight))
-        return b.fail(errc::corrupt_data, "edge ", i, " names a missing record");
+      RUVLLM_TRY_ASSIGN(auto weight, b.read<float>("edge weight"));
+      if (g.edge_weight(from, to, static_cast<edge_type>(type)))
+        return make_error(errc::corrupt_data, "edge ", i, " is a duplicate").at(path, at);
+      if (auto linked = g.link(from, to, static_cast<edge_type>(type), weight); !linked)
+        return make_error(errc::corrupt_data, "edge ", i, ": ", linked.error().message()).at(path, at);
     }
     if (b.remaining() != 0) return b.fail(errc::corrupt_data, b.remaining(), " trailing bytes");
     return g;
   }
 
+  /// Checks a weight and an edge type (what link() accepts).
+  [[nodiscard]] static result<void> check_edge(edge_type type, float weight) {
+    if (static_cast<std::uint8_t>(type) < 1 || static_cast<std::uint8_t>(type) > 4)
+      return make_error(errc::invalid_argument, "edge type ", static_cast<unsigned>(type), " is not 1 .. 4");
+    if (!std::isfinite(weight)) return make_error(errc::invalid_argument, "edge weight ", weight, " is not finite");
+    return {};
+  }
+
  private:
+  static constexpr std::uint32_t snapshot_version = 2;
+  static constexpr std::size_t header_bytes = 24;
+  static constexpr std::uint64_t min_record_bytes = 16 + 1 + 8 + 8 + 8 + 4 + 4;
+
   struct half_edge {
     uuid other;
     edge_type type;
@@ -473,41 +740,34 @@ class record_graph {
     std::erase_if(list, [&](const half_edge& h) { return h.other == other && h.type == type; });
   }
 
-  void add_indexes(const record& r) {
-    by_time_.emplace(r.time, r.id);
+  [[nodiscard]] std::optional<double> indexed_value(const record& r) const noexcept {
+    if (indexed_.empty()) return std::nullopt;
+    auto v = r.number(indexed_);
     // NaN has no place in an ordered index.
-    if (!indexed_.empty())
-      if (auto v = r.number(indexed_); v && !std::isnan(*v)) by_attr_.emplace(*v, r.id);
+    if (!v || std::isnan(*v)) return std::nullopt;
+    return v;
+  }
+  void add_indexes(const record& r) {
+    by_time_.emplace(r.kind, r.time, r.id);
+    by_group_.emplace(r.kind, r.group, r.id);
+    if (auto v = indexed_value(r)) by_attr_.emplace(r.kind, *v, r.id);
   }
   void remove_indexes(const record& r) {
-    by_time_.erase({r.time, r.id});
-    if (!indexed_.empty())
-      if (auto v = r.number(indexed_); v && !std::isnan(*v)) by_attr_.erase({*v, r.id});
-  }
-
-  template <class T>
-  static void put(std::vector<std::byte>& out, const T& v) {
-    const auto* p = reinterpret_cast<const std::byte*>(&v);
-    out.insert(out.end(), p, p + sizeof(T));
-  }
-  static void put_string(std::vector<std::byte>& out, std::string_view s) {
-    put(out, static_cast<std::uint32_t>(s.size()));
-    const auto* p = reinterpret_cast<const std::byte*>(s.data());
-    out.insert(out.end(), p, p + s.size());
-  }
-  static result<std::string_view> read_string(byte_reader& b) {
-    RUVLLM_TRY_ASSIGN(auto n, b.read<std::uint32_t>("string length"));
-    return b.read_string(n, "string");
+    by_time_.erase({r.kind, r.time, r.id});
+    by_group_.erase({r.kind, r.group, r.id});
+    if (auto v = indexed_value(r)) by_attr_.erase({r.kind, *v, r.id});
   }
 
   std::string indexed_;
   std::uint64_t next_key_ = 1;
   std::uint64_t sequence_ = 0;
   std::size_t edges_ = 0;
+  std::size_t kind_counts_[record_kind_count] = {};
   std::unordered_map<uuid, node, uuid_hash> records_;
   std::unordered_map<std::uint64_t, uuid> by_key_;
-  std::set<std::pair<timestamp_ms, uuid>> by_time_;
-  std::set<std::pair<double, uuid>> by_attr_;
+  std::set<std::tuple<record_kind, timestamp_ms, uuid>> by_time_;
+  std::set<std::tuple<record_kind, std::uint64_t, uuid>> by_group_;
+  std::set<std::tuple<record_kind, double, uuid>> by_attr_;
 };
 
 }  // namespace ruvllm::store

@@ -28,6 +28,11 @@
 // reset() starts a new empty log after a checkpoint with the same
 // write-temporary, fsync, rename sequence as every full save.
 //
+// A failed write is cut off the file before append() returns its error; a
+// failed fdatasync (or a failed cut) leaves the log refusing further
+// appends until it is reopened, because the kernel may have dropped pages
+// that earlier appends wrote.
+//
 // Thread-safety: none; the owning store serializes appends. Allocation:
 // append() reuses one growing buffer.
 
@@ -62,6 +67,15 @@ struct wal_options {
   std::uint32_t group_records = 64;
   /// ... or once this much time has passed since the first unsynced append.
   std::chrono::milliseconds group_interval{10};
+};
+
+/// Counters of a write_ahead_log since it was opened (the durability mode's
+/// contract is visible in them: every_write syncs once per append,
+/// group_commit once per group, none only on sync()).
+struct wal_stats {
+  std::uint64_t appends = 0;
+  std::uint64_t syncs = 0;  // fdatasync calls that flushed appended records
+  std::uint64_t bytes_appended = 0;
 };
 
 inline constexpr std::array<char, 8> wal_magic = {'R', 'U', 'V', 'W', 'A', 'L', '0', '1'};
@@ -148,9 +162,19 @@ class write_ahead_log {
     if (!payload.empty()) std::memcpy(buffer_.data() + wal_record_header_bytes, payload.data(), payload.size());
     const std::uint32_t crc = crc32c(std::span<const std::byte>(buffer_).subspan(8));
     std::memcpy(buffer_.data() + 4, &crc, 4);
-    RUVLLM_TRY(write_all(file_, buffer_, path_));
+    if (broken_) return make_error(errc::io_error, "an earlier write or sync failed; reopen the log").at(path_);
+    if (auto written = write_all(file_, buffer_, path_); !written) {
+      // Cut the partial record off, so a later append cannot land behind
+      // garbage that recovery would stop at (dropping acknowledged records).
+      if (::ftruncate(file_.get(), static_cast<off_t>(bytes_)) != 0 ||
+          ::lseek(file_.get(), static_cast<off_t>(bytes_), SEEK_SET) < 0)
+        broken_ = true;
+      return std::move(written).error();
+    }
     last_ = seq;
     bytes_ += buffer_.size();
+    ++stats_.appends;
+    stats_.bytes_appended += buffer_.size();
     if (pending_ == 0) first_pending_ = std::chrono::steady_clock::now();
     ++pending_;
     switch (options_.mode) {
@@ -168,10 +192,22 @@ class write_ahead_log {
   /// Forces every appended record to stable storage.
   [[nodiscard]] result<void> sync() {
     if (pending_ == 0) return {};
-    if (::fdatasync(file_.get()) != 0) return detail::os_error("cannot fdatasync", path_);
+    if (broken_) return make_error(errc::io_error, "an earlier write or sync failed; reopen the log").at(path_);
+    // After a failed fdatasync the kernel may have dropped the dirty pages:
+    // nothing appended since the last good sync can be trusted any more.
+    if (::fdatasync(file_.get()) != 0) {
+      broken_ = true;
+      return detail::os_error("cannot fdatasync", path_);
+    }
     pending_ = 0;
+    ++stats_.syncs;
     return {};
   }
+
+  /// Whether appended records await a sync (group_commit, none).
+  [[nodiscard]] bool has_unsynced() const noexcept { return pending_ != 0; }
+  [[nodiscard]] const wal_stats& stats() const noexcept { return stats_; }
+  [[nodiscard]] const wal_options& options() const noexcept { return options_; }
 
   /// Replaces the log with an empty one starting after `base` (a checkpoint
   /// holding every record up to base was saved): atomic like every save.
@@ -218,6 +254,8 @@ class write_ahead_log {
   std::uint64_t bytes_ = 0;
   std::uint32_t pending_ = 0;
   std::chrono::steady_clock::time_point first_pending_{};
+  wal_stats stats_{};
+  bool broken_ = false;
   std::vector<std::byte> buffer_;
 };
 
