@@ -166,6 +166,7 @@ std::vector<sona::pattern> synthetic_patterns(std::size_t n, std::size_t dim) {
   std::vector<sona::pattern> out(n);
   for (std::size_t i = 0; i < n; ++i) {
     auto& p = out[i];
+    p.id = {7, i + 1};
     const float* cc = c.data() + (i % centres) * dim;
     p.centroid.resize(dim);
     for (std::size_t d = 0; d < dim; ++d) p.centroid[d] = cc[d] + 0.3f * nd(gen);

@@ -38,6 +38,7 @@
 #include "ruvllm/sona/exchange.hpp"
 #include "ruvllm/sona/loops.hpp"
 #include "ruvllm/sona/lora.hpp"
+#include "ruvllm/sona/persistence.hpp"
 #include "ruvllm/sona/reasoning_bank.hpp"
 #include "ruvllm/sona/router.hpp"
 #include "ruvllm/sona/trajectory.hpp"

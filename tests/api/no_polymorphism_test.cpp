@@ -48,7 +48,10 @@ using public_types = std::tuple<
     ruvllm::sona::kmeans_options, ruvllm::sona::kmeans_result, ruvllm::sona::sona_loops<>,
     ruvllm::sona::sona_loops<ruvllm::backend::scalar>, ruvllm::sona::loop_options, ruvllm::sona::tick_report,
     ruvllm::sona::no_sink, ruvllm::sona::learned_state<>, ruvllm::sona::learned_state<ruvllm::backend::scalar>,
-    ruvllm::sona::adapter_pool_hooks, ruvllm::sona::memory_backing, ruvllm::sona::pooled_adapters_options,
+    ruvllm::sona::store_sink<ruvllm::store::memory_store<ruvllm::store::metric::cosine, p::f32>>,
+    ruvllm::sona::store_adapter_backing<ruvllm::store::memory_store<ruvllm::store::metric::cosine, p::f32>>,
+    ruvllm::sona::store_sink_options, ruvllm::sona::store_sink_stats, ruvllm::sona::adapter_pool_hooks,
+    ruvllm::sona::memory_backing, ruvllm::sona::pooled_adapters_options,
     ruvllm::sona::pooled_adapters<ruvllm::sona::base_lora<>,
                                   ruvllm::memory::unified_pool<ev::lru, ruvllm::sona::adapter_pool_hooks>>,
     // core

@@ -252,8 +252,15 @@ TEST_CASE("exchange: valid checksums over hostile contents are rejected", "[sona
     auto f = good;  // best model out of range in the first pattern
     const std::uint64_t first = patterns_at + 5 * 8 + 8 + 4 * 8 + 8 + 8;
     const std::uint32_t model = 77;
-    std::memcpy(f.data() + first + 12, &model, 4);
+    std::memcpy(f.data() + first + 16 + 12, &model, 4);
     reject(f, "best model out of range");
+  }
+  {
+    auto f = good;  // two patterns with one id
+    const std::uint64_t first = patterns_at + 5 * 8 + 8 + 4 * 8 + 8 + 8;
+    const std::uint64_t per = 32 + 4 * 16 + 12 * 4 + 4 * 2;
+    std::memcpy(f.data() + first + per, f.data() + first, 16);
+    reject(f, "duplicate pattern id");
   }
   {
     auto f = good;  // an unknown section kind

@@ -161,6 +161,7 @@ TEST_CASE("reasoning bank: a large bank searches through its HNSW index with the
   for (auto& c : centres) c = gen.normal();
   for (std::size_t i = 0; i < n; ++i) {
     auto& p = patterns[i];
+    p.id = {1, i + 1};
     for (std::size_t d = 0; d < dim; ++d) p.centroid.push_back(centres[(i % 60) * dim + d] + gen.normal(0.0f, 0.4f));
     p.count = 1 + i % 7;
     p.mean_quality = 0.5f;
@@ -205,6 +206,7 @@ TEST_CASE("reasoning bank: a large bank searches through its HNSW index with the
 TEST_CASE("reasoning bank: restore refuses malformed patterns and leaves the bank unchanged", "[sona][bank]") {
   auto bank = sona::reasoning_bank<>::create({.dim = 4, .models = 2, .max_patterns = 3}).value();
   sona::pattern good;
+  good.id = {5, 5};
   good.centroid = {1, 0, 0, 0};
   good.count = 2;
   good.mean_quality = 0.7f;
@@ -213,6 +215,7 @@ TEST_CASE("reasoning bank: restore refuses malformed patterns and leaves the ban
   REQUIRE(bank.restore({good}, 1));
   const auto bad_with = [&](auto&& change) {
     sona::pattern p = good;
+    p.id = {5, 6};
     change(p);
     return bank.restore({good, p}, 2);
   };
@@ -222,8 +225,47 @@ TEST_CASE("reasoning bank: restore refuses malformed patterns and leaves the ban
   CHECK_FALSE(bad_with([](sona::pattern& p) { p.count = 0; }));
   CHECK_FALSE(bad_with([](sona::pattern& p) { p.mean_quality = 1.5f; }));
   CHECK_FALSE(bad_with([](sona::pattern& p) { p.model_count.push_back(1); }));
-  CHECK_FALSE(bank.restore({good, good, good, good}, 2));  // beyond max_patterns
+  CHECK_FALSE(bad_with([](sona::pattern& p) { p.id = {5, 5}; }));  // duplicate id
+  CHECK_FALSE(bad_with([](sona::pattern& p) { p.id = {}; }));      // nil id
+  std::vector<sona::pattern> four(4, good);
+  for (std::uint64_t i = 0; i < 4; ++i) four[i].id = {6, i + 1};
+  CHECK_FALSE(bank.restore(four, 2));  // beyond max_patterns
   CHECK(bank.patterns().size() == 1);
   CHECK(bank.consolidations() == 1);
   CHECK_FALSE(sona::reasoning_bank<>::create({.dim = 4, .merge_similarity = std::nan("")}));
+}
+
+TEST_CASE("reasoning bank: pattern ids are stable across consolidations that merge into them", "[sona][bank]") {
+  std::mt19937_64 gen(141);
+  const auto task = ruvllm::test::routing_task::make(4, 32, 4, 0, gen);
+  auto bank =
+      sona::reasoning_bank<>::create({.dim = 32, .models = 4, .merge_similarity = 0.9, .kmeans = {.k = 4}}).value();
+  std::vector<float> x;
+  const auto feed = [&] {
+    for (int i = 0; i < 200; ++i) {
+      const std::size_t k = task.sample(gen, x);
+      bank.record(x, task.best[k], 0.8f);
+    }
+    REQUIRE(bank.consolidate());
+  };
+  feed();
+  REQUIRE(bank.patterns().size() == 4);
+  std::vector<ruvllm::store::uuid> first;
+  for (const auto& p : bank.patterns()) first.push_back(p.id);
+  std::sort(first.begin(), first.end());
+  CHECK(std::adjacent_find(first.begin(), first.end()) == first.end());
+  CHECK(std::none_of(first.begin(), first.end(), [](const auto& id) { return id.is_nil(); }));
+  feed();  // the same clusters again: merged into the existing patterns
+  REQUIRE(bank.patterns().size() == 4);
+  std::vector<ruvllm::store::uuid> second;
+  std::uint64_t total = 0;
+  for (const auto& p : bank.patterns()) {
+    second.push_back(p.id);
+    total += p.count;
+    CHECK(bank.find(p.id) < 4);
+  }
+  CHECK(total == 400);  // both rounds' samples, merged
+  std::sort(second.begin(), second.end());
+  CHECK(first == second);
+  CHECK(bank.find(ruvllm::store::uuid{1, 2}) == sona::reasoning_bank<>::npos);
 }

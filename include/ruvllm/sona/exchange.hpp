@@ -31,7 +31,7 @@
 //   u64 dim, models, params_dim, max_samples, max_patterns; f64 merge_similarity
 //   u64 kmeans k, max_iterations, restarts, seed
 //   u64 consolidations, pattern count p; per pattern:
-//     u64 count, f32 mean quality, u32 best model, f32[dim] centroid,
+//     u64 id high, u64 id low, u64 count, f32 mean quality, u32 best model, f32[dim] centroid,
 //     f32[models] per-model quality, u64[models] per-model count, f32[params_dim] parameters
 //
 // Reading is hostile-input safe: the header and table are checked first
@@ -123,6 +123,8 @@ void encode_patterns(const reasoning_bank<B>& bank, std::vector<std::byte>& out)
   append_value(out, std::uint64_t{bank.consolidations()});
   append_value(out, std::uint64_t{bank.patterns().size()});
   for (const pattern& p : bank.patterns()) {
+    append_value(out, p.id.hi);
+    append_value(out, p.id.lo);
     append_value(out, std::uint64_t{p.count});
     append_value(out, p.mean_quality);
     append_value(out, p.best_model);
@@ -257,7 +259,7 @@ template <Backend B>
   RUVLLM_TRY_ASSIGN(const auto consolidations, r.read<std::uint64_t>("consolidations"));
   RUVLLM_TRY_ASSIGN(const auto count, r.read<std::uint64_t>("pattern count"));
   // dim, models and params_dim are below 2^24, so a pattern's size fits in 64 bits.
-  const std::uint64_t per = 16 + 4 * o.dim + 12 * o.models + 4 * o.params_dim;
+  const std::uint64_t per = 32 + 4 * o.dim + 12 * o.models + 4 * o.params_dim;
   RUVLLM_TRY_ASSIGN(const auto want, size_of(r, count, per, "patterns"));
   if (want != r.remaining())
     return r.fail(errc::corrupt_data, count, " patterns need ", want, " bytes, the section has ", r.remaining());
@@ -273,6 +275,8 @@ template <Backend B>
   reasoning_bank<B> bank = std::move(created).value();
   std::vector<pattern> patterns(static_cast<std::size_t>(count));
   for (pattern& p : patterns) {
+    RUVLLM_TRY_ASSIGN(p.id.hi, r.read<std::uint64_t>("pattern id"));
+    RUVLLM_TRY_ASSIGN(p.id.lo, r.read<std::uint64_t>("pattern id"));
     RUVLLM_TRY_ASSIGN(p.count, r.read<std::uint64_t>("pattern count"));
     RUVLLM_TRY_ASSIGN(p.mean_quality, r.read<float>("pattern quality"));
     RUVLLM_TRY_ASSIGN(p.best_model, r.read<std::uint32_t>("pattern best model"));

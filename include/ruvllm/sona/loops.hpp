@@ -131,7 +131,7 @@ class sona_loops {
  public:
   using bank_type = reasoning_bank<B>;
 
-  sona_loops() = default;
+  sona_loops() = default;  // deleted when Sink has no default constructor
   sona_loops(sona_loops&&) noexcept = default;
   sona_loops& operator=(sona_loops&&) noexcept = default;
   sona_loops(const sona_loops&) = delete;
@@ -161,7 +161,7 @@ class sona_loops {
                         lo.good_quality, " in [0, 1]");
     if (!(lo.micro_merge_alpha >= 0.0f && lo.micro_merge_alpha <= 1.0f))
       return make_error(errc::invalid_argument, "micro_merge_alpha ", lo.micro_merge_alpha, " is outside [0, 1]");
-    sona_loops l;
+    sona_loops l(std::move(sink));
     l.o_ = lo;
     RUVLLM_TRY_ASSIGN(l.ring_, trajectory_ring::create(lo.ring_capacity, ro.query_dim, lo.response_dim, 0));
     RUVLLM_TRY_ASSIGN(l.router_, fastgrnn_router<float>::create(ro));
@@ -173,7 +173,6 @@ class sona_loops {
     l.recent_model_.assign(lo.recent_capacity, 0);
     l.recent_quality_.assign(lo.recent_capacity, 0.0f);
     l.micro_grad_.assign(lo.response_dim, 0.0f);
-    l.sink_ = std::move(sink);
     l.sync_ = std::make_unique<sync_state>();
     return l;
   }
@@ -369,6 +368,8 @@ class sona_loops {
   }
 
  private:
+  explicit sona_loops(Sink&& sink) : sink_(std::move(sink)) {}
+
   struct sync_state {
     std::mutex tick;
     mutable std::shared_mutex publish;
@@ -459,7 +460,7 @@ class sona_loops {
   void* bases_ = nullptr;  // the attached registry, for active_base_
   base_lora<B>* (*active_base_)(void*) = nullptr;
   std::size_t micro_layer_ = 0;
-  Sink sink_{};
+  Sink sink_;
   bool started_ = false;
   std::uint64_t last_background_ = 0, last_deep_ = 0;
   std::unique_ptr<sync_state> sync_;

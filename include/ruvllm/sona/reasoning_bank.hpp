@@ -39,6 +39,7 @@
 #include "ruvllm/kernels/ops.hpp"
 #include "ruvllm/sona/router.hpp"
 #include "ruvllm/store/hnsw_index.hpp"
+#include "ruvllm/store/records.hpp"
 
 namespace ruvllm::sona {
 
@@ -169,6 +170,10 @@ template <Backend B = backend::highway>
 
 /// A learned pattern.
 struct pattern {
+  /// Stable identity: assigned when the pattern is created, kept when other
+  /// patterns merge into it, and the id of its record in the store (graph
+  /// edges from sessions and witness entries point at it).
+  store::uuid id{};
   std::vector<float> centroid;
   std::uint64_t count = 0;  ///< trajectories summarized
   float mean_quality = 0.0f;
@@ -229,6 +234,7 @@ class reasoning_bank {
       return make_error(errc::invalid_argument, "pattern shape ", p.centroid.size(), "/", p.model_quality.size(), "/",
                         p.model_count.size(), "/", p.params.size(), " differs from the bank's dim ", o_.dim,
                         ", models ", o_.models, ", params ", o_.params_dim);
+    if (p.id.is_nil()) return make_error(errc::invalid_argument, "pattern id is nil");
     if (p.count == 0 || p.best_model >= o_.models)
       return make_error(errc::invalid_argument, "pattern count ", p.count, " or best model ", p.best_model,
                         " is invalid (models ", o_.models, ")");
@@ -254,6 +260,15 @@ class reasoning_bank {
     for (std::size_t i = 0; i < patterns.size(); ++i) {
       auto ok = check_pattern(patterns[i]);
       if (!ok) return make_error(errc::invalid_argument, "pattern ", i, ": ", ok.error().message());
+    }
+    {
+      std::vector<store::uuid> ids;
+      ids.reserve(patterns.size());
+      for (const auto& p : patterns) ids.push_back(p.id);
+      std::sort(ids.begin(), ids.end());
+      if (std::adjacent_find(ids.begin(), ids.end()) != ids.end())
+        return make_error(errc::invalid_argument, "pattern id ",
+                          store::to_string(*std::adjacent_find(ids.begin(), ids.end())), " appears twice");
     }
     patterns_ = std::move(patterns);
     consolidations_ = consolidations;
@@ -322,6 +337,7 @@ class reasoning_bank {
       if (hit.first < patterns_.size() && hit.second >= static_cast<float>(o_.merge_similarity)) {
         merge_into(patterns_[hit.first], p);
       } else {
+        p.id = new_id(p);
         patterns_.push_back(std::move(p));
       }
       rebuild_flat();
@@ -385,7 +401,26 @@ class reasoning_bank {
     return removed;
   }
 
+  /// The position of the pattern with this id, or npos (a linear scan:
+  /// lookups by id belong to the deep loop and persistence, not to serving).
+  [[nodiscard]] std::size_t find(const store::uuid& id) const noexcept {
+    for (std::size_t i = 0; i < patterns_.size(); ++i)
+      if (patterns_[i].id == id) return i;
+    return npos;
+  }
+  static constexpr std::size_t npos = ~std::size_t{0};
+
  private:
+  // A fresh pattern's id: a version-4 UUID from a splitmix stream over the
+  // bank's seed, its consolidation count and how many ids it has made, so the
+  // same history gives the same ids and independent banks practically never
+  // collide.
+  store::uuid new_id(const pattern&) noexcept {
+    std::uint64_t s = o_.kmeans.seed ^ (consolidations_ << 32) ^ (ids_made_++ * 0x9E3779B97F4A7C15ull);
+    const std::uint64_t hi = detail::splitmix64(s), lo = detail::splitmix64(s);
+    return store::make_uuid_v4(hi, lo);
+  }
+
   static void refresh_best(pattern& p) noexcept {
     float best = -1.0f;
     for (std::size_t m = 0; m < p.model_quality.size(); ++m)
@@ -464,6 +499,7 @@ class reasoning_bank {
   std::vector<std::uint32_t> sample_model_;
   std::size_t recorded_ = 0;
   std::uint64_t consolidations_ = 0;
+  std::uint64_t ids_made_ = 0;
   std::vector<pattern> patterns_;
   std::vector<float> flat_;
   mutable std::vector<float> sims_;
