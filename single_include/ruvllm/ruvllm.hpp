@@ -16367,6 +16367,53 @@ class gguf_file {
 
 #endif  // RUVLLM_MODEL_GGUF_HPP
 
+// ==== ruvllm/model/projection_hook.hpp
+#ifndef RUVLLM_MODEL_PROJECTION_HOOK_HPP
+#define RUVLLM_MODEL_PROJECTION_HOOK_HPP
+
+// The point where adapters (LoRA, sona/lora_hook.hpp) join the forward pass:
+// after each projection y = W x of a transformer block (and its bias), the
+// context calls hook.apply(layer, projection, x, y) to add to y. The hook is
+// a template parameter of llama_context, so the default, no_projection_hook,
+// costs nothing: no pointer test, no call.
+//
+// A ProjectionHook is a class with
+//   static constexpr bool enabled = true;
+//   void apply(std::size_t layer, projection p, const float* x, std::size_t x_stride,
+//              float* y, std::size_t y_stride, std::size_t tokens) const noexcept;
+//   std::uint64_t kv_key() const noexcept;
+// apply adds to `tokens` rows of y (y_stride apart) from the rows of x
+// (x_stride apart); projections it does not adapt it leaves alone. kv_key()
+// identifies the weights the hook adds (its adapters and their versions):
+// K and V computed under one key are never reused under another (the
+// context drops them; see llama_context::n_past()).
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+
+namespace ruvllm::model {
+
+/// The projections of a llama-family block, in forward order.
+enum class projection : std::uint8_t { q = 0, k, v, o, gate, up, down };
+inline constexpr std::size_t projection_count = 7;
+
+/// No adapter: compiles away.
+struct no_projection_hook {
+  static constexpr bool enabled = false;
+};
+
+/// What llama_context requires of its Hook parameter.
+template <class H>
+concept ProjectionHook = std::is_class_v<H> &&(!H::enabled || requires(const H& h, float* y, const float* x) {
+  h.apply(std::size_t{0}, projection::q, x, std::size_t{0}, y, std::size_t{0}, std::size_t{0});
+  { h.kv_key() } -> std::convertible_to<std::uint64_t>;
+});
+
+}  // namespace ruvllm::model
+
+#endif  // RUVLLM_MODEL_PROJECTION_HOOK_HPP
+
 // ==== ruvllm/model/llama.hpp
 #ifndef RUVLLM_MODEL_LLAMA_HPP
 #define RUVLLM_MODEL_LLAMA_HPP
@@ -16658,9 +16705,16 @@ enum class logits_for : std::uint8_t { last, all };
 /// One sequence's inference state over a shared model: the KV cache, the
 /// activation buffers and the thread pool the products run on.
 ///
+/// Hook (projection_hook.hpp) adds to projection outputs, e.g. LoRA
+/// adapters; set_hook() attaches one. The cached K and V are tied to the
+/// hook's kv_key() when they were computed: once the key changes (another
+/// adapter, an updated one, or none), n_past() reports 0 and eval() refuses
+/// to continue the stale positions until reset() or truncate(0), so no KV
+/// computed under other weights is ever reused.
+///
 /// Thread-safety: one thread calls a context at a time (it runs the pool);
 /// different contexts of one model may run concurrently on different pools.
-template <Backend B = backend::highway>
+template <Backend B = backend::highway, ProjectionHook Hook = no_projection_hook>
 class llama_context {
  public:
   struct options {
@@ -16691,19 +16745,28 @@ class llama_context {
   }
 
   [[nodiscard]] const llama_model& model() const noexcept { return *model_; }
-  /// Positions held in the KV cache (the next token's position).
-  [[nodiscard]] std::size_t n_past() const noexcept { return n_past_; }
+  /// Positions held in the KV cache (the next token's position); 0 when the
+  /// cached positions were computed under another hook key.
+  [[nodiscard]] std::size_t n_past() const noexcept { return kv_current() ? n_past_ : 0; }
   [[nodiscard]] std::size_t n_ctx() const noexcept { return opt_.n_ctx; }
+
+  /// Attaches (or, with nullptr, detaches) the projection hook; it must
+  /// outlive its use. Positions cached under another key become stale.
+  void set_hook(const Hook* hook) noexcept { hook_ = hook; }
 
   /// Forgets positions n and later (n <= n_past()): the next eval continues
   /// at position n, reusing the cached prefix.
   [[nodiscard]] result<void> truncate(std::size_t n) {
-    if (n > n_past_)
-      return make_error(errc::out_of_range, "cannot truncate to ", n, " past the ", n_past_, " cached positions");
+    if (n > n_past())
+      return make_error(errc::out_of_range, "cannot truncate to ", n, " past the ", n_past(), " cached positions");
     n_past_ = n;
+    if (n == 0) kv_key_ = hook_key();
     return {};
   }
-  void reset() noexcept { n_past_ = 0; }
+  void reset() noexcept {
+    n_past_ = 0;
+    kv_key_ = hook_key();
+  }
 
   /// Runs `tokens` at positions n_past() .. n_past() + size - 1, appends
   /// their K and V, and writes vocab-sized logits: of the last token
@@ -16715,6 +16778,12 @@ class llama_context {
                                   logits_for which = logits_for::last) {
     const llama_hparams& h = model_->hparams();
     if (tokens.empty()) return make_error(errc::invalid_argument, "eval needs at least one token");
+    if (!kv_current()) {
+      if (n_past_ > 0)
+        return make_error(errc::invalid_argument, "the ", n_past_,
+                          " cached positions were computed under another adapter state; reset() or truncate(0) first");
+      kv_key_ = hook_key();
+    }
     if (tokens.size() > opt_.n_ctx - n_past_)
       return make_error(errc::out_of_range, "batch of ", tokens.size(), " tokens at position ", n_past_,
                         " exceeds the context of ", opt_.n_ctx);
@@ -16736,6 +16805,24 @@ class llama_context {
 
  private:
   using kops = kernels::ops<B>;
+
+  [[nodiscard]] std::uint64_t hook_key() const noexcept {
+    if constexpr (Hook::enabled) {
+      return hook_ != nullptr ? hook_->kv_key() : 0;
+    } else {
+      return 0;
+    }
+  }
+  [[nodiscard]] bool kv_current() const noexcept { return kv_key_ == hook_key(); }
+
+  // y += the hook's addition for projection p of layer `layer` (nothing
+  // without a hook).
+  void adapt(std::size_t layer, projection p, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
+             std::size_t tokens) const noexcept {
+    if constexpr (Hook::enabled) {
+      if (hook_ != nullptr) hook_->apply(layer, p, x, x_stride, y, y_stride, tokens);
+    }
+  }
 
   llama_context(const llama_model& model, thread_pool& pool, options o) : model_(&model), pool_(&pool), opt_(o) {}
 
@@ -16877,6 +16964,9 @@ class llama_context {
         add_bias(k_new, l.bk, n, kv_dim);
         add_bias(v_new, l.bv, n, kv_dim);
       }
+      adapt(il, projection::q, xn, d, q_.data(), q_dim, n);
+      adapt(il, projection::k, xn, d, k_new, kv_dim, n);
+      adapt(il, projection::v, xn, d, v_new, kv_dim, n);
       kops::rope_apply(rope_, h.rope_layout, q_.data(), n, h.n_head, pos);
       kops::rope_apply(rope_, h.rope_layout, k_new, n, h.n_head_kv, pos);
 
@@ -16891,12 +16981,16 @@ class llama_context {
 
       // Residual adds: the projections land in xn, then x += xn.
       matmul(l.wo, attn_.data(), q_dim, xn, d, n);
+      adapt(il, projection::o, attn_.data(), q_dim, xn, d, n);
       add_rows(x, xn, n * d);
       kops::rms_norm_rows(x, l.ffn_norm, xn, n, d, h.rms_eps);
       matmul(l.gate, xn, d, gate_.data(), h.n_ff, n);
       matmul(l.up, xn, d, up_.data(), h.n_ff, n);
+      adapt(il, projection::gate, xn, d, gate_.data(), h.n_ff, n);
+      adapt(il, projection::up, xn, d, up_.data(), h.n_ff, n);
       kops::swiglu(gate_.data(), up_.data(), gate_.data(), n * h.n_ff);
       matmul(l.down, gate_.data(), h.n_ff, xn, d, n);
+      adapt(il, projection::down, gate_.data(), h.n_ff, xn, d, n);
       add_rows(x, xn, n * d);
     }
     n_past_ += n;
@@ -16918,6 +17012,8 @@ class llama_context {
 
   const llama_model* model_ = nullptr;
   thread_pool* pool_ = nullptr;
+  const Hook* hook_ = nullptr;
+  std::uint64_t kv_key_ = 0;  // the hook key the cached positions were computed under
   options opt_{};
   std::size_t n_past_ = 0;
   aligned_buffer<float> x_, xn_, q_, attn_, gate_, up_, rounded_, k_cache_, v_cache_;
@@ -17281,10 +17377,10 @@ class stop_sequence_matcher {
 /// is called for each generated token (stop tokens excluded) and returns
 /// false to stop. Errors: an empty prompt, a prompt that does not fit the
 /// context, and the context's own errors.
-template <Backend B, class OnToken>
-[[nodiscard]] result<generate_stats> generate(llama_context<B>& ctx, sampler& smp, std::span<const token_id> prompt,
-                                              std::vector<token_id>& cached, const generate_options& o,
-                                              OnToken&& on_token) {
+template <Backend B, ProjectionHook Hook, class OnToken>
+[[nodiscard]] result<generate_stats> generate(llama_context<B, Hook>& ctx, sampler& smp,
+                                              std::span<const token_id> prompt, std::vector<token_id>& cached,
+                                              const generate_options& o, OnToken&& on_token) {
   using clock = std::chrono::steady_clock;
   generate_stats st;
   if (prompt.empty()) return make_error(errc::invalid_argument, "generate needs a non-empty prompt");
@@ -24355,11 +24451,13 @@ template <Backend B = backend::highway>
   for (std::uint32_t i = 0; i < n_sections; ++i) {
     const std::uint64_t entry_at = entries.file_offset();
     RUVLLM_TRY_ASSIGN(const auto kind, entries.read<std::uint32_t>("section kind"));
-    RUVLLM_TRY(entries.skip(4));
+    RUVLLM_TRY_ASSIGN(const auto reserved_a, entries.read<std::uint32_t>("reserved"));
     RUVLLM_TRY_ASSIGN(const auto offset, entries.read<std::uint64_t>("section offset"));
     RUVLLM_TRY_ASSIGN(const auto size, entries.read<std::uint64_t>("section size"));
     RUVLLM_TRY_ASSIGN(const auto crc, entries.read<std::uint32_t>("section checksum"));
-    RUVLLM_TRY(entries.skip(4));
+    RUVLLM_TRY_ASSIGN(const auto reserved_b, entries.read<std::uint32_t>("reserved"));
+    if (reserved_a != 0 || reserved_b != 0)
+      return make_error(errc::corrupt_data, "reserved fields of section ", i, " are not zero").at(source, entry_at);
     if (kind != 1 && kind != 2) return make_error(errc::unsupported, "section kind ", kind).at(source, entry_at);
     if (offset % 8 != 0 || offset < sections_start || offset > bytes.size() || size > bytes.size() - offset)
       return make_error(errc::corrupt_data, "section ", i, " at ", offset, " of ", size,
@@ -25121,6 +25219,145 @@ class sona_loops {
 }  // namespace ruvllm::sona
 
 #endif  // RUVLLM_SONA_LOOPS_HPP
+
+// ==== ruvllm/sona/lora_hook.hpp
+#ifndef RUVLLM_SONA_LORA_HOOK_HPP
+#define RUVLLM_SONA_LORA_HOOK_HPP
+
+// lora_hook<Targets, Adapter>: LoRA adapters inside the model's forward pass.
+// One adapter per adapted projection, each with one A/B pair per layer and
+// the projection's own shape (q: n_embd -> heads x head_dim, k and v: n_embd
+// -> KV heads x head_dim, o: heads x head_dim -> n_embd, gate and up: n_embd
+// -> n_ff, down: n_ff -> n_embd). Which projections are adapted is a policy:
+//   lora_targets::qv    q and v (the usual choice, and the reference's default)
+//   lora_targets::qkvo  every attention projection
+//   lora_targets::all   attention and feed-forward
+// A projection the policy leaves out costs one compile-time test.
+//
+// It is a ProjectionHook (model/projection_hook.hpp): attach it with
+// llama_context<B, lora_hook<...>>::set_hook(&hook). Its kv_key() combines
+// the hook's identity with every adapter's version, so the context drops KV
+// computed before an update or under another hook.
+//
+// Thread-safety: apply() is const and may run while nothing updates the
+// adapters (the engine swaps hooks rather than updating one in use).
+// Allocation: create() allocates every adapter; apply() never allocates.
+
+#include <array>
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+
+namespace ruvllm::sona {
+
+/// Which projections a lora_hook adapts (policy tags).
+namespace lora_targets {
+struct qv {
+  static constexpr bool adapts(model::projection p) noexcept {
+    return p == model::projection::q || p == model::projection::v;
+  }
+};
+struct qkvo {
+  static constexpr bool adapts(model::projection p) noexcept {
+    return p == model::projection::q || p == model::projection::k || p == model::projection::v ||
+           p == model::projection::o;
+  }
+};
+struct all {
+  static constexpr bool adapts(model::projection) noexcept { return true; }
+};
+}  // namespace lora_targets
+
+/// A policy naming the projections a lora_hook adapts.
+template <class T>
+concept LoraTargets = requires {
+  { T::adapts(model::projection::q) } -> std::same_as<bool>;
+};
+
+/// The adapters of a model's forward pass; see the file comment.
+template <LoraTargets Targets, class Adapter = micro_lora<>>
+class lora_hook {
+ public:
+  static constexpr bool enabled = true;
+
+  lora_hook() = default;
+  lora_hook(lora_hook&&) noexcept = default;
+  lora_hook& operator=(lora_hook&&) noexcept = default;
+  // A copy would share the original's identity and so its KV key.
+  lora_hook(const lora_hook&) = delete;
+  lora_hook& operator=(const lora_hook&) = delete;
+  ~lora_hook() = default;
+
+  /// One adapter per adapted projection, shaped for the model; `shape`
+  /// gives rank, scale, learning rate and seed (its layers and dimensions
+  /// are replaced; each projection's seed is shape.seed + its index).
+  /// Errors: the adapter's (rank outside its range, bad values).
+  [[nodiscard]] static result<lora_hook> create(const model::llama_hparams& h, const lora_options& shape) {
+    lora_hook hook;
+    const std::size_t q_dim = h.n_head * h.head_dim, kv_dim = h.n_head_kv * h.head_dim;
+    const std::size_t in[model::projection_count] = {h.n_embd, h.n_embd, h.n_embd, q_dim, h.n_embd, h.n_embd, h.n_ff};
+    const std::size_t out[model::projection_count] = {q_dim, kv_dim, kv_dim, h.n_embd, h.n_ff, h.n_ff, h.n_embd};
+    for (std::size_t i = 0; i < model::projection_count; ++i) {
+      if (!Targets::adapts(static_cast<model::projection>(i))) continue;
+      lora_options o = shape;
+      o.layers = h.n_layer;
+      o.in_dim = in[i];
+      o.out_dim = out[i];
+      o.seed = shape.seed + i;
+      RUVLLM_TRY_ASSIGN(auto a, Adapter::create(o));
+      hook.adapters_[i].emplace(std::move(a));
+    }
+    hook.identity_ = next_identity().fetch_add(1, std::memory_order_relaxed);
+    return hook;
+  }
+
+  /// The adapter of projection p, or nullptr when the policy leaves p out.
+  [[nodiscard]] Adapter* adapter(model::projection p) noexcept {
+    auto& a = adapters_[static_cast<std::size_t>(p)];
+    return a ? &*a : nullptr;
+  }
+  [[nodiscard]] const Adapter* adapter(model::projection p) const noexcept {
+    const auto& a = adapters_[static_cast<std::size_t>(p)];
+    return a ? &*a : nullptr;
+  }
+
+  /// y += the adapter's update for `tokens` rows (ProjectionHook).
+  void apply(std::size_t layer, model::projection p, const float* x, std::size_t x_stride, float* y,
+             std::size_t y_stride, std::size_t tokens) const noexcept {
+    if (!Targets::adapts(p)) return;
+    adapters_[static_cast<std::size_t>(p)]->forward_rows(layer, x, x_stride, y, y_stride, tokens);
+  }
+
+  /// The hook's identity and every adapter's version, mixed (ProjectionHook).
+  [[nodiscard]] std::uint64_t kv_key() const noexcept {
+    std::uint64_t s = identity_ * 0x9E3779B97F4A7C15ull;
+    std::uint64_t key = detail::splitmix64(s);
+    for (const auto& a : adapters_) {
+      if (!a) continue;
+      s ^= a->version();
+      key ^= detail::splitmix64(s);
+    }
+    return key == 0 ? 1 : key;  // 0 means "no hook" to the context
+  }
+
+ private:
+  // Hook identities are handed out once per process, so two hooks never
+  // share a key even at equal adapter versions.
+  static std::atomic<std::uint64_t>& next_identity() noexcept {
+    static std::atomic<std::uint64_t> next{1};
+    return next;
+  }
+
+  std::array<std::optional<Adapter>, model::projection_count> adapters_{};
+  std::uint64_t identity_ = 0;
+};
+
+}  // namespace ruvllm::sona
+
+#endif  // RUVLLM_SONA_LORA_HOOK_HPP
 
 // ==== ruvllm/store/wal.hpp
 #ifndef RUVLLM_STORE_WAL_HPP

@@ -121,10 +121,10 @@ class stop_sequence_matcher {
 /// is called for each generated token (stop tokens excluded) and returns
 /// false to stop. Errors: an empty prompt, a prompt that does not fit the
 /// context, and the context's own errors.
-template <Backend B, class OnToken>
-[[nodiscard]] result<generate_stats> generate(llama_context<B>& ctx, sampler& smp, std::span<const token_id> prompt,
-                                              std::vector<token_id>& cached, const generate_options& o,
-                                              OnToken&& on_token) {
+template <Backend B, ProjectionHook Hook, class OnToken>
+[[nodiscard]] result<generate_stats> generate(llama_context<B, Hook>& ctx, sampler& smp,
+                                              std::span<const token_id> prompt, std::vector<token_id>& cached,
+                                              const generate_options& o, OnToken&& on_token) {
   using clock = std::chrono::steady_clock;
   generate_stats st;
   if (prompt.empty()) return make_error(errc::invalid_argument, "generate needs a non-empty prompt");

@@ -49,6 +49,7 @@
 #include "ruvllm/kernels/matmul.hpp"
 #include "ruvllm/kernels/ops.hpp"
 #include "ruvllm/model/gguf.hpp"
+#include "ruvllm/model/projection_hook.hpp"
 
 namespace ruvllm::model {
 
@@ -297,9 +298,16 @@ enum class logits_for : std::uint8_t { last, all };
 /// One sequence's inference state over a shared model: the KV cache, the
 /// activation buffers and the thread pool the products run on.
 ///
+/// Hook (projection_hook.hpp) adds to projection outputs, e.g. LoRA
+/// adapters; set_hook() attaches one. The cached K and V are tied to the
+/// hook's kv_key() when they were computed: once the key changes (another
+/// adapter, an updated one, or none), n_past() reports 0 and eval() refuses
+/// to continue the stale positions until reset() or truncate(0), so no KV
+/// computed under other weights is ever reused.
+///
 /// Thread-safety: one thread calls a context at a time (it runs the pool);
 /// different contexts of one model may run concurrently on different pools.
-template <Backend B = backend::highway>
+template <Backend B = backend::highway, ProjectionHook Hook = no_projection_hook>
 class llama_context {
  public:
   struct options {
@@ -330,19 +338,28 @@ class llama_context {
   }
 
   [[nodiscard]] const llama_model& model() const noexcept { return *model_; }
-  /// Positions held in the KV cache (the next token's position).
-  [[nodiscard]] std::size_t n_past() const noexcept { return n_past_; }
+  /// Positions held in the KV cache (the next token's position); 0 when the
+  /// cached positions were computed under another hook key.
+  [[nodiscard]] std::size_t n_past() const noexcept { return kv_current() ? n_past_ : 0; }
   [[nodiscard]] std::size_t n_ctx() const noexcept { return opt_.n_ctx; }
+
+  /// Attaches (or, with nullptr, detaches) the projection hook; it must
+  /// outlive its use. Positions cached under another key become stale.
+  void set_hook(const Hook* hook) noexcept { hook_ = hook; }
 
   /// Forgets positions n and later (n <= n_past()): the next eval continues
   /// at position n, reusing the cached prefix.
   [[nodiscard]] result<void> truncate(std::size_t n) {
-    if (n > n_past_)
-      return make_error(errc::out_of_range, "cannot truncate to ", n, " past the ", n_past_, " cached positions");
+    if (n > n_past())
+      return make_error(errc::out_of_range, "cannot truncate to ", n, " past the ", n_past(), " cached positions");
     n_past_ = n;
+    if (n == 0) kv_key_ = hook_key();
     return {};
   }
-  void reset() noexcept { n_past_ = 0; }
+  void reset() noexcept {
+    n_past_ = 0;
+    kv_key_ = hook_key();
+  }
 
   /// Runs `tokens` at positions n_past() .. n_past() + size - 1, appends
   /// their K and V, and writes vocab-sized logits: of the last token
@@ -354,6 +371,12 @@ class llama_context {
                                   logits_for which = logits_for::last) {
     const llama_hparams& h = model_->hparams();
     if (tokens.empty()) return make_error(errc::invalid_argument, "eval needs at least one token");
+    if (!kv_current()) {
+      if (n_past_ > 0)
+        return make_error(errc::invalid_argument, "the ", n_past_,
+                          " cached positions were computed under another adapter state; reset() or truncate(0) first");
+      kv_key_ = hook_key();
+    }
     if (tokens.size() > opt_.n_ctx - n_past_)
       return make_error(errc::out_of_range, "batch of ", tokens.size(), " tokens at position ", n_past_,
                         " exceeds the context of ", opt_.n_ctx);
@@ -375,6 +398,24 @@ class llama_context {
 
  private:
   using kops = kernels::ops<B>;
+
+  [[nodiscard]] std::uint64_t hook_key() const noexcept {
+    if constexpr (Hook::enabled) {
+      return hook_ != nullptr ? hook_->kv_key() : 0;
+    } else {
+      return 0;
+    }
+  }
+  [[nodiscard]] bool kv_current() const noexcept { return kv_key_ == hook_key(); }
+
+  // y += the hook's addition for projection p of layer `layer` (nothing
+  // without a hook).
+  void adapt(std::size_t layer, projection p, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
+             std::size_t tokens) const noexcept {
+    if constexpr (Hook::enabled) {
+      if (hook_ != nullptr) hook_->apply(layer, p, x, x_stride, y, y_stride, tokens);
+    }
+  }
 
   llama_context(const llama_model& model, thread_pool& pool, options o) : model_(&model), pool_(&pool), opt_(o) {}
 
@@ -516,6 +557,9 @@ class llama_context {
         add_bias(k_new, l.bk, n, kv_dim);
         add_bias(v_new, l.bv, n, kv_dim);
       }
+      adapt(il, projection::q, xn, d, q_.data(), q_dim, n);
+      adapt(il, projection::k, xn, d, k_new, kv_dim, n);
+      adapt(il, projection::v, xn, d, v_new, kv_dim, n);
       kops::rope_apply(rope_, h.rope_layout, q_.data(), n, h.n_head, pos);
       kops::rope_apply(rope_, h.rope_layout, k_new, n, h.n_head_kv, pos);
 
@@ -530,12 +574,16 @@ class llama_context {
 
       // Residual adds: the projections land in xn, then x += xn.
       matmul(l.wo, attn_.data(), q_dim, xn, d, n);
+      adapt(il, projection::o, attn_.data(), q_dim, xn, d, n);
       add_rows(x, xn, n * d);
       kops::rms_norm_rows(x, l.ffn_norm, xn, n, d, h.rms_eps);
       matmul(l.gate, xn, d, gate_.data(), h.n_ff, n);
       matmul(l.up, xn, d, up_.data(), h.n_ff, n);
+      adapt(il, projection::gate, xn, d, gate_.data(), h.n_ff, n);
+      adapt(il, projection::up, xn, d, up_.data(), h.n_ff, n);
       kops::swiglu(gate_.data(), up_.data(), gate_.data(), n * h.n_ff);
       matmul(l.down, gate_.data(), h.n_ff, xn, d, n);
+      adapt(il, projection::down, gate_.data(), h.n_ff, xn, d, n);
       add_rows(x, xn, n * d);
     }
     n_past_ += n;
@@ -557,6 +605,8 @@ class llama_context {
 
   const llama_model* model_ = nullptr;
   thread_pool* pool_ = nullptr;
+  const Hook* hook_ = nullptr;
+  std::uint64_t kv_key_ = 0;  // the hook key the cached positions were computed under
   options opt_{};
   std::size_t n_past_ = 0;
   aligned_buffer<float> x_, xn_, q_, attn_, gate_, up_, rounded_, k_cache_, v_cache_;

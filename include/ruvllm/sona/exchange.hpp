@@ -362,11 +362,13 @@ template <Backend B = backend::highway>
   for (std::uint32_t i = 0; i < n_sections; ++i) {
     const std::uint64_t entry_at = entries.file_offset();
     RUVLLM_TRY_ASSIGN(const auto kind, entries.read<std::uint32_t>("section kind"));
-    RUVLLM_TRY(entries.skip(4));
+    RUVLLM_TRY_ASSIGN(const auto reserved_a, entries.read<std::uint32_t>("reserved"));
     RUVLLM_TRY_ASSIGN(const auto offset, entries.read<std::uint64_t>("section offset"));
     RUVLLM_TRY_ASSIGN(const auto size, entries.read<std::uint64_t>("section size"));
     RUVLLM_TRY_ASSIGN(const auto crc, entries.read<std::uint32_t>("section checksum"));
-    RUVLLM_TRY(entries.skip(4));
+    RUVLLM_TRY_ASSIGN(const auto reserved_b, entries.read<std::uint32_t>("reserved"));
+    if (reserved_a != 0 || reserved_b != 0)
+      return make_error(errc::corrupt_data, "reserved fields of section ", i, " are not zero").at(source, entry_at);
     if (kind != 1 && kind != 2) return make_error(errc::unsupported, "section kind ", kind).at(source, entry_at);
     if (offset % 8 != 0 || offset < sections_start || offset > bytes.size() || size > bytes.size() - offset)
       return make_error(errc::corrupt_data, "section ", i, " at ", offset, " of ", size,
