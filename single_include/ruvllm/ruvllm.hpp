@@ -24091,6 +24091,26 @@ class reasoning_bank {
   mutable std::vector<store::search_hit> hits_;
 };
 
+/// Floats of routing features routing_features() writes for a bank of
+/// these options: per-model success rates, pattern parameters, similarity.
+[[nodiscard]] constexpr std::size_t routing_feature_dim(const reasoning_bank_options& o) noexcept {
+  return o.models + o.params_dim + 1;
+}
+
+/// The router's extra inputs from a retrieved pattern (the reference design's
+/// "retrieved policy parameters and historical success rates"): the
+/// pattern's per-model mean quality, its mean parameters, and how similar it
+/// is to the query; zeros when nothing was retrieved (p == nullptr). out
+/// holds routing_feature_dim() floats (asserted in debug builds).
+inline void routing_features(const pattern* p, float similarity, std::span<float> out) noexcept {
+  std::fill(out.begin(), out.end(), 0.0f);
+  if (p == nullptr) return;
+  RUVLLM_ASSERT(out.size() == p->model_quality.size() + p->params.size() + 1);
+  std::copy(p->model_quality.begin(), p->model_quality.end(), out.begin());
+  std::copy(p->params.begin(), p->params.end(), out.begin() + static_cast<std::ptrdiff_t>(p->model_quality.size()));
+  out.back() = similarity;
+}
+
 }  // namespace ruvllm::sona
 
 #endif  // RUVLLM_SONA_REASONING_BANK_HPP
@@ -24825,8 +24845,14 @@ namespace ruvllm::sona {
 
 /// Loop schedule and sizes.
 struct loop_options {
-  std::size_t ring_capacity = 1024;                  ///< power of two
-  std::size_t response_dim = 0;                      ///< response embedding size in trajectories
+  std::size_t ring_capacity = 1024;  ///< power of two
+  std::size_t response_dim = 0;      ///< response embedding size in trajectories
+  /// Routing features per trajectory: the router's extra inputs (its
+  /// extra_dim), e.g. retrieved policy parameters and per-model success
+  /// rates (routing_features() builds them from a pattern). A trajectory
+  /// carries the features its request was routed with, so the background
+  /// loop trains on what the router saw.
+  std::size_t feature_dim = 0;
   std::size_t instant_batch = 64;                    ///< trajectories per tick, bounding its latency
   std::size_t recent_capacity = 4096;                ///< trajectories kept for the background loop
   std::uint64_t background_interval_ms = 3'600'000;  ///< hourly, as in the reference design
@@ -24895,9 +24921,9 @@ class sona_loops {
   /// good_quality outside [0, 1].
   [[nodiscard]] static result<sona_loops> create(const loop_options& lo, const router_options& ro,
                                                  const reasoning_bank_options& bo, Sink sink = {}) {
-    if (ro.extra_dim != 0)
-      return make_error(errc::unsupported, "sona_loops drives a router without extra inputs, got extra_dim ",
-                        ro.extra_dim);
+    if (ro.extra_dim != lo.feature_dim)
+      return make_error(errc::invalid_argument, "the router's extra_dim ", ro.extra_dim,
+                        " must equal the trajectories' feature_dim ", lo.feature_dim);
     if (bo.dim != ro.query_dim || bo.models != ro.models)
       return make_error(errc::invalid_argument, "reasoning bank dim ", bo.dim, " / models ", bo.models,
                         " differ from the router's ", ro.query_dim, " / ", ro.models);
@@ -24913,13 +24939,15 @@ class sona_loops {
       return make_error(errc::invalid_argument, "micro_merge_alpha ", lo.micro_merge_alpha, " is outside [0, 1]");
     sona_loops l(std::move(sink));
     l.o_ = lo;
-    RUVLLM_TRY_ASSIGN(l.ring_, trajectory_ring::create(lo.ring_capacity, ro.query_dim, lo.response_dim, 0));
+    RUVLLM_TRY_ASSIGN(l.ring_,
+                      trajectory_ring::create(lo.ring_capacity, ro.query_dim, lo.response_dim, lo.feature_dim));
     RUVLLM_TRY_ASSIGN(l.router_, fastgrnn_router<float>::create(ro));
     RUVLLM_TRY_ASSIGN(l.bank_, bank_type::create(bo));
     l.serving_ = l.router_;
     l.ws_ = l.router_.make_workspace();
     l.train_ws_ = l.router_.make_workspace();
     l.recent_query_.assign(lo.recent_capacity * ro.query_dim, 0.0f);
+    l.recent_features_.assign(lo.recent_capacity * lo.feature_dim, 0.0f);
     l.recent_model_.assign(lo.recent_capacity, 0);
     l.recent_quality_.assign(lo.recent_capacity, 0.0f);
     l.micro_grad_.assign(lo.response_dim, 0.0f);
@@ -24982,18 +25010,26 @@ class sona_loops {
 
   /// Routes with the loops' own workspace from the ticking thread (tests,
   /// single-threaded engines). The model softmax stays in model_probs().
-  routing_decision route(std::span<const float> query) { return route(query, ws_); }
+  routing_decision route(std::span<const float> query, std::span<const float> features = {}) {
+    return route(query, features, ws_);
+  }
   /// The model softmax of the last route(query).
   [[nodiscard]] std::span<const float> model_probs() const noexcept { return ws_.model_probs; }
 
   /// Routes through the published router; safe on any thread, each with its
   /// own workspace (router().make_workspace()), concurrently with tick().
+  /// features: the routing features (feature_dim floats; none by default).
   /// A workspace made for another router shape (adopt() may change it) is
   /// remade, which allocates; otherwise allocation-free.
-  routing_decision route(std::span<const float> query, router_workspace<float>& ws) const {
+  routing_decision route(std::span<const float> query, std::span<const float> features,
+                         router_workspace<float>& ws) const {
     std::shared_lock lock(sync_->publish);
     if (!serving_.fits(ws)) ws = serving_.make_workspace();
-    return serving_.route(query, {}, ws);
+    RUVLLM_ASSERT(query.size() == serving_.options().query_dim && features.size() == serving_.options().extra_dim);
+    return serving_.route(query, features, ws);
+  }
+  routing_decision route(std::span<const float> query, router_workspace<float>& ws) const {
+    return route(query, {}, ws);
   }
 
   /// Version of the published router (bumped by every publish).
@@ -25033,8 +25069,9 @@ class sona_loops {
   [[nodiscard]] result<void> adopt(fastgrnn_router<float> router, bank_type bank, std::string_view source = {}) {
     const auto& ro = router.options();
     const auto& bo = bank.options();
-    if (ro.query_dim != ring_.query_dim() || ro.models != router_.options().models || ro.extra_dim != 0 ||
-        bo.dim != ring_.query_dim() || bo.models != ro.models || bo.params_dim != 0)
+    if (ro.query_dim != ring_.query_dim() || ro.models != router_.options().models ||
+        ro.extra_dim != ring_.feature_dim() || bo.dim != ring_.query_dim() || bo.models != ro.models ||
+        bo.params_dim != 0)
       return make_error(errc::invalid_argument, "learned state of query_dim ", ro.query_dim, ", models ", ro.models,
                         ", extra_dim ", ro.extra_dim, ", bank dim ", bo.dim, ", params ", bo.params_dim,
                         " does not fit loops of query_dim ", ring_.query_dim(), " and ", router_.options().models,
@@ -25141,6 +25178,8 @@ class sona_loops {
     }
     const std::size_t at = (recent_start_ + recent_count_) % o_.recent_capacity;
     std::copy(t.query.begin(), t.query.end(), recent_query_.begin() + static_cast<std::ptrdiff_t>(at * qd));
+    const std::size_t fd = ring_.feature_dim();
+    std::copy(t.features.begin(), t.features.end(), recent_features_.begin() + static_cast<std::ptrdiff_t>(at * fd));
     recent_model_[at] = t.model;
     recent_quality_[at] = t.quality;
     ++recent_count_;
@@ -25172,7 +25211,9 @@ class sona_loops {
     for (std::size_t i = 0; i < recent_count_; ++i) {
       const std::size_t at = (recent_start_ + i) % o_.recent_capacity;
       if (recent_quality_[at] < o_.train_min_quality) continue;
-      static_cast<void>(router_.observe(std::span<const float>(recent_query_.data() + at * qd, qd), {},
+      const std::size_t fd = ring_.feature_dim();
+      static_cast<void>(router_.observe(std::span<const float>(recent_query_.data() + at * qd, qd),
+                                        std::span<const float>(recent_features_.data() + at * fd, fd),
                                         recent_model_[at], recent_quality_[at], train_ws_));
       ++r.router_steps;
     }
@@ -25200,7 +25241,8 @@ class sona_loops {
   fastgrnn_router<float> serving_;  // published copy, read under sync_->publish
   router_workspace<float> ws_, train_ws_;
   bank_type bank_;
-  std::vector<float> recent_query_;  // [recent_capacity][query_dim], a ring from recent_start_
+  std::vector<float> recent_query_;     // [recent_capacity][query_dim], a ring from recent_start_
+  std::vector<float> recent_features_;  // [recent_capacity][feature_dim], the router's extra inputs
   std::vector<std::uint32_t> recent_model_;
   std::vector<float> recent_quality_;
   std::size_t recent_start_ = 0, recent_count_ = 0;

@@ -350,3 +350,56 @@ TEST_CASE("sona loops: exported learning imported by fresh loops routes identica
   CHECK(c.router().version() == before);
   std::filesystem::remove(path);
 }
+
+TEST_CASE("sona loops: the router learns from routing features when the query alone says nothing", "[sona][loops]") {
+  // Queries are noise; what tells the models apart is the retrieved pattern's
+  // per-model success rates (routing_features), as the reference design feeds
+  // the router retrieved policy parameters and historical success rates.
+  std::mt19937_64 gen(651);
+  std::normal_distribution<float> nd;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  constexpr std::size_t dim = 16, models = 4, clusters = 8;
+  const sona::reasoning_bank_options bo{.dim = dim, .models = models};
+  const std::size_t fd = sona::routing_feature_dim(bo);
+  std::vector<sona::pattern> retrieved(clusters);
+  std::vector<std::uint32_t> best(clusters);
+  for (std::size_t k = 0; k < clusters; ++k) {
+    best[k] = static_cast<std::uint32_t>((k * 3) % models);
+    retrieved[k].model_quality.assign(models, 0.0f);
+    for (std::uint32_t m = 0; m < models; ++m)
+      retrieved[k].model_quality[m] = (m == best[k] ? 0.85f : 0.4f) + 0.05f * nd(gen);
+  }
+  sona::loop_options lo;
+  lo.feature_dim = fd;
+  lo.background_interval_ms = 50;
+  auto loops = sona::sona_loops<>::create(
+                   lo, {.query_dim = dim, .extra_dim = fd, .hidden_dim = 16, .rank_w = 8, .rank_u = 4}, bo)
+                   .value();
+  CHECK_FALSE(sona::sona_loops<>::create(lo, {.query_dim = dim, .hidden_dim = 16, .rank_w = 8, .rank_u = 4}, bo));
+  std::vector<float> q(dim), f(fd);
+  const auto draw = [&](std::size_t k) {
+    for (auto& v : q) v = nd(gen);
+    sona::routing_features(&retrieved[k], 0.9f + 0.1f * static_cast<float>(u(gen)), f);
+  };
+  for (int i = 0; i < 3000; ++i) {
+    const std::size_t k = gen() % clusters;
+    draw(k);
+    static_cast<void>(loops.route(q, f));
+    sona::trajectory_view t;
+    t.query = q;
+    t.features = f;
+    t.model = sona::sample_model<float>(loops.model_probs(), 0.2, u(gen), u(gen));
+    t.quality = std::clamp((t.model == best[k] ? 0.85f : 0.35f) + 0.1f * nd(gen), 0.0f, 1.0f);
+    REQUIRE(loops.record(t).value());
+    REQUIRE(loops.tick(static_cast<std::uint64_t>(i)));
+  }
+  std::size_t hits = 0;
+  auto ws = loops.router().make_workspace();
+  for (int i = 0; i < 500; ++i) {
+    const std::size_t k = gen() % clusters;
+    draw(k);
+    if (loops.route(q, f, ws).model == best[k]) ++hits;
+  }
+  INFO("accuracy from routing features alone: " << hits / 500.0);
+  CHECK(hits >= 450);
+}

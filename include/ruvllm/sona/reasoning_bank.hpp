@@ -510,6 +510,26 @@ class reasoning_bank {
   mutable std::vector<store::search_hit> hits_;
 };
 
+/// Floats of routing features routing_features() writes for a bank of
+/// these options: per-model success rates, pattern parameters, similarity.
+[[nodiscard]] constexpr std::size_t routing_feature_dim(const reasoning_bank_options& o) noexcept {
+  return o.models + o.params_dim + 1;
+}
+
+/// The router's extra inputs from a retrieved pattern (the reference design's
+/// "retrieved policy parameters and historical success rates"): the
+/// pattern's per-model mean quality, its mean parameters, and how similar it
+/// is to the query; zeros when nothing was retrieved (p == nullptr). out
+/// holds routing_feature_dim() floats (asserted in debug builds).
+inline void routing_features(const pattern* p, float similarity, std::span<float> out) noexcept {
+  std::fill(out.begin(), out.end(), 0.0f);
+  if (p == nullptr) return;
+  RUVLLM_ASSERT(out.size() == p->model_quality.size() + p->params.size() + 1);
+  std::copy(p->model_quality.begin(), p->model_quality.end(), out.begin());
+  std::copy(p->params.begin(), p->params.end(), out.begin() + static_cast<std::ptrdiff_t>(p->model_quality.size()));
+  out.back() = similarity;
+}
+
 }  // namespace ruvllm::sona
 
 #endif  // RUVLLM_SONA_REASONING_BANK_HPP
