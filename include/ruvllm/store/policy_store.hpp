@@ -59,7 +59,7 @@ struct policy {
   uuid id{};
   policy_type type = policy_type::pattern;
   learning_loop source = learning_loop::instant;
-  float confidence = 0.0f;  // [0, 1]
+  float confidence = 0.0f;   // [0, 1]
   timestamp_ms updated = 0;  // last update, ms UTC
   std::vector<float> parameters;
   std::vector<float> fisher_diagonal;  // empty: none; else one non-negative value per parameter
