@@ -346,7 +346,9 @@ state read_state(store_t& store) {
       std::tie(m.a, m.b) = links[gen.uniform_index(0, links.size() - 1)];
     } else if (r < 92) {
       m.op = witness_batch;
-      const std::size_t n = gen.uniform_index(1, 100);
+      // Mostly small batches (cheap to index, so each trial does more); one in
+      // five between 50 and 100 entries, the most one written batch holds.
+      const std::size_t n = gen.chance(0.2) ? gen.uniform_index(50, 100) : gen.uniform_index(1, 10);
       for (std::size_t k = 0; k < n; ++k) {
         witness_item it;
         it.id = random_id(gen);
@@ -460,7 +462,7 @@ void run_crash_trials(int trials, std::uint64_t seed) {
       }
     };
     const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::microseconds(gen.uniform_index(20'000, 600'000));
+        std::chrono::steady_clock::now() + std::chrono::microseconds(gen.uniform_index(30'000, 800'000));
     while (std::chrono::steady_clock::now() < deadline) {
       drain();
       std::this_thread::sleep_for(std::chrono::microseconds(200));
