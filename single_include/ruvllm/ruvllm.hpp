@@ -22627,6 +22627,11 @@ class hnsw_index {
 // reset() starts a new empty log after a checkpoint with the same
 // write-temporary, fsync, rename sequence as every full save.
 //
+// A failed write is cut off the file before append() returns its error; a
+// failed fdatasync (or a failed cut) leaves the log refusing further
+// appends until it is reopened, because the kernel may have dropped pages
+// that earlier appends wrote.
+//
 // Thread-safety: none; the owning store serializes appends. Allocation:
 // append() reuses one growing buffer.
 
@@ -22656,6 +22661,15 @@ struct wal_options {
   std::uint32_t group_records = 64;
   /// ... or once this much time has passed since the first unsynced append.
   std::chrono::milliseconds group_interval{10};
+};
+
+/// Counters of a write_ahead_log since it was opened (the durability mode's
+/// contract is visible in them: every_write syncs once per append,
+/// group_commit once per group, none only on sync()).
+struct wal_stats {
+  std::uint64_t appends = 0;
+  std::uint64_t syncs = 0;  // fdatasync calls that flushed appended records
+  std::uint64_t bytes_appended = 0;
 };
 
 inline constexpr std::array<char, 8> wal_magic = {'R', 'U', 'V', 'W', 'A', 'L', '0', '1'};
@@ -22742,9 +22756,19 @@ class write_ahead_log {
     if (!payload.empty()) std::memcpy(buffer_.data() + wal_record_header_bytes, payload.data(), payload.size());
     const std::uint32_t crc = crc32c(std::span<const std::byte>(buffer_).subspan(8));
     std::memcpy(buffer_.data() + 4, &crc, 4);
-    RUVLLM_TRY(write_all(file_, buffer_, path_));
+    if (broken_) return make_error(errc::io_error, "an earlier write or sync failed; reopen the log").at(path_);
+    if (auto written = write_all(file_, buffer_, path_); !written) {
+      // Cut the partial record off, so a later append cannot land behind
+      // garbage that recovery would stop at (dropping acknowledged records).
+      if (::ftruncate(file_.get(), static_cast<off_t>(bytes_)) != 0 ||
+          ::lseek(file_.get(), static_cast<off_t>(bytes_), SEEK_SET) < 0)
+        broken_ = true;
+      return std::move(written).error();
+    }
     last_ = seq;
     bytes_ += buffer_.size();
+    ++stats_.appends;
+    stats_.bytes_appended += buffer_.size();
     if (pending_ == 0) first_pending_ = std::chrono::steady_clock::now();
     ++pending_;
     switch (options_.mode) {
@@ -22762,10 +22786,22 @@ class write_ahead_log {
   /// Forces every appended record to stable storage.
   [[nodiscard]] result<void> sync() {
     if (pending_ == 0) return {};
-    if (::fdatasync(file_.get()) != 0) return detail::os_error("cannot fdatasync", path_);
+    if (broken_) return make_error(errc::io_error, "an earlier write or sync failed; reopen the log").at(path_);
+    // After a failed fdatasync the kernel may have dropped the dirty pages:
+    // nothing appended since the last good sync can be trusted any more.
+    if (::fdatasync(file_.get()) != 0) {
+      broken_ = true;
+      return detail::os_error("cannot fdatasync", path_);
+    }
     pending_ = 0;
+    ++stats_.syncs;
     return {};
   }
+
+  /// Whether appended records await a sync (group_commit, none).
+  [[nodiscard]] bool has_unsynced() const noexcept { return pending_ != 0; }
+  [[nodiscard]] const wal_stats& stats() const noexcept { return stats_; }
+  [[nodiscard]] const wal_options& options() const noexcept { return options_; }
 
   /// Replaces the log with an empty one starting after `base` (a checkpoint
   /// holding every record up to base was saved): atomic like every save.
@@ -22812,6 +22848,8 @@ class write_ahead_log {
   std::uint64_t bytes_ = 0;
   std::uint32_t pending_ = 0;
   std::chrono::steady_clock::time_point first_pending_{};
+  wal_stats stats_{};
+  bool broken_ = false;
   std::vector<std::byte> buffer_;
 };
 
@@ -23045,34 +23083,51 @@ class hnsw_store {
 // record_graph: the store's records and the typed, weighted relations
 // between them (session <-> pattern <-> witness entry).
 //
-// A record has a 128-bit UUID, a millisecond UTC timestamp, a 64-bit vector
-// key (its node in the hnsw_index; assigned here, so vector search results
-// map back to records) and a small typed attribute map (name -> int64,
-// double or string; a sorted vector, because records carry a handful of
-// attributes and a flat array beats a node-based map at that size).
-// Secondary indexes: by timestamp, and by one numeric attribute chosen at
-// construction (e.g. "quality"); both ordered sets of (value, id), so range
-// queries are O(log n + hits). Edges are typed and weighted, kept in an
-// out-list and an in-list per record; removing a record removes its edges.
+// A record has a 128-bit UUID, a kind (which role owns it: policy, session,
+// witness entry, or generic), a millisecond UTC timestamp, a 64-bit group
+// (the role's partition: a policy's type, a session's user, a witness
+// entry's session), a 64-bit vector key (its node in the store's hnsw
+// indexes; assigned here, so vector search results map back to records), a
+// small typed attribute map (name -> int64, double or string; a sorted
+// vector, because records carry a handful of attributes and a flat array
+// beats a node-based map at that size) and an opaque payload (the role's
+// typed fields, encoded compactly and possibly encrypted by the role).
+//
+// Secondary indexes, each an ordered set keyed by kind first, so one role's
+// range queries never walk another role's records:
+//   (kind, time, id)    time ranges, expiry and retention by age
+//   (kind, group, id)   a policy type's policies, a user's sessions
+//   (kind, value, id)   the one numeric attribute chosen at construction
+//                       (e.g. "quality"); NaN values are not indexed
+// Range queries are O(log n + hits). Lookup by id or by key is a hash
+// lookup. Edges are typed and weighted, kept in an out-list and an in-list
+// per record; removing a record removes its edges. Weights are finite:
+// link/adjust/scale reject a non-finite weight or result.
 //
 // filter() turns a predicate over records into the key predicate that
 // hnsw_index::search takes, which is how "nearest patterns with quality >
 // 0.8 from the last hour" is asked.
 //
 // Persistence: save() writes a checksummed snapshot atomically (temporary
-// file, fsync, rename); load() checks every length against the file before
-// use and returns corrupt_data naming the file and offset.
-//   "RUVRECS1", u32 version 1, u32 CRC-32C of the body, u64 body bytes, body:
+// file, fsync, rename), streaming it in bounded chunks; load() checks every
+// length against the file before use and returns corrupt_data naming the
+// file and offset.
+//   "RUVRECS1", u32 version 2, u32 CRC-32C of the body, u64 body bytes, body:
 //   u64 sequence (the last log record the snapshot holds, see memory_store),
 //   u64 next key, u32 indexed-attribute name length + bytes,
-//   u64 record count, per record: u64 id.hi, u64 id.lo, i64 time, u64 key,
-//     u32 attribute count, per attribute: u32 name length + bytes, u8 type
-//     (1 int64, 2 double, 3 string), value (8 bytes, or u32 length + bytes)
+//   u64 record count, per record (encode()): u64 id.hi, u64 id.lo, u8 kind,
+//     i64 time, u64 group, u64 key, u32 attribute count, per attribute:
+//     u32 name length + bytes, u8 type (1 int64, 2 double, 3 string), value
+//     (8 bytes, or u32 length + bytes); u32 payload length + bytes
 //   u64 edge count, per edge: from (16), to (16), u8 type, f32 weight
 //
-// Thread-safety: none (the owner serializes, as hnsw_store does for the
-// vectors); const calls may run concurrently with each other. Allocation:
-// every mutation allocates (node-based indexes); lookups do not.
+// Thread-safety: none (the owner serializes, as memory_store does); const
+// calls may run concurrently with each other. Allocation: every mutation
+// allocates (node-based indexes); lookups by id or key do not; the
+// vector-returning queries allocate their result, the visit_* forms do not.
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -23081,12 +23136,14 @@ class hnsw_store {
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <map>
+#include <limits>
 #include <optional>
 #include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -23125,22 +23182,33 @@ struct uuid {
 
 struct uuid_hash {
   std::size_t operator()(const uuid& id) const noexcept {
-    return static_cast<std::size_t>(id.hi * 0x9E3779B97F4A7C15ull ^ (id.lo + (id.hi << 6) + (id.hi >> 2)));
+    // v4 UUIDs are random in both words; one multiply mixes hi into lo.
+    return static_cast<std::size_t>((id.hi * 0x9E3779B97F4A7C15ull) ^ id.lo);
   }
 };
 
 /// Milliseconds since the Unix epoch, UTC.
 using timestamp_ms = std::int64_t;
 
+/// Which role owns a record (the first component of every secondary index).
+enum class record_kind : std::uint8_t { generic = 0, policy = 1, session = 2, witness = 3 };
+inline constexpr std::uint8_t record_kind_count = 4;
+
 /// A typed attribute value.
 using attribute_value = std::variant<std::int64_t, double, std::string>;
 
-/// A record: identity, time, vector key and attributes (sorted by name).
+/// A record: identity, kind, time, group, vector key, attributes (sorted by
+/// name) and the owning role's payload.
 struct record {
   uuid id{};
+  record_kind kind = record_kind::generic;
   timestamp_ms time = 0;
+  std::uint64_t group = 0;
   std::uint64_t key = 0;  // assigned by record_graph::insert
   std::vector<std::pair<std::string, attribute_value>> attributes;
+  std::vector<std::byte> payload;
+
+  friend bool operator==(const record&, const record&) = default;
 
   /// The attribute called name, or nullptr.
   [[nodiscard]] const attribute_value* find(std::string_view name) const noexcept {
@@ -23181,10 +23249,62 @@ struct edge {
   uuid to{};
   edge_type type = edge_type::related;
   float weight = 0.0f;
+  friend bool operator==(const edge&, const edge&) = default;
 };
 
 /// Which side of an edge a neighbour query follows.
 enum class direction : std::uint8_t { out, in, both };
+
+namespace detail {
+
+// Calls fn(x); a bool result false means "stop".
+template <class Fn, class T>
+bool visit_one(Fn& fn, const T& x) {
+  if constexpr (std::is_same_v<std::invoke_result_t<Fn&, const T&>, bool>)
+    return fn(x);
+  else
+    return fn(x), true;
+}
+
+template <class T>
+void put_bytes(std::vector<std::byte>& out, const T& v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  const auto* p = reinterpret_cast<const std::byte*>(&v);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+inline void put_blob(std::vector<std::byte>& out, std::span<const std::byte> bytes) {
+  put_bytes(out, static_cast<std::uint32_t>(bytes.size()));
+  out.insert(out.end(), bytes.begin(), bytes.end());
+}
+inline void put_text(std::vector<std::byte>& out, std::string_view s) {
+  put_blob(out, std::as_bytes(std::span<const char>(s.data(), s.size())));
+}
+[[nodiscard]] inline result<std::string_view> read_text(byte_reader& b, std::string_view what = "string") {
+  RUVLLM_TRY_ASSIGN(auto n, b.read<std::uint32_t>(what));
+  return b.read_string(n, what);
+}
+[[nodiscard]] inline result<uuid> read_uuid(byte_reader& b, std::string_view what = "id") {
+  uuid id;
+  RUVLLM_TRY_ASSIGN(id.hi, b.read<std::uint64_t>(what));
+  RUVLLM_TRY_ASSIGN(id.lo, b.read<std::uint64_t>(what));
+  return id;
+}
+inline void put_floats(std::vector<std::byte>& out, std::span<const float> v) { put_blob(out, std::as_bytes(v)); }
+// Reads a float vector written by put_floats (a byte length, checked).
+[[nodiscard]] inline result<void> read_floats(byte_reader& b, std::vector<float>& out, std::string_view what) {
+  RUVLLM_TRY_ASSIGN(auto n, b.read<std::uint32_t>(what));
+  if (n % sizeof(float) != 0) return b.fail(errc::corrupt_data, what, " of ", n, " bytes is not whole floats");
+  RUVLLM_TRY_ASSIGN(auto bytes, b.read_bytes(n, what));
+  out.resize(n / sizeof(float));
+  if (n != 0) std::memcpy(out.data(), bytes.data(), n);
+  return {};
+}
+inline void put_uuid(std::vector<std::byte>& out, const uuid& id) {
+  put_bytes(out, id.hi);
+  put_bytes(out, id.lo);
+}
+
+}  // namespace detail
 
 /// Records, their secondary indexes and the typed edges between them; see
 /// the file comment.
@@ -23195,28 +23315,57 @@ class record_graph {
   explicit record_graph(std::string indexed_attribute = {}) : indexed_(std::move(indexed_attribute)) {}
 
   [[nodiscard]] std::size_t size() const noexcept { return records_.size(); }
+  /// Records of one kind.
+  [[nodiscard]] std::size_t count(record_kind kind) const noexcept {
+    return kind_counts_[static_cast<std::uint8_t>(kind) % record_kind_count];
+  }
   [[nodiscard]] std::size_t edge_count() const noexcept { return edges_; }
   [[nodiscard]] const std::string& indexed_attribute() const noexcept { return indexed_; }
+  /// The key the next insert() assigns.
+  [[nodiscard]] std::uint64_t next_key() const noexcept { return next_key_; }
+
+  /// Sorts r's attributes by name. Errors: invalid_argument (a name twice).
+  [[nodiscard]] static result<void> normalize(record& r) {
+    std::sort(r.attributes.begin(), r.attributes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t i = 1; i < r.attributes.size(); ++i)
+      if (r.attributes[i - 1].first == r.attributes[i].first)
+        return make_error(errc::invalid_argument, "attribute '", r.attributes[i].first, "' appears twice");
+    return {};
+  }
+
+  /// Checks r for insertion (nil id, unknown kind, duplicate id or key)
+  /// without changing anything.
+  [[nodiscard]] result<void> check_insert(const record& r) const {
+    if (r.id.is_nil()) return make_error(errc::invalid_argument, "record id is nil");
+    if (static_cast<std::uint8_t>(r.kind) >= record_kind_count)
+      return make_error(errc::invalid_argument, "record kind ", static_cast<unsigned>(r.kind),
+                        " >= ", unsigned{record_kind_count});
+    if (records_.contains(r.id)) return make_error(errc::already_exists, "record ", to_string(r.id), " exists");
+    if (by_key_.contains(r.key)) return make_error(errc::already_exists, "record key ", r.key, " is taken");
+    return {};
+  }
 
   /// Adds r (its key is assigned and returned). Errors: already_exists,
-  /// invalid_argument (nil id).
+  /// invalid_argument (nil id, unknown kind).
   [[nodiscard]] result<std::uint64_t> insert(record r) {
     r.key = next_key_;
     return insert_with_key(std::move(r));
   }
 
   /// Adds r keeping its key (log replay); later keys continue after it.
-  /// Errors: already_exists (id or key), invalid_argument (nil id).
+  /// Errors: as insert().
   [[nodiscard]] result<std::uint64_t> insert_with_key(record r) {
-    if (r.id.is_nil()) return make_error(errc::invalid_argument, "record id is nil");
-    if (records_.contains(r.id)) return make_error(errc::already_exists, "record ", to_string(r.id), " exists");
-    if (by_key_.contains(r.key)) return make_error(errc::already_exists, "record key ", r.key, " is taken");
-    std::sort(r.attributes.begin(), r.attributes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    RUVLLM_TRY(check_insert(r));
+    if (r.key == std::numeric_limits<std::uint64_t>::max())
+      return make_error(errc::out_of_range, "record key ", r.key, " is the largest key");
+    RUVLLM_TRY(normalize(r));
     next_key_ = std::max(next_key_, r.key + 1);
     add_indexes(r);
     by_key_[r.key] = r.id;
+    ++kind_counts_[static_cast<std::uint8_t>(r.kind)];
     const std::uint64_t key = r.key;
-    records_.emplace(r.id, node{std::move(r), {}, {}});
+    const uuid id = r.id;
+    records_.emplace(id, node{std::move(r), {}, {}});
     return key;
   }
 
@@ -23231,6 +23380,26 @@ class record_graph {
     return it == by_key_.end() ? nullptr : get(it->second);
   }
 
+  /// Replaces the time, group, attributes and payload of the record with
+  /// r.id (its kind, key and edges stay). Errors: not_found, invalid_argument
+  /// (r.kind differs from the stored kind).
+  [[nodiscard]] result<void> replace(record r) {
+    auto it = records_.find(r.id);
+    if (it == records_.end()) return make_error(errc::not_found, "record ", to_string(r.id));
+    record& cur = it->second.rec;
+    if (r.kind != cur.kind)
+      return make_error(errc::invalid_argument, "record ", to_string(r.id), " has kind ",
+                        static_cast<unsigned>(cur.kind), ", not ", static_cast<unsigned>(r.kind));
+    RUVLLM_TRY(normalize(r));
+    remove_indexes(cur);
+    cur.time = r.time;
+    cur.group = r.group;
+    cur.attributes = std::move(r.attributes);
+    cur.payload = std::move(r.payload);
+    add_indexes(cur);
+    return {};
+  }
+
   /// Sets an attribute of a record, updating the numeric index. Errors: not_found.
   [[nodiscard]] result<void> set_attribute(const uuid& id, std::string_view name, attribute_value value) {
     auto it = records_.find(id);
@@ -23241,38 +23410,111 @@ class record_graph {
     return {};
   }
 
+  /// Sets a record's timestamp, updating the time index. Errors: not_found.
+  [[nodiscard]] result<void> set_time(const uuid& id, timestamp_ms time) {
+    auto it = records_.find(id);
+    if (it == records_.end()) return make_error(errc::not_found, "record ", to_string(id));
+    remove_indexes(it->second.rec);
+    it->second.rec.time = time;
+    add_indexes(it->second.rec);
+    return {};
+  }
+
   /// Removes a record and every edge touching it. Errors: not_found.
   [[nodiscard]] result<void> remove(const uuid& id) {
     auto it = records_.find(id);
     if (it == records_.end()) return make_error(errc::not_found, "record ", to_string(id));
-    // Copies: remove_edge edits the lists being walked.
-    const auto outs = it->second.out;
-    const auto ins = it->second.in;
-    for (const auto& e : outs) (void)remove_edge(id, e.other, e.type);
-    for (const auto& e : ins) (void)remove_edge(e.other, id, e.type);
-    remove_indexes(it->second.rec);
-    by_key_.erase(it->second.rec.key);
+    // Drop the mirror half of every edge in the other records' lists.
+    node& n = it->second;
+    for (const auto& h : n.out)
+      if (h.other != id) erase_half(records_.find(h.other)->second.in, id, h.type);
+    for (const auto& h : n.in)
+      if (h.other != id) erase_half(records_.find(h.other)->second.out, id, h.type);
+    edges_ -= n.out.size();
+    for (const auto& h : n.in) edges_ -= h.other != id;  // self-edges were counted once, in out
+    remove_indexes(n.rec);
+    --kind_counts_[static_cast<std::uint8_t>(n.rec.kind)];
+    by_key_.erase(n.rec.key);
     records_.erase(it);
     return {};
   }
 
-  /// Ids with time in [from, to), oldest first.
-  [[nodiscard]] std::vector<uuid> in_time_range(timestamp_ms from, timestamp_ms to) const {
+  // ---- secondary indexes ----------------------------------------------------
+
+  /// Calls fn(const record&) for the records of kind with time in [from, to),
+  /// oldest first (ties by id); fn may return false to stop.
+  template <class Fn>
+  void visit_time_range(record_kind kind, timestamp_ms from, timestamp_ms to, Fn&& fn) const {
+    for (auto it = by_time_.lower_bound({kind, from, uuid{}});
+         it != by_time_.end() && std::get<0>(*it) == kind && std::get<1>(*it) < to; ++it)
+      if (!detail::visit_one(fn, *get(std::get<2>(*it)))) return;
+  }
+  /// Ids of kind with time in [from, to), oldest first.
+  [[nodiscard]] std::vector<uuid> in_time_range(record_kind kind, timestamp_ms from, timestamp_ms to) const {
     std::vector<uuid> out;
-    for (auto it = by_time_.lower_bound({from, uuid{}}); it != by_time_.end() && it->first < to; ++it)
-      out.push_back(it->second);
+    visit_time_range(kind, from, to, [&](const record& r) { out.push_back(r.id); });
     return out;
   }
-  /// Ids whose indexed attribute lies in [lo, hi], ascending.
-  [[nodiscard]] std::vector<uuid> in_attribute_range(double lo, double hi) const {
+  /// Ids of every kind with time in [from, to), oldest first (ties by id).
+  [[nodiscard]] std::vector<uuid> in_time_range(timestamp_ms from, timestamp_ms to) const {
+    std::vector<std::pair<timestamp_ms, uuid>> all;
+    for (std::uint8_t k = 0; k < record_kind_count; ++k)
+      visit_time_range(static_cast<record_kind>(k), from, to, [&](const record& r) { all.emplace_back(r.time, r.id); });
+    std::sort(all.begin(), all.end());
     std::vector<uuid> out;
-    for (auto it = by_attr_.lower_bound({lo, uuid{}}); it != by_attr_.end() && it->first <= hi; ++it)
-      out.push_back(it->second);
+    out.reserve(all.size());
+    for (auto& a : all) out.push_back(a.second);
     return out;
   }
 
-  /// Adds or replaces the edge (from, to, type) with weight. Errors: not_found.
+  /// Calls fn(const record&) for the records of kind whose indexed attribute
+  /// lies in [lo, hi], ascending; fn may return false to stop.
+  template <class Fn>
+  void visit_attribute_range(record_kind kind, double lo, double hi, Fn&& fn) const {
+    for (auto it = by_attr_.lower_bound({kind, lo, uuid{}});
+         it != by_attr_.end() && std::get<0>(*it) == kind && std::get<1>(*it) <= hi; ++it)
+      if (!detail::visit_one(fn, *get(std::get<2>(*it)))) return;
+  }
+  /// Ids of kind whose indexed attribute lies in [lo, hi], ascending.
+  [[nodiscard]] std::vector<uuid> in_attribute_range(record_kind kind, double lo, double hi) const {
+    std::vector<uuid> out;
+    visit_attribute_range(kind, lo, hi, [&](const record& r) { out.push_back(r.id); });
+    return out;
+  }
+  /// Ids of every kind whose indexed attribute lies in [lo, hi], ascending (ties by id).
+  [[nodiscard]] std::vector<uuid> in_attribute_range(double lo, double hi) const {
+    std::vector<std::pair<double, uuid>> all;
+    for (std::uint8_t k = 0; k < record_kind_count; ++k)
+      visit_attribute_range(static_cast<record_kind>(k), lo, hi,
+                            [&](const record& r) { all.emplace_back(*r.number(indexed_), r.id); });
+    std::sort(all.begin(), all.end());
+    std::vector<uuid> out;
+    out.reserve(all.size());
+    for (auto& a : all) out.push_back(a.second);
+    return out;
+  }
+
+  /// Calls fn(const record&) for the records of kind in group, by id; fn may
+  /// return false to stop.
+  template <class Fn>
+  void visit_group(record_kind kind, std::uint64_t group, Fn&& fn) const {
+    for (auto it = by_group_.lower_bound({kind, group, uuid{}});
+         it != by_group_.end() && std::get<0>(*it) == kind && std::get<1>(*it) == group; ++it)
+      if (!detail::visit_one(fn, *get(std::get<2>(*it)))) return;
+  }
+  /// Ids of kind in group, by id.
+  [[nodiscard]] std::vector<uuid> in_group(record_kind kind, std::uint64_t group) const {
+    std::vector<uuid> out;
+    visit_group(kind, group, [&](const record& r) { out.push_back(r.id); });
+    return out;
+  }
+
+  // ---- edges -------------------------------------------------------------------
+
+  /// Adds or replaces the edge (from, to, type) with weight. Errors:
+  /// not_found (an endpoint), invalid_argument (weight not finite, unknown type).
   [[nodiscard]] result<void> link(const uuid& from, const uuid& to, edge_type type, float weight) {
+    RUVLLM_TRY(check_edge(type, weight));
     auto f = records_.find(from);
     auto t = records_.find(to);
     if (f == records_.end() || t == records_.end())
@@ -23288,16 +23530,31 @@ class record_graph {
     return {};
   }
 
-  /// Adds delta to an edge's weight and returns the new weight. Errors: not_found.
-  [[nodiscard]] result<float> adjust_weight(const uuid& from, const uuid& to, edge_type type, float delta) {
+  /// The weight of edge (from, to, type), or nullopt.
+  [[nodiscard]] std::optional<float> edge_weight(const uuid& from, const uuid& to, edge_type type) const {
     auto f = records_.find(from);
-    auto t = records_.find(to);
-    half_edge* a = f == records_.end() ? nullptr : find_half(f->second.out, to, type);
-    if (a == nullptr || t == records_.end())
-      return make_error(errc::not_found, "edge ", to_string(from), " -> ", to_string(to));
-    a->weight += delta;
-    find_half(t->second.in, from, type)->weight = a->weight;
-    return a->weight;
+    if (f == records_.end()) return std::nullopt;
+    for (const auto& h : f->second.out)
+      if (h.other == to && h.type == type) return h.weight;
+    return std::nullopt;
+  }
+
+  /// Adds delta to an edge's weight and returns the new weight. Errors:
+  /// not_found, invalid_argument (non-finite result; nothing changes).
+  [[nodiscard]] result<float> adjust_weight(const uuid& from, const uuid& to, edge_type type, float delta) {
+    auto w = edge_weight(from, to, type);
+    if (!w) return make_error(errc::not_found, "edge ", to_string(from), " -> ", to_string(to));
+    RUVLLM_TRY(link(from, to, type, *w + delta));
+    return *w + delta;
+  }
+
+  /// Multiplies an edge's weight by factor (the learning loop's relative
+  /// update, e.g. 1.05) and returns the new weight. Errors: as adjust_weight.
+  [[nodiscard]] result<float> scale_weight(const uuid& from, const uuid& to, edge_type type, float factor) {
+    auto w = edge_weight(from, to, type);
+    if (!w) return make_error(errc::not_found, "edge ", to_string(from), " -> ", to_string(to));
+    RUVLLM_TRY(link(from, to, type, *w * factor));
+    return *w * factor;
   }
 
   /// Removes an edge. Errors: not_found.
@@ -23313,7 +23570,7 @@ class record_graph {
   }
 
   /// Neighbours of id along edges of `type` (nullopt: every type), with
-  /// weights, heaviest first.
+  /// weights, heaviest first. A self-edge appears on both sides.
   [[nodiscard]] std::vector<edge> neighbours(const uuid& id, std::optional<edge_type> type = std::nullopt,
                                              direction dir = direction::both) const {
     std::vector<edge> out;
@@ -23327,6 +23584,13 @@ class record_graph {
         if (!type || h.type == *type) out.push_back(edge{h.other, id, h.type, h.weight});
     std::stable_sort(out.begin(), out.end(), [](const edge& a, const edge& b) { return a.weight > b.weight; });
     return out;
+  }
+
+  /// Calls fn(const edge&) for every edge (unspecified order).
+  template <class Fn>
+  void for_each_edge(Fn&& fn) const {
+    for (const auto& [id, n] : records_)
+      for (const auto& h : n.out) fn(edge{id, h.other, h.type, h.weight});
   }
 
   /// A key predicate for hnsw_index::search from a predicate over records.
@@ -23344,37 +23608,44 @@ class record_graph {
     for (const auto& [id, n] : records_) fn(n.rec);
   }
 
-  /// Writes the snapshot atomically (see the file comment). Errors: io_error.
+  // ---- binary form and snapshots ------------------------------------------
+
   /// The log sequence stored with the snapshot this graph was loaded from.
   [[nodiscard]] std::uint64_t sequence() const noexcept { return sequence_; }
 
   /// Appends the binary form of r (as in the snapshot) to out.
   static void encode(const record& r, std::vector<std::byte>& out) {
-    put(out, r.id.hi);
-    put(out, r.id.lo);
-    put(out, r.time);
-    put(out, r.key);
-    put(out, static_cast<std::uint32_t>(r.attributes.size()));
+    detail::put_uuid(out, r.id);
+    detail::put_bytes(out, static_cast<std::uint8_t>(r.kind));
+    detail::put_bytes(out, r.time);
+    detail::put_bytes(out, r.group);
+    detail::put_bytes(out, r.key);
+    detail::put_bytes(out, static_cast<std::uint32_t>(r.attributes.size()));
     for (const auto& [name, value] : r.attributes) {
-      put_string(out, name);
-      put(out, static_cast<std::uint8_t>(value.index() + 1));
-      if (const auto* i = std::get_if<std::int64_t>(&value)) put(out, *i);
-      if (const auto* d = std::get_if<double>(&value)) put(out, *d);
-      if (const auto* s = std::get_if<std::string>(&value)) put_string(out, *s);
+      detail::put_text(out, name);
+      detail::put_bytes(out, static_cast<std::uint8_t>(value.index() + 1));
+      if (const auto* i = std::get_if<std::int64_t>(&value)) detail::put_bytes(out, *i);
+      if (const auto* d = std::get_if<double>(&value)) detail::put_bytes(out, *d);
+      if (const auto* s = std::get_if<std::string>(&value)) detail::put_text(out, *s);
     }
+    detail::put_blob(out, r.payload);
   }
 
   /// Reads one record written by encode(); every length is checked.
   [[nodiscard]] static result<record> decode(byte_reader& b) {
     record rec;
-    RUVLLM_TRY_ASSIGN(rec.id.hi, b.read<std::uint64_t>("id"));
-    RUVLLM_TRY_ASSIGN(rec.id.lo, b.read<std::uint64_t>("id"));
+    RUVLLM_TRY_ASSIGN(rec.id, detail::read_uuid(b));
+    RUVLLM_TRY_ASSIGN(auto kind, b.read<std::uint8_t>("kind"));
+    if (kind >= record_kind_count) return b.fail(errc::corrupt_data, "record kind ", kind);
+    rec.kind = static_cast<record_kind>(kind);
     RUVLLM_TRY_ASSIGN(rec.time, b.read<std::int64_t>("time"));
+    RUVLLM_TRY_ASSIGN(rec.group, b.read<std::uint64_t>("group"));
     RUVLLM_TRY_ASSIGN(rec.key, b.read<std::uint64_t>("key"));
     RUVLLM_TRY_ASSIGN(auto attrs, b.read<std::uint32_t>("attribute count"));
     if (attrs > b.remaining() / 5) return b.fail(errc::corrupt_data, "attribute count ", attrs, " exceeds the data");
+    rec.attributes.reserve(attrs);
     for (std::uint32_t a = 0; a < attrs; ++a) {
-      RUVLLM_TRY_ASSIGN(auto name, read_string(b));
+      RUVLLM_TRY_ASSIGN(auto name, detail::read_text(b, "attribute name"));
       RUVLLM_TRY_ASSIGN(auto type, b.read<std::uint8_t>("attribute type"));
       attribute_value v;
       if (type == 1) {
@@ -23384,49 +23655,69 @@ class record_graph {
         RUVLLM_TRY_ASSIGN(auto x, b.read<double>("double attribute"));
         v = x;
       } else if (type == 3) {
-        RUVLLM_TRY_ASSIGN(auto x, read_string(b));
+        RUVLLM_TRY_ASSIGN(auto x, detail::read_text(b, "string attribute"));
         v = std::string(x);
       } else {
         return b.fail(errc::corrupt_data, "attribute type ", type);
       }
-      rec.set(name, std::move(v));
+      if (!rec.attributes.empty() && rec.attributes.back().first >= name)
+        return b.fail(errc::corrupt_data, "attribute names are not sorted and unique");
+      rec.attributes.emplace_back(std::string(name), std::move(v));
     }
+    RUVLLM_TRY_ASSIGN(auto plen, b.read<std::uint32_t>("payload length"));
+    RUVLLM_TRY_ASSIGN(auto payload, b.read_bytes(plen, "payload"));
+    rec.payload.assign(payload.begin(), payload.end());
     return rec;
   }
 
   /// Writes the snapshot atomically (see the file comment), recording
-  /// `sequence` as the last log record it holds. Errors: io_error.
+  /// `sequence` as the last log record it holds. The body is streamed in
+  /// chunks of about 1 MiB (memory stays bounded for large graphs) and the
+  /// header, whose checksum covers the body, is written last. Errors: io_error.
   [[nodiscard]] result<void> save(std::string_view path, std::uint64_t sequence = 0) const {
-    std::vector<std::byte> body;
-    put(body, sequence);
-    put(body, next_key_);
-    put_string(body, indexed_);
-    put(body, static_cast<std::uint64_t>(records_.size()));
-    std::uint64_t edges = 0;
+    const std::string tmp = std::string(path) + ".tmp";
+    RUVLLM_TRY_ASSIGN(auto f, open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+    std::vector<std::byte> buf(header_bytes);
+    std::uint32_t crc = 0;
+    std::uint64_t body_bytes = 0;
+    std::size_t body_start = header_bytes;  // where the body starts in buf
+    auto flush = [&](bool force) -> result<void> {
+      if (!force && buf.size() < (1u << 20)) return {};
+      const auto body = std::span<const std::byte>(buf).subspan(body_start);
+      crc = crc32c(body, crc);
+      body_bytes += body.size();
+      RUVLLM_TRY(write_all(f, buf, tmp));
+      buf.clear();
+      body_start = 0;
+      return {};
+    };
+    detail::put_bytes(buf, sequence);
+    detail::put_bytes(buf, next_key_);
+    detail::put_text(buf, indexed_);
+    detail::put_bytes(buf, static_cast<std::uint64_t>(records_.size()));
     for (const auto& [id, n] : records_) {
-      encode(n.rec, body);
-      edges += n.out.size();
+      encode(n.rec, buf);
+      RUVLLM_TRY(flush(false));
     }
-    put(body, edges);
-    for (const auto& [id, n] : records_)
+    detail::put_bytes(buf, static_cast<std::uint64_t>(edges_));
+    for (const auto& [id, n] : records_) {
       for (const auto& h : n.out) {
-        put(body, id.hi);
-        put(body, id.lo);
-        put(body, h.other.hi);
-        put(body, h.other.lo);
-        put(body, static_cast<std::uint8_t>(h.type));
-        put(body, h.weight);
+        detail::put_uuid(buf, id);
+        detail::put_uuid(buf, h.other);
+        detail::put_bytes(buf, static_cast<std::uint8_t>(h.type));
+        detail::put_bytes(buf, h.weight);
       }
+      RUVLLM_TRY(flush(false));
+    }
+    RUVLLM_TRY(flush(true));
     std::vector<std::byte> head;
     head.resize(8);
     std::memcpy(head.data(), "RUVRECS1", 8);
-    put(head, std::uint32_t{1});
-    put(head, crc32c(body));
-    put(head, static_cast<std::uint64_t>(body.size()));
-    const std::string tmp = std::string(path) + ".tmp";
-    RUVLLM_TRY_ASSIGN(auto f, open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+    detail::put_bytes(head, snapshot_version);
+    detail::put_bytes(head, crc);
+    detail::put_bytes(head, body_bytes);
+    if (::lseek(f.get(), 0, SEEK_SET) != 0) return detail::os_error("cannot seek in", tmp);
     RUVLLM_TRY(write_all(f, head, tmp));
-    RUVLLM_TRY(write_all(f, body, tmp));
     RUVLLM_TRY(sync_file(f, tmp));
     f.close();
     return replace_file(tmp, path);
@@ -23440,7 +23731,8 @@ class record_graph {
     RUVLLM_TRY_ASSIGN(auto magic, r.read_string(8, "magic"));
     if (magic != "RUVRECS1") return r.fail(errc::corrupt_data, "not a record snapshot (bad magic)");
     RUVLLM_TRY_ASSIGN(auto version, r.read<std::uint32_t>("version"));
-    if (version != 1) return r.fail(errc::unsupported, "record snapshot version ", version);
+    if (version != snapshot_version)
+      return r.fail(errc::unsupported, "record snapshot version ", version, " != ", snapshot_version);
     RUVLLM_TRY_ASSIGN(auto crc, r.read<std::uint32_t>("checksum"));
     RUVLLM_TRY_ASSIGN(auto body_bytes, r.read<std::uint64_t>("body size"));
     if (body_bytes != r.remaining())
@@ -23451,44 +23743,59 @@ class record_graph {
     byte_reader b(body, path, body_at);
     RUVLLM_TRY_ASSIGN(auto sequence, b.read<std::uint64_t>("sequence"));
     RUVLLM_TRY_ASSIGN(auto next_key, b.read<std::uint64_t>("next key"));
-    RUVLLM_TRY_ASSIGN(auto indexed, read_string(b));
+    RUVLLM_TRY_ASSIGN(auto indexed, detail::read_text(b, "indexed attribute"));
     record_graph g{std::string(indexed)};
     RUVLLM_TRY_ASSIGN(auto count, b.read<std::uint64_t>("record count"));
-    // Each record needs at least 36 bytes: a count beyond that is corrupt,
-    // caught before any loop or allocation sized by it.
-    if (count > b.remaining() / 36) return b.fail(errc::corrupt_data, "record count ", count, " exceeds the body");
+    // Each record needs at least min_record_bytes: a count beyond that is
+    // corrupt, caught before any loop or allocation sized by it.
+    if (count > b.remaining() / min_record_bytes)
+      return b.fail(errc::corrupt_data, "record count ", count, " exceeds the body");
+    g.records_.reserve(static_cast<std::size_t>(count));
+    g.by_key_.reserve(static_cast<std::size_t>(count));
     for (std::uint64_t i = 0; i < count; ++i) {
+      const std::uint64_t at = b.file_offset();
       RUVLLM_TRY_ASSIGN(auto rec, decode(b));
-      const std::uint64_t key = rec.key;
-      if (rec.id.is_nil() || g.records_.contains(rec.id) || g.by_key_.contains(key) || key >= next_key)
-        return b.fail(errc::corrupt_data, "record ", i, " has a nil, duplicate or out-of-range id or key");
-      rec.key = key;
-      g.add_indexes(rec);
-      g.by_key_[key] = rec.id;
+      if (rec.key >= next_key || !g.check_insert(rec))
+        return make_error(errc::corrupt_data, "record ", i, " has a nil or duplicate id or an out-of-range key")
+            .at(path, at);
+      g.by_key_[rec.key] = rec.id;
+      ++g.kind_counts_[static_cast<std::uint8_t>(rec.kind)];
       const uuid id = rec.id;
       g.records_.emplace(id, node{std::move(rec), {}, {}});
     }
+    g.build_indexes();
     g.next_key_ = next_key;
     g.sequence_ = sequence;
     RUVLLM_TRY_ASSIGN(auto edges, b.read<std::uint64_t>("edge count"));
     if (edges > b.remaining() / 37) return b.fail(errc::corrupt_data, "edge count ", edges, " exceeds the body");
     for (std::uint64_t i = 0; i < edges; ++i) {
-      edge e;
-      RUVLLM_TRY_ASSIGN(e.from.hi, b.read<std::uint64_t>("edge"));
-      RUVLLM_TRY_ASSIGN(e.from.lo, b.read<std::uint64_t>("edge"));
-      RUVLLM_TRY_ASSIGN(e.to.hi, b.read<std::uint64_t>("edge"));
-      RUVLLM_TRY_ASSIGN(e.to.lo, b.read<std::uint64_t>("edge"));
+      const std::uint64_t at = b.file_offset();
+      RUVLLM_TRY_ASSIGN(auto from, detail::read_uuid(b, "edge"));
+      RUVLLM_TRY_ASSIGN(auto to, detail::read_uuid(b, "edge"));
       RUVLLM_TRY_ASSIGN(auto type, b.read<std::uint8_t>("edge type"));
-      RUVLLM_TRY_ASSIGN(e.weight, b.read<float>("edge weight"));
-      if (type < 1 || type > 4) return b.fail(errc::corrupt_data, "edge type ", type);
-      if (!g.link(e.from, e.to, static_cast<edge_type>(type), e.weight))
-        return b.fail(errc::corrupt_data, "edge ", i, " names a missing record");
+      RUVLLM_TRY_ASSIGN(auto weight, b.read<float>("edge weight"));
+      if (g.edge_weight(from, to, static_cast<edge_type>(type)))
+        return make_error(errc::corrupt_data, "edge ", i, " is a duplicate").at(path, at);
+      if (auto linked = g.link(from, to, static_cast<edge_type>(type), weight); !linked)
+        return make_error(errc::corrupt_data, "edge ", i, ": ", linked.error().message()).at(path, at);
     }
     if (b.remaining() != 0) return b.fail(errc::corrupt_data, b.remaining(), " trailing bytes");
     return g;
   }
 
+  /// Checks a weight and an edge type (what link() accepts).
+  [[nodiscard]] static result<void> check_edge(edge_type type, float weight) {
+    if (static_cast<std::uint8_t>(type) < 1 || static_cast<std::uint8_t>(type) > 4)
+      return make_error(errc::invalid_argument, "edge type ", static_cast<unsigned>(type), " is not 1 .. 4");
+    if (!std::isfinite(weight)) return make_error(errc::invalid_argument, "edge weight ", weight, " is not finite");
+    return {};
+  }
+
  private:
+  static constexpr std::uint32_t snapshot_version = 2;
+  static constexpr std::size_t header_bytes = 24;
+  static constexpr std::uint64_t min_record_bytes = 16 + 1 + 8 + 8 + 8 + 4 + 4;
+
   struct half_edge {
     uuid other;
     edge_type type;
@@ -23509,41 +23816,58 @@ class record_graph {
     std::erase_if(list, [&](const half_edge& h) { return h.other == other && h.type == type; });
   }
 
-  void add_indexes(const record& r) {
-    by_time_.emplace(r.time, r.id);
+  [[nodiscard]] std::optional<double> indexed_value(const record& r) const noexcept {
+    if (indexed_.empty()) return std::nullopt;
+    auto v = r.number(indexed_);
     // NaN has no place in an ordered index.
-    if (!indexed_.empty())
-      if (auto v = r.number(indexed_); v && !std::isnan(*v)) by_attr_.emplace(*v, r.id);
+    if (!v || std::isnan(*v)) return std::nullopt;
+    return v;
   }
-  void remove_indexes(const record& r) {
-    by_time_.erase({r.time, r.id});
-    if (!indexed_.empty())
-      if (auto v = r.number(indexed_); v && !std::isnan(*v)) by_attr_.erase({*v, r.id});
+  // Builds every secondary index at once from sorted arrays: a std::set
+  // built from a sorted range inserts each element at the end in O(1),
+  // where inserting in hash order pays a full descent per element (3x
+  // slower loads of large snapshots).
+  void build_indexes() {
+    std::vector<std::tuple<record_kind, timestamp_ms, uuid>> by_time;
+    std::vector<std::tuple<record_kind, std::uint64_t, uuid>> by_group;
+    std::vector<std::tuple<record_kind, double, uuid>> by_attr;
+    by_time.reserve(records_.size());
+    by_group.reserve(records_.size());
+    by_attr.reserve(records_.size());
+    for (const auto& [id, n] : records_) {
+      by_time.emplace_back(n.rec.kind, n.rec.time, id);
+      by_group.emplace_back(n.rec.kind, n.rec.group, id);
+      if (auto v = indexed_value(n.rec)) by_attr.emplace_back(n.rec.kind, *v, id);
+    }
+    std::sort(by_time.begin(), by_time.end());
+    std::sort(by_group.begin(), by_group.end());
+    std::sort(by_attr.begin(), by_attr.end());
+    by_time_ = decltype(by_time_)(by_time.begin(), by_time.end());
+    by_group_ = decltype(by_group_)(by_group.begin(), by_group.end());
+    by_attr_ = decltype(by_attr_)(by_attr.begin(), by_attr.end());
   }
 
-  template <class T>
-  static void put(std::vector<std::byte>& out, const T& v) {
-    const auto* p = reinterpret_cast<const std::byte*>(&v);
-    out.insert(out.end(), p, p + sizeof(T));
+  void add_indexes(const record& r) {
+    by_time_.emplace(r.kind, r.time, r.id);
+    by_group_.emplace(r.kind, r.group, r.id);
+    if (auto v = indexed_value(r)) by_attr_.emplace(r.kind, *v, r.id);
   }
-  static void put_string(std::vector<std::byte>& out, std::string_view s) {
-    put(out, static_cast<std::uint32_t>(s.size()));
-    const auto* p = reinterpret_cast<const std::byte*>(s.data());
-    out.insert(out.end(), p, p + s.size());
-  }
-  static result<std::string_view> read_string(byte_reader& b) {
-    RUVLLM_TRY_ASSIGN(auto n, b.read<std::uint32_t>("string length"));
-    return b.read_string(n, "string");
+  void remove_indexes(const record& r) {
+    by_time_.erase({r.kind, r.time, r.id});
+    by_group_.erase({r.kind, r.group, r.id});
+    if (auto v = indexed_value(r)) by_attr_.erase({r.kind, *v, r.id});
   }
 
   std::string indexed_;
   std::uint64_t next_key_ = 1;
   std::uint64_t sequence_ = 0;
   std::size_t edges_ = 0;
+  std::size_t kind_counts_[record_kind_count] = {};
   std::unordered_map<uuid, node, uuid_hash> records_;
   std::unordered_map<std::uint64_t, uuid> by_key_;
-  std::set<std::pair<timestamp_ms, uuid>> by_time_;
-  std::set<std::pair<double, uuid>> by_attr_;
+  std::set<std::tuple<record_kind, timestamp_ms, uuid>> by_time_;
+  std::set<std::tuple<record_kind, std::uint64_t, uuid>> by_group_;
+  std::set<std::tuple<record_kind, double, uuid>> by_attr_;
 };
 
 }  // namespace ruvllm::store
@@ -23555,28 +23879,61 @@ class record_graph {
 #define RUVLLM_STORE_MEMORY_STORE_HPP
 
 // memory_store<Metric, Precision>: the one durable store behind the three
-// roles (policy memory, session index, witness log; roles.hpp): records with
-// attributes and typed weighted edges (record_graph) plus an embedding per
-// record in a durable hnsw_store, all in one directory:
+// roles (policy_store.hpp, session_index.hpp, witness_log.hpp): records with
+// attributes and typed weighted edges (record_graph) plus embeddings in
+// several vector spaces (one hnsw_index per space: policy embeddings,
+// session contexts, witness queries, witness responses), all in one
+// directory:
 //
-//   index.hnsw, index.wal      vectors (hnsw_store.hpp), keyed by record key
-//   records.snap, records.wal  records and edges (records.hpp, wal.hpp)
+//   store.manifest   written once at creation: the spaces (dimension, metric,
+//                    precision, M, ef) and the indexed attribute
+//   store.wal        the write-ahead log (wal.hpp) of every mutation
+//   records.snap     the records checkpoint (records.hpp)
+//   space<i>.hnsw    the checkpoint of space i (hnsw_format.hpp)
 //
-// Every record mutation is logged (records.wal: insert, replace, remove,
-// link with an absolute weight, unlink) before it is applied; replay skips
-// records already in records.snap (its sequence number), exactly as the
-// vector store does. A record is logged before its vector, so a crash in
-// between leaves a record without a vector (allowed: witness entries need
-// none); a vector whose record is missing is removed when the store opens.
-// checkpoint() saves both snapshots and starts empty logs.
+// Every mutation is a batch (memory_batch) of operations: insert a record
+// with its embeddings, replace a record's fields (and upsert embeddings),
+// remove a record (its edges and embeddings go with it), link, re-weight
+// (absolute, additive or multiplicative) and unlink edges. commit() checks
+// the whole batch against the current state first (ids, kinds, dimensions,
+// finite values, edge endpoints; later operations see earlier ones), then
+// appends it to the log as ONE record (durable before commit returns under
+// durability::every_write), then applies it in memory. A rejected batch
+// changes nothing, in memory or on disk; a batch torn by a crash is cut off
+// on reopening as a whole, so recovery never applies half a batch. Relative
+// weight updates are logged as the absolute weights they produced, so replay
+// is exact.
 //
-// Concurrency: mutations are serialized by the store's mutex; queries take a
-// shared lock on the records, and vector search runs on the index's own
-// shared lock, so searches proceed alongside one writer.
+// Checkpoints: checkpoint() saves records.snap and every space<i>.hnsw
+// (each: temporary file, fsync, rename) stamped with the log sequence they
+// hold, then starts an empty log. Opening loads each checkpoint and replays
+// the log records after that part's own sequence, so a crash between two
+// saves is harmless. The store checkpoints by itself when the log passes
+// options.checkpoint_bytes (that commit then takes as long as a checkpoint).
+// compact() rebuilds every index without tombstones and checkpoints.
+//
+// Concurrency contract: mutations (commit and its one-operation forms,
+// checkpoint, compact, sync) are serialized by a writer mutex and may come
+// from any thread. Queries (get, read, search, embedding) run concurrently
+// with each other and with the writer: the writer validates and logs while
+// holding only its own mutex, then takes the records' lock exclusively just
+// to apply the batch in memory (readers see a batch entirely or not at all),
+// and updates each index under that index's own lock. Log I/O never blocks
+// a reader. A search holds the records' shared lock while it runs.
+//
+// Allocation: commit allocates (records, index growth, the log buffer);
+// get copies the record; read() allocates nothing itself.
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23584,6 +23941,9 @@ class record_graph {
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -23592,444 +23952,2746 @@ namespace ruvllm::store {
 
 /// Options of a memory_store.
 struct memory_store_options {
-  /// The vector half (index parameters for a new store, log, checkpoints).
-  hnsw_store_options vectors{};
-  /// The records log.
-  wal_options records_wal{};
-  /// The numeric attribute with a secondary index.
+  /// The vector spaces of a new store, one hnsw_index each. An existing
+  /// store keeps the spaces it was created with: the count and dimensions
+  /// given here must match them (empty: take them from the store).
+  std::vector<hnsw_options> spaces{};
+  /// The log's durability (every_write, group_commit, none).
+  wal_options wal{};
+  /// Checkpoint automatically once the log exceeds this many bytes (0: never).
+  std::uint64_t checkpoint_bytes = 64ull << 20;
+  /// The numeric attribute with a secondary index (fixed at creation).
   std::string indexed_attribute = "quality";
 };
 
-/// A search result joined with its record.
+/// An embedding of a record in one vector space.
+struct embedding_ref {
+  std::uint32_t space = 0;
+  std::span<const float> vector;
+};
+
+/// A search result joined with (a copy of) its record.
 struct memory_hit {
   record rec;
   float distance = 0.0f;
 };
 
+/// Counters of a memory_store since it was opened.
+struct memory_store_stats {
+  std::uint64_t commits = 0;     // batches logged and applied
+  std::uint64_t operations = 0;  // operations in them
+  std::uint64_t rejected = 0;    // batches refused by validation (nothing written)
+  std::uint64_t checkpoints = 0;
+  wal_stats wal{};
+};
+
+/// A batch of store mutations, committed atomically by memory_store::commit.
+/// Copies what it is given (records, embeddings); reusable after clear().
+/// Not thread-safe.
+class memory_batch {
+ public:
+  /// Inserts r (its key is assigned at commit) with embeddings.
+  void insert(record r, std::span<const embedding_ref> embeddings = {}) {
+    add(op_code::insert, std::move(r), embeddings);
+  }
+  void insert(record r, std::initializer_list<embedding_ref> embeddings) {
+    add(op_code::insert, std::move(r), std::span<const embedding_ref>(embeddings.begin(), embeddings.size()));
+  }
+  /// Replaces the time, group, attributes and payload of the record r.id
+  /// (kind, key and edges stay) and upserts the given embeddings.
+  void replace(record r, std::span<const embedding_ref> embeddings = {}) {
+    add(op_code::replace, std::move(r), embeddings);
+  }
+  void replace(record r, std::initializer_list<embedding_ref> embeddings) {
+    add(op_code::replace, std::move(r), std::span<const embedding_ref>(embeddings.begin(), embeddings.size()));
+  }
+  /// Removes a record, its edges and its embeddings.
+  void remove(const uuid& id) { edge_op(op_code::remove, id, {}, edge_type::related, 0.0f); }
+  /// Adds the edge or sets its weight.
+  void link(const uuid& from, const uuid& to, edge_type type, float weight) {
+    edge_op(op_code::link, from, to, type, weight);
+  }
+  /// Adds delta to an existing edge's weight.
+  void adjust_weight(const uuid& from, const uuid& to, edge_type type, float delta) {
+    edge_op(op_code::adjust, from, to, type, delta);
+  }
+  /// Multiplies an existing edge's weight by factor.
+  void scale_weight(const uuid& from, const uuid& to, edge_type type, float factor) {
+    edge_op(op_code::scale, from, to, type, factor);
+  }
+  /// Removes an existing edge.
+  void unlink(const uuid& from, const uuid& to, edge_type type) { edge_op(op_code::unlink, from, to, type, 0.0f); }
+
+  [[nodiscard]] std::size_t size() const noexcept { return ops_.size(); }
+  [[nodiscard]] bool empty() const noexcept { return ops_.empty(); }
+  void clear() noexcept {
+    ops_.clear();
+    embeddings_.clear();
+    floats_.clear();
+  }
+
+ private:
+  template <Metric, VectorPrecision, Backend>
+  friend class memory_store;
+
+  enum class op_code : std::uint8_t {
+    insert = 1,
+    replace = 2,
+    remove = 3,
+    link = 4,
+    unlink = 5,
+    adjust = 6,
+    scale = 7
+  };
+  struct stored_embedding {
+    std::uint32_t space;
+    std::size_t offset;
+    std::size_t size;
+  };
+  struct op {
+    op_code code;
+    record rec;   // insert, replace
+    uuid from{};  // remove: the id
+    uuid to{};
+    edge_type type = edge_type::related;
+    float value = 0.0f;
+    std::uint32_t emb_begin = 0;
+    std::uint32_t emb_end = 0;
+  };
+
+  void add(op_code code, record r, std::span<const embedding_ref> embeddings) {
+    op o{code, std::move(r)};
+    // Sorted here, so validation only has to look for a name given twice.
+    std::sort(o.rec.attributes.begin(), o.rec.attributes.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    o.from = o.rec.id;
+    o.emb_begin = static_cast<std::uint32_t>(embeddings_.size());
+    for (const auto& e : embeddings) {
+      embeddings_.push_back(stored_embedding{e.space, floats_.size(), e.vector.size()});
+      floats_.insert(floats_.end(), e.vector.begin(), e.vector.end());
+    }
+    o.emb_end = static_cast<std::uint32_t>(embeddings_.size());
+    ops_.push_back(std::move(o));
+  }
+  void edge_op(op_code code, const uuid& from, const uuid& to, edge_type type, float value) {
+    op o{code, {}};
+    o.from = from;
+    o.to = to;
+    o.type = type;
+    o.value = value;
+    o.emb_begin = o.emb_end = static_cast<std::uint32_t>(embeddings_.size());
+    ops_.push_back(std::move(o));
+  }
+  [[nodiscard]] std::span<const float> vector_of(const stored_embedding& e) const noexcept {
+    return std::span<const float>(floats_).subspan(e.offset, e.size);
+  }
+
+  std::vector<op> ops_;
+  std::vector<stored_embedding> embeddings_;
+  std::vector<float> floats_;
+};
+
+/// The standard layout of the roles' vector spaces in one memory_store
+/// (the defaults of policy_store, session_index and witness_log).
+namespace role_space {
+inline constexpr std::uint32_t policy = 0;            // policy / pattern embeddings
+inline constexpr std::uint32_t session = 1;           // session context embeddings
+inline constexpr std::uint32_t witness_query = 2;     // witness query embeddings
+inline constexpr std::uint32_t witness_response = 3;  // witness response embeddings
+inline constexpr std::uint32_t count = 4;
+}  // namespace role_space
+
+/// Options of a memory_store for the three roles: role_space::count spaces
+/// of `dimension` with the index parameters of `index` (its dimension is
+/// replaced).
+[[nodiscard]] inline memory_store_options role_store_options(std::uint32_t dimension, hnsw_options index = {}) {
+  memory_store_options o;
+  index.dimension = dimension;
+  o.spaces.assign(role_space::count, index);
+  return o;
+}
+
 namespace detail {
-enum class record_op : std::uint32_t { insert = 1, replace = 2, remove = 3, link = 4, unlink = 5 };
+
+inline constexpr std::array<char, 8> memory_manifest_magic = {'R', 'U', 'V', 'M', 'E', 'M', 'S', '1'};
+inline constexpr std::uint32_t memory_manifest_version = 1;
+inline constexpr std::uint32_t memory_wal_batch = 1;  // the log record type of a batch
+inline constexpr std::uint32_t memory_max_spaces = 64;
+
+// The state a batch's later operations see: the graph plus the batch's own
+// earlier operations (ids inserted or removed, edges set or removed).
+class batch_overlay {
+ public:
+  explicit batch_overlay(const record_graph& g) : g_(g) {}
+
+  struct id_state {
+    bool alive;
+    record_kind kind;
+    std::uint64_t key;
+  };
+
+  [[nodiscard]] std::optional<id_state> live(const uuid& id) const {
+    if (auto it = ids_.find(id); it != ids_.end())
+      return it->second.alive ? std::optional<id_state>(it->second) : std::nullopt;
+    if (const record* r = g_.get(id)) return id_state{true, r->kind, r->key};
+    return std::nullopt;
+  }
+  void insert(const uuid& id, record_kind kind, std::uint64_t key) { ids_[id] = id_state{true, kind, key}; }
+  void kill(const uuid& id) {
+    ids_[id].alive = false;
+    removed_.insert(id);
+    std::erase_if(edges_, [&](const auto& e) { return std::get<0>(e.first) == id || std::get<1>(e.first) == id; });
+  }
+  [[nodiscard]] std::optional<float> weight(const uuid& from, const uuid& to, edge_type type) const {
+    if (auto it = edges_.find({from, to, type}); it != edges_.end()) return it->second;
+    if (removed_.contains(from) || removed_.contains(to)) return std::nullopt;
+    return g_.edge_weight(from, to, type);
+  }
+  void set_weight(const uuid& from, const uuid& to, edge_type type, std::optional<float> w) {
+    edges_[{from, to, type}] = w;
+  }
+
+ private:
+  const record_graph& g_;
+  std::unordered_map<uuid, id_state, uuid_hash> ids_;
+  std::unordered_set<uuid, uuid_hash> removed_;
+  std::map<std::tuple<uuid, uuid, edge_type>, std::optional<float>> edges_;
+};
+
 }  // namespace detail
 
-/// Records + graph + embeddings, durable; see the file comment.
+/// Records + graph + embeddings in several vector spaces, durable through
+/// one write-ahead log; see the file comment.
+/// Template parameters: M, the Metric of every space; P, the
+/// VectorPrecision of stored vectors; B, the kernel Backend.
 template <Metric M, VectorPrecision P, Backend B = backend::highway>
 class memory_store {
  public:
-  using vector_store = hnsw_store<M, P, B>;
+  using index_type = hnsw_index<M, P, B>;
+  using space_type = vector_space<M, P, B>;
 
-  /// Opens or creates the store in dir and recovers both halves.
-  /// Errors: io_error, corrupt_data naming the file and offset.
+  /// Opens or creates the store in dir (created when missing) and recovers
+  /// it. Errors: invalid_argument (options disagree with the store),
+  /// io_error, corrupt_data / unsupported naming the file and offset.
   [[nodiscard]] static result<memory_store> open(std::string_view dir, const memory_store_options& options) {
     memory_store s;
-    RUVLLM_TRY_ASSIGN(auto vectors, vector_store::open(dir, options.vectors));
-    s.vectors_ = std::make_unique<vector_store>(std::move(vectors));
-    s.dir_.assign(dir);
+    s.st_ = std::make_unique<state>();
+    state& st = *s.st_;
+    st.dir.assign(dir);
+    st.options = options;
+    if (::mkdir(st.dir.c_str(), 0755) != 0 && errno != EEXIST) return detail::os_error("cannot create", dir);
+    RUVLLM_TRY(s.open_manifest());
+    // Checkpoints.
     if (file_exists(s.snapshot_path())) {
       RUVLLM_TRY_ASSIGN(auto g, record_graph::load(s.snapshot_path()));
-      s.graph_ = std::make_unique<record_graph>(std::move(g));
+      if (g.indexed_attribute() != st.options.indexed_attribute)
+        return make_error(errc::corrupt_data, "indexed attribute '", g.indexed_attribute(), "' != the manifest's '",
+                          st.options.indexed_attribute, "'")
+            .at(s.snapshot_path());
+      st.graph = std::move(g);
     } else {
-      s.graph_ = std::make_unique<record_graph>(options.indexed_attribute);
+      st.graph = record_graph(st.options.indexed_attribute);
     }
-    record_graph& g = *s.graph_;
-    const std::uint64_t done = g.sequence();
-    const std::string wal_path = s.records_wal_path();
+    for (std::uint32_t i = 0; i < st.options.spaces.size(); ++i) {
+      const std::string path = s.space_path(i);
+      if (file_exists(path)) {
+        RUVLLM_TRY_ASSIGN(auto loaded, index_type::load(path));
+        if (loaded.dimension() != st.options.spaces[i].dimension)
+          return make_error(errc::corrupt_data, "space ", i, " has dimension ", loaded.dimension(),
+                            ", the manifest says ", st.options.spaces[i].dimension)
+              .at(path);
+        st.indexes.push_back(std::make_unique<index_type>(std::move(loaded)));
+      } else {
+        RUVLLM_TRY_ASSIGN(auto created, index_type::create(st.options.spaces[i]));
+        st.indexes.push_back(std::make_unique<index_type>(std::move(created)));
+      }
+    }
+    // Replay: each part skips the records its checkpoint already holds.
+    std::uint64_t oldest = st.graph.sequence(), newest = st.graph.sequence();
+    for (const auto& ix : st.indexes) {
+      oldest = std::min(oldest, ix->sequence());
+      newest = std::max(newest, ix->sequence());
+    }
+    const std::string wal_path = s.wal_path();
     auto apply = [&](std::uint64_t seq, std::uint32_t type, std::span<const std::byte> payload) -> result<void> {
-      if (seq <= done) return {};
-      auto r = replay(g, type, payload, wal_path);
-      if (!r) return std::move(r).error().at(wal_path);
+      if (seq <= oldest) return {};
+      if (type != detail::memory_wal_batch)
+        return make_error(errc::corrupt_data, "log record ", seq, " has unknown type ", type).at(wal_path);
+      auto r = s.replay(seq, payload, wal_path);
+      if (!r) return make_error(errc::corrupt_data, "log record ", seq, ": ", r.error().message()).at(wal_path);
       return {};
     };
-    RUVLLM_TRY_ASSIGN(s.log_, write_ahead_log::open(wal_path, options.records_wal, done, apply));
-    // Vectors whose record never made it (crash between the two logs).
-    std::vector<std::uint64_t> orphans;
-    s.vectors_->index().for_each([&](std::uint64_t key, std::span<const float>) {
-      if (g.by_key(key) == nullptr) orphans.push_back(key);
-    });
-    for (auto key : orphans) RUVLLM_TRY(s.vectors_->remove(key));
-    s.locks_ = std::make_unique<locks>();
+    RUVLLM_TRY_ASSIGN(st.wal, write_ahead_log::open(wal_path, st.options.wal, oldest, apply));
+    if (st.wal.base_sequence() > oldest)
+      return make_error(errc::corrupt_data, "the log starts after record ", st.wal.base_sequence(),
+                        " but a checkpoint holds only up to ", oldest)
+          .at(wal_path);
+    if (st.wal.last_sequence() < newest)
+      return make_error(errc::corrupt_data, "the log ends at record ", st.wal.last_sequence(),
+                        " but a checkpoint holds up to ", newest)
+          .at(wal_path);
     return s;
   }
 
   memory_store(memory_store&&) noexcept = default;
   memory_store& operator=(memory_store&&) noexcept = default;
-
-  /// Adds a record (its key is assigned) with an optional embedding.
-  /// Errors: already_exists, invalid_argument, io_error.
-  [[nodiscard]] result<std::uint64_t> add(record r, std::span<const float> embedding = {}) {
-    std::lock_guard w(locks_->writer);
-    if (!embedding.empty() && embedding.size() != vectors_->index().dimension())
-      return make_error(errc::invalid_argument, "embedding dimension ", embedding.size(),
-                        " != ", vectors_->index().dimension());
-    std::uint64_t key;
-    {
-      std::unique_lock g(locks_->graph);
-      RUVLLM_TRY_ASSIGN(key, graph_->insert(r));
-      r.key = key;
-      payload_.clear();
-      record_graph::encode(*graph_->get(r.id), payload_);
-      if (auto logged = log_.append(static_cast<std::uint32_t>(detail::record_op::insert), payload_); !logged) {
-        (void)graph_->remove(r.id);
-        return std::move(logged).error();
-      }
+  memory_store(const memory_store&) = delete;
+  memory_store& operator=(const memory_store&) = delete;
+  /// Syncs the log (errors are lost here; call sync() to see them).
+  ~memory_store() {
+    if (st_) {
+      std::lock_guard w(st_->writer);
+      (void)st_->wal.sync();
     }
-    if (!embedding.empty()) RUVLLM_TRY(vectors_->upsert(key, embedding));
+  }
+
+  // ---- mutations (writer mutex) ---------------------------------------------
+
+  /// Validates, logs and applies batch atomically (see the file comment).
+  /// Errors: invalid_argument, not_found, already_exists naming the
+  /// operation, io_error; on any error nothing changed.
+  [[nodiscard]] result<void> commit(const memory_batch& batch) {
+    std::lock_guard w(st_->writer);
+    return commit_locked(batch);
+  }
+
+  /// Builds a batch from the current state and commits it, atomically:
+  /// build(const record_graph&, memory_batch&) -> result<void> runs under the
+  /// writer mutex, so no other mutation slips between what it reads and what
+  /// it writes (read-modify-write of a record, "link if the session exists").
+  /// build must not call this store. An error from build commits nothing.
+  template <class Build>
+  [[nodiscard]] result<void> commit_with(Build&& build) {
+    std::lock_guard w(st_->writer);
+    memory_batch& b = st_->scratch;
+    b.clear();
+    RUVLLM_TRY(build(std::as_const(st_->graph), b));
+    return commit_locked(b);
+  }
+
+  /// Read-modify-write of one record: fn(record&) -> result<void> edits a
+  /// copy of the record id (its id, kind and key are kept), which then
+  /// replaces it together with the given embeddings. Errors: not_found,
+  /// fn's error, commit's errors.
+  template <class Fn>
+  [[nodiscard]] result<void> modify(const uuid& id, Fn&& fn, std::span<const embedding_ref> embeddings = {}) {
+    return commit_with([&](const record_graph& g, memory_batch& b) -> result<void> {
+      const record* cur = g.get(id);
+      if (cur == nullptr) return make_error(errc::not_found, "record ", to_string(id));
+      record next = *cur;
+      RUVLLM_TRY(fn(next));
+      next.id = cur->id;
+      next.kind = cur->kind;
+      b.replace(std::move(next), embeddings);
+      return {};
+    });
+  }
+
+  /// Inserts one record with its embeddings; returns its key.
+  [[nodiscard]] result<std::uint64_t> insert(record r, std::span<const embedding_ref> embeddings = {}) {
+    memory_batch b;
+    b.insert(std::move(r), embeddings);
+    std::lock_guard w(st_->writer);
+    const std::uint64_t key = st_->graph.next_key();
+    RUVLLM_TRY(commit_locked(b));
     return key;
   }
-
-  /// Sets an attribute (logged as the whole updated record). Errors: not_found, io_error.
+  [[nodiscard]] result<std::uint64_t> insert(record r, std::initializer_list<embedding_ref> embeddings) {
+    return insert(std::move(r), std::span<const embedding_ref>(embeddings.begin(), embeddings.size()));
+  }
+  /// Replaces a record's fields and upserts embeddings (memory_batch::replace).
+  [[nodiscard]] result<void> replace(record r, std::span<const embedding_ref> embeddings = {}) {
+    memory_batch b;
+    b.replace(std::move(r), embeddings);
+    return commit(b);
+  }
+  [[nodiscard]] result<void> replace(record r, std::initializer_list<embedding_ref> embeddings) {
+    return replace(std::move(r), std::span<const embedding_ref>(embeddings.begin(), embeddings.size()));
+  }
+  /// Sets one attribute of a record (logged as the whole updated record).
   [[nodiscard]] result<void> set_attribute(const uuid& id, std::string_view name, attribute_value value) {
-    std::lock_guard w(locks_->writer);
-    std::unique_lock g(locks_->graph);
-    const record* cur = graph_->get(id);
-    if (cur == nullptr) return make_error(errc::not_found, "record ", to_string(id));
-    record next = *cur;
-    next.set(name, value);
-    payload_.clear();
-    record_graph::encode(next, payload_);
-    RUVLLM_TRY(log_.append(static_cast<std::uint32_t>(detail::record_op::replace), payload_));
-    return graph_->set_attribute(id, name, std::move(value));
+    return modify(id, [&](record& r) -> result<void> {
+      r.set(name, std::move(value));
+      return {};
+    });
   }
-
-  /// Removes a record, its edges and its embedding. Errors: not_found, io_error.
+  /// Removes a record, its edges and embeddings. Errors: not_found, io_error.
   [[nodiscard]] result<void> remove(const uuid& id) {
-    std::lock_guard w(locks_->writer);
-    std::uint64_t key;
-    {
-      std::unique_lock g(locks_->graph);
-      const record* cur = graph_->get(id);
-      if (cur == nullptr) return make_error(errc::not_found, "record ", to_string(id));
-      key = cur->key;
-      RUVLLM_TRY(log_.append(static_cast<std::uint32_t>(detail::record_op::remove), id_bytes(id)));
-      RUVLLM_TRY(graph_->remove(id));
-    }
-    if (vectors_->index().contains(key)) RUVLLM_TRY(vectors_->remove(key));
-    return {};
+    memory_batch b;
+    b.remove(id);
+    return commit(b);
   }
-
-  /// Adds or re-weights an edge. Errors: not_found, io_error.
+  /// Adds or re-weights an edge. Errors: not_found, invalid_argument, io_error.
   [[nodiscard]] result<void> link(const uuid& from, const uuid& to, edge_type type, float weight) {
-    std::lock_guard w(locks_->writer);
-    std::unique_lock g(locks_->graph);
-    if (graph_->get(from) == nullptr || graph_->get(to) == nullptr)
-      return make_error(errc::not_found, "edge endpoint is not a record");
-    return log_link(from, to, type, weight);
+    memory_batch b;
+    b.link(from, to, type, weight);
+    return commit(b);
   }
-
-  /// Adds delta to an edge's weight (logged as the absolute result).
+  /// Adds delta to an edge's weight; returns the new weight.
   [[nodiscard]] result<float> adjust_weight(const uuid& from, const uuid& to, edge_type type, float delta) {
-    std::lock_guard w(locks_->writer);
-    std::unique_lock g(locks_->graph);
-    float weight = 0.0f;
-    bool found = false;
-    for (const auto& e : graph_->neighbours(from, type, direction::out))
-      if (e.to == to) {
-        weight = e.weight + delta;
-        found = true;
-      }
-    if (!found) return make_error(errc::not_found, "edge ", to_string(from), " -> ", to_string(to));
-    RUVLLM_TRY(log_link(from, to, type, weight));
-    return weight;
+    memory_batch b;
+    b.adjust_weight(from, to, type, delta);
+    return commit_edge(b);
   }
-
+  /// Multiplies an edge's weight by factor (e.g. 1.05); returns the new weight.
+  [[nodiscard]] result<float> scale_weight(const uuid& from, const uuid& to, edge_type type, float factor) {
+    memory_batch b;
+    b.scale_weight(from, to, type, factor);
+    return commit_edge(b);
+  }
   /// Removes an edge. Errors: not_found, io_error.
   [[nodiscard]] result<void> unlink(const uuid& from, const uuid& to, edge_type type) {
-    std::lock_guard w(locks_->writer);
-    std::unique_lock g(locks_->graph);
-    std::vector<std::byte> p;
-    append_edge(p, from, to, type, 0.0f);
-    bool found = false;
-    for (const auto& e : graph_->neighbours(from, type, direction::out)) found = found || e.to == to;
-    if (!found) return make_error(errc::not_found, "edge ", to_string(from), " -> ", to_string(to));
-    RUVLLM_TRY(log_.append(static_cast<std::uint32_t>(detail::record_op::unlink), p));
-    return graph_->remove_edge(from, to, type);
+    memory_batch b;
+    b.unlink(from, to, type);
+    return commit(b);
   }
 
-  /// Calls fn(const record_graph&) under the records' shared lock.
+  // ---- queries (records' shared lock) ---------------------------------------
+
+  /// Calls fn(const record_graph&) under the records' shared lock and
+  /// returns its result. fn must not call this store's mutators.
   template <class Fn>
   decltype(auto) read(Fn&& fn) const {
-    std::shared_lock g(locks_->graph);
-    return fn(*graph_);
+    std::shared_lock g(st_->graph_lock);
+    return fn(std::as_const(st_->graph));
   }
 
   /// A copy of the record with id, if any.
   [[nodiscard]] std::optional<record> get(const uuid& id) const {
-    std::shared_lock g(locks_->graph);
-    const record* r = graph_->get(id);
+    std::shared_lock g(st_->graph_lock);
+    const record* r = st_->graph.get(id);
     return r == nullptr ? std::nullopt : std::optional<record>(*r);
   }
 
-  /// The k records nearest to query whose record passes pred, closest first.
-  template <class Pred>
-  [[nodiscard]] result<std::vector<memory_hit>> search(std::span<const float> query, std::size_t k, Pred pred,
-                                                       search_params params = {}) const {
-    std::shared_lock g(locks_->graph);
-    RUVLLM_TRY_ASSIGN(auto hits, vectors_->index().search(query, k, params, graph_->filter(pred)));
-    std::vector<memory_hit> out;
-    out.reserve(hits.size());
+  /// Calls fn(const record&, float distance) for the k records nearest to
+  /// query in space whose record passes pred, closest first, under the
+  /// records' shared lock; returns how many. Errors: invalid_argument
+  /// (space, query dimension).
+  template <class Pred, class Fn>
+  [[nodiscard]] result<std::size_t> visit_nearest(std::uint32_t space, std::span<const float> query, std::size_t k,
+                                                  Pred&& pred, Fn&& fn, search_params params = {}) const {
+    RUVLLM_TRY(check_space(space));
+    std::shared_lock g(st_->graph_lock);
+    const record_graph& graph = st_->graph;
+    auto accept = [&graph, &pred](std::uint64_t key) {
+      const record* r = graph.by_key(key);
+      return r != nullptr && pred(*r);
+    };
+    RUVLLM_TRY_ASSIGN(auto hits, st_->indexes[space]->search(query, k, params, accept));
+    std::size_t n = 0;
     for (const auto& h : hits)
-      if (const record* r = graph_->by_key(h.key)) out.push_back(memory_hit{*r, h.distance});
+      if (const record* r = graph.by_key(h.key)) {
+        fn(*r, h.distance);
+        ++n;
+      }
+    return n;
+  }
+
+  /// The k records nearest to query in space that pass pred, closest first.
+  template <class Pred>
+  [[nodiscard]] result<std::vector<memory_hit>> search(std::uint32_t space, std::span<const float> query, std::size_t k,
+                                                       Pred&& pred, search_params params = {}) const {
+    std::vector<memory_hit> out;
+    RUVLLM_TRY(visit_nearest(
+        space, query, k, pred,
+        [&](const record& r, float d) {
+          out.push_back(memory_hit{r, d});
+        },
+        params));
     return out;
   }
-
-  /// The vector half (searches, sizes).
-  [[nodiscard]] const vector_store& vectors() const noexcept { return *vectors_; }
-
-  /// Saves both snapshots and starts empty logs.
-  [[nodiscard]] result<void> checkpoint() {
-    std::lock_guard w(locks_->writer);
-    std::shared_lock g(locks_->graph);
-    RUVLLM_TRY(vectors_->checkpoint());
-    RUVLLM_TRY(log_.sync());
-    RUVLLM_TRY(graph_->save(snapshot_path(), log_.last_sequence()));
-    return log_.reset(log_.last_sequence());
+  [[nodiscard]] result<std::vector<memory_hit>> search(std::uint32_t space, std::span<const float> query,
+                                                       std::size_t k) const {
+    return search(space, query, k, [](const record&) { return true; });
   }
 
-  /// Checks the vector half and that every vector has a record.
+  /// Copies the embedding of record id in space into out (the space's
+  /// dimension). Errors: not_found (no such record or no embedding there),
+  /// invalid_argument.
+  [[nodiscard]] result<void> embedding(std::uint32_t space, const uuid& id, std::span<float> out) const {
+    RUVLLM_TRY(check_space(space));
+    std::uint64_t key;
+    {
+      std::shared_lock g(st_->graph_lock);
+      const record* r = st_->graph.get(id);
+      if (r == nullptr) return make_error(errc::not_found, "record ", to_string(id));
+      key = r->key;
+    }
+    return st_->indexes[space]->get_vector(key, out);
+  }
+
+  /// The index of a space (searches, sizes; thread-safe, see hnsw_index).
+  [[nodiscard]] const index_type& index(std::uint32_t space) const noexcept { return *st_->indexes[space]; }
+  [[nodiscard]] std::uint32_t space_count() const noexcept { return static_cast<std::uint32_t>(st_->indexes.size()); }
+  /// The dimension of a space (0 for a space that does not exist).
+  [[nodiscard]] std::uint32_t dimension(std::uint32_t space) const noexcept {
+    return space < st_->indexes.size() ? st_->indexes[space]->dimension() : 0;
+  }
+
+  // ---- durability -------------------------------------------------------------
+
+  /// Forces every logged batch to stable storage (group_commit, none).
+  [[nodiscard]] result<void> sync() {
+    std::lock_guard w(st_->writer);
+    return st_->wal.sync();
+  }
+
+  /// Saves every checkpoint and starts an empty log.
+  [[nodiscard]] result<void> checkpoint() {
+    std::lock_guard w(st_->writer);
+    return checkpoint_locked();
+  }
+
+  /// Rebuilds every index without tombstones (linking on pool's threads),
+  /// then checkpoints.
+  [[nodiscard]] result<void> compact(thread_pool* pool = nullptr) {
+    std::lock_guard w(st_->writer);
+    for (auto& ix : st_->indexes) RUVLLM_TRY(ix->compact(pool));
+    return checkpoint_locked();
+  }
+
+  /// Checks every index's invariants and saved checksums, and that every
+  /// vector belongs to a record. O(n).
   [[nodiscard]] result<void> verify() const {
-    RUVLLM_TRY(vectors_->verify());
-    std::shared_lock g(locks_->graph);
-    std::uint64_t orphan = 0;
-    bool ok = true;
-    vectors_->index().for_each([&](std::uint64_t key, std::span<const float>) {
-      if (graph_->by_key(key) == nullptr) {
-        ok = false;
-        orphan = key;
+    std::shared_lock g(st_->graph_lock);
+    for (std::uint32_t i = 0; i < st_->indexes.size(); ++i) {
+      const index_type& ix = *st_->indexes[i];
+      RUVLLM_TRY(ix.verify());
+      if (file_exists(space_path(i))) {
+        RUVLLM_TRY_ASSIGN(auto view, index_type::open_view(space_path(i)));
+        RUVLLM_TRY(view.verify());
       }
-    });
-    if (!ok) return make_error(errc::corrupt_data, "vector key ", orphan, " has no record");
+      std::uint64_t orphan = 0;
+      bool ok = true;
+      ix.for_each([&](std::uint64_t key, std::span<const float>) {
+        if (st_->graph.by_key(key) == nullptr) {
+          ok = false;
+          orphan = key;
+        }
+      });
+      if (!ok) return make_error(errc::corrupt_data, "space ", i, ": vector key ", orphan, " has no record");
+    }
     return {};
   }
 
-  [[nodiscard]] std::string snapshot_path() const { return dir_ + "/records.snap"; }
-  [[nodiscard]] std::string records_wal_path() const { return dir_ + "/records.wal"; }
+  [[nodiscard]] memory_store_stats stats() const {
+    std::lock_guard w(st_->writer);
+    memory_store_stats s = st_->stats;
+    s.wal = st_->wal.stats();
+    return s;
+  }
+  /// Sequence number of the last logged batch.
+  [[nodiscard]] std::uint64_t sequence() const {
+    std::lock_guard w(st_->writer);
+    return st_->wal.last_sequence();
+  }
+  [[nodiscard]] const std::string& directory() const noexcept { return st_->dir; }
+  [[nodiscard]] std::string manifest_path() const { return st_->dir + "/store.manifest"; }
+  [[nodiscard]] std::string wal_path() const { return st_->dir + "/store.wal"; }
+  [[nodiscard]] std::string snapshot_path() const { return st_->dir + "/records.snap"; }
+  [[nodiscard]] std::string space_path(std::uint32_t space) const {
+    return st_->dir + "/space" + std::to_string(space) + ".hnsw";
+  }
 
  private:
-  struct locks {
-    std::mutex writer;
-    mutable std::shared_mutex graph;
+  using op_code = memory_batch::op_code;
+
+  struct state {
+    std::string dir;
+    memory_store_options options;
+    record_graph graph;
+    std::vector<std::unique_ptr<index_type>> indexes;
+    write_ahead_log wal;
+    memory_store_stats stats;
+    mutable std::mutex writer;
+    mutable std::shared_mutex graph_lock;
+    // Reused per commit.
+    memory_batch scratch;
+    std::vector<std::byte> payload;
+    std::vector<std::uint64_t> keys;  // per op: the record key it touches
+    std::vector<float> weights;       // per op: the resolved absolute weight
   };
 
   memory_store() = default;
 
-  static std::span<const std::byte> id_bytes(const uuid& id) { return std::as_bytes(std::span<const uuid>(&id, 1)); }
-  static void append_edge(std::vector<std::byte>& p, const uuid& from, const uuid& to, edge_type type, float weight) {
-    const auto add = [&](const void* v, std::size_t n) {
-      const auto* b = static_cast<const std::byte*>(v);
-      p.insert(p.end(), b, b + n);
-    };
-    add(&from, sizeof from);
-    add(&to, sizeof to);
-    const auto t = static_cast<std::uint8_t>(type);
-    add(&t, 1);
-    add(&weight, sizeof weight);
+  [[nodiscard]] result<void> check_space(std::uint32_t space) const {
+    if (space >= st_->indexes.size())
+      return make_error(errc::invalid_argument, "space ", space, " >= space count ", st_->indexes.size());
+    return {};
   }
 
-  [[nodiscard]] result<void> log_link(const uuid& from, const uuid& to, edge_type type, float weight) {
-    std::vector<std::byte> p;
-    append_edge(p, from, to, type, weight);
-    RUVLLM_TRY(log_.append(static_cast<std::uint32_t>(detail::record_op::link), p));
-    return graph_->link(from, to, type, weight);
+  // ---- manifest -------------------------------------------------------------
+
+  [[nodiscard]] result<void> open_manifest() {
+    state& st = *st_;
+    const std::string path = manifest_path();
+    if (!file_exists(path)) {
+      if (file_exists(wal_path()) || file_exists(snapshot_path()))
+        return make_error(errc::corrupt_data, "the store has data but no manifest").at(path);
+      if (st.options.spaces.size() > detail::memory_max_spaces)
+        return make_error(errc::invalid_argument, "space count ", st.options.spaces.size(), " exceeds ",
+                          detail::memory_max_spaces);
+      for (std::size_t i = 0; i < st.options.spaces.size(); ++i)
+        if (auto created = index_type::create(st.options.spaces[i]); !created)
+          return make_error(errc::invalid_argument, "space ", i, ": ", created.error().message());
+      return write_manifest(path);
+    }
+    RUVLLM_TRY_ASSIGN(auto map, mapped_file::open(path));
+    byte_reader r(map.bytes(), path);
+    RUVLLM_TRY_ASSIGN(auto magic, r.read_bytes(8, "magic"));
+    if (std::memcmp(magic.data(), detail::memory_manifest_magic.data(), 8) != 0)
+      return r.fail(errc::corrupt_data, "not a memory store manifest (bad magic)");
+    if (map.bytes().size() < 16) return r.fail(errc::corrupt_data, "manifest truncated");
+    std::uint32_t crc;
+    std::memcpy(&crc, map.bytes().data() + map.bytes().size() - 4, 4);
+    if (crc32c(map.bytes().first(map.bytes().size() - 4)) != crc)
+      return make_error(errc::corrupt_data, "manifest checksum").at(path, map.bytes().size() - 4);
+    RUVLLM_TRY_ASSIGN(auto version, r.read<std::uint32_t>("version"));
+    if (version != detail::memory_manifest_version)
+      return r.fail(errc::unsupported, "manifest version ", version, " != ", detail::memory_manifest_version);
+    RUVLLM_TRY_ASSIGN(auto count, r.read<std::uint32_t>("space count"));
+    if (count > detail::memory_max_spaces) return r.fail(errc::corrupt_data, "space count ", count);
+    std::vector<hnsw_options> spaces(count);
+    for (auto& sp : spaces) {
+      RUVLLM_TRY_ASSIGN(sp.dimension, r.read<std::uint32_t>("dimension"));
+      RUVLLM_TRY_ASSIGN(auto metric, r.read<std::uint8_t>("metric"));
+      RUVLLM_TRY_ASSIGN(auto precision, r.read<std::uint8_t>("precision"));
+      RUVLLM_TRY_ASSIGN(auto originals, r.read<std::uint8_t>("flags"));
+      RUVLLM_TRY_ASSIGN(auto zero, r.read<std::uint8_t>("reserved"));
+      (void)zero;
+      if (metric != space_type::metric_id || precision != space_type::precision_id)
+        return r.fail(errc::invalid_argument, "the store's metric/precision ids (", metric, ", ", precision,
+                      ") differ from this store type's (", space_type::metric_id, ", ", space_type::precision_id, ")");
+      sp.keep_originals = originals != 0;
+      RUVLLM_TRY_ASSIGN(sp.m, r.read<std::uint32_t>("m"));
+      RUVLLM_TRY_ASSIGN(sp.ef_construction, r.read<std::uint32_t>("ef_construction"));
+      RUVLLM_TRY_ASSIGN(sp.ef_search, r.read<std::uint32_t>("ef_search"));
+      if (auto ok = index_type::create(sp); !ok) return r.fail(errc::corrupt_data, ok.error().message());
+    }
+    RUVLLM_TRY_ASSIGN(auto indexed, detail::read_text(r, "indexed attribute"));
+    if (r.remaining() != 4) return r.fail(errc::corrupt_data, r.remaining(), " bytes before the checksum, not 4");
+    if (!st.options.spaces.empty()) {
+      if (st.options.spaces.size() != spaces.size())
+        return make_error(errc::invalid_argument, "the store in ", st.dir, " has ", spaces.size(),
+                          " vector spaces, the options ask for ", st.options.spaces.size());
+      for (std::size_t i = 0; i < spaces.size(); ++i)
+        if (st.options.spaces[i].dimension != spaces[i].dimension)
+          return make_error(errc::invalid_argument, "space ", i, " of the store in ", st.dir, " has dimension ",
+                            spaces[i].dimension, ", the options ask for ", st.options.spaces[i].dimension);
+    }
+    // Run-time knobs (compaction ratio, level seed) come from the options.
+    for (std::size_t i = 0; i < spaces.size() && i < st.options.spaces.size(); ++i) {
+      spaces[i].compact_ratio = st.options.spaces[i].compact_ratio;
+      spaces[i].seed = st.options.spaces[i].seed;
+    }
+    st.options.spaces = std::move(spaces);
+    st.options.indexed_attribute.assign(indexed);
+    return {};
   }
 
-  [[nodiscard]] static result<void> replay(record_graph& g, std::uint32_t type, std::span<const std::byte> payload,
-                                           std::string_view path) {
-    byte_reader b(payload, path);
-    switch (static_cast<detail::record_op>(type)) {
-      case detail::record_op::insert:
-      case detail::record_op::replace: {
-        RUVLLM_TRY_ASSIGN(auto rec, record_graph::decode(b));
-        if (static_cast<detail::record_op>(type) == detail::record_op::replace) {
-          // Keep the edges: replace only the attributes.
-          for (const auto& [name, value] : rec.attributes) RUVLLM_TRY(g.set_attribute(rec.id, name, value));
-          return {};
+  [[nodiscard]] result<void> write_manifest(const std::string& path) const {
+    const state& st = *st_;
+    std::vector<std::byte> out(detail::memory_manifest_magic.size());
+    std::memcpy(out.data(), detail::memory_manifest_magic.data(), 8);
+    detail::put_bytes(out, detail::memory_manifest_version);
+    detail::put_bytes(out, static_cast<std::uint32_t>(st.options.spaces.size()));
+    for (const auto& sp : st.options.spaces) {
+      detail::put_bytes(out, sp.dimension);
+      detail::put_bytes(out, space_type::metric_id);
+      detail::put_bytes(out, space_type::precision_id);
+      detail::put_bytes(out, static_cast<std::uint8_t>(sp.keep_originals ? 1 : 0));
+      detail::put_bytes(out, std::uint8_t{0});
+      detail::put_bytes(out, sp.m);
+      detail::put_bytes(out, sp.ef_construction);
+      detail::put_bytes(out, sp.ef_search);
+    }
+    detail::put_text(out, st.options.indexed_attribute);
+    detail::put_bytes(out, crc32c(out));
+    const std::string tmp = path + ".tmp";
+    RUVLLM_TRY_ASSIGN(auto f, open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+    RUVLLM_TRY(write_all(f, out, tmp));
+    RUVLLM_TRY(sync_file(f, tmp));
+    f.close();
+    return replace_file(tmp, path);
+  }
+
+  // ---- commit -----------------------------------------------------------------
+
+  // Commits a one-operation batch that re-weights an edge; returns the weight.
+  [[nodiscard]] result<float> commit_edge(const memory_batch& b) {
+    std::lock_guard w(st_->writer);
+    RUVLLM_TRY(commit_locked(b));
+    return st_->weights.front();
+  }
+
+  // Checks every embedding of op o (space, dimension, finite, distinct spaces).
+  [[nodiscard]] result<void> check_embeddings(const memory_batch& b, const memory_batch::op& o) const {
+    std::uint64_t seen = 0;
+    for (std::uint32_t e = o.emb_begin; e < o.emb_end; ++e) {
+      const auto& emb = b.embeddings_[e];
+      RUVLLM_TRY(check_space(emb.space));
+      if (seen & (std::uint64_t{1} << emb.space))
+        return make_error(errc::invalid_argument, "space ", emb.space, " is given twice");
+      seen |= std::uint64_t{1} << emb.space;
+      const std::uint32_t dim = st_->indexes[emb.space]->dimension();
+      if (emb.size != dim)
+        return make_error(errc::invalid_argument, "embedding dimension ", emb.size, " != space ", emb.space,
+                          " dimension ", dim);
+      const auto v = b.vector_of(emb);
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (!std::isfinite(v[i]))
+          return make_error(errc::invalid_argument, "embedding element ", i, " in space ", emb.space,
+                            " is not finite (", v[i], ")");
+    }
+    return {};
+  }
+
+  [[nodiscard]] static result<void> check_record_fields(const record& r) {
+    if (r.id.is_nil()) return make_error(errc::invalid_argument, "record id is nil");
+    if (static_cast<std::uint8_t>(r.kind) >= record_kind_count)
+      return make_error(errc::invalid_argument, "record kind ", static_cast<unsigned>(r.kind),
+                        " >= ", unsigned{record_kind_count});
+    for (std::size_t i = 1; i < r.attributes.size(); ++i)
+      if (!(r.attributes[i - 1].first < r.attributes[i].first))
+        return make_error(errc::invalid_argument, "attribute '", r.attributes[i].first, "' appears twice");
+    if (r.payload.size() > wal_max_payload)
+      return make_error(errc::invalid_argument, "payload of ", r.payload.size(), " bytes exceeds ", wal_max_payload);
+    return {};
+  }
+
+  // Validates b against the current state (without changing it), resolving
+  // keys and weights into st.keys / st.weights and encoding the log payload.
+  [[nodiscard]] result<void> validate(const memory_batch& b) {
+    state& st = *st_;
+    detail::batch_overlay ov(st.graph);
+    std::uint64_t next_key = st.graph.next_key();
+    st.keys.assign(b.ops_.size(), 0);
+    st.weights.assign(b.ops_.size(), 0.0f);
+    st.payload.clear();
+    detail::put_bytes(st.payload, static_cast<std::uint32_t>(b.ops_.size()));
+    for (std::size_t i = 0; i < b.ops_.size(); ++i) {
+      const auto& o = b.ops_[i];
+      auto fail = [&](error e) { return make_error(e.code(), "batch operation ", i, ": ", e.message()); };
+      switch (o.code) {
+        case op_code::insert:
+        case op_code::replace: {
+          if (auto ok = check_record_fields(o.rec); !ok) return fail(std::move(ok).error());
+          if (auto ok = check_embeddings(b, o); !ok) return fail(std::move(ok).error());
+          const auto cur = ov.live(o.rec.id);
+          if (o.code == op_code::insert) {
+            if (cur) return fail(make_error(errc::already_exists, "record ", to_string(o.rec.id), " exists"));
+            st.keys[i] = next_key++;
+            ov.insert(o.rec.id, o.rec.kind, st.keys[i]);
+          } else {
+            if (!cur) return fail(make_error(errc::not_found, "record ", to_string(o.rec.id)));
+            if (cur->kind != o.rec.kind)
+              return fail(make_error(errc::invalid_argument, "record ", to_string(o.rec.id), " has kind ",
+                                     static_cast<unsigned>(cur->kind), ", not ", static_cast<unsigned>(o.rec.kind)));
+            st.keys[i] = cur->key;
+          }
+          detail::put_bytes(st.payload, static_cast<std::uint8_t>(o.code));
+          const std::size_t at = st.payload.size();
+          record_graph::encode(o.rec, st.payload);
+          // The key field of the encoded record: after id (16), kind (1), time (8), group (8).
+          std::memcpy(st.payload.data() + at + 33, &st.keys[i], 8);
+          detail::put_bytes(st.payload, o.emb_end - o.emb_begin);
+          for (std::uint32_t e = o.emb_begin; e < o.emb_end; ++e) {
+            const auto& emb = b.embeddings_[e];
+            detail::put_bytes(st.payload, emb.space);
+            detail::put_bytes(st.payload, static_cast<std::uint32_t>(emb.size));
+            const auto v = b.vector_of(emb);
+            const auto* p = reinterpret_cast<const std::byte*>(v.data());
+            st.payload.insert(st.payload.end(), p, p + v.size_bytes());
+          }
+          break;
         }
-        RUVLLM_TRY(g.insert_with_key(std::move(rec)));
-        return {};
-      }
-      case detail::record_op::remove: {
-        uuid id;
-        RUVLLM_TRY_ASSIGN(id.hi, b.read<std::uint64_t>("id"));
-        RUVLLM_TRY_ASSIGN(id.lo, b.read<std::uint64_t>("id"));
-        return g.remove(id);
-      }
-      case detail::record_op::link:
-      case detail::record_op::unlink: {
-        uuid from, to;
-        RUVLLM_TRY_ASSIGN(from.hi, b.read<std::uint64_t>("edge"));
-        RUVLLM_TRY_ASSIGN(from.lo, b.read<std::uint64_t>("edge"));
-        RUVLLM_TRY_ASSIGN(to.hi, b.read<std::uint64_t>("edge"));
-        RUVLLM_TRY_ASSIGN(to.lo, b.read<std::uint64_t>("edge"));
-        RUVLLM_TRY_ASSIGN(auto t, b.read<std::uint8_t>("edge type"));
-        RUVLLM_TRY_ASSIGN(auto w, b.read<float>("edge weight"));
-        if (t < 1 || t > 4) return b.fail(errc::corrupt_data, "edge type ", t);
-        if (static_cast<detail::record_op>(type) == detail::record_op::link)
-          return g.link(from, to, static_cast<edge_type>(t), w);
-        return g.remove_edge(from, to, static_cast<edge_type>(t));
+        case op_code::remove: {
+          const auto cur = ov.live(o.from);
+          if (!cur) return fail(make_error(errc::not_found, "record ", to_string(o.from)));
+          st.keys[i] = cur->key;
+          ov.kill(o.from);
+          detail::put_bytes(st.payload, static_cast<std::uint8_t>(op_code::remove));
+          detail::put_uuid(st.payload, o.from);
+          detail::put_bytes(st.payload, cur->key);
+          break;
+        }
+        case op_code::link:
+        case op_code::adjust:
+        case op_code::scale:
+        case op_code::unlink: {
+          if (!ov.live(o.from) || !ov.live(o.to))
+            return fail(make_error(errc::not_found, "edge endpoint ", to_string(ov.live(o.from) ? o.to : o.from),
+                                   " is not a record"));
+          float weight = o.value;
+          if (o.code != op_code::link) {
+            const auto cur = ov.weight(o.from, o.to, o.type);
+            if (!cur)
+              return fail(make_error(errc::not_found, "edge ", to_string(o.from), " -> ", to_string(o.to), " of type ",
+                                     static_cast<unsigned>(o.type)));
+            weight = o.code == op_code::adjust ? *cur + o.value : o.code == op_code::scale ? *cur * o.value : 0.0f;
+          }
+          if (auto ok = record_graph::check_edge(o.type, weight); !ok) return fail(std::move(ok).error());
+          st.weights[i] = weight;
+          ov.set_weight(o.from, o.to, o.type, o.code == op_code::unlink ? std::nullopt : std::optional<float>(weight));
+          detail::put_bytes(st.payload,
+                            static_cast<std::uint8_t>(o.code == op_code::unlink ? op_code::unlink : op_code::link));
+          detail::put_uuid(st.payload, o.from);
+          detail::put_uuid(st.payload, o.to);
+          detail::put_bytes(st.payload, static_cast<std::uint8_t>(o.type));
+          detail::put_bytes(st.payload, weight);
+          break;
+        }
+        default: return fail(make_error(errc::invalid_argument, "unknown operation"));
       }
     }
-    return make_error(errc::corrupt_data, "unknown record operation ", type);
+    if (st.payload.size() > wal_max_payload)
+      return make_error(errc::invalid_argument, "a batch of ", b.ops_.size(), " operations takes ", st.payload.size(),
+                        " bytes, more than one log record holds (", wal_max_payload, "); split it");
+    return {};
   }
 
-  std::string dir_;
-  std::unique_ptr<vector_store> vectors_;
-  std::unique_ptr<record_graph> graph_;
-  write_ahead_log log_;
-  std::vector<std::byte> payload_;
-  std::unique_ptr<locks> locks_;
+  [[nodiscard]] result<void> commit_locked(const memory_batch& b) {
+    state& st = *st_;
+    if (b.empty()) return {};
+    if (auto ok = validate(b); !ok) {
+      ++st.stats.rejected;
+      return ok;
+    }
+    RUVLLM_TRY(st.wal.append(detail::memory_wal_batch, st.payload));
+    // Logged: from here on the batch is applied; validation made every step
+    // succeed, so an error below is a bug (reported, never hidden).
+    {
+      std::unique_lock g(st.graph_lock);
+      for (std::size_t i = 0; i < b.ops_.size(); ++i) {
+        const auto& o = b.ops_[i];
+        result<void> ok{};
+        switch (o.code) {
+          case op_code::insert: {
+            record r = o.rec;
+            r.key = st.keys[i];
+            auto k = st.graph.insert_with_key(std::move(r));
+            if (!k) ok = std::move(k).error();
+            break;
+          }
+          case op_code::replace: ok = st.graph.replace(o.rec); break;
+          case op_code::remove: ok = st.graph.remove(o.from); break;
+          case op_code::unlink: ok = st.graph.remove_edge(o.from, o.to, o.type); break;
+          default: ok = st.graph.link(o.from, o.to, o.type, st.weights[i]); break;
+        }
+        if (!ok) return make_error(errc::corrupt_data, "applying logged operation ", i, ": ", ok.error().message());
+      }
+    }
+    for (std::size_t i = 0; i < b.ops_.size(); ++i) {
+      const auto& o = b.ops_[i];
+      if (o.code == op_code::insert || o.code == op_code::replace) {
+        for (std::uint32_t e = o.emb_begin; e < o.emb_end; ++e)
+          RUVLLM_TRY(st.indexes[b.embeddings_[e].space]->upsert(st.keys[i], b.vector_of(b.embeddings_[e])));
+      } else if (o.code == op_code::remove) {
+        for (auto& ix : st.indexes)
+          if (ix->contains(st.keys[i])) RUVLLM_TRY(ix->remove(st.keys[i]));
+      }
+    }
+    ++st.stats.commits;
+    st.stats.operations += b.ops_.size();
+    if (st.options.checkpoint_bytes != 0 && st.wal.bytes() > st.options.checkpoint_bytes) return checkpoint_locked();
+    return {};
+  }
+
+  [[nodiscard]] result<void> checkpoint_locked() {
+    state& st = *st_;
+    const std::uint64_t seq = st.wal.last_sequence();
+    RUVLLM_TRY(st.wal.sync());
+    // Only this thread mutates (writer mutex), so the graph is read without
+    // its lock and readers continue during the save.
+    RUVLLM_TRY(st.graph.save(snapshot_path(), seq));
+    for (std::uint32_t i = 0; i < st.indexes.size(); ++i) RUVLLM_TRY(st.indexes[i]->save(space_path(i), seq));
+    RUVLLM_TRY(st.wal.reset(seq));
+    ++st.stats.checkpoints;
+    return {};
+  }
+
+  // ---- replay -------------------------------------------------------------------
+
+  // Applies one logged batch: the records part when seq is after the graph's
+  // checkpoint, each space's part when seq is after that space's checkpoint.
+  // Every field is checked (the log is hostile until proven otherwise).
+  [[nodiscard]] result<void> replay(std::uint64_t seq, std::span<const std::byte> payload, std::string_view path) {
+    state& st = *st_;
+    const bool graph_part = seq > st.graph.sequence();
+    byte_reader b(payload, path);
+    RUVLLM_TRY_ASSIGN(auto count, b.read<std::uint32_t>("operation count"));
+    if (count > payload.size()) return b.fail(errc::corrupt_data, "operation count ", count);
+    std::vector<float> v;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      RUVLLM_TRY_ASSIGN(auto code_byte, b.read<std::uint8_t>("operation"));
+      const auto code = static_cast<op_code>(code_byte);
+      switch (code) {
+        case op_code::insert:
+        case op_code::replace: {
+          RUVLLM_TRY_ASSIGN(auto rec, record_graph::decode(b));
+          const std::uint64_t key = rec.key;
+          if (graph_part) {
+            if (code == op_code::insert) {
+              RUVLLM_TRY(st.graph.insert_with_key(std::move(rec)));
+            } else {
+              const record* cur = st.graph.get(rec.id);
+              if (cur == nullptr || cur->key != key) return b.fail(errc::corrupt_data, "replace of an unknown record");
+              RUVLLM_TRY(st.graph.replace(std::move(rec)));
+            }
+          }
+          RUVLLM_TRY_ASSIGN(auto n, b.read<std::uint32_t>("embedding count"));
+          for (std::uint32_t e = 0; e < n; ++e) {
+            RUVLLM_TRY_ASSIGN(auto space, b.read<std::uint32_t>("space"));
+            RUVLLM_TRY_ASSIGN(auto dim, b.read<std::uint32_t>("dimension"));
+            if (space >= st.indexes.size() || dim != st.indexes[space]->dimension())
+              return b.fail(errc::corrupt_data, "embedding of space ", space, " with dimension ", dim);
+            RUVLLM_TRY_ASSIGN(auto bytes, b.read_bytes(std::uint64_t{dim} * 4, "embedding"));
+            if (seq <= st.indexes[space]->sequence()) continue;
+            v.resize(dim);
+            std::memcpy(v.data(), bytes.data(), bytes.size());
+            RUVLLM_TRY(st.indexes[space]->upsert(key, v));
+          }
+          break;
+        }
+        case op_code::remove: {
+          RUVLLM_TRY_ASSIGN(auto id, detail::read_uuid(b));
+          RUVLLM_TRY_ASSIGN(auto key, b.read<std::uint64_t>("key"));
+          if (graph_part) {
+            const record* cur = st.graph.get(id);
+            if (cur == nullptr || cur->key != key) return b.fail(errc::corrupt_data, "remove of an unknown record");
+            RUVLLM_TRY(st.graph.remove(id));
+          }
+          for (auto& ix : st.indexes)
+            if (seq > ix->sequence() && ix->contains(key)) RUVLLM_TRY(ix->remove(key));
+          break;
+        }
+        case op_code::link:
+        case op_code::unlink: {
+          RUVLLM_TRY_ASSIGN(auto from, detail::read_uuid(b, "edge"));
+          RUVLLM_TRY_ASSIGN(auto to, detail::read_uuid(b, "edge"));
+          RUVLLM_TRY_ASSIGN(auto type, b.read<std::uint8_t>("edge type"));
+          RUVLLM_TRY_ASSIGN(auto weight, b.read<float>("edge weight"));
+          if (!graph_part) break;
+          if (code == op_code::link)
+            RUVLLM_TRY(st.graph.link(from, to, static_cast<edge_type>(type), weight));
+          else
+            RUVLLM_TRY(st.graph.remove_edge(from, to, static_cast<edge_type>(type)));
+          break;
+        }
+        default: return b.fail(errc::corrupt_data, "unknown operation ", code_byte);
+      }
+    }
+    if (b.remaining() != 0) return b.fail(errc::corrupt_data, b.remaining(), " trailing bytes");
+    return {};
+  }
+
+  std::unique_ptr<state> st_;
 };
 
 }  // namespace ruvllm::store
 
 #endif  // RUVLLM_STORE_MEMORY_STORE_HPP
 
-// ==== ruvllm/store/roles.hpp
-#ifndef RUVLLM_STORE_ROLES_HPP
-#define RUVLLM_STORE_ROLES_HPP
+// ==== ruvllm/store/policy_store.hpp
+#ifndef RUVLLM_STORE_POLICY_STORE_HPP
+#define RUVLLM_STORE_POLICY_STORE_HPP
 
-// The three roles Ruvector plays for the engine, as thin typed views over
-// one memory_store (so policies, sessions and witness entries share one
-// durable directory, one index and one graph, and relate through edges):
+// policy_store<Store>: the policy memory of the engine (Ruvector's role A):
+// what the learning loops learned, persisted so that a restarted or a
+// different engine starts from it. A policy has a type (pattern, router
+// checkpoint, quantization threshold, EWC anchor, or an application code),
+// a parameter vector, a confidence in [0, 1], an optional Fisher diagonal
+// (EWC++ importance of each parameter), the loop that produced it
+// (instant, background, deep, federated) and an embedding; the engine asks
+// "the policies of type T nearest to this context with confidence >= c".
 //
-//   policy_store<Store>  learned policies/patterns with an embedding and a
-//                        quality; "nearest good patterns" lookups
-//   session_index<Store> sessions by embedding and by time, for recovery
-//   witness_log<Store>   append-only audit entries linked to their session
-//                        and pattern (session_witness, pattern_witness edges)
+// Storage: one record per policy in a memory_store (kind policy; group =
+// the type, so listing a type walks the (kind, group) index; time = last
+// update; attribute "confidence", which search filters read; payload =
+// source, parameters and Fisher diagonal as raw little-endian floats) and
+// its embedding in one vector space (role_space::policy by default). Every
+// mutation is one logged batch of the store: durable, atomic, and a
+// rejected call changes nothing. Updates are read-modify-write under the
+// store's writer mutex (memory_store::modify), so concurrent updates of
+// one policy do not lose each other.
 //
-// Each record carries a "role" attribute, so a role's searches see only its
-// own records. The facades hold a reference to the store and no state of
-// their own; their thread-safety is the store's.
+// Thread-safety: the store's (any thread; queries concurrent with one
+// writer). The policy_store holds only the store pointer and its options.
+// Errors: invalid_argument (non-finite or out-of-range values, dimension
+// mismatch, Fisher length), already_exists, not_found, corrupt_data (a
+// record that is not a valid policy), io_error. Allocation: every call
+// allocates (records, results); search allocates its result.
 
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
+
+
+namespace ruvllm::store {
+
+/// What a policy is. Values other than the named ones are allowed
+/// (application-defined types); the named ones are the engine's.
+enum class policy_type : std::uint16_t {
+  pattern = 1,       // a reasoning-bank pattern (centroid and what worked)
+  router = 2,        // a router checkpoint (FastGRNN weights)
+  quantization = 3,  // a quantization threshold / precision choice
+  ewc = 4,           // an EWC++ anchor (parameters + Fisher diagonal)
+};
+
+/// The learning loop that produced a policy.
+enum class learning_loop : std::uint8_t { instant = 1, background = 2, deep = 3, federated = 4 };
+
+/// A policy as stored (the embedding is passed and read separately).
+struct policy {
+  uuid id{};
+  policy_type type = policy_type::pattern;
+  learning_loop source = learning_loop::instant;
+  float confidence = 0.0f;   // [0, 1]
+  timestamp_ms updated = 0;  // last update, ms UTC
+  std::vector<float> parameters;
+  std::vector<float> fisher_diagonal;  // empty: none; else one non-negative value per parameter
+  friend bool operator==(const policy&, const policy&) = default;
+};
+
+/// One search result.
+struct policy_hit {
+  uuid id{};
+  policy_type type = policy_type::pattern;
+  float confidence = 0.0f;
+  float distance = 0.0f;
+};
+
+/// Options of a policy_store.
+struct policy_store_options {
+  /// The store's vector space of policy embeddings.
+  std::uint32_t space = role_space::policy;
+};
+
+/// Policy memory over a memory_store; see the file comment.
+/// Template parameter: Store, a memory_store<Metric, Precision, Backend>.
+template <class Store>
+class policy_store {
+ public:
+  /// A policy store over store (which must outlive it). Errors:
+  /// invalid_argument (the space does not exist).
+  [[nodiscard]] static result<policy_store> open(Store& store, policy_store_options options = {}) {
+    if (options.space >= store.space_count())
+      return make_error(errc::invalid_argument, "policy space ", options.space, " >= the store's space count ",
+                        store.space_count());
+    return policy_store(store, options);
+  }
+
+  /// Stores a new policy with its embedding (empty: not found by search).
+  /// Errors: already_exists, invalid_argument, io_error.
+  [[nodiscard]] result<void> insert(const policy& p, std::span<const float> embedding = {}) {
+    RUVLLM_TRY(check(p));
+    const embedding_ref e{options_.space, embedding};
+    RUVLLM_TRY(store_->insert(to_record(p), as_span(e)));
+    return {};
+  }
+
+  /// Replaces a stored policy (type, source, confidence, parameters, Fisher
+  /// diagonal, update time) and, when given, its embedding. Errors:
+  /// not_found, invalid_argument, io_error.
+  [[nodiscard]] result<void> update(const policy& p, std::span<const float> embedding = {}) {
+    RUVLLM_TRY(check(p));
+    const embedding_ref e{options_.space, embedding};
+    return store_->modify(
+        p.id,
+        [&](record& r) -> result<void> {
+          if (r.kind != record_kind::policy) return not_a_policy(p.id);
+          r = to_record(p);
+          return {};
+        },
+        as_span(e));
+  }
+
+  /// Sets a policy's confidence (and its update time). Errors: not_found,
+  /// invalid_argument (not finite or outside [0, 1]), io_error.
+  [[nodiscard]] result<void> set_confidence(const uuid& id, float confidence, timestamp_ms now) {
+    RUVLLM_TRY(check_confidence(confidence));
+    return store_->modify(id, [&](record& r) -> result<void> {
+      if (r.kind != record_kind::policy) return not_a_policy(id);
+      r.set(confidence_attribute, static_cast<double>(confidence));
+      r.time = now;
+      return {};
+    });
+  }
+
+  /// Replaces a policy's parameters and Fisher diagonal (empty: none) and
+  /// sets its update time. Errors: as update.
+  [[nodiscard]] result<void> set_parameters(const uuid& id, std::span<const float> parameters,
+                                            std::span<const float> fisher_diagonal, timestamp_ms now) {
+    RUVLLM_TRY(check_vectors(parameters, fisher_diagonal));
+    return store_->modify(id, [&](record& r) -> result<void> {
+      if (r.kind != record_kind::policy) return not_a_policy(id);
+      RUVLLM_TRY_ASSIGN(auto p, from_record(r));
+      p.parameters.assign(parameters.begin(), parameters.end());
+      p.fisher_diagonal.assign(fisher_diagonal.begin(), fisher_diagonal.end());
+      p.updated = now;
+      r = to_record(p);
+      return {};
+    });
+  }
+
+  /// The policy with id. Errors: not_found, corrupt_data (not a policy).
+  [[nodiscard]] result<policy> get(const uuid& id) const {
+    return store_->read([&](const record_graph& g) -> result<policy> {
+      const record* r = g.get(id);
+      if (r == nullptr) return make_error(errc::not_found, "policy ", to_string(id));
+      if (r->kind != record_kind::policy) return not_a_policy(id);
+      return from_record(*r);
+    });
+  }
+
+  /// Copies a policy's embedding (as stored: normalized for cosine) into
+  /// out. Errors: not_found (no policy or no embedding), invalid_argument.
+  [[nodiscard]] result<void> embedding(const uuid& id, std::span<float> out) const {
+    return store_->embedding(options_.space, id, out);
+  }
+
+  /// Every policy of a type, by id. Errors: corrupt_data.
+  [[nodiscard]] result<std::vector<policy>> list(policy_type type) const {
+    return store_->read([&](const record_graph& g) -> result<std::vector<policy>> {
+      std::vector<policy> out;
+      std::optional<error> failure;
+      g.visit_group(record_kind::policy, static_cast<std::uint64_t>(type), [&](const record& r) {
+        auto p = from_record(r);
+        if (!p) {
+          failure = std::move(p).error();
+          return false;
+        }
+        out.push_back(std::move(*p));
+        return true;
+      });
+      if (failure) return std::move(*failure);
+      return out;
+    });
+  }
+
+  /// The k policies nearest to query, of `type` (nullopt: any type) with
+  /// confidence >= min_confidence, closest first. Errors: invalid_argument
+  /// (query dimension).
+  [[nodiscard]] result<std::vector<policy_hit>> search(std::optional<policy_type> type, std::span<const float> query,
+                                                       std::size_t k, float min_confidence = 0.0f,
+                                                       search_params params = {}) const {
+    std::vector<policy_hit> out;
+    out.reserve(k);
+    const auto group = type ? static_cast<std::uint64_t>(*type) : 0;
+    auto accept = [&](const record& r) {
+      return r.kind == record_kind::policy && (!type || r.group == group) &&
+             r.number(confidence_attribute).value_or(-1.0) >= min_confidence;
+    };
+    auto emit = [&](const record& r, float d) {
+      out.push_back(policy_hit{r.id, static_cast<policy_type>(r.group),
+                               static_cast<float>(r.number(confidence_attribute).value_or(0.0)), d});
+    };
+    RUVLLM_TRY(store_->visit_nearest(options_.space, query, k, accept, emit, params));
+    return out;
+  }
+
+  /// Removes a policy, its edges and its embedding. Errors: not_found, io_error.
+  [[nodiscard]] result<void> remove(const uuid& id) {
+    return store_->commit_with([&](const record_graph& g, memory_batch& b) -> result<void> {
+      const record* r = g.get(id);
+      if (r == nullptr) return make_error(errc::not_found, "policy ", to_string(id));
+      if (r->kind != record_kind::policy) return not_a_policy(id);
+      b.remove(id);
+      return {};
+    });
+  }
+
+  /// Policies stored (all types).
+  [[nodiscard]] std::size_t size() const {
+    return store_->read([](const record_graph& g) { return g.count(record_kind::policy); });
+  }
+
+  [[nodiscard]] const policy_store_options& options() const noexcept { return options_; }
+
+  static constexpr const char* confidence_attribute = "confidence";
+
+ private:
+  static constexpr std::uint8_t payload_format = 1;
+
+  policy_store(Store& store, policy_store_options options) noexcept : store_(&store), options_(options) {}
+
+  [[nodiscard]] static error not_a_policy(const uuid& id) {
+    return make_error(errc::invalid_argument, "record ", to_string(id), " is not a policy");
+  }
+
+  [[nodiscard]] static result<void> check_confidence(float c) {
+    if (!(c >= 0.0f && c <= 1.0f))  // NaN fails both comparisons
+      return make_error(errc::invalid_argument, "policy confidence ", c, " is not in [0, 1]");
+    return {};
+  }
+  [[nodiscard]] static result<void> check_vectors(std::span<const float> parameters, std::span<const float> fisher) {
+    for (std::size_t i = 0; i < parameters.size(); ++i)
+      if (!std::isfinite(parameters[i]))
+        return make_error(errc::invalid_argument, "policy parameter ", i, " is not finite (", parameters[i], ")");
+    if (!fisher.empty() && fisher.size() != parameters.size())
+      return make_error(errc::invalid_argument, "Fisher diagonal of ", fisher.size(), " values for ", parameters.size(),
+                        " parameters");
+    for (std::size_t i = 0; i < fisher.size(); ++i)
+      if (!(std::isfinite(fisher[i]) && fisher[i] >= 0.0f))
+        return make_error(errc::invalid_argument, "Fisher diagonal value ", i, " is ", fisher[i],
+                          " (must be finite and >= 0)");
+    // Four bytes per value plus framing must fit one log record.
+    if ((parameters.size() + fisher.size()) * sizeof(float) + 64 > wal_max_payload)
+      return make_error(errc::invalid_argument, "policy of ", parameters.size(), " parameters exceeds ",
+                        wal_max_payload, " bytes");
+    return {};
+  }
+  [[nodiscard]] static result<void> check(const policy& p) {
+    if (p.id.is_nil()) return make_error(errc::invalid_argument, "policy id is nil");
+    RUVLLM_TRY(check_confidence(p.confidence));
+    const auto src = static_cast<std::uint8_t>(p.source);
+    if (src < 1 || src > 4) return make_error(errc::invalid_argument, "policy source loop ", src, " is not 1 .. 4");
+    return check_vectors(p.parameters, p.fisher_diagonal);
+  }
+
+  // No embedding when its vector is empty.
+  [[nodiscard]] static std::span<const embedding_ref> as_span(const embedding_ref& e) noexcept {
+    return e.vector.empty() ? std::span<const embedding_ref>{} : std::span<const embedding_ref>(&e, 1);
+  }
+
+  [[nodiscard]] static record to_record(const policy& p) {
+    record r;
+    r.id = p.id;
+    r.kind = record_kind::policy;
+    r.time = p.updated;
+    r.group = static_cast<std::uint64_t>(p.type);
+    r.set(confidence_attribute, static_cast<double>(p.confidence));
+    r.payload.reserve(16 + (p.parameters.size() + p.fisher_diagonal.size()) * sizeof(float));
+    detail::put_bytes(r.payload, payload_format);
+    detail::put_bytes(r.payload, static_cast<std::uint8_t>(p.source));
+    detail::put_floats(r.payload, p.parameters);
+    detail::put_floats(r.payload, p.fisher_diagonal);
+    return r;
+  }
+
+  [[nodiscard]] static result<policy> from_record(const record& r) {
+    policy p;
+    p.id = r.id;
+    p.type = static_cast<policy_type>(r.group);
+    p.updated = r.time;
+    p.confidence = static_cast<float>(r.number(confidence_attribute).value_or(-1.0));
+    byte_reader b(r.payload, "policy payload");
+    auto fail = [&](const error& e) {
+      return make_error(errc::corrupt_data, "policy ", to_string(r.id), ": ", e.message());
+    };
+    auto format = b.read<std::uint8_t>("format");
+    if (!format) return fail(format.error());
+    if (*format != payload_format) return fail(make_error(errc::corrupt_data, "payload format ", *format));
+    auto source = b.read<std::uint8_t>("source");
+    if (!source) return fail(source.error());
+    p.source = static_cast<learning_loop>(*source);
+    if (auto ok = detail::read_floats(b, p.parameters, "parameters"); !ok) return fail(ok.error());
+    if (auto ok = detail::read_floats(b, p.fisher_diagonal, "Fisher diagonal"); !ok) return fail(ok.error());
+    if (b.remaining() != 0) return fail(make_error(errc::corrupt_data, b.remaining(), " trailing bytes"));
+    if (auto ok = check(p); !ok) return fail(ok.error());
+    return p;
+  }
+
+  Store* store_;
+  policy_store_options options_;
+};
+
+}  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_POLICY_STORE_HPP
+
+// ==== ruvllm/store/session_index.hpp
+#ifndef RUVLLM_STORE_SESSION_INDEX_HPP
+#define RUVLLM_STORE_SESSION_INDEX_HPP
+
+// session_index<Store, Cipher>: multi-turn session state (Ruvector's role
+// B): the session's state, where its KV cache lives, the active adapter,
+// the turn count, the user and the last activity; found by id on every
+// request (a hash lookup), by user, and by similarity of the conversation
+// context; stale sessions expire by last activity.
+//
+// Storage: one record per session in a memory_store (kind session; time =
+// last activity, so expiry walks the (kind, time) index; group = a 64-bit
+// hash of the user id, so lookup by user walks the (kind, group) index;
+// payload = the session's fields) and its context embedding in one vector
+// space (role_space::session by default).
+//
+// Encryption at rest: with a key configured, each payload is sealed with
+// XChaCha20-Poly1305 (libsodium's IETF AEAD; a fresh random 192-bit nonce
+// per write, so nonces never repeat in practice) and the associated data
+// binds the record id, its last-activity time and its user hash, so a
+// payload moved to another record, or a tampered time, fails to open. The
+// user hash is then keyed BLAKE2b of the user id, so the store does not
+// reveal which sessions share a user to someone without the key. Not
+// encrypted: the context embedding (the index must compare it), the
+// last-activity time and the keyed user hash. A wrong key or any changed
+// byte gives errc::corrupt_data ("failed authentication"), never garbage;
+// a plain payload where a key is configured is refused the same way (a
+// downgrade is an attack), as is a sealed payload without a key. Building
+// without libsodium (RUVLLM_WITH_SODIUM undefined) selects cipher::none,
+// with which configuring a key is errc::unsupported.
+//
+// Template parameters: Store, a memory_store; Cipher, a SessionCipher
+// (cipher::xchacha20poly1305 when libsodium is compiled in, else
+// cipher::none).
+// Thread-safety: the store's (any thread; lookups concurrent with one
+// writer); the index itself holds the store pointer, its options and the
+// key, all immutable after open. Updates are read-modify-write under the
+// store's writer mutex, so concurrent turns of one session are not lost.
+// Allocation: every call allocates (records, decoded strings).
+
+#include <array>
+#include <cmath>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#if defined(RUVLLM_WITH_SODIUM)
+#include <sodium.h>
+#endif
+
+
+namespace ruvllm::store {
+
+/// A 256-bit session encryption key.
+using session_key = std::array<std::uint8_t, 32>;
+
+/// The authenticated cipher of session payloads: `available` says whether
+/// it can encrypt; when it can, init() prepares it once, seal() appends
+/// nonce + ciphertext + tag of a plaintext bound to associated data, open()
+/// reverses it (false when authentication fails), and keyed_hash() is a
+/// 64-bit keyed hash.
+template <class C>
+concept SessionCipher = requires {
+  { C::available } -> std::convertible_to<bool>;
+}
+&&(!C::available || requires(const session_key& key, std::span<const std::byte> bytes, std::vector<std::byte>& out) {
+  { C::init() } -> std::same_as<result<void>>;
+  C::seal(key, bytes, bytes, out);
+  { C::open(key, bytes, bytes, out) } -> std::same_as<bool>;
+  { C::keyed_hash(key, bytes) } -> std::same_as<std::uint64_t>;
+});
+
+namespace cipher {
+
+/// No cipher compiled in: payloads are stored plain; configuring a key is
+/// errc::unsupported.
+struct none {
+  static constexpr bool available = false;
+};
+
+#if defined(RUVLLM_WITH_SODIUM)
+/// XChaCha20-Poly1305 (libsodium, IETF construction): 24-byte random nonce,
+/// 16-byte tag; keyed BLAKE2b for the user hash.
+struct xchacha20poly1305 {
+  static constexpr bool available = true;
+  static constexpr std::size_t nonce_bytes = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
+  static constexpr std::size_t tag_bytes = crypto_aead_xchacha20poly1305_ietf_ABYTES;
+  static_assert(crypto_aead_xchacha20poly1305_ietf_KEYBYTES == std::tuple_size_v<session_key>);
+
+  [[nodiscard]] static result<void> init() {
+    if (sodium_init() < 0) return make_error(errc::unsupported, "libsodium failed to initialize");
+    return {};
+  }
+  static void seal(const session_key& key, std::span<const std::byte> ad, std::span<const std::byte> plain,
+                   std::vector<std::byte>& out) {
+    const std::size_t at = out.size();
+    out.resize(at + nonce_bytes + plain.size() + tag_bytes);
+    auto* nonce = reinterpret_cast<unsigned char*>(out.data() + at);
+    randombytes_buf(nonce, nonce_bytes);
+    unsigned long long written = 0;
+    crypto_aead_xchacha20poly1305_ietf_encrypt(
+        nonce + nonce_bytes, &written, reinterpret_cast<const unsigned char*>(plain.data()), plain.size(),
+        reinterpret_cast<const unsigned char*>(ad.data()), ad.size(), nullptr, nonce, key.data());
+  }
+  [[nodiscard]] static bool open(const session_key& key, std::span<const std::byte> ad,
+                                 std::span<const std::byte> sealed, std::vector<std::byte>& out) {
+    if (sealed.size() < nonce_bytes + tag_bytes) return false;
+    const auto* nonce = reinterpret_cast<const unsigned char*>(sealed.data());
+    out.resize(sealed.size() - nonce_bytes - tag_bytes);
+    unsigned long long written = 0;
+    return crypto_aead_xchacha20poly1305_ietf_decrypt(reinterpret_cast<unsigned char*>(out.data()), &written, nullptr,
+                                                      nonce + nonce_bytes, sealed.size() - nonce_bytes,
+                                                      reinterpret_cast<const unsigned char*>(ad.data()), ad.size(),
+                                                      nonce, key.data()) == 0;
+  }
+  [[nodiscard]] static std::uint64_t keyed_hash(const session_key& key, std::span<const std::byte> bytes) {
+    unsigned char h[crypto_generichash_BYTES_MIN];
+    crypto_generichash(h, sizeof h, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), key.data(),
+                       key.size());
+    std::uint64_t out;
+    std::memcpy(&out, h, sizeof out);
+    return out;
+  }
+};
+#endif
+
+}  // namespace cipher
+
+#if defined(RUVLLM_WITH_SODIUM)
+using default_session_cipher = cipher::xchacha20poly1305;
+#else
+using default_session_cipher = cipher::none;
+#endif
+
+/// Lifecycle of a session.
+enum class session_state : std::uint8_t { active = 1, idle = 2, suspended = 3, closed = 4 };
+
+/// Where a session's KV cache lives.
+enum class kv_tier : std::uint8_t { none = 0, hot = 1, warm = 2, cold = 3 };
+
+/// A reference to a session's KV cache: the tier holding it, the cache's
+/// sequence id (kv::seq_id) and how many tokens it holds.
+struct kv_cache_ref {
+  kv_tier tier = kv_tier::none;
+  std::uint64_t sequence = 0;
+  std::uint32_t cached_tokens = 0;
+  friend bool operator==(const kv_cache_ref&, const kv_cache_ref&) = default;
+};
+
+/// A session as stored (the context embedding is passed separately).
+struct session {
+  uuid id{};
+  std::string user_id;
+  session_state state = session_state::active;
+  kv_cache_ref kv{};
+  std::string active_adapter;  // empty: none
+  std::uint32_t turn_count = 0;
+  timestamp_ms last_activity = 0;  // ms UTC
+  friend bool operator==(const session&, const session&) = default;
+};
+
+/// A session found by context similarity.
+struct session_hit {
+  session value;
+  float distance = 0.0f;
+};
+
+/// Options of a session_index.
+struct session_index_options {
+  /// The store's vector space of session context embeddings.
+  std::uint32_t space = role_space::session;
+  /// Encrypt payloads at rest with this key (see the file comment).
+  std::optional<session_key> key{};
+};
+
+namespace detail {
+// FNV-1a over the bytes, then a 64-bit finalizer (FNV alone mixes the last
+// bytes poorly): the unkeyed user hash.
+[[nodiscard]] inline std::uint64_t text_hash(std::string_view s) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+}  // namespace detail
+
+/// Session state over a memory_store; see the file comment.
+template <class Store, SessionCipher Cipher = default_session_cipher>
+class session_index {
+ public:
+  /// Largest user id and adapter name, in bytes.
+  static constexpr std::size_t max_text_bytes = 4096;
+
+  /// A session index over store (which must outlive it). Errors:
+  /// invalid_argument (the space does not exist), unsupported (a key
+  /// without a cipher compiled in, or libsodium failing to initialize).
+  [[nodiscard]] static result<session_index> open(Store& store, session_index_options options = {}) {
+    if (options.space >= store.space_count())
+      return make_error(errc::invalid_argument, "session space ", options.space, " >= the store's space count ",
+                        store.space_count());
+    if (options.key) {
+      if constexpr (!Cipher::available) {
+        return make_error(errc::unsupported,
+                          "session encryption needs libsodium: build with RUVLLM_WITH_SODIUM (a key was configured)");
+      } else {
+        RUVLLM_TRY(Cipher::init());
+      }
+    }
+    return session_index(store, std::move(options));
+  }
+
+  session_index(session_index&& o) noexcept : store_(o.store_), options_(std::move(o.options_)) { o.wipe(); }
+  session_index& operator=(session_index&& o) noexcept {
+    if (this != &o) {
+      wipe();
+      store_ = o.store_;
+      options_ = std::move(o.options_);
+      o.wipe();
+    }
+    return *this;
+  }
+  session_index(const session_index&) = delete;
+  session_index& operator=(const session_index&) = delete;
+  ~session_index() { wipe(); }
+
+  /// Whether payloads are encrypted.
+  [[nodiscard]] bool encrypted() const noexcept { return options_.key.has_value(); }
+
+  /// Stores a new session with its context embedding (empty: none).
+  /// Errors: already_exists, invalid_argument, io_error.
+  [[nodiscard]] result<void> insert(const session& s, std::span<const float> context = {}) {
+    RUVLLM_TRY(check(s));
+    const embedding_ref e{options_.space, context};
+    RUVLLM_TRY(store_->insert(to_record(s), as_span(e)));
+    return {};
+  }
+
+  /// Replaces a stored session and, when given, its context embedding.
+  /// Errors: not_found, invalid_argument, io_error.
+  [[nodiscard]] result<void> update(const session& s, std::span<const float> context = {}) {
+    RUVLLM_TRY(check(s));
+    const embedding_ref e{options_.space, context};
+    return store_->modify(
+        s.id,
+        [&](record& r) -> result<void> {
+          if (r.kind != record_kind::session) return not_a_session(s.id);
+          r = to_record(s);
+          return {};
+        },
+        as_span(e));
+  }
+
+  /// The per-request update: one more turn at `now`, the KV cache now at
+  /// kv, state active. Errors: not_found, corrupt_data (payload fails
+  /// authentication), io_error.
+  [[nodiscard]] result<void> record_turn(const uuid& id, timestamp_ms now, const kv_cache_ref& kv) {
+    return store_->modify(id, [&](record& r) -> result<void> {
+      if (r.kind != record_kind::session) return not_a_session(id);
+      RUVLLM_TRY_ASSIGN(auto s, from_record(r));
+      s.turn_count = s.turn_count == std::numeric_limits<std::uint32_t>::max() ? s.turn_count : s.turn_count + 1;
+      s.last_activity = now;
+      s.kv = kv;
+      s.state = session_state::active;
+      RUVLLM_TRY(check(s));
+      r = to_record(s);
+      return {};
+    });
+  }
+
+  /// The session with id: one hash lookup and one decryption. Errors:
+  /// not_found, corrupt_data (wrong key, tampered payload, not a session).
+  [[nodiscard]] result<session> get(const uuid& id) const {
+    return store_->read([&](const record_graph& g) -> result<session> {
+      const record* r = g.get(id);
+      if (r == nullptr) return make_error(errc::not_found, "session ", to_string(id));
+      if (r->kind != record_kind::session) return not_a_session(id);
+      return from_record(*r);
+    });
+  }
+
+  /// Every session of a user, by id. Errors: as get.
+  [[nodiscard]] result<std::vector<session>> by_user(std::string_view user_id) const {
+    const std::uint64_t group = user_hash(user_id);
+    return store_->read([&](const record_graph& g) -> result<std::vector<session>> {
+      std::vector<session> out;
+      std::optional<error> failure;
+      g.visit_group(record_kind::session, group, [&](const record& r) {
+        auto s = from_record(r);
+        if (!s) {
+          failure = std::move(s).error();
+          return false;
+        }
+        if (s->user_id == user_id) out.push_back(std::move(*s));  // hash collisions are filtered here
+        return true;
+      });
+      if (failure) return std::move(*failure);
+      return out;
+    });
+  }
+
+  /// The k sessions whose context is nearest to context, closest first.
+  /// Errors: invalid_argument (dimension), as get.
+  [[nodiscard]] result<std::vector<session_hit>> similar(std::span<const float> context, std::size_t k,
+                                                         search_params params = {}) const {
+    std::vector<session_hit> out;
+    std::optional<error> failure;
+    RUVLLM_TRY(store_->visit_nearest(
+        options_.space, context, k, [](const record& r) { return r.kind == record_kind::session; },
+        [&](const record& r, float d) {
+          if (failure) return;
+          auto s = from_record(r);
+          if (!s)
+            failure = std::move(s).error();
+          else
+            out.push_back(session_hit{std::move(*s), d});
+        },
+        params));
+    if (failure) return std::move(*failure);
+    return out;
+  }
+
+  /// Ids of the sessions whose last activity is before cutoff, oldest first.
+  [[nodiscard]] std::vector<uuid> stale(timestamp_ms cutoff) const {
+    return store_->read([&](const record_graph& g) {
+      return g.in_time_range(record_kind::session, std::numeric_limits<timestamp_ms>::min(), cutoff);
+    });
+  }
+
+  /// Removes every session whose last activity is before cutoff (with its
+  /// edges and context embedding) and returns their ids, oldest first. Each
+  /// logged batch removes up to `batch` sessions atomically. Errors: io_error
+  /// (the sessions of earlier batches stay removed).
+  [[nodiscard]] result<std::vector<uuid>> expire(timestamp_ms cutoff, std::size_t batch = 4096) {
+    std::vector<uuid> removed;
+    for (;;) {
+      std::size_t n = 0;
+      RUVLLM_TRY(store_->commit_with([&](const record_graph& g, memory_batch& b) -> result<void> {
+        g.visit_time_range(record_kind::session, std::numeric_limits<timestamp_ms>::min(), cutoff,
+                           [&](const record& r) {
+                             b.remove(r.id);
+                             removed.push_back(r.id);
+                             return ++n < batch;
+                           });
+        return {};
+      }));
+      if (n < batch) return removed;
+    }
+  }
+
+  /// Removes a session. Errors: not_found, io_error.
+  [[nodiscard]] result<void> remove(const uuid& id) {
+    return store_->commit_with([&](const record_graph& g, memory_batch& b) -> result<void> {
+      const record* r = g.get(id);
+      if (r == nullptr) return make_error(errc::not_found, "session ", to_string(id));
+      if (r->kind != record_kind::session) return not_a_session(id);
+      b.remove(id);
+      return {};
+    });
+  }
+
+  /// Sessions stored.
+  [[nodiscard]] std::size_t size() const {
+    return store_->read([](const record_graph& g) { return g.count(record_kind::session); });
+  }
+
+  /// The group (user hash) sessions of user_id are stored under.
+  [[nodiscard]] std::uint64_t user_hash(std::string_view user_id) const {
+    if constexpr (Cipher::available) {
+      if (options_.key)
+        return Cipher::keyed_hash(*options_.key, std::as_bytes(std::span<const char>(user_id.data(), user_id.size())));
+    }
+    return detail::text_hash(user_id);
+  }
+
+ private:
+  static constexpr std::byte plain_format{0};
+  static constexpr std::byte sealed_format{1};
+  static constexpr std::uint8_t body_version = 1;
+
+  session_index(Store& store, session_index_options options) noexcept : store_(&store), options_(std::move(options)) {}
+
+  void wipe() noexcept {
+    if (!options_.key) return;
+    volatile std::uint8_t* p = options_.key->data();
+    for (std::size_t i = 0; i < options_.key->size(); ++i) p[i] = 0;
+    options_.key.reset();
+  }
+
+  [[nodiscard]] static error not_a_session(const uuid& id) {
+    return make_error(errc::invalid_argument, "record ", to_string(id), " is not a session");
+  }
+
+  [[nodiscard]] static std::span<const embedding_ref> as_span(const embedding_ref& e) noexcept {
+    return e.vector.empty() ? std::span<const embedding_ref>{} : std::span<const embedding_ref>(&e, 1);
+  }
+
+  [[nodiscard]] static result<void> check(const session& s) {
+    if (s.id.is_nil()) return make_error(errc::invalid_argument, "session id is nil");
+    const auto state = static_cast<std::uint8_t>(s.state);
+    if (state < 1 || state > 4) return make_error(errc::invalid_argument, "session state ", state, " is not 1 .. 4");
+    if (static_cast<std::uint8_t>(s.kv.tier) > 3)
+      return make_error(errc::invalid_argument, "KV tier ", static_cast<unsigned>(s.kv.tier), " is not 0 .. 3");
+    if (s.user_id.size() > max_text_bytes)
+      return make_error(errc::invalid_argument, "user id of ", s.user_id.size(), " bytes exceeds ", max_text_bytes);
+    if (s.active_adapter.size() > max_text_bytes)
+      return make_error(errc::invalid_argument, "adapter name of ", s.active_adapter.size(), " bytes exceeds ",
+                        max_text_bytes);
+    return {};
+  }
+
+  // Associated data: format, id, time and group of the record.
+  [[nodiscard]] static std::array<std::byte, 33> associated(const record& r, std::byte format) noexcept {
+    std::array<std::byte, 33> ad{};
+    ad[0] = format;
+    std::memcpy(ad.data() + 1, &r.id.hi, 8);
+    std::memcpy(ad.data() + 9, &r.id.lo, 8);
+    std::memcpy(ad.data() + 17, &r.time, 8);
+    std::memcpy(ad.data() + 25, &r.group, 8);
+    return ad;
+  }
+
+  [[nodiscard]] record to_record(const session& s) const {
+    record r;
+    r.id = s.id;
+    r.kind = record_kind::session;
+    r.time = s.last_activity;
+    r.group = user_hash(s.user_id);
+    std::vector<std::byte> body;
+    body.reserve(32 + s.user_id.size() + s.active_adapter.size());
+    detail::put_bytes(body, body_version);
+    detail::put_bytes(body, static_cast<std::uint8_t>(s.state));
+    detail::put_bytes(body, static_cast<std::uint8_t>(s.kv.tier));
+    detail::put_bytes(body, s.kv.sequence);
+    detail::put_bytes(body, s.kv.cached_tokens);
+    detail::put_bytes(body, s.turn_count);
+    detail::put_text(body, s.user_id);
+    detail::put_text(body, s.active_adapter);
+    if constexpr (Cipher::available) {
+      if (options_.key) {
+        r.payload.push_back(sealed_format);
+        const auto ad = associated(r, sealed_format);
+        Cipher::seal(*options_.key, ad, body, r.payload);
+        return r;
+      }
+    }
+    r.payload.push_back(plain_format);
+    r.payload.insert(r.payload.end(), body.begin(), body.end());
+    return r;
+  }
+
+  [[nodiscard]] result<session> from_record(const record& r) const {
+    if (r.payload.empty()) return make_error(errc::corrupt_data, "session ", to_string(r.id), " has no payload");
+    const std::byte format = r.payload[0];
+    const auto rest = std::span<const std::byte>(r.payload).subspan(1);
+    std::vector<std::byte> plain;
+    std::span<const std::byte> body;
+    if (format == sealed_format) {
+      if (!options_.key)
+        return make_error(errc::corrupt_data, "session ", to_string(r.id), " is encrypted and no key is configured");
+      if constexpr (Cipher::available) {
+        const auto ad = associated(r, sealed_format);
+        if (!Cipher::open(*options_.key, ad, rest, plain))
+          return make_error(errc::corrupt_data, "session ", to_string(r.id),
+                            " failed authentication (wrong key or tampered data)");
+        body = plain;
+      } else {
+        return make_error(errc::unsupported, "no session cipher is compiled in");
+      }
+    } else if (format == plain_format) {
+      if (options_.key)
+        return make_error(errc::corrupt_data, "session ", to_string(r.id),
+                          " is stored unencrypted but a key is configured (refused: it could be a downgrade)");
+      body = rest;
+    } else {
+      return make_error(errc::corrupt_data, "session ", to_string(r.id), " has payload format ",
+                        static_cast<unsigned>(format));
+    }
+    session s;
+    s.id = r.id;
+    s.last_activity = r.time;
+    byte_reader b(body, "session payload");
+    auto fail = [&](const error& e) {
+      return make_error(errc::corrupt_data, "session ", to_string(r.id), ": ", e.message());
+    };
+    auto version = b.read<std::uint8_t>("version");
+    if (!version) return fail(version.error());
+    if (*version != body_version) return fail(make_error(errc::corrupt_data, "payload version ", *version));
+    auto state = b.read<std::uint8_t>("state");
+    auto tier = b.read<std::uint8_t>("KV tier");
+    auto seq = b.read<std::uint64_t>("KV sequence");
+    auto tokens = b.read<std::uint32_t>("cached tokens");
+    auto turns = b.read<std::uint32_t>("turn count");
+    if (!state || !tier || !seq || !tokens || !turns) return fail(make_error(errc::corrupt_data, "truncated"));
+    s.state = static_cast<session_state>(*state);
+    s.kv = kv_cache_ref{static_cast<kv_tier>(*tier), *seq, *tokens};
+    s.turn_count = *turns;
+    auto user = detail::read_text(b, "user id");
+    if (!user) return fail(user.error());
+    s.user_id.assign(*user);
+    auto adapter = detail::read_text(b, "adapter");
+    if (!adapter) return fail(adapter.error());
+    s.active_adapter.assign(*adapter);
+    if (b.remaining() != 0) return fail(make_error(errc::corrupt_data, b.remaining(), " trailing bytes"));
+    if (auto ok = check(s); !ok) return fail(ok.error());
+    return s;
+  }
+
+  Store* store_;
+  session_index_options options_;
+};
+
+}  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_SESSION_INDEX_HPP
+
+// ==== ruvllm/store/witness_log.hpp
+#ifndef RUVLLM_STORE_WITNESS_LOG_HPP
+#define RUVLLM_STORE_WITNESS_LOG_HPP
+
+// witness_log<Store>: the audit trail of every request (Ruvector's role C):
+// request id, session, the pattern it used, query and response embeddings,
+// the routing decision, a latency breakdown, a quality score and an error;
+// written asynchronously in batches so the request path never waits for
+// the disk, and queried for postmortems ("requests with quality < 0.5",
+// "latency spikes in the last hour", "errors like this one") and
+// aggregates (latency percentiles, quality trend, model usage).
+//
+// Write path. push() validates the entry, copies it into a bounded
+// lock-free ring (Vyukov's bounded MPMC queue: one CAS on the enqueue
+// position, a per-slot sequence word published with release) and returns:
+// it never takes a lock that I/O holds, never allocates, never waits. A
+// full ring is backpressure the caller sees: push() returns
+// errc::budget_exceeded at once (push_wait() is the documented blocking
+// variant). The writer moves entries from the ring into the store in
+// batches of at most options.batch_max (100) entries, one atomic logged
+// batch each (memory_store::commit_with: the records, their embeddings in
+// the query and response spaces, and edges to the session and the pattern
+// when those records exist), and writes a partial batch once its oldest
+// entry has waited options.max_delay (1 s). Who runs the writer is
+// explicit: the caller drives pump() (writes what is due) or flush()
+// (writes everything queued), or start() launches one owned background
+// thread that pumps as batches fill or age; stop() joins it. close() stops
+// accepting pushes, waits for pushes in flight, stops the thread, flushes
+// and syncs the store; the destructor closes. A batch whose write fails
+// (io_error) is kept and retried by the next pump, so entries are not lost
+// while the disk refuses; an entry whose request id is already stored is
+// dropped and counted (stats().duplicates).
+//
+// Storage: one record per entry (kind witness; time = the entry's time, so
+// time ranges and retention walk the (kind, time) index; group = a hash of
+// the session id; attribute "quality", indexed when the store's indexed
+// attribute is "quality", which open() requires; payload = the remaining
+// fields), its query embedding in options.query_space and its response
+// embedding in options.response_space.
+//
+// Concurrency contract: push() and push_wait() from any number of threads
+// at once, concurrently with everything else. pump(), flush(), start(),
+// stop() and close() from any thread (writes are serialized by an internal
+// mutex; only one background thread exists). Queries from any thread,
+// concurrently with pushes and writes (the store's contract); they see
+// entries once written, not while queued.
+//
+// Memory layout: `capacity` slots (a power of two) of 256 bytes each,
+// 64-byte aligned so one slot's sequence word never shares a cache line
+// with its neighbour's, holding the entry's fixed fields and up to
+// witness_max_message bytes of error message inline; embeddings go to one
+// preallocated float array of capacity x (query dimension + response
+// dimension). Everything is allocated by open(); push() allocates nothing.
+// The writer allocates (records, batches); queries allocate their results.
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
 
 namespace ruvllm::store {
 
+/// Microseconds spent in each phase of a request.
+struct latency_breakdown {
+  std::uint32_t queue_us = 0;
+  std::uint32_t prefill_us = 0;
+  std::uint32_t decode_us = 0;
+  std::uint32_t total_us = 0;
+  friend bool operator==(const latency_breakdown&, const latency_breakdown&) = default;
+};
+
+/// The router's decision for a request (the fields of sona::routing_decision).
+struct witness_routing {
+  std::uint32_t model = 0;
+  float model_probability = 0.0f;
+  std::uint32_t context_bucket = 0;
+  float temperature = 0.0f;
+  float top_p = 0.0f;
+  float confidence = 0.0f;
+  friend bool operator==(const witness_routing&, const witness_routing&) = default;
+};
+
+/// Longest error message kept (longer ones are cut to this many bytes).
+inline constexpr std::size_t witness_max_message = 120;
+
+/// One entry as pushed: non-owning views, copied by push().
+struct witness_entry {
+  uuid request_id{};
+  uuid session_id{};  // nil: none
+  uuid pattern_id{};  // nil: none
+  timestamp_ms time = 0;
+  std::span<const float> query_embedding;     // empty, or the query space's dimension
+  std::span<const float> response_embedding;  // empty, or the response space's dimension
+  witness_routing routing{};
+  latency_breakdown latency{};
+  float quality = 0.0f;          // [0, 1]
+  std::uint32_t error_code = 0;  // 0: no error
+  std::string_view error_message;
+};
+
+/// One entry as stored and returned by queries.
+struct witness_record {
+  uuid request_id{};
+  uuid session_id{};
+  uuid pattern_id{};
+  timestamp_ms time = 0;
+  witness_routing routing{};
+  latency_breakdown latency{};
+  float quality = 0.0f;
+  std::uint32_t error_code = 0;
+  std::string error_message;
+  friend bool operator==(const witness_record&, const witness_record&) = default;
+};
+
+/// An entry found by embedding similarity.
+struct witness_hit {
+  witness_record entry;
+  float distance = 0.0f;
+};
+
+/// Nearest-rank percentiles of one latency component (microseconds).
+struct latency_percentiles {
+  std::uint32_t p50 = 0;
+  std::uint32_t p95 = 0;
+  std::uint32_t p99 = 0;
+  std::uint32_t max = 0;
+  double mean = 0.0;
+};
+
+/// Latency percentiles of the entries in a time range, per component.
+struct latency_summary {
+  std::size_t count = 0;
+  latency_percentiles queue, prefill, decode, total;
+};
+
+/// Mean quality of the entries in [start, start + bucket).
+struct quality_bucket {
+  timestamp_ms start = 0;
+  std::size_t count = 0;
+  double mean = 0.0;
+};
+
+/// How often a model was chosen in a time range.
+struct model_usage {
+  std::uint32_t model = 0;
+  std::size_t count = 0;
+  std::size_t errors = 0;  // entries with a non-zero error code
+  double mean_quality = 0.0;
+};
+
+/// Options of a witness_log.
+struct witness_log_options {
+  std::uint32_t query_space = role_space::witness_query;
+  std::uint32_t response_space = role_space::witness_response;
+  /// Ring slots (rounded up to a power of two; 2 .. 2^20).
+  std::size_t queue_capacity = 1024;
+  /// Most entries per written batch (1 .. 100000).
+  std::size_t batch_max = 100;
+  /// Longest an entry waits in the ring before its batch is written.
+  std::chrono::milliseconds max_delay{1000};
+  /// Pause of the background writer after a failed write, before it retries.
+  std::chrono::milliseconds retry_delay{100};
+};
+
+/// Counters of a witness_log since open().
+struct witness_stats {
+  std::uint64_t pushed = 0;            // accepted into the ring
+  std::uint64_t rejected_full = 0;     // push() refused: ring full (backpressure)
+  std::uint64_t rejected_invalid = 0;  // push() refused: bad entry
+  std::uint64_t rejected_closed = 0;   // push() after close()
+  std::uint64_t written = 0;           // entries in committed batches
+  std::uint64_t batches = 0;           // committed batches
+  std::uint64_t duplicates = 0;        // dropped: request id already stored
+  std::uint64_t write_errors = 0;      // failed batch writes (retried)
+  std::uint64_t queued = 0;            // in the ring now (approximate under concurrency)
+};
+
 namespace detail {
-inline constexpr const char* role_attribute = "role";
-
-template <class Store>
-[[nodiscard]] result<uuid> add_role_record(Store& store, const char* role, uuid id, timestamp_ms time,
-                                           std::span<const float> embedding, std::optional<double> quality) {
-  record r;
-  r.id = id;
-  r.time = time;
-  r.set(role_attribute, std::string(role));
-  if (quality) r.set("quality", *quality);
-  RUVLLM_TRY(store.add(std::move(r), embedding));
-  return id;
-}
-
-inline bool has_role(const record& r, const char* role) {
-  const auto* v = r.find(role_attribute);
-  const auto* s = v == nullptr ? nullptr : std::get_if<std::string>(v);
-  return s != nullptr && *s == role;
+[[nodiscard]] inline std::int64_t steady_now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 }  // namespace detail
 
-/// Policy memory: patterns with embeddings and a quality in [0, 1].
-template <class Store>
-class policy_store {
- public:
-  explicit policy_store(Store& store) noexcept : store_(&store) {}
-
-  /// Stores a policy. Errors: the store's.
-  [[nodiscard]] result<uuid> add(uuid id, timestamp_ms time, std::span<const float> embedding, double quality) {
-    return detail::add_role_record(*store_, "policy", id, time, embedding, quality);
-  }
-  /// The k policies nearest to query with quality >= min_quality.
-  [[nodiscard]] auto nearest(std::span<const float> query, std::size_t k, double min_quality = 0.0) const {
-    return store_->search(query, k, [min_quality](const record& r) {
-      return detail::has_role(r, "policy") && r.number("quality").value_or(-1.0) >= min_quality;
-    });
-  }
-  /// Sets a policy's quality (e.g. after feedback).
-  [[nodiscard]] result<void> set_quality(const uuid& id, double quality) {
-    return store_->set_attribute(id, "quality", quality);
-  }
-
- private:
-  Store* store_;
-};
-
-/// Session index: sessions by embedding and by time.
-template <class Store>
-class session_index {
- public:
-  explicit session_index(Store& store) noexcept : store_(&store) {}
-
-  /// Records a session. Errors: the store's.
-  [[nodiscard]] result<uuid> add(uuid id, timestamp_ms time, std::span<const float> embedding) {
-    return detail::add_role_record(*store_, "session", id, time, embedding, std::nullopt);
-  }
-  /// The k sessions nearest to query.
-  [[nodiscard]] auto similar(std::span<const float> query, std::size_t k) const {
-    return store_->search(query, k, [](const record& r) { return detail::has_role(r, "session"); });
-  }
-  /// Sessions that started in [from, to), oldest first.
-  [[nodiscard]] std::vector<uuid> between(timestamp_ms from, timestamp_ms to) const {
-    return store_->read([&](const record_graph& g) {
-      std::vector<uuid> out;
-      for (const uuid& id : g.in_time_range(from, to))
-        if (detail::has_role(*g.get(id), "session")) out.push_back(id);
-      return out;
-    });
-  }
-  /// Records that a session used a pattern (edge weight = how much it helped).
-  [[nodiscard]] result<void> used(const uuid& session, const uuid& pattern, float weight) {
-    return store_->link(session, pattern, edge_type::session_pattern, weight);
-  }
-
- private:
-  Store* store_;
-};
-
-/// Witness log: append-only entries tied to a session and, optionally, a pattern.
+/// The witness log over a memory_store; see the file comment.
+/// Template parameter: Store, a memory_store<Metric, Precision, Backend>.
 template <class Store>
 class witness_log {
  public:
-  explicit witness_log(Store& store) noexcept : store_(&store) {}
+  static constexpr const char* quality_attribute = "quality";
 
-  /// Appends an entry with attributes (and no embedding). Errors: the store's.
-  [[nodiscard]] result<uuid> append(uuid id, timestamp_ms time, const uuid& session, std::optional<uuid> pattern,
-                                    std::vector<std::pair<std::string, attribute_value>> attributes = {}) {
-    record r;
-    r.id = id;
-    r.time = time;
-    for (auto& [name, value] : attributes) r.set(name, std::move(value));
-    r.set(detail::role_attribute, std::string("witness"));
-    RUVLLM_TRY(store_->add(std::move(r)));
-    RUVLLM_TRY(store_->link(id, session, edge_type::session_witness, 1.0f));
-    if (pattern) RUVLLM_TRY(store_->link(id, *pattern, edge_type::pattern_witness, 1.0f));
-    return id;
+  /// A witness log over store (which must outlive it); allocates the ring.
+  /// Errors: invalid_argument (a space missing, an option out of range, the
+  /// store's indexed attribute is not "quality").
+  [[nodiscard]] static result<witness_log> open(Store& store, witness_log_options options = {}) {
+    for (auto space : {options.query_space, options.response_space})
+      if (space >= store.space_count())
+        return make_error(errc::invalid_argument, "witness space ", space, " >= the store's space count ",
+                          store.space_count());
+    if (options.query_space == options.response_space)
+      return make_error(errc::invalid_argument, "query and response spaces are both ", options.query_space);
+    if (options.queue_capacity < 2 || options.queue_capacity > (std::size_t{1} << 20))
+      return make_error(errc::invalid_argument, "queue capacity ", options.queue_capacity, " is not in 2 .. 2^20");
+    if (options.batch_max < 1 || options.batch_max > 100000)
+      return make_error(errc::invalid_argument, "batch size ", options.batch_max, " is not in 1 .. 100000");
+    if (options.max_delay.count() < 0 || options.retry_delay.count() < 0)
+      return make_error(errc::invalid_argument, "negative delay");
+    const bool indexed = store.read([](const record_graph& g) { return g.indexed_attribute() == quality_attribute; });
+    if (!indexed)
+      return make_error(errc::invalid_argument, "the store's indexed attribute must be \"", quality_attribute, "\"");
+    witness_log log;
+    log.st_ = std::make_unique<state>(store, options);
+    return log;
   }
-  /// Entries in [from, to), oldest first.
-  [[nodiscard]] std::vector<uuid> between(timestamp_ms from, timestamp_ms to) const {
-    return store_->read([&](const record_graph& g) {
-      std::vector<uuid> out;
-      for (const uuid& id : g.in_time_range(from, to))
-        if (detail::has_role(*g.get(id), "witness")) out.push_back(id);
+
+  witness_log(witness_log&&) noexcept = default;
+  witness_log& operator=(witness_log&& o) noexcept {
+    if (this != &o) {
+      if (st_) (void)close();
+      st_ = std::move(o.st_);
+    }
+    return *this;
+  }
+  witness_log(const witness_log&) = delete;
+  witness_log& operator=(const witness_log&) = delete;
+  /// Closes (flushes what is queued; errors are lost here: call close()).
+  ~witness_log() {
+    if (st_) (void)close();
+  }
+
+  // ---- write path ----------------------------------------------------------
+
+  /// Queues an entry; never blocks, never allocates on success. Errors:
+  /// invalid_argument (nil request id, embedding dimension, non-finite
+  /// value, quality outside [0, 1]), budget_exceeded (the ring is full:
+  /// backpressure; nothing was queued), cancelled (closed).
+  [[nodiscard]] result<void> push(const witness_entry& e) {
+    state& st = *st_;
+    if (auto bad = st.check(e)) {
+      st.rejected_invalid.fetch_add(1, std::memory_order_relaxed);
+      return std::move(*bad);
+    }
+    st.in_flight.fetch_add(1, std::memory_order_seq_cst);
+    if (st.closed.load(std::memory_order_seq_cst)) {
+      st.in_flight.fetch_sub(1, std::memory_order_release);
+      st.rejected_closed.fetch_add(1, std::memory_order_relaxed);
+      return make_error(errc::cancelled, "the witness log is closed");
+    }
+    std::uint64_t pos = st.enqueue_pos.load(std::memory_order_relaxed);
+    slot* s;
+    for (;;) {
+      s = &st.slots[pos & st.mask];
+      const std::uint64_t seq = s->seq.load(std::memory_order_acquire);
+      const auto diff = static_cast<std::int64_t>(seq - pos);
+      if (diff == 0) {
+        // seq_cst (free on x86: a locked instruction) orders this claim
+        // before the wake check below and the writer's predicate.
+        if (st.enqueue_pos.compare_exchange_weak(pos, pos + 1, std::memory_order_seq_cst, std::memory_order_relaxed))
+          break;
+      } else if (diff < 0) {
+        st.in_flight.fetch_sub(1, std::memory_order_release);
+        st.rejected_full.fetch_add(1, std::memory_order_relaxed);
+        return make_error(errc::budget_exceeded, "witness queue full (", st.capacity(),
+                          " entries): the writer is behind");
+      } else {
+        pos = st.enqueue_pos.load(std::memory_order_relaxed);
+      }
+    }
+    st.fill(*s, static_cast<std::size_t>(pos & st.mask), e);
+    s->seq.store(pos + 1, std::memory_order_release);
+    st.in_flight.fetch_sub(1, std::memory_order_release);
+    // Wake a sleeping background writer once a batch is ready; exchange lets
+    // exactly one pusher pay for the notification.
+    if (pos + 1 - st.dequeue_pos.load(std::memory_order_relaxed) >= st.options.batch_max &&
+        st.writer_waiting.load(std::memory_order_relaxed) && st.writer_waiting.exchange(false)) {
+      { std::lock_guard lk(st.wake_mutex); }
+      st.wake.notify_one();
+    }
+    return {};
+  }
+
+  /// Like push(), but when the ring is full waits (sleeping in growing
+  /// steps up to 1 ms) until there is room or `timeout` passes. BLOCKS:
+  /// for callers that prefer waiting to dropping. Errors: as push().
+  [[nodiscard]] result<void> push_wait(const witness_entry& e, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::chrono::microseconds nap{10};
+    for (;;) {
+      auto r = push(e);
+      if (r || r.error().code() != errc::budget_exceeded || std::chrono::steady_clock::now() >= deadline) return r;
+      std::this_thread::sleep_for(nap);
+      nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::milliseconds(1));
+    }
+  }
+
+  /// Writes what is due: full batches, and a partial batch whose oldest
+  /// entry has waited max_delay. Returns the entries written. Errors:
+  /// io_error (the batch is kept and retried by the next call).
+  [[nodiscard]] result<std::size_t> pump() { return write(*st_, false); }
+
+  /// Writes every entry queued now, in batches. Errors: as pump().
+  [[nodiscard]] result<std::size_t> flush() { return write(*st_, true); }
+
+  /// Starts the background writer thread. Errors: already_exists (running),
+  /// cancelled (closed).
+  [[nodiscard]] result<void> start() {
+    state& st = *st_;
+    std::lock_guard lk(st.thread_mutex);
+    if (st.closed.load()) return make_error(errc::cancelled, "the witness log is closed");
+    if (st.thread.joinable()) return make_error(errc::already_exists, "the witness writer thread is running");
+    {
+      std::lock_guard w(st.wake_mutex);
+      st.stop = false;
+    }
+    // The thread sees only the state, which stays put when the log moves.
+    st.thread = std::thread([s = st_.get()] { run(*s); });
+    return {};
+  }
+
+  /// Stops and joins the background writer (entries stay queued; flush()
+  /// or close() writes them).
+  void stop() {
+    state& st = *st_;
+    std::lock_guard lk(st.thread_mutex);
+    if (!st.thread.joinable()) return;
+    {
+      std::lock_guard w(st.wake_mutex);
+      st.stop = true;
+    }
+    st.wake.notify_all();
+    st.thread.join();
+  }
+
+  /// Stops accepting pushes, waits for pushes in flight, stops the writer
+  /// thread, writes every queued entry and syncs the store. Idempotent.
+  /// Errors: io_error (entries that could not be written stay queued; a
+  /// later flush() may retry).
+  [[nodiscard]] result<void> close() {
+    state& st = *st_;
+    st.closed.store(true, std::memory_order_seq_cst);
+    while (st.in_flight.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+    stop();
+    RUVLLM_TRY(flush());
+    return st.store->sync();
+  }
+
+  /// The error of the background writer's last failed write, if any.
+  [[nodiscard]] std::optional<error> writer_error() const {
+    std::lock_guard lk(st_->error_mutex);
+    return st_->last_error;
+  }
+
+  [[nodiscard]] witness_stats stats() const {
+    const state& st = *st_;
+    witness_stats s;
+    s.pushed = st.enqueue_pos.load(std::memory_order_relaxed);
+    s.rejected_full = st.rejected_full.load(std::memory_order_relaxed);
+    s.rejected_invalid = st.rejected_invalid.load(std::memory_order_relaxed);
+    s.rejected_closed = st.rejected_closed.load(std::memory_order_relaxed);
+    s.written = st.written.load(std::memory_order_relaxed);
+    s.batches = st.batches.load(std::memory_order_relaxed);
+    s.duplicates = st.duplicates.load(std::memory_order_relaxed);
+    s.write_errors = st.write_errors.load(std::memory_order_relaxed);
+    s.queued = s.pushed - st.dequeue_pos.load(std::memory_order_relaxed);
+    return s;
+  }
+  [[nodiscard]] std::size_t capacity() const noexcept { return st_->capacity(); }
+  [[nodiscard]] const witness_log_options& options() const noexcept { return st_->options; }
+
+  // ---- queries (written entries) ---------------------------------------------
+
+  /// The entry of a request. Errors: not_found, corrupt_data.
+  [[nodiscard]] result<witness_record> get(const uuid& request_id) const {
+    return st_->store->read([&](const record_graph& g) -> result<witness_record> {
+      const record* r = g.get(request_id);
+      if (r == nullptr || r->kind != record_kind::witness)
+        return make_error(errc::not_found, "witness entry ", to_string(request_id));
+      return decode(*r);
+    });
+  }
+
+  /// Calls fn(const witness_record&) for the entries with time in [from,
+  /// to), oldest first; fn may return false to stop. Errors: corrupt_data.
+  template <class Fn>
+  [[nodiscard]] result<void> visit_time_range(timestamp_ms from, timestamp_ms to, Fn&& fn) const {
+    return st_->store->read([&](const record_graph& g) -> result<void> {
+      std::optional<error> failure;
+      g.visit_time_range(record_kind::witness, from, to, [&](const record& r) {
+        auto w = decode(r);
+        if (!w) {
+          failure = std::move(w).error();
+          return false;
+        }
+        return detail::visit_one(fn, *w);
+      });
+      if (failure) return std::move(*failure);
+      return {};
+    });
+  }
+
+  /// The entries with time in [from, to), oldest first.
+  [[nodiscard]] result<std::vector<witness_record>> in_time_range(timestamp_ms from, timestamp_ms to) const {
+    std::vector<witness_record> out;
+    RUVLLM_TRY(visit_time_range(from, to, [&](const witness_record& w) { out.push_back(w); }));
+    return out;
+  }
+
+  /// The entries with quality in [lo, hi], ascending by quality (the
+  /// attribute index: "requests with quality < 0.5" is with_quality(0, 0.5)).
+  [[nodiscard]] result<std::vector<witness_record>> with_quality(double lo, double hi) const {
+    return st_->store->read([&](const record_graph& g) -> result<std::vector<witness_record>> {
+      std::vector<witness_record> out;
+      std::optional<error> failure;
+      g.visit_attribute_range(record_kind::witness, lo, hi, [&](const record& r) {
+        auto w = decode(r);
+        if (!w) failure = std::move(w).error();
+        if (failure) return false;
+        out.push_back(std::move(*w));
+        return true;
+      });
+      if (failure) return std::move(*failure);
       return out;
     });
   }
-  /// Entries of one session.
-  [[nodiscard]] std::vector<uuid> of_session(const uuid& session) const {
-    return store_->read([&](const record_graph& g) {
-      std::vector<uuid> out;
-      for (const edge& e : g.neighbours(session, edge_type::session_witness, direction::in)) out.push_back(e.from);
+
+  /// The entries of a session, by request id.
+  [[nodiscard]] result<std::vector<witness_record>> of_session(const uuid& session_id) const {
+    return st_->store->read([&](const record_graph& g) -> result<std::vector<witness_record>> {
+      std::vector<witness_record> out;
+      std::optional<error> failure;
+      g.visit_group(record_kind::witness, session_group(session_id), [&](const record& r) {
+        auto w = decode(r);
+        if (!w) failure = std::move(w).error();
+        if (failure) return false;
+        if (w->session_id == session_id) out.push_back(std::move(*w));  // group hash collisions filtered
+        return true;
+      });
+      if (failure) return std::move(*failure);
       return out;
     });
+  }
+
+  /// The k entries whose query embedding is nearest to query, closest first.
+  [[nodiscard]] result<std::vector<witness_hit>> similar_queries(std::span<const float> query, std::size_t k,
+                                                                 search_params params = {}) const {
+    return similar(st_->options.query_space, query, k, params);
+  }
+  /// The k entries whose response embedding is nearest to response.
+  [[nodiscard]] result<std::vector<witness_hit>> similar_responses(std::span<const float> response, std::size_t k,
+                                                                   search_params params = {}) const {
+    return similar(st_->options.response_space, response, k, params);
+  }
+
+  /// Copies an entry's stored query embedding into out. Errors: not_found.
+  [[nodiscard]] result<void> query_embedding(const uuid& request_id, std::span<float> out) const {
+    return st_->store->embedding(st_->options.query_space, request_id, out);
+  }
+  /// Copies an entry's stored response embedding into out. Errors: not_found.
+  [[nodiscard]] result<void> response_embedding(const uuid& request_id, std::span<float> out) const {
+    return st_->store->embedding(st_->options.response_space, request_id, out);
+  }
+
+  /// Nearest-rank percentiles (p50, p95, p99, max, mean) of each latency
+  /// component over the entries in [from, to).
+  [[nodiscard]] result<latency_summary> latency(timestamp_ms from, timestamp_ms to) const {
+    std::vector<std::uint32_t> parts[4];
+    RUVLLM_TRY(visit_time_range(from, to, [&](const witness_record& w) {
+      parts[0].push_back(w.latency.queue_us);
+      parts[1].push_back(w.latency.prefill_us);
+      parts[2].push_back(w.latency.decode_us);
+      parts[3].push_back(w.latency.total_us);
+    }));
+    latency_summary s;
+    s.count = parts[0].size();
+    latency_percentiles* out[4] = {&s.queue, &s.prefill, &s.decode, &s.total};
+    for (int c = 0; c < 4; ++c) *out[c] = percentiles(parts[c]);
+    return s;
+  }
+
+  /// Mean quality per bucket of bucket_ms starting at from (buckets with no
+  /// entry are left out), oldest first. Errors: invalid_argument (bucket_ms < 1).
+  [[nodiscard]] result<std::vector<quality_bucket>> quality_trend(timestamp_ms from, timestamp_ms to,
+                                                                  timestamp_ms bucket_ms) const {
+    if (bucket_ms < 1) return make_error(errc::invalid_argument, "bucket width ", bucket_ms, " ms is not >= 1");
+    std::vector<quality_bucket> out;
+    RUVLLM_TRY(visit_time_range(from, to, [&](const witness_record& w) {
+      // Unsigned: w.time - from cannot overflow (w.time >= from).
+      const auto offset = static_cast<std::uint64_t>(w.time) - static_cast<std::uint64_t>(from);
+      const auto width = static_cast<std::uint64_t>(bucket_ms);
+      const auto start = static_cast<timestamp_ms>(static_cast<std::uint64_t>(from) + offset / width * width);
+      if (out.empty() || out.back().start != start) out.push_back(quality_bucket{start, 0, 0.0});
+      quality_bucket& b = out.back();
+      ++b.count;
+      b.mean += (w.quality - b.mean) / static_cast<double>(b.count);  // running mean
+    }));
+    return out;
+  }
+
+  /// Per model: entries, errors and mean quality over [from, to), by model.
+  [[nodiscard]] result<std::vector<model_usage>> usage(timestamp_ms from, timestamp_ms to) const {
+    std::vector<model_usage> out;
+    RUVLLM_TRY(visit_time_range(from, to, [&](const witness_record& w) {
+      auto it = std::lower_bound(out.begin(), out.end(), w.routing.model,
+                                 [](const model_usage& u, std::uint32_t m) { return u.model < m; });
+      if (it == out.end() || it->model != w.routing.model) it = out.insert(it, model_usage{w.routing.model});
+      ++it->count;
+      it->errors += w.error_code != 0;
+      it->mean_quality += (w.quality - it->mean_quality) / static_cast<double>(it->count);
+    }));
+    return out;
+  }
+
+  /// Retention: removes every entry older than cutoff (time < cutoff), with
+  /// its embeddings and edges, in logged batches of up to `batch` entries
+  /// (each atomic and durable). Returns how many were removed. Errors:
+  /// io_error (earlier batches stay removed).
+  [[nodiscard]] result<std::size_t> remove_older_than(timestamp_ms cutoff, std::size_t batch = 4096) {
+    std::size_t total = 0;
+    for (;;) {
+      std::size_t n = 0;
+      RUVLLM_TRY(st_->store->commit_with([&](const record_graph& g, memory_batch& b) -> result<void> {
+        g.visit_time_range(record_kind::witness, std::numeric_limits<timestamp_ms>::min(), cutoff,
+                           [&](const record& r) {
+                             b.remove(r.id);
+                             return ++n < batch;
+                           });
+        return {};
+      }));
+      total += n;
+      if (n < batch) return total;
+    }
+  }
+
+  /// Entries written.
+  [[nodiscard]] std::size_t size() const {
+    return st_->store->read([](const record_graph& g) { return g.count(record_kind::witness); });
+  }
+
+  /// The group (session hash) of a session's entries.
+  [[nodiscard]] static std::uint64_t session_group(const uuid& session_id) noexcept {
+    return session_id.is_nil() ? 0 : static_cast<std::uint64_t>(uuid_hash{}(session_id)) | 1;
   }
 
  private:
-  Store* store_;
+  static constexpr std::uint8_t payload_format = 1;
+
+  // One ring slot (see the file comment's memory layout).
+  struct alignas(64) slot {
+    std::atomic<std::uint64_t> seq{0};
+    // Steady clock at push, for max_delay. Atomic because the background
+    // writer peeks at the head slot without the writer mutex (a stale value
+    // only moves its wake-up time).
+    std::atomic<std::int64_t> pushed_ns{0};
+    uuid request{}, session{}, pattern{};
+    timestamp_ms time = 0;
+    witness_routing routing{};
+    latency_breakdown latency{};
+    float quality = 0.0f;
+    std::uint32_t error_code = 0;
+    std::uint16_t message_bytes = 0;
+    bool has_query = false;
+    bool has_response = false;
+    char message[witness_max_message];
+  };
+  static_assert(sizeof(slot) == 256);
+
+  // An entry taken off the ring, waiting to be written.
+  struct pending_entry {
+    uuid request{}, session{}, pattern{};
+    timestamp_ms time = 0;
+    witness_routing routing{};
+    latency_breakdown latency{};
+    float quality = 0.0f;
+    std::uint32_t error_code = 0;
+    std::uint16_t message_bytes = 0;
+    bool has_query = false, has_response = false;
+    char message[witness_max_message];
+    std::size_t floats = 0;  // offset in pending_floats
+  };
+
+  struct state {
+    state(Store& s, const witness_log_options& o)
+        : store(&s),
+          options(o),
+          qdim(s.dimension(o.query_space)),
+          rdim(s.dimension(o.response_space)),
+          mask(std::bit_ceil(o.queue_capacity) - 1),
+          slots(new slot[mask + 1]),
+          floats((mask + 1) * (qdim + rdim)) {
+      for (std::size_t i = 0; i <= mask; ++i) slots[i].seq.store(i, std::memory_order_relaxed);
+    }
+
+    [[nodiscard]] std::size_t capacity() const noexcept { return mask + 1; }
+
+    // Cheap validation before a slot is claimed (a claimed slot cannot be
+    // given back). Returns the error, if any.
+    [[nodiscard]] std::optional<error> check(const witness_entry& e) const {
+      if (e.request_id.is_nil()) return make_error(errc::invalid_argument, "witness request id is nil");
+      if (!e.query_embedding.empty() && e.query_embedding.size() != qdim)
+        return make_error(errc::invalid_argument, "query embedding dimension ", e.query_embedding.size(), " != ", qdim);
+      if (!e.response_embedding.empty() && e.response_embedding.size() != rdim)
+        return make_error(errc::invalid_argument, "response embedding dimension ", e.response_embedding.size(),
+                          " != ", rdim);
+      if (!(e.quality >= 0.0f && e.quality <= 1.0f))  // NaN fails both
+        return make_error(errc::invalid_argument, "witness quality ", e.quality, " is not in [0, 1]");
+      const float fields[] = {e.routing.model_probability, e.routing.temperature, e.routing.top_p,
+                              e.routing.confidence};
+      if (!all_finite(fields)) return make_error(errc::invalid_argument, "a routing value is not finite");
+      if (!all_finite(e.query_embedding))
+        return make_error(errc::invalid_argument, "the query embedding has a non-finite value");
+      if (!all_finite(e.response_embedding))
+        return make_error(errc::invalid_argument, "the response embedding has a non-finite value");
+      return std::nullopt;
+    }
+
+    // Exponent bits all ones is inf or NaN; an OR-reduction over integer
+    // compares vectorizes, where a std::isfinite loop does not.
+    [[nodiscard]] static bool all_finite(std::span<const float> v) noexcept {
+      std::uint32_t bad = 0;
+      for (float x : v) {
+        const auto u = std::bit_cast<std::uint32_t>(x);
+        bad |= static_cast<std::uint32_t>((u & 0x7f800000u) == 0x7f800000u);
+      }
+      return bad == 0;
+    }
+
+    void fill(slot& s, std::size_t index, const witness_entry& e) noexcept {
+      s.pushed_ns.store(detail::steady_now_ns(), std::memory_order_relaxed);
+      s.request = e.request_id;
+      s.session = e.session_id;
+      s.pattern = e.pattern_id;
+      s.time = e.time;
+      s.routing = e.routing;
+      s.latency = e.latency;
+      s.quality = e.quality;
+      s.error_code = e.error_code;
+      s.message_bytes = static_cast<std::uint16_t>(std::min(e.error_message.size(), witness_max_message));
+      if (s.message_bytes != 0) std::memcpy(s.message, e.error_message.data(), s.message_bytes);
+      s.has_query = !e.query_embedding.empty();
+      s.has_response = !e.response_embedding.empty();
+      float* dst = floats.data() + index * (qdim + rdim);
+      if (s.has_query) std::memcpy(dst, e.query_embedding.data(), qdim * sizeof(float));
+      if (s.has_response) std::memcpy(dst + qdim, e.response_embedding.data(), rdim * sizeof(float));
+    }
+
+    Store* store;
+    witness_log_options options;
+    std::size_t qdim, rdim;
+    std::size_t mask;
+    std::unique_ptr<slot[]> slots;
+    std::vector<float> floats;
+    alignas(64) std::atomic<std::uint64_t> enqueue_pos{0};
+    alignas(64) std::atomic<std::uint64_t> dequeue_pos{0};
+    alignas(64) std::atomic<std::uint32_t> in_flight{0};
+    std::atomic<bool> closed{false};
+    std::atomic<bool> writer_waiting{false};
+    alignas(64) std::atomic<std::uint64_t> rejected_full{0}, rejected_invalid{0}, rejected_closed{0};
+    std::atomic<std::uint64_t> written{0}, batches{0}, duplicates{0}, write_errors{0};
+    // Writer side.
+    std::mutex writer_mutex;  // serializes pump/flush
+    std::vector<pending_entry> pending;
+    std::vector<float> pending_floats;
+    std::vector<uuid> batch_ids;
+    std::mutex thread_mutex;  // start/stop
+    std::thread thread;
+    std::mutex wake_mutex;
+    std::condition_variable wake;
+    bool stop = false;  // guarded by wake_mutex
+    mutable std::mutex error_mutex;
+    std::optional<error> last_error;
+  };
+
+  witness_log() = default;
+
+  // Entries ready at the head of the ring (published, in order), up to limit.
+  [[nodiscard]] static std::size_t ready(const state& st, std::size_t limit) noexcept {
+    const std::uint64_t head = st.dequeue_pos.load(std::memory_order_relaxed);
+    std::size_t n = 0;
+    while (n < limit && st.slots[(head + n) & st.mask].seq.load(std::memory_order_acquire) == head + n + 1) ++n;
+    return n;
+  }
+
+  // Moves n ready entries from the ring into pending (writer mutex held).
+  static void take(state& st, std::size_t n) {
+    const std::size_t dims = st.qdim + st.rdim;
+    std::uint64_t head = st.dequeue_pos.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < n; ++i, ++head) {
+      slot& s = st.slots[head & st.mask];
+      pending_entry p;
+      p.request = s.request;
+      p.session = s.session;
+      p.pattern = s.pattern;
+      p.time = s.time;
+      p.routing = s.routing;
+      p.latency = s.latency;
+      p.quality = s.quality;
+      p.error_code = s.error_code;
+      p.message_bytes = s.message_bytes;
+      std::memcpy(p.message, s.message, s.message_bytes);
+      p.has_query = s.has_query;
+      p.has_response = s.has_response;
+      p.floats = st.pending_floats.size();
+      const float* src = st.floats.data() + (head & st.mask) * dims;
+      st.pending_floats.insert(st.pending_floats.end(), src, src + dims);
+      st.pending.push_back(p);
+      s.seq.store(head + st.mask + 1, std::memory_order_release);  // the slot is free for lap + 1
+    }
+    st.dequeue_pos.store(head, std::memory_order_release);
+  }
+
+  [[nodiscard]] static record to_record(const pending_entry& p) {
+    record r;
+    r.id = p.request;
+    r.kind = record_kind::witness;
+    r.time = p.time;
+    r.group = session_group(p.session);
+    r.set(quality_attribute, static_cast<double>(p.quality));
+    r.payload.reserve(128 + p.message_bytes);
+    detail::put_bytes(r.payload, payload_format);
+    detail::put_uuid(r.payload, p.session);
+    detail::put_uuid(r.payload, p.pattern);
+    detail::put_bytes(r.payload, p.routing.model);
+    detail::put_bytes(r.payload, p.routing.model_probability);
+    detail::put_bytes(r.payload, p.routing.context_bucket);
+    detail::put_bytes(r.payload, p.routing.temperature);
+    detail::put_bytes(r.payload, p.routing.top_p);
+    detail::put_bytes(r.payload, p.routing.confidence);
+    detail::put_bytes(r.payload, p.latency.queue_us);
+    detail::put_bytes(r.payload, p.latency.prefill_us);
+    detail::put_bytes(r.payload, p.latency.decode_us);
+    detail::put_bytes(r.payload, p.latency.total_us);
+    detail::put_bytes(r.payload, p.error_code);
+    detail::put_text(r.payload, std::string_view(p.message, p.message_bytes));
+    return r;
+  }
+
+  [[nodiscard]] static result<witness_record> decode(const record& r) {
+    witness_record w;
+    w.request_id = r.id;
+    w.time = r.time;
+    const auto q = r.number(quality_attribute);
+    byte_reader b(r.payload, "witness payload");
+    auto fail = [&](std::string_view what) {
+      return make_error(errc::corrupt_data, "witness entry ", to_string(r.id), ": ", what);
+    };
+    if (!q) return fail("no quality");
+    w.quality = static_cast<float>(*q);
+    auto format = b.read<std::uint8_t>("format");
+    if (!format || *format != payload_format) return fail("unknown payload format");
+    auto session = detail::read_uuid(b);
+    auto pattern = detail::read_uuid(b);
+    auto model = b.read<std::uint32_t>();
+    auto prob = b.read<float>();
+    auto bucket = b.read<std::uint32_t>();
+    auto temp = b.read<float>();
+    auto top_p = b.read<float>();
+    auto conf = b.read<float>();
+    auto lq = b.read<std::uint32_t>();
+    auto lp = b.read<std::uint32_t>();
+    auto ld = b.read<std::uint32_t>();
+    auto lt = b.read<std::uint32_t>();
+    auto code = b.read<std::uint32_t>();
+    if (!session || !pattern || !model || !prob || !bucket || !temp || !top_p || !conf || !lq || !lp || !ld || !lt ||
+        !code)
+      return fail("truncated payload");
+    auto message = detail::read_text(b, "error message");
+    if (!message || message->size() > witness_max_message || b.remaining() != 0) return fail("bad error message");
+    w.session_id = *session;
+    w.pattern_id = *pattern;
+    w.routing = witness_routing{*model, *prob, *bucket, *temp, *top_p, *conf};
+    w.latency = latency_breakdown{*lq, *lp, *ld, *lt};
+    w.error_code = *code;
+    w.error_message.assign(*message);
+    return w;
+  }
+
+  // Commits pending as one logged batch (writer mutex held). On success
+  // pending is emptied; on an io_error it is kept for the next attempt.
+  [[nodiscard]] static result<void> commit_pending(state& st) {
+    if (st.pending.empty()) return {};
+    std::uint64_t dups = 0;
+    auto built = st.store->commit_with([&](const record_graph& g, memory_batch& b) -> result<void> {
+      dups = 0;
+      st.batch_ids.clear();
+      for (const pending_entry& p : st.pending) {
+        if (g.get(p.request) != nullptr ||
+            std::find(st.batch_ids.begin(), st.batch_ids.end(), p.request) != st.batch_ids.end()) {
+          ++dups;
+          continue;
+        }
+        st.batch_ids.push_back(p.request);
+        const float* v = st.pending_floats.data() + p.floats;
+        embedding_ref embs[2];
+        std::size_t n = 0;
+        if (p.has_query) embs[n++] = embedding_ref{st.options.query_space, std::span<const float>(v, st.qdim)};
+        if (p.has_response)
+          embs[n++] = embedding_ref{st.options.response_space, std::span<const float>(v + st.qdim, st.rdim)};
+        b.insert(to_record(p), std::span<const embedding_ref>(embs, n));
+        if (!p.session.is_nil() && p.session != p.request && g.get(p.session) != nullptr)
+          b.link(p.request, p.session, edge_type::session_witness, 1.0f);
+        if (!p.pattern.is_nil() && p.pattern != p.request && g.get(p.pattern) != nullptr)
+          b.link(p.request, p.pattern, edge_type::pattern_witness, p.quality);
+      }
+      return {};
+    });
+    if (!built) {
+      st.write_errors.fetch_add(1, std::memory_order_relaxed);
+      // Only a failed write is worth retrying; anything else would fail
+      // again forever, so that batch is dropped (and reported).
+      if (built.error().code() != errc::io_error) {
+        st.pending.clear();
+        st.pending_floats.clear();
+      }
+      return built;
+    }
+    st.written.fetch_add(st.pending.size() - dups, std::memory_order_relaxed);
+    st.duplicates.fetch_add(dups, std::memory_order_relaxed);
+    st.batches.fetch_add(1, std::memory_order_relaxed);
+    st.pending.clear();
+    st.pending_floats.clear();
+    return {};
+  }
+
+  [[nodiscard]] static result<std::size_t> write(state& st, bool everything) {
+    std::lock_guard lk(st.writer_mutex);
+    std::size_t total = 0;
+    if (!st.pending.empty()) {  // a batch whose write failed earlier goes first
+      const std::size_t n = st.pending.size();
+      RUVLLM_TRY(commit_pending(st));
+      total += n;
+    }
+    for (;;) {
+      const std::size_t n = ready(st, st.options.batch_max);
+      if (n == 0) break;
+      if (n < st.options.batch_max && !everything) {
+        const std::int64_t waited = detail::steady_now_ns() -
+                                    st.slots[st.dequeue_pos.load() & st.mask].pushed_ns.load(std::memory_order_relaxed);
+        if (waited < std::chrono::duration_cast<std::chrono::nanoseconds>(st.options.max_delay).count()) break;
+      }
+      take(st, n);
+      RUVLLM_TRY(commit_pending(st));
+      total += n;
+    }
+    return total;
+  }
+
+  // The background writer: sleeps until a batch is full, the oldest entry
+  // is due, or stop(); then pumps.
+  static void run(state& st) {
+    const auto max_delay = std::chrono::duration_cast<std::chrono::nanoseconds>(st.options.max_delay);
+    std::unique_lock lk(st.wake_mutex);
+    while (!st.stop) {
+      auto deadline = std::chrono::steady_clock::now() + max_delay;
+      if (ready(st, 1) == 1) {
+        const std::int64_t head = st.slots[st.dequeue_pos.load() & st.mask].pushed_ns.load(std::memory_order_relaxed);
+        deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(head)) + max_delay;
+      }
+      st.writer_waiting.store(true, std::memory_order_seq_cst);
+      st.wake.wait_until(lk, deadline, [&] {
+        return st.stop ||
+               st.enqueue_pos.load(std::memory_order_seq_cst) - st.dequeue_pos.load(std::memory_order_relaxed) >=
+                   st.options.batch_max;
+      });
+      st.writer_waiting.store(false, std::memory_order_relaxed);
+      if (st.stop) break;
+      lk.unlock();
+      auto r = write(st, false);
+      lk.lock();
+      if (!r) {
+        {
+          std::lock_guard e(st.error_mutex);
+          st.last_error = std::move(r).error();
+        }
+        st.wake.wait_for(lk, st.options.retry_delay, [&] { return st.stop; });
+      }
+    }
+  }
+
+  [[nodiscard]] result<std::vector<witness_hit>> similar(std::uint32_t space, std::span<const float> query,
+                                                         std::size_t k, search_params params) const {
+    std::vector<witness_hit> out;
+    std::optional<error> failure;
+    RUVLLM_TRY(st_->store->visit_nearest(
+        space, query, k, [](const record& r) { return r.kind == record_kind::witness; },
+        [&](const record& r, float d) {
+          if (failure) return;
+          auto w = decode(r);
+          if (!w)
+            failure = std::move(w).error();
+          else
+            out.push_back(witness_hit{std::move(*w), d});
+        },
+        params));
+    if (failure) return std::move(*failure);
+    return out;
+  }
+
+  [[nodiscard]] static latency_percentiles percentiles(std::vector<std::uint32_t>& v) {
+    latency_percentiles p;
+    if (v.empty()) return p;
+    std::sort(v.begin(), v.end());
+    const auto rank = [&](double q) {
+      const auto r = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+      return v[std::min(v.size(), std::max<std::size_t>(r, 1)) - 1];
+    };
+    p.p50 = rank(0.50);
+    p.p95 = rank(0.95);
+    p.p99 = rank(0.99);
+    p.max = v.back();
+    double sum = 0.0;
+    for (auto x : v) sum += x;
+    p.mean = sum / static_cast<double>(v.size());
+    return p;
+  }
+
+  std::unique_ptr<state> st_;
 };
 
 }  // namespace ruvllm::store
+
+#endif  // RUVLLM_STORE_WITNESS_LOG_HPP
+
+// ==== ruvllm/store/roles.hpp
+#ifndef RUVLLM_STORE_ROLES_HPP
+#define RUVLLM_STORE_ROLES_HPP
+
+// The three roles Ruvector plays for the engine, over one memory_store (so
+// policies, sessions and witness entries share one durable directory, one
+// log and one graph, and relate through typed edges):
+//
+//   policy_store<Store>   policy_store.hpp   learned policies and patterns
+//   session_index<Store>  session_index.hpp  session state, encrypted at rest
+//   witness_log<Store>    witness_log.hpp    asynchronous audit trail
+//
+// role_store_options(dimension) (memory_store.hpp) lays out the four vector
+// spaces the roles use by default (role_space::policy, session,
+// witness_query, witness_response):
+//
+//   namespace st = ruvllm::store;
+//   using store_t = st::memory_store<st::metric::cosine, ruvllm::precision::f16>;
+//   auto store = store_t::open("./state", st::role_store_options(768)).value();
+//   auto policies = st::policy_store<store_t>::open(store).value();
+//   auto sessions = st::session_index<store_t>::open(store, {.key = key}).value();
+//   auto witness = st::witness_log<store_t>::open(store).value();
+//   (void)witness.start();  // or drive witness.pump() from a thread you own
+
 
 #endif  // RUVLLM_STORE_ROLES_HPP
 
