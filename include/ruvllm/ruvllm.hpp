@@ -49,9 +49,12 @@
 #include "ruvllm/store/hnsw_index.hpp"
 #include "ruvllm/store/hnsw_store.hpp"
 #include "ruvllm/store/memory_store.hpp"
+#include "ruvllm/store/policy_store.hpp"
 #include "ruvllm/store/records.hpp"
 #include "ruvllm/store/roles.hpp"
+#include "ruvllm/store/session_index.hpp"
 #include "ruvllm/store/vector_space.hpp"
 #include "ruvllm/store/wal.hpp"
+#include "ruvllm/store/witness_log.hpp"
 
 #endif  // RUVLLM_RUVLLM_HPP

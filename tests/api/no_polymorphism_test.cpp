@@ -132,7 +132,18 @@ using public_types = std::tuple<
     ruvllm::store::policy_store<ruvllm::store::memory_store<ruvllm::store::metric::cosine, p::f32>>,
     ruvllm::store::session_index<ruvllm::store::memory_store<ruvllm::store::metric::cosine, p::f32>>,
     ruvllm::store::witness_log<ruvllm::store::memory_store<ruvllm::store::metric::cosine, p::f32>>, ruvllm::store::uuid,
-    ruvllm::store::edge>;
+    ruvllm::store::edge,
+    // store: roles
+    ruvllm::store::memory_store<ruvllm::store::metric::l2, p::f16>, ruvllm::store::memory_batch,
+    ruvllm::store::embedding_ref, ruvllm::store::memory_store_stats, ruvllm::store::wal_stats,
+    ruvllm::store::session_index<ruvllm::store::memory_store<ruvllm::store::metric::cosine, p::f32>,
+                                 ruvllm::store::cipher::none>,
+    ruvllm::store::cipher::none, ruvllm::store::policy, ruvllm::store::policy_hit, ruvllm::store::policy_store_options,
+    ruvllm::store::session, ruvllm::store::session_hit, ruvllm::store::kv_cache_ref,
+    ruvllm::store::session_index_options, ruvllm::store::witness_entry, ruvllm::store::witness_record,
+    ruvllm::store::witness_hit, ruvllm::store::witness_routing, ruvllm::store::latency_breakdown,
+    ruvllm::store::latency_percentiles, ruvllm::store::latency_summary, ruvllm::store::quality_bucket,
+    ruvllm::store::model_usage, ruvllm::store::witness_log_options, ruvllm::store::witness_stats>;
 
 template <class... Ts>
 constexpr bool none_polymorphic(std::tuple<Ts...>*) {

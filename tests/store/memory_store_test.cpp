@@ -31,10 +31,10 @@
 namespace {
 
 namespace st = ruvllm::store;
-using st::uuid;
 using mem_support::image_of;
 using mem_support::random_id;
 using mem_support::store_image;
+using st::uuid;
 using store_t = st::memory_store<st::metric::l2, ruvllm::precision::f32>;
 
 constexpr std::uint32_t dims[] = {4, 3};
@@ -298,13 +298,13 @@ TEST_CASE("memory_store: rejected calls change nothing, also after reopening", "
   st::record c = a;
   c.id = random_id(gen);
   using ruvllm::errc;
-  CHECK(store->insert(c, {{0, v5}}).error().code() == errc::invalid_argument);     // dimension
-  CHECK(store->insert(c, {{0, vnan}}).error().code() == errc::invalid_argument);   // NaN
-  CHECK(store->insert(c, {{0, vinf}}).error().code() == errc::invalid_argument);   // inf
-  CHECK(store->insert(c, {{2, va}}).error().code() == errc::invalid_argument);     // no such space
-  CHECK(store->insert(a).error().code() == errc::already_exists);                  // duplicate id
-  CHECK(store->insert(st::record{}).error().code() == errc::invalid_argument);     // nil id
-  CHECK(store->replace(c).error().code() == errc::not_found);                      // unknown id
+  CHECK(store->insert(c, {{0, v5}}).error().code() == errc::invalid_argument);    // dimension
+  CHECK(store->insert(c, {{0, vnan}}).error().code() == errc::invalid_argument);  // NaN
+  CHECK(store->insert(c, {{0, vinf}}).error().code() == errc::invalid_argument);  // inf
+  CHECK(store->insert(c, {{2, va}}).error().code() == errc::invalid_argument);    // no such space
+  CHECK(store->insert(a).error().code() == errc::already_exists);                 // duplicate id
+  CHECK(store->insert(st::record{}).error().code() == errc::invalid_argument);    // nil id
+  CHECK(store->replace(c).error().code() == errc::not_found);                     // unknown id
   CHECK(store->remove(c.id).error().code() == errc::not_found);
   CHECK(store->link(a.id, c.id, st::edge_type::related, 1.0f).error().code() == errc::not_found);
   CHECK(store->link(a.id, b.id, st::edge_type::related, nan).error().code() == errc::invalid_argument);
@@ -324,9 +324,13 @@ TEST_CASE("memory_store: rejected calls change nothing, also after reopening", "
   batch.insert(c);  // duplicate within the batch
   CHECK(store->commit(batch).error().code() == errc::already_exists);
   CHECK(store->modify(c.id, [](st::record&) -> ruvllm::result<void> { return {}; }).error().code() == errc::not_found);
-  CHECK(store->modify(a.id, [](st::record&) -> ruvllm::result<void> {
-                 return ruvllm::make_error(errc::cancelled, "changed my mind");
-               }).error().code() == errc::cancelled);
+  CHECK(store
+            ->modify(a.id,
+                     [](st::record&) -> ruvllm::result<void> {
+                       return ruvllm::make_error(errc::cancelled, "changed my mind");
+                     })
+            .error()
+            .code() == errc::cancelled);
 
   REQUIRE(store->sequence() == seq);
   REQUIRE(image_of(*store) == good);
@@ -367,9 +371,13 @@ TEST_CASE("memory_store durability modes sync as promised", "[store][memory][wal
       if (mode == st::durability::group_commit) CHECK(s.syncs == 2);  // after the 8th and the 16th
       if (mode == st::durability::none) CHECK(s.syncs == 0);
       REQUIRE(store.sync());
-      CHECK(store.stats().wal.syncs == (mode == st::durability::every_write ? 20u : mode == st::durability::group_commit ? 3u : 1u));
+      CHECK(store.stats().wal.syncs == (mode == st::durability::every_write    ? 20u
+                                        : mode == st::durability::group_commit ? 3u
+                                                                               : 1u));
       REQUIRE(store.sync());  // nothing pending: no second fdatasync
-      CHECK(store.stats().wal.syncs == (mode == st::durability::every_write ? 20u : mode == st::durability::group_commit ? 3u : 1u));
+      CHECK(store.stats().wal.syncs == (mode == st::durability::every_write    ? 20u
+                                        : mode == st::durability::group_commit ? 3u
+                                                                               : 1u));
     }
     // Whatever the mode, a process that ends (even by a crash, see the crash
     // test) leaves every write in the log.

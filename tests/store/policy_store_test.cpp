@@ -22,9 +22,9 @@
 namespace {
 
 namespace st = ruvllm::store;
-using st::uuid;
 using mem_support::image_of;
 using mem_support::random_id;
+using st::uuid;
 using store_t = st::memory_store<st::metric::cosine, ruvllm::precision::f32>;
 using policies_t = st::policy_store<store_t>;
 constexpr std::uint32_t dim = 8;
@@ -174,7 +174,7 @@ TEST_CASE("policy_store: bad input is refused and changes nothing", "[store][rol
   CHECK(bad([&](st::policy& p) { p.parameters[2] = nan; }) == errc::invalid_argument);
   CHECK(bad([&](st::policy& p) { p.parameters[2] = std::numeric_limits<float>::infinity(); }) ==
         errc::invalid_argument);
-  CHECK(bad([&](st::policy& p) { p.fisher_diagonal = {1, 2, 3}; }) == errc::invalid_argument);  // length
+  CHECK(bad([&](st::policy& p) { p.fisher_diagonal = {1, 2, 3}; }) == errc::invalid_argument);      // length
   CHECK(bad([&](st::policy& p) { p.fisher_diagonal = {1, -2, 3, 4}; }) == errc::invalid_argument);  // negative
   CHECK(bad([&](st::policy& p) { p.source = static_cast<st::learning_loop>(9); }) == errc::invalid_argument);
   CHECK(bad([&](st::policy& p) { p.id = uuid{}; }) == errc::invalid_argument);

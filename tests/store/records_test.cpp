@@ -30,8 +30,8 @@
 namespace {
 
 namespace st = ruvllm::store;
-using st::uuid;
 using mem_support::random_id;
+using st::uuid;
 
 struct model {
   std::map<uuid, st::record> records;
@@ -73,7 +73,8 @@ void check_same(const st::record_graph& g, const model& m) {
   for (auto [lo, hi] : {std::pair<std::int64_t, std::int64_t>{0, 500}, {250, 750}, {900, 1001}}) {
     auto in = [&](const st::record& r) { return r.time >= lo && r.time < hi; };
     for (auto k : kinds)
-      REQUIRE(g.in_time_range(k, lo, hi) == ids_sorted_by(m, k, [](const st::record& r) { return r.time; }, in));
+      REQUIRE(g.in_time_range(k, lo, hi) == ids_sorted_by(
+                                                m, k, [](const st::record& r) { return r.time; }, in));
     std::vector<std::pair<std::int64_t, uuid>> all;
     for (auto& [id, r] : m.records)
       if (in(r)) all.emplace_back(r.time, id);
@@ -89,14 +90,14 @@ void check_same(const st::record_graph& g, const model& m) {
   };
   for (auto k : kinds)
     REQUIRE(g.in_attribute_range(k, 0.25, 0.75) ==
-            ids_sorted_by(m, k, [](const st::record& r) { return *r.number("quality"); }, q_in));
+            ids_sorted_by(
+                m, k, [](const st::record& r) { return *r.number("quality"); }, q_in));
   // Groups.
   for (auto k : kinds)
     for (std::uint64_t grp = 0; grp < 4; ++grp)
       REQUIRE(g.in_group(k, grp) ==
-              ids_sorted_by(m, k, [](const st::record& r) { return r.id; }, [&](const st::record& r) {
-                return r.group == grp;
-              }));
+              ids_sorted_by(
+                  m, k, [](const st::record& r) { return r.id; }, [&](const st::record& r) { return r.group == grp; }));
   // Edges: every record's neighbours, both directions, heaviest first.
   for (auto& [id, r] : m.records) {
     std::multiset<std::tuple<uuid, uuid, int, float>> expect, got;
@@ -127,7 +128,8 @@ st::record random_record(ruvllm::test::rng& gen) {
   if (gen.chance(0.8)) r.set("quality", static_cast<double>(gen.uniform(0.0f, 1.0f)));
   r.set("kind", std::string(gen.chance(0.5) ? "pattern" : "session"));
   r.set("uses", static_cast<std::int64_t>(gen.uniform_index(0, 9)));
-  for (std::size_t i = gen.uniform_index(0, 24); i > 0; --i) r.payload.push_back(static_cast<std::byte>(gen.next_u32()));
+  for (std::size_t i = gen.uniform_index(0, 24); i > 0; --i)
+    r.payload.push_back(static_cast<std::byte>(gen.next_u32()));
   return r;
 }
 }  // namespace

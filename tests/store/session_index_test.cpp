@@ -29,9 +29,9 @@
 namespace {
 
 namespace st = ruvllm::store;
-using st::uuid;
 using mem_support::image_of;
 using mem_support::random_id;
+using st::uuid;
 using store_t = st::memory_store<st::metric::cosine, ruvllm::precision::f32>;
 using sessions_t = st::session_index<store_t>;
 constexpr std::uint32_t dim = 8;

@@ -37,8 +37,8 @@
 namespace {
 
 namespace st = ruvllm::store;
-using st::uuid;
 using mem_support::random_id;
+using st::uuid;
 using store_t = st::memory_store<st::metric::l2, ruvllm::precision::f32>;
 constexpr std::uint32_t dim = 8;
 
@@ -46,7 +46,9 @@ st::memory_store_options options(st::durability mode) {
   auto o = st::role_store_options(dim, st::hnsw_options{.m = 8, .ef_construction = 48});
   o.wal.mode = mode;
   o.wal.group_records = 16;
-  o.checkpoint_bytes = 48 << 10;  // frequent automatic checkpoints, so kills land in them too
+  // Automatic checkpoints every few witness batches, so kills land in them
+  // too (a checkpoint costs ~15 fsyncs, tens of ms here).
+  o.checkpoint_bytes = 256 << 10;
   return o;
 }
 
@@ -334,7 +336,7 @@ state read_state(store_t& store) {
       m.a = ses[gen.uniform_index(0, ses.size() - 1)];
     } else if (r < 56) {
       m.op = session_expire;
-      m.gen = gen0 + i - std::min<std::uint64_t>(i, 60);  // the cutoff
+      m.gen = m.gen - std::min<std::uint64_t>(m.gen, 150);  // the cutoff: idle for 150 operations
     } else if (r < 63) {
       m.op = link_edge;
       m.a = ses[gen.uniform_index(0, ses.size() - 1)];
@@ -344,7 +346,9 @@ state read_state(store_t& store) {
       std::tie(m.a, m.b) = links[gen.uniform_index(0, links.size() - 1)];
     } else if (r < 92) {
       m.op = witness_batch;
-      const std::size_t n = gen.uniform_index(1, 100);
+      // Mostly small batches (cheap to index, so each trial does more); one in
+      // five between 50 and 100 entries, the most one written batch holds.
+      const std::size_t n = gen.chance(0.2) ? gen.uniform_index(50, 100) : gen.uniform_index(1, 10);
       for (std::size_t k = 0; k < n; ++k) {
         witness_item it;
         it.id = random_id(gen);
@@ -356,7 +360,7 @@ state read_state(store_t& store) {
       m.count = static_cast<std::uint32_t>(n);
     } else if (r < 95) {
       m.op = witness_retain;
-      m.gen = (gen0 + i - std::min<std::uint64_t>(i, 40)) * 1000;  // the cutoff, in witness time
+      m.gen = (m.gen - std::min<std::uint64_t>(m.gen, 150)) * 1000;  // the cutoff: 150 operations ago, in witness time
     } else if (r < 99) {
       m.op = checkpoint;
     } else {
@@ -375,8 +379,7 @@ state read_state(store_t& store) {
         ok(static_cast<bool>(policies.set_confidence(m.a, quality_of(m.gen), static_cast<std::int64_t>(m.gen))));
         break;
       case policy_params:
-        ok(static_cast<bool>(
-            policies.set_parameters(m.a, vec(m.a, m.gen + 7), {}, static_cast<std::int64_t>(m.gen))));
+        ok(static_cast<bool>(policies.set_parameters(m.a, vec(m.a, m.gen + 7), {}, static_cast<std::int64_t>(m.gen))));
         break;
       case policy_remove:
         ok(static_cast<bool>(policies.remove(m.a)));
@@ -387,8 +390,8 @@ state read_state(store_t& store) {
         ses.push_back(m.a);
         break;
       case session_turn:
-        ok(static_cast<bool>(sessions.record_turn(m.a, static_cast<std::int64_t>(m.gen),
-                                                  st::kv_cache_ref{st::kv_tier::hot, m.gen, 1})));
+        ok(static_cast<bool>(
+            sessions.record_turn(m.a, static_cast<std::int64_t>(m.gen), st::kv_cache_ref{st::kv_tier::hot, m.gen, 1})));
         break;
       case session_expire: {
         auto gone = sessions.expire(static_cast<std::int64_t>(m.gen));
@@ -397,18 +400,21 @@ state read_state(store_t& store) {
         break;
       }
       case link_edge:
-        ok(static_cast<bool>(store->link(m.a, m.b, st::edge_type::session_pattern, static_cast<float>(m.gen % 50) / 10.0f)));
+        ok(static_cast<bool>(
+            store->link(m.a, m.b, st::edge_type::session_pattern, static_cast<float>(m.gen % 50) / 10.0f)));
         if (std::find(links.begin(), links.end(), std::pair{m.a, m.b}) == links.end()) links.emplace_back(m.a, m.b);
         break;
-      case scale_edge: ok(static_cast<bool>(store->scale_weight(m.a, m.b, st::edge_type::session_pattern, 1.05f))); break;
+      case scale_edge:
+        ok(static_cast<bool>(store->scale_weight(m.a, m.b, st::edge_type::session_pattern, 1.05f)));
+        break;
       case witness_batch:
         for (auto& it : op.items) {
           const auto w = witness_of(it.id, it.gen, it.session, it.pattern);
           const auto q = vec(it.id, it.gen);
           const auto resp = it.gen % 3 != 0 ? vec(it.id, it.gen + 1) : std::vector<float>{};
-          ok(static_cast<bool>(witness.push(st::witness_entry{w.request_id, w.session_id, w.pattern_id, w.time, q,
-                                                              resp, w.routing, w.latency, w.quality, w.error_code,
-                                                              w.error_message})));
+          ok(static_cast<bool>(
+              witness.push(st::witness_entry{w.request_id, w.session_id, w.pattern_id, w.time, q, resp, w.routing,
+                                             w.latency, w.quality, w.error_code, w.error_message})));
         }
         // At most batch_max (100) entries: one atomic logged batch.
         ok(witness.flush().value_or(0) == op.items.size());
@@ -455,8 +461,8 @@ void run_crash_trials(int trials, std::uint64_t seed) {
         bytes.insert(bytes.end(), buf, buf + n);
       }
     };
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::microseconds(gen.uniform_index(3'000, 150'000));
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(gen.uniform_index(30'000, 800'000));
     while (std::chrono::steady_clock::now() < deadline) {
       drain();
       std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -532,7 +538,7 @@ void run_crash_trials(int trials, std::uint64_t seed) {
       REQUIRE(!hits.empty());
       CHECK(hits[0].entry.request_id == id);
     }
-    gen0 = max_gen + 1000;  // fresh generations (and later times) for the next child
+    gen0 = max_gen + 1;  // the next child continues the generations (and times)
   }
   INFO("acknowledged " << acknowledged << ", in flight applied " << in_flight_applied << ", absent "
                        << in_flight_absent);

@@ -35,9 +35,9 @@
 namespace {
 
 namespace st = ruvllm::store;
-using st::uuid;
 using mem_support::image_of;
 using mem_support::random_id;
+using st::uuid;
 using store_t = st::memory_store<st::metric::cosine, ruvllm::precision::f32>;
 using witness_t = st::witness_log<store_t>;
 constexpr std::uint32_t dim = 8;
@@ -54,9 +54,9 @@ struct owned_entry {
   st::witness_record rec;
   std::vector<float> query, response;
   [[nodiscard]] st::witness_entry view() const {
-    return st::witness_entry{rec.request_id, rec.session_id, rec.pattern_id, rec.time,        query,
-                             response,       rec.routing,    rec.latency,    rec.quality,     rec.error_code,
-                             rec.error_message};
+    return st::witness_entry{rec.request_id, rec.session_id, rec.pattern_id,   rec.time,
+                             query,          response,       rec.routing,      rec.latency,
+                             rec.quality,    rec.error_code, rec.error_message};
   }
 };
 
@@ -65,9 +65,12 @@ owned_entry random_entry(ruvllm::test::rng& gen, std::int64_t time, const std::v
   e.rec.request_id = random_id(gen);
   if (!sessions.empty()) e.rec.session_id = sessions[gen.uniform_index(0, sessions.size() - 1)];
   e.rec.time = time;
-  e.rec.routing = st::witness_routing{static_cast<std::uint32_t>(gen.uniform_index(0, 3)), gen.uniform(0.0f, 1.0f),
-                                      static_cast<std::uint32_t>(gen.uniform_index(0, 4)), gen.uniform(0.1f, 1.5f),
-                                      gen.uniform(0.5f, 1.0f), gen.uniform(0.0f, 1.0f)};
+  e.rec.routing = st::witness_routing{static_cast<std::uint32_t>(gen.uniform_index(0, 3)),
+                                      gen.uniform(0.0f, 1.0f),
+                                      static_cast<std::uint32_t>(gen.uniform_index(0, 4)),
+                                      gen.uniform(0.1f, 1.5f),
+                                      gen.uniform(0.5f, 1.0f),
+                                      gen.uniform(0.0f, 1.0f)};
   e.rec.latency = st::latency_breakdown{static_cast<std::uint32_t>(gen.uniform_index(0, 500)),
                                         static_cast<std::uint32_t>(gen.uniform_index(100, 50000)),
                                         static_cast<std::uint32_t>(gen.uniform_index(1000, 900000)), 0};
@@ -112,8 +115,8 @@ TEST_CASE("witness_log: round trip, queries and aggregates against references", 
   {
     auto log = witness_t::open(*store).value();
     for (int i = 0; i < 600; ++i) {
-      owned_entry e = random_entry(gen, 1'000'000 + static_cast<std::int64_t>(gen.uniform_index(0, 3'600'000)),
-                                   session_ids);
+      owned_entry e =
+          random_entry(gen, 1'000'000 + static_cast<std::int64_t>(gen.uniform_index(0, 3'600'000)), session_ids);
       if (i % 5 == 0) e.rec.pattern_id = pattern.id;
       REQUIRE(log.push(e.view()));
       model[e.rec.request_id] = e;

@@ -122,7 +122,9 @@ struct memory_store_stats {
 class memory_batch {
  public:
   /// Inserts r (its key is assigned at commit) with embeddings.
-  void insert(record r, std::span<const embedding_ref> embeddings = {}) { add(op_code::insert, std::move(r), embeddings); }
+  void insert(record r, std::span<const embedding_ref> embeddings = {}) {
+    add(op_code::insert, std::move(r), embeddings);
+  }
   void insert(record r, std::initializer_list<embedding_ref> embeddings) {
     add(op_code::insert, std::move(r), std::span<const embedding_ref>(embeddings.begin(), embeddings.size()));
   }
@@ -163,7 +165,15 @@ class memory_batch {
   template <Metric, VectorPrecision, Backend>
   friend class memory_store;
 
-  enum class op_code : std::uint8_t { insert = 1, replace = 2, remove = 3, link = 4, unlink = 5, adjust = 6, scale = 7 };
+  enum class op_code : std::uint8_t {
+    insert = 1,
+    replace = 2,
+    remove = 3,
+    link = 4,
+    unlink = 5,
+    adjust = 6,
+    scale = 7
+  };
   struct stored_embedding {
     std::uint32_t space;
     std::size_t offset;
@@ -171,7 +181,7 @@ class memory_batch {
   };
   struct op {
     op_code code;
-    record rec;  // insert, replace
+    record rec;   // insert, replace
     uuid from{};  // remove: the id
     uuid to{};
     edge_type type = edge_type::related;
@@ -510,11 +520,15 @@ class memory_store {
 
   /// The k records nearest to query in space that pass pred, closest first.
   template <class Pred>
-  [[nodiscard]] result<std::vector<memory_hit>> search(std::uint32_t space, std::span<const float> query,
-                                                       std::size_t k, Pred&& pred, search_params params = {}) const {
+  [[nodiscard]] result<std::vector<memory_hit>> search(std::uint32_t space, std::span<const float> query, std::size_t k,
+                                                       Pred&& pred, search_params params = {}) const {
     std::vector<memory_hit> out;
     RUVLLM_TRY(visit_nearest(
-        space, query, k, pred, [&](const record& r, float d) { out.push_back(memory_hit{r, d}); }, params));
+        space, query, k, pred,
+        [&](const record& r, float d) {
+          out.push_back(memory_hit{r, d});
+        },
+        params));
     return out;
   }
   [[nodiscard]] result<std::vector<memory_hit>> search(std::uint32_t space, std::span<const float> query,
@@ -539,9 +553,7 @@ class memory_store {
 
   /// The index of a space (searches, sizes; thread-safe, see hnsw_index).
   [[nodiscard]] const index_type& index(std::uint32_t space) const noexcept { return *st_->indexes[space]; }
-  [[nodiscard]] std::uint32_t space_count() const noexcept {
-    return static_cast<std::uint32_t>(st_->indexes.size());
-  }
+  [[nodiscard]] std::uint32_t space_count() const noexcept { return static_cast<std::uint32_t>(st_->indexes.size()); }
   /// The dimension of a space (0 for a space that does not exist).
   [[nodiscard]] std::uint32_t dimension(std::uint32_t space) const noexcept {
     return space < st_->indexes.size() ? st_->indexes[space]->dimension() : 0;
@@ -627,8 +639,8 @@ class memory_store {
     // Reused per commit.
     memory_batch scratch;
     std::vector<std::byte> payload;
-    std::vector<std::uint64_t> keys;   // per op: the record key it touches
-    std::vector<float> weights;        // per op: the resolved absolute weight
+    std::vector<std::uint64_t> keys;  // per op: the record key it touches
+    std::vector<float> weights;       // per op: the resolved absolute weight
   };
 
   memory_store() = default;
@@ -680,8 +692,7 @@ class memory_store {
       (void)zero;
       if (metric != space_type::metric_id || precision != space_type::precision_id)
         return r.fail(errc::invalid_argument, "the store's metric/precision ids (", metric, ", ", precision,
-                      ") differ from this store type's (", space_type::metric_id, ", ", space_type::precision_id,
-                      ")");
+                      ") differ from this store type's (", space_type::metric_id, ", ", space_type::precision_id, ")");
       sp.keep_originals = originals != 0;
       RUVLLM_TRY_ASSIGN(sp.m, r.read<std::uint32_t>("m"));
       RUVLLM_TRY_ASSIGN(sp.ef_construction, r.read<std::uint32_t>("ef_construction"));
@@ -769,8 +780,8 @@ class memory_store {
   [[nodiscard]] static result<void> check_record_fields(const record& r) {
     if (r.id.is_nil()) return make_error(errc::invalid_argument, "record id is nil");
     if (static_cast<std::uint8_t>(r.kind) >= record_kind_count)
-      return make_error(errc::invalid_argument, "record kind ", static_cast<unsigned>(r.kind), " >= ",
-                        unsigned{record_kind_count});
+      return make_error(errc::invalid_argument, "record kind ", static_cast<unsigned>(r.kind),
+                        " >= ", unsigned{record_kind_count});
     for (std::size_t i = 1; i < r.attributes.size(); ++i)
       if (!(r.attributes[i - 1].first < r.attributes[i].first))
         return make_error(errc::invalid_argument, "attribute '", r.attributes[i].first, "' appears twice");
@@ -853,8 +864,8 @@ class memory_store {
           if (auto ok = record_graph::check_edge(o.type, weight); !ok) return fail(std::move(ok).error());
           st.weights[i] = weight;
           ov.set_weight(o.from, o.to, o.type, o.code == op_code::unlink ? std::nullopt : std::optional<float>(weight));
-          detail::put_bytes(st.payload, static_cast<std::uint8_t>(o.code == op_code::unlink ? op_code::unlink
-                                                                                             : op_code::link));
+          detail::put_bytes(st.payload,
+                            static_cast<std::uint8_t>(o.code == op_code::unlink ? op_code::unlink : op_code::link));
           detail::put_uuid(st.payload, o.from);
           detail::put_uuid(st.payload, o.to);
           detail::put_bytes(st.payload, static_cast<std::uint8_t>(o.type));

@@ -59,7 +59,7 @@ struct policy {
   uuid id{};
   policy_type type = policy_type::pattern;
   learning_loop source = learning_loop::instant;
-  float confidence = 0.0f;  // [0, 1]
+  float confidence = 0.0f;   // [0, 1]
   timestamp_ms updated = 0;  // last update, ms UTC
   std::vector<float> parameters;
   std::vector<float> fisher_diagonal;  // empty: none; else one non-negative value per parameter
@@ -167,19 +167,17 @@ class policy_store {
   [[nodiscard]] result<std::vector<policy>> list(policy_type type) const {
     return store_->read([&](const record_graph& g) -> result<std::vector<policy>> {
       std::vector<policy> out;
-      out.reserve(g.count(record_kind::policy) == 0 ? 0 : 8);
-      error failure(errc::corrupt_data, "");
-      bool ok = true;
+      std::optional<error> failure;
       g.visit_group(record_kind::policy, static_cast<std::uint64_t>(type), [&](const record& r) {
         auto p = from_record(r);
         if (!p) {
           failure = std::move(p).error();
-          return ok = false;
+          return false;
         }
         out.push_back(std::move(*p));
         return true;
       });
-      if (!ok) return failure;
+      if (failure) return std::move(*failure);
       return out;
     });
   }

@@ -71,15 +71,15 @@ using session_key = std::array<std::uint8_t, 32>;
 /// reverses it (false when authentication fails), and keyed_hash() is a
 /// 64-bit keyed hash.
 template <class C>
-concept SessionCipher =
-    requires { { C::available } -> std::convertible_to<bool>; } &&
-    (!C::available ||
-     requires(const session_key& key, std::span<const std::byte> bytes, std::vector<std::byte>& out) {
-       { C::init() } -> std::same_as<result<void>>;
-       C::seal(key, bytes, bytes, out);
-       { C::open(key, bytes, bytes, out) } -> std::same_as<bool>;
-       { C::keyed_hash(key, bytes) } -> std::same_as<std::uint64_t>;
-     });
+concept SessionCipher = requires {
+  { C::available } -> std::convertible_to<bool>;
+}
+&&(!C::available || requires(const session_key& key, std::span<const std::byte> bytes, std::vector<std::byte>& out) {
+  { C::init() } -> std::same_as<result<void>>;
+  C::seal(key, bytes, bytes, out);
+  { C::open(key, bytes, bytes, out) } -> std::same_as<bool>;
+  { C::keyed_hash(key, bytes) } -> std::same_as<std::uint64_t>;
+});
 
 namespace cipher {
 
@@ -315,7 +315,7 @@ class session_index {
   /// The k sessions whose context is nearest to context, closest first.
   /// Errors: invalid_argument (dimension), as get.
   [[nodiscard]] result<std::vector<session_hit>> similar(std::span<const float> context, std::size_t k,
-                                                        search_params params = {}) const {
+                                                         search_params params = {}) const {
     std::vector<session_hit> out;
     std::optional<error> failure;
     RUVLLM_TRY(store_->visit_nearest(
@@ -391,8 +391,7 @@ class session_index {
   static constexpr std::byte sealed_format{1};
   static constexpr std::uint8_t body_version = 1;
 
-  session_index(Store& store, session_index_options options) noexcept
-      : store_(&store), options_(std::move(options)) {}
+  session_index(Store& store, session_index_options options) noexcept : store_(&store), options_(std::move(options)) {}
 
   void wipe() noexcept {
     if (!options_.key) return;
@@ -471,8 +470,7 @@ class session_index {
     std::span<const std::byte> body;
     if (format == sealed_format) {
       if (!options_.key)
-        return make_error(errc::corrupt_data, "session ", to_string(r.id),
-                          " is encrypted and no key is configured");
+        return make_error(errc::corrupt_data, "session ", to_string(r.id), " is encrypted and no key is configured");
       if constexpr (Cipher::available) {
         const auto ad = associated(r, sealed_format);
         if (!Cipher::open(*options_.key, ad, rest, plain))

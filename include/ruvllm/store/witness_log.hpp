@@ -274,8 +274,7 @@ class witness_log {
       if (diff == 0) {
         // seq_cst (free on x86: a locked instruction) orders this claim
         // before the wake check below and the writer's predicate.
-        if (st.enqueue_pos.compare_exchange_weak(pos, pos + 1, std::memory_order_seq_cst,
-                                                 std::memory_order_relaxed))
+        if (st.enqueue_pos.compare_exchange_weak(pos, pos + 1, std::memory_order_seq_cst, std::memory_order_relaxed))
           break;
       } else if (diff < 0) {
         st.in_flight.fetch_sub(1, std::memory_order_release);
@@ -462,12 +461,12 @@ class witness_log {
 
   /// The k entries whose query embedding is nearest to query, closest first.
   [[nodiscard]] result<std::vector<witness_hit>> similar_queries(std::span<const float> query, std::size_t k,
-                                                                search_params params = {}) const {
+                                                                 search_params params = {}) const {
     return similar(st_->options.query_space, query, k, params);
   }
   /// The k entries whose response embedding is nearest to response.
   [[nodiscard]] result<std::vector<witness_hit>> similar_responses(std::span<const float> response, std::size_t k,
-                                                                  search_params params = {}) const {
+                                                                   search_params params = {}) const {
     return similar(st_->options.response_space, response, k, params);
   }
 
@@ -500,7 +499,7 @@ class witness_log {
   /// Mean quality per bucket of bucket_ms starting at from (buckets with no
   /// entry are left out), oldest first. Errors: invalid_argument (bucket_ms < 1).
   [[nodiscard]] result<std::vector<quality_bucket>> quality_trend(timestamp_ms from, timestamp_ms to,
-                                                                 timestamp_ms bucket_ms) const {
+                                                                  timestamp_ms bucket_ms) const {
     if (bucket_ms < 1) return make_error(errc::invalid_argument, "bucket width ", bucket_ms, " ms is not >= 1");
     std::vector<quality_bucket> out;
     RUVLLM_TRY(visit_time_range(from, to, [&](const witness_record& w) {
@@ -617,8 +616,7 @@ class witness_log {
     [[nodiscard]] std::optional<error> check(const witness_entry& e) const {
       if (e.request_id.is_nil()) return make_error(errc::invalid_argument, "witness request id is nil");
       if (!e.query_embedding.empty() && e.query_embedding.size() != qdim)
-        return make_error(errc::invalid_argument, "query embedding dimension ", e.query_embedding.size(),
-                          " != ", qdim);
+        return make_error(errc::invalid_argument, "query embedding dimension ", e.query_embedding.size(), " != ", qdim);
       if (!e.response_embedding.empty() && e.response_embedding.size() != rdim)
         return make_error(errc::invalid_argument, "response embedding dimension ", e.response_embedding.size(),
                           " != ", rdim);
@@ -854,8 +852,8 @@ class witness_log {
       const std::size_t n = ready(st, st.options.batch_max);
       if (n == 0) break;
       if (n < st.options.batch_max && !everything) {
-        const std::int64_t waited =
-            detail::steady_now_ns() - st.slots[st.dequeue_pos.load() & st.mask].pushed_ns.load(std::memory_order_relaxed);
+        const std::int64_t waited = detail::steady_now_ns() -
+                                    st.slots[st.dequeue_pos.load() & st.mask].pushed_ns.load(std::memory_order_relaxed);
         if (waited < std::chrono::duration_cast<std::chrono::nanoseconds>(st.options.max_delay).count()) break;
       }
       take(st, n);
@@ -878,9 +876,9 @@ class witness_log {
       }
       st.writer_waiting.store(true, std::memory_order_seq_cst);
       st.wake.wait_until(lk, deadline, [&] {
-        return st.stop || st.enqueue_pos.load(std::memory_order_seq_cst) -
-                                  st.dequeue_pos.load(std::memory_order_relaxed) >=
-                              st.options.batch_max;
+        return st.stop ||
+               st.enqueue_pos.load(std::memory_order_seq_cst) - st.dequeue_pos.load(std::memory_order_relaxed) >=
+                   st.options.batch_max;
       });
       st.writer_waiting.store(false, std::memory_order_relaxed);
       if (st.stop) break;
