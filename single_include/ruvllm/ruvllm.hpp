@@ -1510,18 +1510,42 @@ class mapped_file {
 //  * Idle workers spin for a bounded time (back-to-back kernel calls find
 //    them awake) and then block on a futex (std::atomic::wait), so an idle
 //    pool costs no CPU.
-//  * The one unavoidable wait is for a chunk already claimed by a worker that
-//    was then descheduled. When the caller waits longer than
+//  * run(): the one unavoidable wait is for a chunk already claimed by a
+//    worker that was then descheduled. When the caller waits longer than
 //    options::straggler_wait for such a chunk, that worker sits out the next
 //    jobs (1, 2, 4, ... up to max_backoff_jobs), so a pool under a co-tenant
 //    degrades to the speed of the threads that actually run instead of
 //    stalling every call.
+//  * run_replicated(): for jobs whose chunks are pure functions writing only
+//    their own slice of one output array (GEMV rows, attention heads), even
+//    that wait goes away. Workers compute a chunk into a private staging
+//    buffer and publish it with a compare-and-swap; when a claimed chunk is
+//    late (the worker was descheduled mid-chunk: a co-tenant's time slice is
+//    milliseconds, a chunk microseconds), the caller takes the chunk over and
+//    computes it itself, and the late worker's result is discarded when it
+//    resumes. A step therefore never waits for a thread that is not running:
+//    a descheduled worker costs about one chunk of recomputation, and a
+//    worker that runs contributes whatever it finishes. This is what keeps a
+//    2-thread decode at least as fast as a 1-thread one when another process
+//    holds a core.
 //
-// Thread-safety: run() may be called by one thread at a time (the owner);
-// concurrent calls from several threads are serialized by the caller's
-// design, not by a lock. The body may run on any pool thread and must be
-// safe to call concurrently for disjoint ranges.
-// Allocation: the constructor allocates the workers; run() never allocates.
+// Thread-safety: run() / run_replicated() may be called by one thread at a
+// time (the owner); concurrent calls from several threads are serialized by
+// the caller's design, not by a lock. A run() body may run on any pool thread
+// and must be safe to call concurrently for disjoint ranges.
+// run_replicated() bodies additionally may run *after* the call returned, on
+// a worker that was descheduled inside them (their result is then dropped):
+// they must be trivially copyable (the pool copies them, so they capture by
+// value), write nothing but the staging slice they are given, and read only
+// memory that stays allocated until quiesce() returns. Such a late body can
+// read inputs the owner is already rewriting; the values it computes from
+// them are discarded, never published. ThreadSanitizer would report those
+// stale reads, so under TSan the default options wait for late chunks
+// instead of recomputing them (options::replicate), which keeps every other
+// race visible; the recomputation protocol itself is tested under TSan with
+// bodies that read constant data.
+// Allocation: the constructor allocates the workers and their staging
+// buffers; run() and run_replicated() never allocate.
 // Errors: none at run time. The C++ runtime aborts if the OS refuses to
 // create a thread (std::thread cannot report it without exceptions).
 
@@ -1530,6 +1554,7 @@ class mapped_file {
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <type_traits>
@@ -1539,6 +1564,17 @@ class mapped_file {
 #include <immintrin.h>
 #endif
 
+
+#if defined(__SANITIZE_THREAD__)
+#define RUVLLM_DETAIL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RUVLLM_DETAIL_TSAN 1
+#endif
+#endif
+#ifndef RUVLLM_DETAIL_TSAN
+#define RUVLLM_DETAIL_TSAN 0
+#endif
 
 namespace ruvllm {
 
@@ -1556,28 +1592,45 @@ inline void cpu_relax() noexcept {
 struct thread_pool_options {
   /// How long an idle worker spins before blocking.
   std::chrono::microseconds spin{200};
-  /// How long the caller waits for a claimed chunk before blaming its worker.
+  /// run(): how long the caller waits for a claimed chunk before blaming its worker.
   std::chrono::microseconds straggler_wait{300};
-  /// Longest exclusion of a straggling worker, in jobs.
+  /// run(): longest exclusion of a straggling worker, in jobs.
   std::uint32_t max_backoff_jobs = 64;
+  /// run_replicated(): whether the caller recomputes a chunk a worker holds
+  /// for too long (see the file comment; off under ThreadSanitizer by default).
+  bool replicate = !RUVLLM_DETAIL_TSAN;
+  /// run_replicated(): the caller waits for a claimed chunk at least this
+  /// long, and at least twice its own mean chunk time, before taking it over.
+  std::chrono::microseconds replicate_after{20};
+  /// run_replicated(): floats of staging per worker; bounds chunk * per_item.
+  std::size_t staging_floats = 16384;
 };
 
-/// Counters for tests and diagnostics (monotonic, relaxed).
+/// Counters for tests and diagnostics (monotonic, caller-owned).
 struct thread_pool_stats {
   std::uint64_t jobs = 0;
   std::uint64_t chunks_by_caller = 0;
   std::uint64_t chunks_by_workers = 0;
-  std::uint64_t straggler_waits = 0;  // jobs where the caller waited past straggler_wait
-  std::uint64_t exclusions = 0;       // workers benched after a straggler wait
+  std::uint64_t straggler_waits = 0;    // run(): jobs where the caller waited past straggler_wait
+  std::uint64_t exclusions = 0;         // run(): workers benched after a straggler wait
+  std::uint64_t chunks_recomputed = 0;  // run_replicated(): claimed chunks the caller took over
 };
 
 /// Persistent worker threads plus the caller; see the file comment.
 class thread_pool {
  public:
+  /// Largest run_replicated body, in bytes (it is copied into the job).
+  static constexpr std::size_t max_body_bytes = 256;
+  /// Most chunks of one run_replicated job (larger jobs get larger chunks).
+  static constexpr std::size_t max_replicated_chunks = 4096;
+
   /// A pool of `threads` threads in total (at least 1; the caller is one).
   explicit thread_pool(std::size_t threads, thread_pool_options options = {})
       : options_(options), slots_(std::max<std::size_t>(threads, 1) - 1) {
     RUVLLM_ASSERT(slots_.size() < 64);
+    options_.staging_floats = std::max<std::size_t>(options_.staging_floats, 1);
+    if (!slots_.empty()) chunk_state_ = std::make_unique<std::atomic<std::uint64_t>[]>(max_replicated_chunks);
+    for (auto& slot : slots_) slot.staging = std::make_unique<float[]>(options_.staging_floats);
     workers_.reserve(slots_.size());
     for (std::size_t w = 0; w < slots_.size(); ++w) workers_.emplace_back([this, w] { worker_loop(w); });
   }
@@ -1604,7 +1657,7 @@ class thread_pool {
     grain = std::max<std::size_t>(grain, 1);
     const std::size_t chunks = (n + grain - 1) / grain;
     using body_type = std::remove_reference_t<Body>;
-    const auto invoke = [](const void* ctx, std::size_t begin, std::size_t end, std::size_t thread) {
+    const auto invoke = [](const void* ctx, std::size_t begin, std::size_t end, std::size_t thread, float*) {
       (*static_cast<body_type*>(const_cast<void*>(ctx)))(begin, end, thread);
     };
     ++job_count_;
@@ -1615,22 +1668,8 @@ class thread_pool {
       stats_.chunks_by_caller += chunks;
       return;
     }
-    // Publish the job like a seqlock: odd epoch while the descriptor changes,
-    // so a worker that wakes late never acts on a half-written one.
-    const std::uint64_t writing = epoch_.fetch_add(1, std::memory_order_acq_rel) + 1;
-    job_.invoke.store(+invoke, std::memory_order_relaxed);
-    job_.ctx.store(static_cast<const void*>(&body), std::memory_order_relaxed);
-    job_.n.store(n, std::memory_order_relaxed);
-    job_.grain.store(grain, std::memory_order_relaxed);
-    job_.participants.store(participants, std::memory_order_relaxed);
-    const std::uint64_t epoch = writing + 1;
-    next_.store(pack(epoch, 0), std::memory_order_relaxed);
-    pending_.store(chunks, std::memory_order_relaxed);
-    // seq_cst pairs with the sleeper's increment-then-recheck: one of the two
-    // sides always sees the other, so no wake-up is lost.
-    epoch_.store(epoch, std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_seq_cst) > 0) epoch_.notify_all();
-
+    const std::uint64_t epoch =
+        publish(+invoke, static_cast<const void*>(&body), n, grain, participants, nullptr, 0, chunks);
     std::uint64_t mine = 0;
     std::size_t begin = 0, end = 0;
     while (claim(epoch, n, grain, begin, end)) {
@@ -1644,27 +1683,129 @@ class thread_pool {
     stats_.chunks_by_workers += chunks - mine;
   }
 
+  /// Calls body(begin, end, thread, dst) over [0, n) in chunks of `grain`
+  /// items (the last may be shorter), where `thread` is as for run() (a chunk
+  /// the caller takes over runs as thread 0) and dst points at
+  /// (end - begin) * per_item floats that end up as
+  /// out[begin * per_item ...]: the caller's chunks
+  /// write out directly, a worker's are staged and copied. Returns when out
+  /// holds every chunk's result. Body must be trivially copyable and at most
+  /// max_body_bytes; what else it must honour (it may run again, late, and be
+  /// discarded) is in the file comment. Chunks are capped so that a chunk's
+  /// output fits a worker's staging buffer and a job has at most
+  /// max_replicated_chunks. Does not allocate.
+  template <class Body>
+  void run_replicated(std::size_t n, std::size_t grain, float* out, std::size_t per_item, const Body& body) {
+    static_assert(std::is_trivially_copyable_v<Body>, "run_replicated: the body is copied; capture by value");
+    static_assert(sizeof(Body) <= max_body_bytes && alignof(Body) <= alignof(std::max_align_t),
+                  "run_replicated: body larger than thread_pool::max_body_bytes");
+    if (n == 0) return;
+    per_item = std::max<std::size_t>(per_item, 1);
+    grain = std::clamp<std::size_t>(grain, 1, std::max<std::size_t>(options_.staging_floats / per_item, 1));
+    grain = std::max(grain, (n + max_replicated_chunks - 1) / max_replicated_chunks);
+    const std::size_t chunks = (n + grain - 1) / grain;
+    ++job_count_;
+    if (chunks == 1 || slots_.empty() || grain * per_item > options_.staging_floats) {
+      for (std::size_t c = 0; c < chunks; ++c) {
+        const std::size_t begin = c * grain, end = std::min(n, begin + grain);
+        body(begin, end, std::size_t{0}, out + begin * per_item);
+      }
+      stats_.jobs++;
+      stats_.chunks_by_caller += chunks;
+      return;
+    }
+    const auto invoke = [](const void* ctx, std::size_t begin, std::size_t end, std::size_t thread, float* dst) {
+      (*static_cast<const Body*>(ctx))(begin, end, thread, dst);
+    };
+    // The body's bytes travel in atomic words, so a late worker copying them
+    // while the next job is published reads a torn copy (rejected by the
+    // epoch check) rather than racing.
+    std::uint64_t words[max_body_bytes / 8] = {};
+    std::memcpy(words, &body, sizeof(Body));
+    for (std::size_t i = 0; i < (sizeof(Body) + 7) / 8; ++i) job_.body[i].store(words[i], std::memory_order_relaxed);
+    const std::uint64_t all = slots_.size() == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << slots_.size()) - 1;
+    const auto start = std::chrono::steady_clock::now();
+    const std::uint64_t epoch = publish(+invoke, nullptr, n, grain, all, out, per_item, chunks);
+    std::uint64_t mine = 0;
+    std::size_t begin = 0, end = 0;
+    while (claim(epoch, n, grain, begin, end)) {
+      body(begin, end, std::size_t{0}, out + begin * per_item);
+      chunk_state_[begin / grain].store(state_word(epoch, chunk_done), std::memory_order_relaxed);
+      ++mine;
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    const std::uint64_t recomputed = finish_replicated(epoch, n, grain, out, per_item, body, start, mine);
+    stats_.jobs++;
+    stats_.chunks_by_caller += mine + recomputed;
+    stats_.chunks_by_workers += chunks - mine - recomputed;
+    stats_.chunks_recomputed += recomputed;
+  }
+
+  /// Waits until no worker is inside a body, e.g. a late run_replicated
+  /// chunk (bounded by the time the OS takes to run that worker again).
+  /// Call it before freeing memory a run_replicated body reads.
+  void quiesce() const noexcept {
+    for (const auto& slot : slots_)
+      while (slot.in_chunk.load(std::memory_order_acquire)) std::this_thread::yield();
+  }
+
   [[nodiscard]] thread_pool_stats stats() const noexcept { return stats_; }
+  [[nodiscard]] const thread_pool_options& options() const noexcept { return options_; }
 
  private:
+  using invoke_fn = void (*)(const void*, std::size_t, std::size_t, std::size_t, float*);
+
   struct alignas(64) worker_slot {
-    std::atomic<bool> in_chunk{false};    // set while running a chunk
-    std::uint64_t benched_until_job = 0;  // caller-owned: sits out jobs up to this one
+    std::atomic<bool> in_chunk{false};    // set while claiming or running chunks
+    std::uint64_t benched_until_job = 0;  // caller-owned: sits out run() jobs up to this one
     std::uint32_t backoff = 1;            // caller-owned
+    std::unique_ptr<float[]> staging;     // worker-owned: run_replicated chunk results
   };
 
   struct job_descriptor {
-    std::atomic<void (*)(const void*, std::size_t, std::size_t, std::size_t)> invoke{nullptr};
-    std::atomic<const void*> ctx{nullptr};
+    std::atomic<invoke_fn> invoke{nullptr};
+    std::atomic<const void*> ctx{nullptr};  // run(): the caller's body; run_replicated(): null (body below)
     std::atomic<std::size_t> n{0};
     std::atomic<std::size_t> grain{1};
     std::atomic<std::uint64_t> participants{0};
+    std::atomic<float*> out{nullptr};  // run_replicated() only
+    std::atomic<std::size_t> per_item{0};
+    std::atomic<std::uint64_t> body[max_body_bytes / 8] = {};
   };
+
+  // run_replicated chunk states: the job's epoch in the high bits, so a state
+  // left by an older job reads as "not yet claimed by a worker".
+  static constexpr std::uint64_t chunk_claimed = 1, chunk_committing = 2, chunk_done = 3;
+  static constexpr std::uint64_t state_word(std::uint64_t epoch, std::uint64_t state) noexcept {
+    return (epoch << 2) | state;
+  }
 
   // The claim counter holds the job's epoch in its high half so a worker that
   // is still finishing an old job can never claim a chunk of a new one.
   static constexpr std::uint64_t pack(std::uint64_t epoch, std::uint64_t chunk) noexcept {
     return (epoch << 32) | chunk;
+  }
+
+  // Publishes a job like a seqlock: odd epoch while the descriptor changes,
+  // so a worker that wakes late never acts on a half-written one.
+  std::uint64_t publish(invoke_fn invoke, const void* ctx, std::size_t n, std::size_t grain, std::uint64_t participants,
+                        float* out, std::size_t per_item, std::size_t chunks) noexcept {
+    const std::uint64_t writing = epoch_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    job_.invoke.store(invoke, std::memory_order_relaxed);
+    job_.ctx.store(ctx, std::memory_order_relaxed);
+    job_.n.store(n, std::memory_order_relaxed);
+    job_.grain.store(grain, std::memory_order_relaxed);
+    job_.participants.store(participants, std::memory_order_relaxed);
+    job_.out.store(out, std::memory_order_relaxed);
+    job_.per_item.store(per_item, std::memory_order_relaxed);
+    const std::uint64_t epoch = writing + 1;
+    next_.store(pack(epoch, 0), std::memory_order_relaxed);
+    pending_.store(chunks, std::memory_order_relaxed);
+    // seq_cst pairs with the sleeper's increment-then-recheck: one of the two
+    // sides always sees the other, so no wake-up is lost.
+    epoch_.store(epoch, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) epoch_.notify_all();
+    return epoch;
   }
 
   bool claim(std::uint64_t epoch, std::size_t n, std::size_t grain, std::size_t& begin, std::size_t& end) noexcept {
@@ -1716,9 +1857,53 @@ class thread_pool {
       for (auto& slot : slots_) slot.backoff = std::max<std::uint32_t>(1, slot.backoff / 2);
   }
 
+  // The caller's end of run_replicated: waits for the workers' chunks, and
+  // takes over those still claimed after the wait; returns how many it took.
+  template <class Body>
+  std::uint64_t finish_replicated(std::uint64_t epoch, std::size_t n, std::size_t grain, float* out,
+                                  std::size_t per_item, const Body& body, std::chrono::steady_clock::time_point start,
+                                  std::uint64_t mine) noexcept {
+    if (pending_.load(std::memory_order_acquire) == 0) return 0;
+    const auto now = std::chrono::steady_clock::now();
+    // Twice the caller's mean chunk time: a worker that is running finishes
+    // its chunk within about one.
+    const auto mean = mine > 0 ? (now - start) / static_cast<std::int64_t>(mine) : (now - start);
+    const auto patience = std::max<std::chrono::steady_clock::duration>(options_.replicate_after, 2 * mean);
+    std::uint32_t spins = 0;
+    while (pending_.load(std::memory_order_acquire) != 0) {
+      detail::cpu_relax();
+      if ((++spins & 31) != 0) continue;
+      if (options_.replicate && std::chrono::steady_clock::now() - now >= patience) break;
+      if (!options_.replicate && (spins & 1023) == 0) std::this_thread::yield();
+    }
+    std::uint64_t taken = 0;
+    const std::size_t chunks = (n + grain - 1) / grain;
+    if (pending_.load(std::memory_order_acquire) != 0) {
+      for (std::size_t c = 0; c < chunks; ++c) {
+        std::atomic<std::uint64_t>& state = chunk_state_[c];
+        std::uint64_t s = state.load(std::memory_order_acquire);
+        const bool current = (s >> 2) == (epoch & (~std::uint64_t{0} >> 2));
+        // A chunk of this job is done, or its worker is copying it out: skip.
+        if (current && (s & 3) != chunk_claimed) continue;
+        if (!state.compare_exchange_strong(s, state_word(epoch, chunk_done), std::memory_order_acq_rel)) continue;
+        const std::size_t begin = c * grain, end = std::min(n, begin + grain);
+        body(begin, end, std::size_t{0}, out + begin * per_item);
+        ++taken;
+        pending_.fetch_sub(1, std::memory_order_acq_rel);
+      }
+    }
+    // Left: chunks whose workers were copying them out (a few hundred
+    // nanoseconds, unless the OS stops a worker right there).
+    while (pending_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    return taken;
+  }
+
   void worker_loop(std::size_t w) noexcept {
     std::uint64_t seen = 0;
     worker_slot& slot = slots_[w];
+    // A worker-local copy of a run_replicated body (storage for an implicitly
+    // created object of the body's trivially copyable type).
+    alignas(std::max_align_t) unsigned char body[max_body_bytes];
     for (;;) {
       const std::uint64_t epoch = wait_for_job(seen);
       if (stop_.load(std::memory_order_relaxed)) return;
@@ -1729,16 +1914,43 @@ class thread_pool {
       const std::size_t n = job_.n.load(std::memory_order_relaxed);
       const std::size_t grain = job_.grain.load(std::memory_order_relaxed);
       const std::uint64_t participants = job_.participants.load(std::memory_order_relaxed);
+      float* const out = job_.out.load(std::memory_order_relaxed);
+      const std::size_t per_item = job_.per_item.load(std::memory_order_relaxed);
+      if (ctx == nullptr) {
+        for (std::size_t i = 0; i < max_body_bytes / 8; ++i) {
+          const std::uint64_t word = job_.body[i].load(std::memory_order_relaxed);
+          std::memcpy(body + 8 * i, &word, 8);
+        }
+      }
       if (epoch_.load(std::memory_order_acquire) != epoch) continue;
       if ((participants & (std::uint64_t{1} << w)) == 0) continue;
       std::size_t begin = 0, end = 0;
       for (;;) {
         slot.in_chunk.store(true, std::memory_order_relaxed);
         if (!claim(epoch, n, grain, begin, end)) break;
-        invoke(ctx, begin, end, w + 1);
+        if (ctx != nullptr) {
+          invoke(ctx, begin, end, w + 1, nullptr);
+          pending_.fetch_sub(1, std::memory_order_acq_rel);
+          continue;
+        }
+        // run_replicated: mark the chunk claimed unless the caller took it
+        // over already, compute it in staging, then publish it unless the
+        // caller took it over meanwhile.
+        // A state of this job or a later one means the caller took the chunk
+        // over (and, for a later one, this worker is late).
+        std::atomic<std::uint64_t>& state = chunk_state_[begin / grain];
+        std::uint64_t s = state.load(std::memory_order_acquire);
+        if ((s >> 2) >= (epoch & (~std::uint64_t{0} >> 2))) continue;
+        if (!state.compare_exchange_strong(s, state_word(epoch, chunk_claimed), std::memory_order_acq_rel)) continue;
+        invoke(body, begin, end, w + 1, slot.staging.get());
+        std::uint64_t claimed = state_word(epoch, chunk_claimed);
+        if (!state.compare_exchange_strong(claimed, state_word(epoch, chunk_committing), std::memory_order_acq_rel))
+          continue;
+        std::memcpy(out + begin * per_item, slot.staging.get(), (end - begin) * per_item * sizeof(float));
+        state.store(state_word(epoch, chunk_done), std::memory_order_release);
         pending_.fetch_sub(1, std::memory_order_acq_rel);
       }
-      slot.in_chunk.store(false, std::memory_order_relaxed);
+      slot.in_chunk.store(false, std::memory_order_release);
     }
   }
 
@@ -1767,6 +1979,7 @@ class thread_pool {
   std::vector<worker_slot> slots_;
   std::vector<std::thread> workers_;
   job_descriptor job_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> chunk_state_;
   alignas(64) std::atomic<std::uint64_t> epoch_{0};
   alignas(64) std::atomic<std::uint64_t> next_{0};
   alignas(64) std::atomic<std::size_t> pending_{0};
@@ -1777,6 +1990,8 @@ class thread_pool {
 };
 
 }  // namespace ruvllm
+
+#undef RUVLLM_DETAIL_TSAN
 
 #endif  // RUVLLM_CORE_THREAD_POOL_HPP
 
@@ -3097,6 +3312,34 @@ namespace ruvllm::kernels {
 template <Backend B>
 struct quant_ops;
 
+/// Four consecutive Q8_0 activation blocks (128 values), laid out once per
+/// product so that every weight row reads them with whole 64-byte loads: the
+/// row kernels of Q8_0 and Q4_0 weights take activations in this form
+/// (quantize_q8_0_quads / pack_q8_0_quads make it). Chunk j (bytes 16j ..
+/// 16j + 15 of lo and hi, int32 lanes 4j .. 4j + 3 of the rest) belongs to
+/// block j of the four:
+///  * lo / hi: values 0-15 / 16-31 of block j -- the order in which a Q4_0
+///    block's low / high nibbles hold its elements, so a nibble unpack lines
+///    up with them without shuffles;
+///  * neg8_sum / neg128_sum: lane 4j holds -8 / -128 times the sum of block
+///    j's values, the other three lanes 0. An unsigned-times-signed byte dot
+///    (VPDPBUSD) starts from these: Q4_0's nibbles q give sum(q a) - 8 sum(a),
+///    and Q8_0's w + 128 (w XOR 0x80) give sum(w a) + 128 sum(a);
+///  * d: block j's scale (as float) in all four lanes 4j .. 4j + 3.
+/// A product over n values uses ceil(n / 128) quads; the blocks past n / 32 in
+/// the last quad are zero (values, sums and scales), so they add nothing.
+struct alignas(64) q8_0_quad {
+  std::int8_t lo[64];
+  std::int8_t hi[64];
+  std::int32_t neg8_sum[16];
+  std::int32_t neg128_sum[16];
+  float d[16];
+};
+static_assert(sizeof(q8_0_quad) == 320);
+
+/// Quads holding n activation values (n % 32 == 0).
+[[nodiscard]] constexpr std::size_t q8_0_quads(std::size_t n) noexcept { return (n / 32 + 3) / 4; }
+
 namespace scalar {
 
 namespace quant_detail {
@@ -3669,6 +3912,113 @@ inline void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std:
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q6_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
 }
 
+// ------------------------------------------------ Q8_0 activations as quads
+
+/// Lays out n / 32 Q8_0 blocks as q8_0_quads(n) quads (see q8_0_quad).
+inline void pack_q8_0_quads(const block_q8_0* a, std::size_t n, q8_0_quad* out) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk8_0 == 0);
+  const std::size_t nb = n / quant_detail::qk8_0;
+  for (std::size_t q = 0; q < q8_0_quads(n); ++q) {
+    q8_0_quad& o = out[q];
+    o = q8_0_quad{};
+    for (std::size_t j = 0; j < 4 && 4 * q + j < nb; ++j) {
+      const block_q8_0& b = a[4 * q + j];
+      std::int32_t sum = 0;
+      for (std::size_t i = 0; i < 16; ++i) {
+        o.lo[16 * j + i] = b.qs[i];
+        o.hi[16 * j + i] = b.qs[16 + i];
+        sum += b.qs[i] + b.qs[16 + i];
+      }
+      o.neg8_sum[4 * j] = -8 * sum;
+      o.neg128_sum[4 * j] = -128 * sum;
+      for (std::size_t i = 0; i < 4; ++i) o.d[4 * j + i] = to_float(b.d);
+    }
+  }
+}
+
+/// f32 -> Q8_0 quads: the blocks of quantize_q8_0 (ggml's bytes), laid out
+/// by pack_q8_0_quads; n % 32 == 0.
+inline void quantize_q8_0_quads(const float* x, q8_0_quad* out, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk8_0 == 0);
+  block_q8_0 blocks[4];
+  for (std::size_t q = 0; q < q8_0_quads(n); ++q) {
+    const std::size_t count = std::min<std::size_t>(4, n / quant_detail::qk8_0 - 4 * q);
+    quantize_q8_0(x + 128 * q, blocks, count * quant_detail::qk8_0);
+    pack_q8_0_quads(blocks, count * quant_detail::qk8_0, out + q);
+  }
+}
+
+namespace quant_detail {
+/// Block b of quad-laid-out activations as the values and scale of a Q8_0 block.
+inline void quad_block(const q8_0_quad* a, std::size_t b, std::int8_t (&qs)[32], float& d) noexcept {
+  const q8_0_quad& q = a[b / 4];
+  const std::size_t j = b % 4;
+  for (std::size_t i = 0; i < 16; ++i) {
+    qs[i] = q.lo[16 * j + i];
+    qs[16 + i] = q.hi[16 * j + i];
+  }
+  d = q.d[4 * j];
+}
+}  // namespace quant_detail
+
+/// dot_q8_0_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_q8_0_quads(const block_q8_0* w, const q8_0_quad* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk8_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk8_0; ++b) {
+    std::int8_t qs[32];
+    float d;
+    quant_detail::quad_block(a, b, qs, d);
+    int sumi = 0;
+    for (std::size_t j = 0; j < quant_detail::qk8_0; ++j) sumi += w[b].qs[j] * qs[j];
+    sum += static_cast<float>(sumi) * (to_float(w[b].d) * d);
+  }
+  return sum;
+}
+
+/// dot_q4_0_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_q4_0_quads(const block_q4_0* w, const q8_0_quad* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk4_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk4_0; ++b) {
+    std::int8_t qs[32];
+    float d;
+    quant_detail::quad_block(a, b, qs, d);
+    int sumi = 0;
+    for (std::size_t j = 0; j < 16; ++j) {
+      sumi += ((w[b].qs[j] & 0x0F) - 8) * qs[j];
+      sumi += ((w[b].qs[j] >> 4) - 8) * qs[j + 16];
+    }
+    sum += static_cast<float>(sumi) * to_float(w[b].d) * d;
+  }
+  return sum;
+}
+
+/// out[r] = dot(row r, a) for r < rows with quad activations, rows as in
+/// dot_q8_0_q8_0_rows.
+inline void dot_q8_0_quad_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q8_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
+}
+
+/// The prefill form: y[t * y_stride + r] = dot(row r, token t) for r < rows
+/// and t < tokens, token t's activations being the q8_0_quads(n) quads at
+/// a + t * q8_0_quads(n). Each result is the rows form's for that token.
+inline void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  for (std::size_t t = 0; t < tokens; ++t)
+    dot_q8_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+}
+inline void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  for (std::size_t t = 0; t < tokens; ++t)
+    dot_q4_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+}
+
 }  // namespace scalar
 
 namespace detail {
@@ -3914,6 +4264,29 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
   }
+
+  static void pack_q8_0_quads(const block_q8_0* a, std::size_t n, q8_0_quad* out) noexcept {
+    scalar::pack_q8_0_quads(a, n, out);
+  }
+  static void quantize_q8_0_quads(const float* x, q8_0_quad* out, std::size_t n) noexcept {
+    scalar::quantize_q8_0_quads(x, out, n);
+  }
+  static void dot_q8_0_quad_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q8_0_quad_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
+  }
+  static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q8_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q4_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
 };
 
 }  // namespace ruvllm::kernels
@@ -3926,22 +4299,32 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
 #define RUVLLM_DETAIL_QUANT_ROWS(X, NAME, W, A)                                                                \
   X(void, NAME, (const W* w, std::size_t row_stride, std::size_t rows, const A* a, std::size_t n, float* out), \
     (w, row_stride, rows, a, n, out))
-#define RUVLLM_QUANT_EXPORTED(X)                                                                \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)                    \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q4_0, float, ruvllm::block_q4_0)                    \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_k, float, ruvllm::block_q8_k)                    \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q8_0, ruvllm::block_q8_0, float)                  \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_0, ruvllm::block_q4_0, float)                  \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_k, ruvllm::block_q4_k, float)                  \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q6_k, ruvllm::block_q6_k, float)                  \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_f16, float, ruvllm::f16)                      \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f16_to_f32, ruvllm::f16, float)                      \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_bf16, float, ruvllm::bf16)                    \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)                    \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0) \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0) \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k) \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)
+#define RUVLLM_DETAIL_QUANT_GEMM(X, NAME, W)                                                                        \
+  X(void, NAME,                                                                                                     \
+    (const W* w, std::size_t row_stride, std::size_t rows, const ruvllm::kernels::q8_0_quad* a, std::size_t tokens, \
+     std::size_t n, float* y, std::size_t y_stride),                                                                \
+    (w, row_stride, rows, a, tokens, n, y, y_stride))
+#define RUVLLM_QUANT_EXPORTED(X)                                                                        \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)                            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q4_0, float, ruvllm::block_q4_0)                            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_k, float, ruvllm::block_q8_k)                            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q8_0, ruvllm::block_q8_0, float)                          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_0, ruvllm::block_q4_0, float)                          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_k, ruvllm::block_q4_k, float)                          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q6_k, ruvllm::block_q6_k, float)                          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_f16, float, ruvllm::f16)                              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f16_to_f32, ruvllm::f16, float)                              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_bf16, float, ruvllm::bf16)                            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)                            \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)         \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0_quads, float, ruvllm::kernels::q8_0_quad)              \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_quad_rows, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad) \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0)                                \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0)
 
 #endif  // RUVLLM_KERNELS_SCALAR_QUANT_HPP
 
@@ -6842,11 +7225,13 @@ HWY_AFTER_NAMESPACE();
 #define RUVLLM_KERNELS_QUANT_INL_H_
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "hwy/highway.h"
 
@@ -7081,22 +7466,41 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT
 #endif
 }
 
+/// Where rows_of_32 finds activation block b: an array of Q8_0 blocks ...
+struct q8_0_block_source {
+  const block_q8_0* HWY_RESTRICT a;
+  RUVLLM_QUANT_ATTR HWY_INLINE act32 prepare(std::size_t b) const { return prepare_act32(a[b].qs); }
+  RUVLLM_QUANT_ATTR HWY_INLINE float scale(std::size_t b) const { return half_to_float(a[b].d); }
+};
+
+/// ... or q8_0_quads (block b's two 16-value halves gathered into one run).
+struct q8_0_quad_source {
+  const q8_0_quad* HWY_RESTRICT a;
+  RUVLLM_QUANT_ATTR HWY_INLINE act32 prepare(std::size_t b) const {
+    HWY_ALIGN std::int8_t qs[32];
+    const q8_0_quad& q = a[b / 4];
+    std::memcpy(qs, q.lo + 16 * (b % 4), 16);
+    std::memcpy(qs + 16, q.hi + 16 * (b % 4), 16);
+    return prepare_act32(qs);
+  }
+  RUVLLM_QUANT_ATTR HWY_INLINE float scale(std::size_t b) const { return a[b / 4].d[4 * (b % 4)]; }
+};
+
 /// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0 or Q4_0
 /// weights): each activation block is prepared once for the R rows. Every
 /// row accumulates in its own two float vectors (even and odd blocks), so its
 /// result does not depend on R or on which rows share the batch.
-template <std::size_t R, class Block, class BlockDot>
-RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride,
-                                             const block_q8_0* HWY_RESTRICT a, std::size_t nb, float* HWY_RESTRICT out,
-                                             BlockDot block_dot) {
+template <std::size_t R, class Block, class Source, class BlockDot>
+RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride, const Source& a,
+                                             std::size_t nb, float* HWY_RESTRICT out, BlockDot block_dot) {
   const DF df;
   const Block* row[R];
   for (std::size_t k = 0; k < R; ++k) row[k] = scalar::quant_detail::row_at(w, row_stride, k);
   hn::Vec<DF> acc[R][2];
   for (std::size_t k = 0; k < R; ++k) acc[k][0] = acc[k][1] = hn::Zero(df);
   const auto step = [&](std::size_t b, std::size_t slot) RUVLLM_QUANT_LAMBDA {
-    const act32 act = prepare_act32(a[b].qs);
-    const float da = half_to_float(a[b].d);
+    const act32 act = a.prepare(b);
+    const float da = a.scale(b);
     for (std::size_t k = 0; k < R; ++k) {
       const auto scale = hn::Set(df, half_to_float(row[k][b].d) * da);
       acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, block_dot(row[k][b].qs, act)), scale, acc[k][slot]);
@@ -7112,10 +7516,10 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::s
 }
 
 /// All rows, four at a time, then the remainder one at a time.
-template <class Block, class BlockDot>
+template <class Block, class Source, class BlockDot>
 RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
-                                                 const block_q8_0* HWY_RESTRICT a, std::size_t n,
-                                                 float* HWY_RESTRICT out, BlockDot block_dot) {
+                                                 const Source& a, std::size_t n, float* HWY_RESTRICT out,
+                                                 BlockDot block_dot) {
   std::size_t r = 0;
   for (; r + 4 <= rows; r += 4) {
     rows_of_32<4>(scalar::quant_detail::row_at(w, row_stride, r), row_stride, a, n / 32, out + r, block_dot);
@@ -7124,6 +7528,308 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
     rows_of_32<1>(scalar::quant_detail::row_at(w, row_stride, r), row_stride, a, n / 32, out + r, block_dot);
   }
 }
+
+#if RUVLLM_QUANT_VNNI
+// ------------------------------------------- AVX-512 VNNI rows over quads
+// Four weight blocks (one activation quad) per step. Their quant bytes are
+// gathered from the raw rows by a two-register byte permute (VPERMT2B) into
+// the chunk order of q8_0_quad, and their f16 scales by a zero-masking byte
+// permute into the upper half of the matching 32-bit lanes; so one VPDPBUSD
+// pair and one float multiply-add serve 128 weights, and each row keeps a
+// single 16-lane float accumulator whose lanes 4j .. 4j + 3 collect block j of
+// each quad. Per row and quad the arithmetic is fixed (integer dot from the
+// quad's offset term, then acc += float(dot) * (d_w * d_a) lane-wise, then one
+// horizontal sum at the end), so a row's result depends on nothing but the
+// row and the activations: not on how many rows share a call, nor on the
+// GEMM's tiling (quad_gemm computes every (row, token) the same way).
+//
+// Measured on Zen 5 (why the code looks as it does):
+//  * the f16 scales cost more than the quants: VPERMW + VCVTPH2PS per quad
+//    and row held an L2-resident GEMV to ~45 GB/s of Q4_0, a byte permute
+//    plus two integer ops (f16_scales below) to ~55;
+//  * the 8 bytes past a Q4_0 quad's first 64 come in by a broadcast load: a
+//    byte-masked load there halved the streaming rate;
+//  * rows stream from DRAM at ~40-60% of the bandwidth with only the hardware
+//    prefetchers, which lose track of four interleaved row streams; a software
+//    prefetch running sequentially through the call's bytes, ~24 KiB plus a
+//    row group ahead of the reads, brings that to ~75-80%.
+namespace vnni {
+
+/// Bytes of the four blocks one quad step reads.
+template <bool Q4>
+inline constexpr std::size_t quad_bytes = Q4 ? 4 * sizeof(block_q4_0) : 4 * sizeof(block_q8_0);
+
+struct permute_tables {
+  std::uint8_t q4_qs[64];  // Q4_0: the 16 quant bytes of block j (at 18j + 2) into chunk j
+  std::uint8_t q4_d[64];   // Q4_0: block j's f16 scale (bytes 18j, 18j + 1) into bytes 2-3 of lanes 4j .. 4j + 3
+  std::uint8_t q8_lo[64];  // Q8_0: bytes 0-15 of block j (at 34j + 2) into chunk j
+  std::uint8_t q8_hi[64];  // Q8_0: bytes 16-31 (at 34j + 18), read from the registers at +8 and +72
+  std::uint8_t q8_d[64];   // Q8_0: block j's f16 scale (bytes 34j, 34j + 1), as q4_d
+};
+
+inline constexpr permute_tables make_permute_tables() {
+  permute_tables t{};
+  for (std::size_t j = 0; j < 4; ++j) {
+    for (std::size_t i = 0; i < 16; ++i) {
+      t.q4_qs[16 * j + i] = static_cast<std::uint8_t>(18 * j + 2 + i);
+      t.q8_lo[16 * j + i] = static_cast<std::uint8_t>(34 * j + 2 + i);
+      t.q8_hi[16 * j + i] = static_cast<std::uint8_t>(34 * j + 18 + i - 8);
+    }
+    for (std::size_t i = 0; i < 4; ++i) {
+      const std::size_t lane = 4 * (4 * j + i);
+      t.q4_d[lane + 2] = static_cast<std::uint8_t>(18 * j);
+      t.q4_d[lane + 3] = static_cast<std::uint8_t>(18 * j + 1);
+      t.q8_d[lane + 2] = static_cast<std::uint8_t>(34 * j);
+      t.q8_d[lane + 3] = static_cast<std::uint8_t>(34 * j + 1);
+    }
+  }
+  return t;
+}
+
+alignas(64) inline constexpr permute_tables tables = make_permute_tables();
+
+/// Bytes 2-3 of every 32-bit lane: where the scale permutes put each f16.
+inline constexpr std::uint64_t upper_halves = 0xCCCC'CCCC'CCCC'CCCCull;
+
+/// The index vectors and constants of one kernel call (hoisted out of loops).
+struct constants {
+  __m512i qs_lo, qs_hi, d_index, nibble_mask, sign_bit, f16_bits;
+};
+
+template <bool Q4>
+RUVLLM_QUANT_ATTR HWY_INLINE constants load_constants() {
+  constants c;
+  if constexpr (Q4) {
+    c.qs_lo = _mm512_load_si512(tables.q4_qs);
+    c.qs_hi = c.qs_lo;
+    c.d_index = _mm512_load_si512(tables.q4_d);
+  } else {
+    c.qs_lo = _mm512_load_si512(tables.q8_lo);
+    c.qs_hi = _mm512_load_si512(tables.q8_hi);
+    c.d_index = _mm512_load_si512(tables.q8_d);
+  }
+  c.nibble_mask = _mm512_set1_epi8(0x0F);
+  c.sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
+  c.f16_bits = _mm512_set1_epi32(static_cast<int>(0x8FFF'FFFFu));
+  return c;
+}
+
+/// f16 scales h in the upper half of each 32-bit lane -> the float h * 2^-112,
+/// exactly: an arithmetic shift right by 3 puts h's exponent and mantissa in
+/// the float's bits 13-27 and its sign in bits 28-31, of which the mask keeps
+/// bit 31 alone. For every finite h (subnormals and zeros included, which
+/// become float subnormals and zeros) the result is h * 2^-112 exactly; the
+/// activation scales carry the 2^112 (load_quad), so d_w * d_a rounds once,
+/// to the same float as the plain product. (An inf or NaN f16 scale, which no
+/// quantizer writes, would read as a finite value here.)
+RUVLLM_QUANT_ATTR HWY_INLINE __m512 f16_scales(__m512i halves, const constants& c) {
+  return _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(halves, 3), c.f16_bits));
+}
+
+/// One row's four blocks of a quad, unpacked: unsigned quant bytes in the
+/// quad's chunk order (Q4_0: nibbles 0..15; Q8_0: w + 128) and the four
+/// weight scales (times 2^-112, see f16_scales) in the quad's lanes.
+struct unpacked {
+  __m512i lo, hi;
+  __m512 d;
+};
+
+/// Mask of the bytes [from, from + 64) that lie below `valid`.
+HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
+  if (valid <= from) return 0;
+  const std::size_t k = valid - from;
+  return k >= 64 ? ~__mmask64{0} : ((__mmask64{1} << k) - 1);
+}
+
+/// Unpacks the blocks at p. `valid` bytes of them exist (quad_bytes<Q4> for a
+/// whole quad, fewer for the last, partial one): the rest read as zero, so
+/// scales and quants of missing blocks are 0 and nothing past the row is read.
+template <bool Q4, bool Whole>
+RUVLLM_QUANT_ATTR HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c, std::size_t valid) {
+  unpacked u;
+  if constexpr (Q4) {
+    // 72 bytes: 64 in one register, the last 8 broadcast into another (the
+    // permute reads only its first 8 bytes).
+    __m512i z0, z1;
+    if constexpr (Whole) {
+      std::int64_t tail;
+      std::memcpy(&tail, p + 64, sizeof tail);
+      z0 = _mm512_loadu_si512(p);
+      z1 = _mm512_set1_epi64(tail);
+    } else {
+      z0 = _mm512_maskz_loadu_epi8(bytes_below(0, valid), p);
+      z1 = _mm512_setzero_si512();
+    }
+    const __m512i qs = _mm512_permutex2var_epi8(z0, c.qs_lo, z1);
+    u.lo = _mm512_and_si512(qs, c.nibble_mask);
+    u.hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), c.nibble_mask);
+    u.d = f16_scales(_mm512_maskz_permutexvar_epi8(upper_halves, c.d_index, z0), c);
+  } else {
+    // 136 bytes: values 0-15 of each block lie in bytes [0, 128), values
+    // 16-31 in [8, 136), each range read as two registers.
+    const __m512i z0 = Whole ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes_below(0, valid), p);
+    const __m512i z1 = Whole ? _mm512_loadu_si512(p + 64) : _mm512_maskz_loadu_epi8(bytes_below(64, valid), p + 64);
+    const __m512i z2 = Whole ? _mm512_loadu_si512(p + 8) : _mm512_maskz_loadu_epi8(bytes_below(8, valid), p + 8);
+    const __m512i z3 = Whole ? _mm512_loadu_si512(p + 72) : _mm512_maskz_loadu_epi8(bytes_below(72, valid), p + 72);
+    u.lo = _mm512_xor_si512(_mm512_permutex2var_epi8(z0, c.qs_lo, z1), c.sign_bit);
+    u.hi = _mm512_xor_si512(_mm512_permutex2var_epi8(z2, c.qs_hi, z3), c.sign_bit);
+    u.d = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.d_index, z1), c);
+  }
+  return u;
+}
+
+/// One quad's activations in registers; d carries the 2^112 of f16_scales.
+struct quad_regs {
+  __m512i lo, hi, offset;
+  __m512 d;
+};
+
+template <bool Q4>
+RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
+  quad_regs r;
+  r.lo = _mm512_load_si512(q.lo);
+  r.hi = _mm512_load_si512(q.hi);
+  r.offset = _mm512_load_si512(Q4 ? q.neg8_sum : q.neg128_sum);
+  // Exact: activation scales are f16 values (< 2^16), so the product stays
+  // below 2^128.
+  r.d = _mm512_mul_ps(_mm512_load_ps(q.d), _mm512_set1_ps(0x1p112f));
+  return r;
+}
+
+/// acc + float(dot of one row's quad with the activations) * (d_w * d_a), lane-wise.
+RUVLLM_QUANT_ATTR HWY_INLINE __m512 quad_dot(const unpacked& w, const quad_regs& a, __m512 acc) {
+  __m512i sums = _mm512_dpbusd_epi32(a.offset, w.lo, a.lo);
+  sums = _mm512_dpbusd_epi32(sums, w.hi, a.hi);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(w.d, a.d), acc);
+}
+
+RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
+  const __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
+  const __m128 q = _mm_add_ps(_mm256_extractf128_ps(h, 0), _mm256_extractf128_ps(h, 1));
+  const __m128 p = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
+}
+
+/// Software prefetch of a call's weight bytes [next, end), kept `distance`
+/// bytes ahead of the bytes consumed so far, one cache line per instruction.
+struct prefetcher {
+  const std::uint8_t* next;
+  const std::uint8_t* end;
+  std::size_t distance;
+
+  RUVLLM_QUANT_ATTR HWY_INLINE void advance(const std::uint8_t* consumed) {
+    const std::uint8_t* target = consumed + distance < end ? consumed + distance : end;
+    for (; next < target; next += 64) _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T0);
+  }
+};
+
+/// Prefetch distance for groups of R rows of row_stride bytes: ~24 KiB of
+/// memory latency x bandwidth, plus the span of one group, whose last row is
+/// read that far ahead of the bytes-consumed estimate.
+RUVLLM_QUANT_ATTR HWY_INLINE std::size_t prefetch_distance(std::size_t rows_per_group, std::size_t row_stride) {
+  return (std::size_t{24} << 10) + rows_per_group * row_stride;
+}
+
+/// out[k] = dot(row k, a) for R rows (row 0 at w).
+template <std::size_t R, bool Q4>
+RUVLLM_QUANT_ATTR HWY_INLINE void quad_rows(const std::uint8_t* HWY_RESTRICT w, std::size_t row_stride,
+                                            const q8_0_quad* HWY_RESTRICT a, std::size_t nb, float* HWY_RESTRICT out,
+                                            const constants& c, prefetcher& pf) {
+  constexpr std::size_t step = quad_bytes<Q4>;
+  const std::size_t whole = nb / 4, rest = nb % 4;
+  __m512 acc[R];
+  for (std::size_t k = 0; k < R; ++k) acc[k] = _mm512_setzero_ps();
+  for (std::size_t q = 0; q < whole; ++q) {
+    pf.advance(w + R * (q + 1) * step);
+    const quad_regs act = load_quad<Q4>(a[q]);
+    for (std::size_t k = 0; k < R; ++k)
+      acc[k] = quad_dot(unpack<Q4, true>(w + k * row_stride + q * step, c, step), act, acc[k]);
+  }
+  if (rest != 0) {
+    const quad_regs act = load_quad<Q4>(a[whole]);
+    const std::size_t valid = rest * (step / 4);
+    for (std::size_t k = 0; k < R; ++k)
+      acc[k] = quad_dot(unpack<Q4, false>(w + k * row_stride + whole * step, c, valid), act, acc[k]);
+  }
+  for (std::size_t k = 0; k < R; ++k) out[k] = sum_lanes(acc[k]);
+}
+
+template <bool Q4>
+RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_stride, std::size_t rows,
+                                                const q8_0_quad* a, std::size_t n, float* out) {
+  const auto* base = static_cast<const std::uint8_t*>(w);
+  const constants c = load_constants<Q4>();
+  const std::size_t distance = prefetch_distance(4, row_stride);
+  prefetcher pf{base + distance, base + rows * row_stride, distance};
+  std::size_t r = 0;
+  for (; r + 4 <= rows; r += 4) quad_rows<4, Q4>(base + r * row_stride, row_stride, a, n / 32, out + r, c, pf);
+  for (; r < rows; ++r) quad_rows<1, Q4>(base + r * row_stride, row_stride, a, n / 32, out + r, c, pf);
+}
+
+/// Y[t][r] for a tile of rows x tokens. Four rows at a time are unpacked
+/// once per K block of up to kb_quads quads into a stack buffer, then every
+/// pair of tokens runs over them with 4 x 2 float accumulators (partial sums
+/// of a K block parked in `parked` between blocks). Each weight byte is
+/// unpacked once per call instead of once per token.
+template <bool Q4>
+RUVLLM_QUANT_ATTR HWY_INLINE void quad_gemm(const void* w, std::size_t row_stride, std::size_t rows,
+                                            const q8_0_quad* HWY_RESTRICT a, std::size_t tokens, std::size_t n,
+                                            float* HWY_RESTRICT y, std::size_t y_stride) {
+  constexpr std::size_t R = 4, kb_quads = 8, token_block = 64;
+  const constants c = load_constants<Q4>();
+  constexpr std::size_t step = quad_bytes<Q4>;
+  const std::size_t nb = n / 32, nq = q8_0_quads(n);
+  const auto* base = static_cast<const std::uint8_t*>(w);
+  HWY_ALIGN unpacked u[R][kb_quads];
+  HWY_ALIGN __m512 parked[R][token_block];
+  for (std::size_t r0 = 0; r0 < rows; r0 += R) {
+    const std::size_t nr = std::min(R, rows - r0);
+    for (std::size_t t0 = 0; t0 < tokens; t0 += token_block) {
+      const std::size_t nt = std::min(token_block, tokens - t0);
+      for (std::size_t k0 = 0; k0 < nq; k0 += kb_quads) {
+        const std::size_t kq = std::min(kb_quads, nq - k0);
+        const bool first = k0 == 0, last = k0 + kq == nq;
+        for (std::size_t k = 0; k < nr; ++k) {
+          const std::uint8_t* row = base + (r0 + k) * row_stride;
+          for (std::size_t q = 0; q < kq; ++q) {
+            const std::size_t blocks = std::min<std::size_t>(4, nb - 4 * (k0 + q));
+            u[k][q] = blocks == 4 ? unpack<Q4, true>(row + (k0 + q) * step, c, step)
+                                  : unpack<Q4, false>(row + (k0 + q) * step, c, blocks * (step / 4));
+          }
+        }
+        // Rows past nr reuse row 0's unpacked blocks; their results are dropped.
+        for (std::size_t k = nr; k < R; ++k)
+          for (std::size_t q = 0; q < kq; ++q) u[k][q] = u[0][q];
+        std::size_t t = 0;
+        const auto run = [&](auto tokens_now) RUVLLM_QUANT_LAMBDA {
+          constexpr std::size_t T = decltype(tokens_now)::value;
+          __m512 acc[R][T];
+          for (std::size_t k = 0; k < R; ++k)
+            for (std::size_t j = 0; j < T; ++j) acc[k][j] = first ? _mm512_setzero_ps() : parked[k][t + j];
+          for (std::size_t q = 0; q < kq; ++q) {
+            for (std::size_t j = 0; j < T; ++j) {
+              const quad_regs act = load_quad<Q4>(a[(t0 + t + j) * nq + k0 + q]);
+              for (std::size_t k = 0; k < R; ++k) acc[k][j] = quad_dot(u[k][q], act, acc[k][j]);
+            }
+          }
+          for (std::size_t k = 0; k < R; ++k)
+            for (std::size_t j = 0; j < T; ++j) {
+              if (last) {
+                if (k < nr) y[(t0 + t + j) * y_stride + r0 + k] = sum_lanes(acc[k][j]);
+              } else {
+                parked[k][t + j] = acc[k][j];
+              }
+            }
+        };
+        for (; t + 2 <= nt; t += 2) run(std::integral_constant<std::size_t, 2>{});
+        if (t < nt) run(std::integral_constant<std::size_t, 1>{});
+      }
+    }
+  }
+}
+
+}  // namespace vnni
+#endif  // RUVLLM_QUANT_VNNI
 
 #if RUVLLM_QUANT_WIDE
 /// One Q4_K . Q8_K super-block, the same float expression as the reference.
@@ -7587,7 +8293,7 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_q8_0_rows(const block_q8_0* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
 #else
-  quant_simd::all_rows_of_32(w, row_stride, rows, a, n, out,
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
                              [](const std::int8_t* qs, const quant_simd::act32& act)
                                  RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q8_0_block(qs, act); });
 #endif
@@ -7599,7 +8305,7 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_q8_0_rows(const block_q4_0* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
 #else
-  quant_simd::all_rows_of_32(w, row_stride, rows, a, n, out,
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
                              [](const std::uint8_t* qs, const quant_simd::act32& act)
                                  RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q4_0_block(qs, act); });
 #endif
@@ -7632,6 +8338,70 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RES
     for (std::size_t b = 0; b < n / qk_k; ++b) sum += quant_simd::q6_k_block(row[b], a[b]);
     out[r] = sum;
   }
+#endif
+}
+
+// ----------------------------------------------- Q8_0 activations as quads
+
+RUVLLM_QUANT_ATTR inline void quant_quantize_q8_0_quads(const float* HWY_RESTRICT x, q8_0_quad* HWY_RESTRICT out,
+                                                        std::size_t n) {
+  block_q8_0 blocks[4];
+  for (std::size_t q = 0; q < q8_0_quads(n); ++q) {
+    const std::size_t count = std::min<std::size_t>(4, n / 32 - 4 * q);
+    quant_quantize_q8_0(x + 128 * q, blocks, count * 32);
+    scalar::pack_q8_0_quads(blocks, count * 32, out + q);
+  }
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_quad_rows(const block_q8_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t n,
+                                                       float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q8_0_quad_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_VNNI
+  quant_simd::vnni::all_quad_rows<false>(w, row_stride, rows, a, n, out);
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
+                             [](const std::int8_t* qs, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q8_0_block(qs, act); });
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_quad_rows(const block_q4_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t n,
+                                                       float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_VNNI
+  quant_simd::vnni::all_quad_rows<true>(w, row_stride, rows, a, n, out);
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
+                             [](const std::uint8_t* qs, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q4_0_block(qs, act); });
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_gemm_q8_0_quads(const block_q8_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                    std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
+                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                    std::size_t y_stride) {
+#if RUVLLM_QUANT_VNNI
+  quant_simd::vnni::quad_gemm<false>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#else
+  for (std::size_t t = 0; t < tokens; ++t)
+    quant_dot_q8_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_gemm_q4_0_quads(const block_q4_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                    std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
+                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                    std::size_t y_stride) {
+#if RUVLLM_QUANT_VNNI
+  quant_simd::vnni::quad_gemm<true>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#else
+  for (std::size_t t = 0; t < tokens; ++t)
+    quant_dot_q4_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
 #endif
 }
 
@@ -9803,6 +10573,42 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q6_k) == 0);
     dispatch::quant_dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
   }
+
+  /// Q8_0 blocks -> q8_0_quads(n) quads (a layout change; scalar).
+  static void pack_q8_0_quads(const block_q8_0* a, std::size_t n, q8_0_quad* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    scalar::pack_q8_0_quads(a, n, out);
+  }
+  /// f32 -> Q8_0 quads: quantize_q8_0's blocks in the q8_0_quad layout; n % 32 == 0.
+  static void quantize_q8_0_quads(const float* x, q8_0_quad* out, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    dispatch::quant_quantize_q8_0_quads(x, out, n);
+  }
+  /// Q8_0 rows . quad activations, as dot_q8_0_q8_0_rows. One dispatch.
+  static void dot_q8_0_quad_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q8_0) == 0);
+    dispatch::quant_dot_q8_0_quad_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q4_0 rows . quad activations, as dot_q4_0_q8_0_rows. One dispatch.
+  static void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
+    dispatch::quant_dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
+  }
+  /// y[t * y_stride + r] = dot(row r, token t's quads at a + t * q8_0_quads(n)),
+  /// each equal to dot_q8_0_quad_rows' result for that token. One dispatch.
+  static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q8_0) == 0);
+    dispatch::quant_gemm_q8_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// Q4_0 form of gemm_q8_0_quads.
+  static void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
+    dispatch::quant_gemm_q4_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
 };
 
 }  // namespace ruvllm::kernels
@@ -11463,6 +12269,62 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q6_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
+
+  /// Quad activations: the reference's arithmetic over each block's values
+  /// (results equal the scalar reference's).
+  static void pack_q8_0_quads(const block_q8_0* a, std::size_t n, q8_0_quad* out) noexcept {
+    scalar::pack_q8_0_quads(a, n, out);
+  }
+  static void quantize_q8_0_quads(const float* x, q8_0_quad* out, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    block_q8_0 blocks[4];
+    for (std::size_t q = 0; q < q8_0_quads(n); ++q) {
+      const std::size_t count = std::min<std::size_t>(4, n / 32 - 4 * q);
+      quantize_q8_0(x + 128 * q, blocks, count * 32);
+      scalar::pack_q8_0_quads(blocks, count * 32, out + q);
+    }
+  }
+  static void dot_q8_0_quad_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const block_q8_0* row = scalar::quant_detail::row_at(w, row_stride, r);
+      float sum = 0.0f;
+      for (std::size_t b = 0; b < n / 32; ++b) {
+        alignas(64) std::int8_t qs[32];
+        float d;
+        scalar::quant_detail::quad_block(a, b, qs, d);
+        sum += static_cast<float>(xsimd_impl::quant::dot_i8(row[b].qs, qs, 32)) * (to_float(row[b].d) * d);
+      }
+      out[r] = sum;
+    }
+  }
+  static void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const block_q4_0* row = scalar::quant_detail::row_at(w, row_stride, r);
+      float sum = 0.0f;
+      for (std::size_t b = 0; b < n / 32; ++b) {
+        alignas(64) std::int8_t qs[32], q[32];
+        float d;
+        scalar::quant_detail::quad_block(a, b, qs, d);
+        xsimd_impl::quant::unpack_q4_0(row[b], q);
+        sum += static_cast<float>(xsimd_impl::quant::dot_i8(q, qs, 32)) * to_float(row[b].d) * d;
+      }
+      out[r] = sum;
+    }
+  }
+  static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    for (std::size_t t = 0; t < tokens; ++t)
+      dot_q8_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+  }
+  static void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    for (std::size_t t = 0; t < tokens; ++t)
+      dot_q4_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+  }
 };
 
 }  // namespace ruvllm::kernels
@@ -12180,50 +13042,72 @@ void gemm(thread_pool& pool, const W* w, std::size_t w_stride, const float* x, s
 
 namespace detail {
 
-// For each GGUF weight block: the activation block it pairs with and the
+// For each GGUF weight block: the activation form it pairs with and the
 // backend calls that quantize activations and dot rows, as llama.cpp's CPU
-// path pairs them (Q8_0 activations for 32-element formats, Q8_K for K-quants).
+// path pairs them (Q8_0 activations for 32-element formats, laid out as
+// q8_0_quads; Q8_K for K-quants). `gemm` computes a tile of rows x tokens
+// whose results equal `rows` per token.
 template <class WeightBlock>
 struct quantized_gemv_traits;
 
-template <>
-struct quantized_gemv_traits<block_q8_0> {
-  using activation_block = block_q8_0;
+struct q8_0_quad_traits {
+  using activation_block = q8_0_quad;
   static constexpr std::size_t block_size = 32;
+  static constexpr std::size_t activation_count(std::size_t cols) noexcept { return q8_0_quads(cols); }
   template <Backend B>
   static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
-    ops<B>::quantize_q8_0(x, a, n);
+    ops<B>::quantize_q8_0_quads(x, a, n);
   }
+};
+
+template <>
+struct quantized_gemv_traits<block_q8_0> : q8_0_quad_traits {
   template <Backend B>
   static void rows(const block_q8_0* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
                    float* out) noexcept {
-    ops<B>::dot_q8_0_q8_0_rows(w, stride, rows, a, n, out);
+    ops<B>::dot_q8_0_quad_rows(w, stride, rows, a, n, out);
+  }
+  template <Backend B>
+  static void gemm(const block_q8_0* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_q8_0_quads(w, stride, rows, a, tokens, n, y, y_stride);
   }
 };
 
 template <>
-struct quantized_gemv_traits<block_q4_0> {
-  using activation_block = block_q8_0;
-  static constexpr std::size_t block_size = 32;
-  template <Backend B>
-  static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
-    ops<B>::quantize_q8_0(x, a, n);
-  }
+struct quantized_gemv_traits<block_q4_0> : q8_0_quad_traits {
   template <Backend B>
   static void rows(const block_q4_0* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
                    float* out) noexcept {
-    ops<B>::dot_q4_0_q8_0_rows(w, stride, rows, a, n, out);
+    ops<B>::dot_q4_0_quad_rows(w, stride, rows, a, n, out);
+  }
+  template <Backend B>
+  static void gemm(const block_q4_0* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_q4_0_quads(w, stride, rows, a, tokens, n, y, y_stride);
   }
 };
 
-template <>
-struct quantized_gemv_traits<block_q4_k> {
+// K-quants: Q8_K activations; the GEMM tile is the row kernel per token.
+template <class WeightBlock, class Derived>
+struct q8_k_traits {
   using activation_block = block_q8_k;
   static constexpr std::size_t block_size = qk_k;
+  static constexpr std::size_t activation_count(std::size_t cols) noexcept { return cols / qk_k; }
   template <Backend B>
   static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
     ops<B>::quantize_q8_k(x, a, n);
   }
+  template <Backend B>
+  static void gemm(const WeightBlock* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    for (std::size_t t = 0; t < tokens; ++t)
+      Derived::template rows<B>(w, stride, rows, a + t * activation_count(n), n, y + t * y_stride);
+  }
+};
+
+template <>
+struct quantized_gemv_traits<block_q4_k> : q8_k_traits<block_q4_k, quantized_gemv_traits<block_q4_k>> {
   template <Backend B>
   static void rows(const block_q4_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
                    float* out) noexcept {
@@ -12232,13 +13116,7 @@ struct quantized_gemv_traits<block_q4_k> {
 };
 
 template <>
-struct quantized_gemv_traits<block_q6_k> {
-  using activation_block = block_q8_k;
-  static constexpr std::size_t block_size = qk_k;
-  template <Backend B>
-  static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
-    ops<B>::quantize_q8_k(x, a, n);
-  }
+struct quantized_gemv_traits<block_q6_k> : q8_k_traits<block_q6_k, quantized_gemv_traits<block_q6_k>> {
   template <Backend B>
   static void rows(const block_q6_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
                    float* out) noexcept {
@@ -12248,20 +13126,22 @@ struct quantized_gemv_traits<block_q6_k> {
 
 }  // namespace detail
 
-/// The activation block a quantized weight block is multiplied with.
+/// The activation form a quantized weight block is multiplied with:
+/// q8_0_quad for Q8_0 / Q4_0 weights, block_q8_k for Q4_K / Q6_K.
 template <class WeightBlock>
 using activation_block_t = typename detail::quantized_gemv_traits<WeightBlock>::activation_block;
 
-/// Activation blocks quantized_gemv needs in its workspace for `cols` columns.
+/// Activation blocks (or quads) quantized_gemv needs in its workspace for
+/// `cols` columns; quantized_gemm needs this many per token.
 template <class WeightBlock>
 [[nodiscard]] constexpr std::size_t activation_blocks(std::size_t cols) noexcept {
-  return cols / detail::quantized_gemv_traits<WeightBlock>::block_size;
+  return detail::quantized_gemv_traits<WeightBlock>::activation_count(cols);
 }
 
 /// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q4_k or
 /// block_q6_k rows, `row_stride` bytes apart, cols a multiple of the block
 /// size): x is quantized once into `activations` (activation_blocks(cols)
-/// blocks, caller-provided so the call never allocates) by the calling
+/// of them, caller-provided so the call never allocates) by the calling
 /// thread, then row blocks of ~128 KiB of weights run on every pool thread,
 /// each one dispatched call of the backend's row-dot kernel.
 template <Backend B, class WeightBlock>
@@ -12277,26 +13157,35 @@ void quantized_gemv(thread_pool& pool, const WeightBlock* w, std::size_t row_str
   });
 }
 
+/// Tokens per work item of quantized_gemm: the activations of one item stay
+/// within ~256 KiB (L2) while its weight rows stream past them.
+template <class WeightBlock>
+[[nodiscard]] constexpr std::size_t quantized_gemm_token_tile(std::size_t cols) noexcept {
+  const std::size_t per_token = activation_blocks<WeightBlock>(cols) * sizeof(activation_block_t<WeightBlock>) + 1;
+  return std::clamp<std::size_t>((std::size_t{256} << 10) / per_token, 4, 64);
+}
+
 /// Y[t * y_stride + r] = sum_c W[r][c] * X[t * x_stride + c] for r < rows and
 /// t < tokens, for GGUF-quantized weights (as quantized_gemv): the prefill
 /// form. Every token's activations are quantized once into `activations`
-/// (tokens * activation_blocks(cols) blocks, caller-provided), then work
-/// items of ~128 KiB of weight rows x 32 tokens run on every pool thread, so
-/// each weight row is read from memory once per 32 tokens and from L2 for
-/// the rest. Each (row, token) result is the row kernel's, bit-identical to
-/// quantized_gemv of that token. Y must not alias X.
+/// (tokens * activation_blocks(cols), caller-provided), then work items of
+/// ~128 KiB of weight rows x a tile of tokens (quantized_gemm_token_tile) run
+/// on every pool thread, each one call of the backend's GEMM tile kernel,
+/// which unpacks each weight block once for all the tile's tokens. Each
+/// (row, token) result is bit-identical to quantized_gemv of that token. Y
+/// must not alias X.
 template <Backend B, class WeightBlock>
 void quantized_gemm(thread_pool& pool, const WeightBlock* w, std::size_t row_stride, const float* x,
                     std::size_t x_stride, float* y, std::size_t y_stride, std::size_t rows, std::size_t tokens,
                     std::size_t cols, activation_block_t<WeightBlock>* activations) noexcept {
   using traits = detail::quantized_gemv_traits<WeightBlock>;
   RUVLLM_ASSERT(cols % traits::block_size == 0);
-  const std::size_t blocks = cols / traits::block_size;
+  const std::size_t per_token = activation_blocks<WeightBlock>(cols);
   pool.run(tokens, 1, [&](std::size_t begin, std::size_t end, std::size_t) {
     for (std::size_t t = begin; t < end; ++t)
-      traits::template quantize<B>(x + t * x_stride, activations + t * blocks, cols);
+      traits::template quantize<B>(x + t * x_stride, activations + t * per_token, cols);
   });
-  constexpr std::size_t token_tile = 32;
+  const std::size_t token_tile = quantized_gemm_token_tile<WeightBlock>(cols);
   const std::size_t row_tile = gemv_block_rows(row_stride);
   const std::size_t row_tiles = (rows + row_tile - 1) / row_tile;
   const std::size_t token_tiles = (tokens + token_tile - 1) / token_tile;
@@ -12305,9 +13194,8 @@ void quantized_gemm(thread_pool& pool, const WeightBlock* w, std::size_t row_str
     for (std::size_t item = begin; item < end; ++item) {
       const std::size_t r0 = item % row_tiles * row_tile, n_rows = std::min(row_tile, rows - r0);
       const std::size_t t0 = item / row_tiles * token_tile, n_tokens = std::min(token_tile, tokens - t0);
-      const auto* tile = reinterpret_cast<const WeightBlock*>(base + r0 * row_stride);
-      for (std::size_t t = t0; t < t0 + n_tokens; ++t)
-        traits::template rows<B>(tile, row_stride, n_rows, activations + t * blocks, cols, y + t * y_stride + r0);
+      traits::template gemm<B>(reinterpret_cast<const WeightBlock*>(base + r0 * row_stride), row_stride, n_rows,
+                               activations + t0 * per_token, n_tokens, cols, y + t0 * y_stride + r0, y_stride);
     }
   });
 }
@@ -16379,6 +17267,7 @@ class gguf_file {
 //
 // A ProjectionHook is a class with
 //   static constexpr bool enabled = true;
+//   static constexpr bool adapts(projection p) noexcept;  // which outputs apply() may change
 //   void apply(std::size_t layer, projection p, const float* x, std::size_t x_stride,
 //              float* y, std::size_t y_stride, std::size_t tokens) const noexcept;
 //   std::uint64_t kv_key() const noexcept;
@@ -16448,6 +17337,8 @@ concept ProjectionHook = std::is_class_v<H> &&(!H::enabled || requires(const H& 
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <numeric>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -16702,8 +17593,77 @@ class llama_model {
 /// Which positions of an eval() batch produce logits.
 enum class logits_for : std::uint8_t { last, all };
 
+namespace detail {
+
+/// Activations prepared once for every weight type that reads them: the
+/// floats themselves (F32 weights), rounded through F16 or BF16 (F16 / BF16
+/// weights, as ggml rounds them), Q8_0 quads (Q8_0 / Q4_0 weights) or Q8_K
+/// blocks (Q4_K / Q6_K weights). Only the forms a product needs are filled.
+struct prepared_input {
+  const float* f32 = nullptr;
+  const float* rounded = nullptr;
+  const kernels::q8_0_quad* quads = nullptr;
+  const block_q8_k* q8_k = nullptr;
+};
+
+/// Rows [r0, r1) of a weight matrix times prepared activations, into out
+/// (r1 - r0 floats), on backend B: one dispatched kernel call. Every row's
+/// result is independent of r0 and r1, so any split of the rows gives the
+/// same numbers.
+template <Backend B>
+inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::size_t r0, std::size_t r1,
+                        float* out) noexcept {
+  using kops = kernels::ops<B>;
+  const std::byte* first = m.data + r0 * m.row_bytes;
+  const std::size_t rows = r1 - r0;
+  switch (m.type) {
+    case gguf_type::f32:
+      kops::gemv(reinterpret_cast<const float*>(first), m.row_bytes / sizeof(float), in.f32, out, rows, m.cols);
+      return;
+    case gguf_type::f16:
+      kops::gemv(reinterpret_cast<const f16*>(first), m.row_bytes / sizeof(f16), in.rounded, out, rows, m.cols);
+      return;
+    case gguf_type::bf16:
+      kops::gemv(reinterpret_cast<const bf16*>(first), m.row_bytes / sizeof(bf16), in.rounded, out, rows, m.cols);
+      return;
+    case gguf_type::q8_0:
+      kops::dot_q8_0_quad_rows(reinterpret_cast<const block_q8_0*>(first), m.row_bytes, rows, in.quads, m.cols, out);
+      return;
+    case gguf_type::q4_0:
+      kops::dot_q4_0_quad_rows(reinterpret_cast<const block_q4_0*>(first), m.row_bytes, rows, in.quads, m.cols, out);
+      return;
+    case gguf_type::q4_k:
+      kops::dot_q4_k_q8_k_rows(reinterpret_cast<const block_q4_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
+      return;
+    case gguf_type::q6_k:
+      kops::dot_q6_k_q8_k_rows(reinterpret_cast<const block_q6_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
+      return;
+    default: RUVLLM_ASSERT(false && "weight types are checked by llama_model::load"); return;
+  }
+}
+
+/// Rows per work item of a decode product over matrices of `row_bytes`
+/// bytes per row: ~64 KiB of weights (a few microseconds of streaming, so a
+/// chunk the caller has to take over from a descheduled worker costs little),
+/// as a power of two dividing every matrix of the job (`rows_gcd`), so no
+/// item straddles two matrices.
+[[nodiscard]] inline std::size_t decode_grain(std::size_t row_bytes, std::size_t rows_gcd) noexcept {
+  const std::size_t want = std::max<std::size_t>(1, (std::size_t{64} << 10) / std::max<std::size_t>(row_bytes, 1));
+  std::size_t g = 1;
+  while (g * 2 <= want && rows_gcd % (g * 2) == 0) g *= 2;
+  return g;
+}
+
+}  // namespace detail
+
 /// One sequence's inference state over a shared model: the KV cache, the
 /// activation buffers and the thread pool the products run on.
+///
+/// Decode (eval of one token) runs five pool jobs per layer (Q/K/V in one,
+/// attention, output projection, gate/up/SwiGLU in one, down projection),
+/// each through thread_pool::run_replicated, so a worker the OS deschedules
+/// mid-step never stalls the step. Batches (prefill) run the products as
+/// tiled GEMMs.
 ///
 /// Hook (projection_hook.hpp) adds to projection outputs, e.g. LoRA
 /// adapters; set_hook() attaches one. The cached K and V are tied to the
@@ -16722,11 +17682,31 @@ class llama_context {
     std::size_t max_batch = 256;  ///< tokens per internal step of eval (longer inputs are chunked)
   };
 
-  llama_context(llama_context&&) noexcept = default;
-  llama_context& operator=(llama_context&&) noexcept = default;
+  llama_context(llama_context&& other) noexcept
+      : model_(other.model_),
+        pool_(std::exchange(other.pool_, nullptr)),
+        opt_(other.opt_),
+        n_past_(other.n_past_),
+        buf_(std::move(other.buf_)) {}
+  /// Waits for late pool workers still reading this context's buffers
+  /// (thread_pool::quiesce) before they are replaced.
+  llama_context& operator=(llama_context&& other) noexcept {
+    if (this != &other) {
+      if (pool_ != nullptr) pool_->quiesce();
+      model_ = other.model_;
+      pool_ = std::exchange(other.pool_, nullptr);
+      opt_ = other.opt_;
+      n_past_ = other.n_past_;
+      buf_ = std::move(other.buf_);
+    }
+    return *this;
+  }
   llama_context(const llama_context&) = delete;
   llama_context& operator=(const llama_context&) = delete;
-  ~llama_context() = default;
+  /// Waits for late pool workers still reading this context's buffers.
+  ~llama_context() {
+    if (pool_ != nullptr) pool_->quiesce();
+  }
 
   /// Allocates every buffer for n_ctx positions. `model` and `pool` must
   /// outlive the context. Errors: n_ctx or max_batch 0 after defaults, or
@@ -16794,6 +17774,10 @@ class llama_context {
       if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= h.n_vocab)
         return make_error(errc::out_of_range, "token id ", tokens[i], " at index ", i, " is outside the vocabulary of ",
                           h.n_vocab);
+    if (tokens.size() == 1) {
+      decode(tokens[0], logits.data());
+      return {};
+    }
     for (std::size_t begin = 0; begin < tokens.size(); begin += opt_.max_batch) {
       const std::size_t n = std::min(opt_.max_batch, tokens.size() - begin);
       const bool last_chunk = begin + n == tokens.size();
@@ -16814,6 +17798,13 @@ class llama_context {
     }
   }
   [[nodiscard]] bool kv_current() const noexcept { return kv_key_ == hook_key(); }
+  [[nodiscard]] bool adapts_ffn_up() const noexcept {
+    if constexpr (Hook::enabled) {
+      return hook_ != nullptr && (Hook::adapts(projection::gate) || Hook::adapts(projection::up));
+    } else {
+      return false;
+    }
+  }
 
   // y += the hook's addition for projection p of layer `layer` (nothing
   // without a hook).
@@ -16824,6 +17815,17 @@ class llama_context {
     }
   }
 
+  /// Every buffer of a context; allocate() makes them, nothing else does.
+  struct buffers {
+    aligned_buffer<float> x, xn, q, attn, gate, up, rounded, k_cache, v_cache, qkv;
+    aligned_buffer<f16> half;
+    aligned_buffer<kernels::q8_0_quad> act_q8_0;
+    aligned_buffer<block_q8_k> act_q8_k;
+    aligned_buffer<std::byte> workspace;
+    std::size_t workspace_bytes = 0;
+    kernels::rope_table rope;
+  };
+
   llama_context(const llama_model& model, thread_pool& pool, options o) : model_(&model), pool_(&pool), opt_(o) {}
 
   [[nodiscard]] result<void> allocate() {
@@ -16831,29 +17833,232 @@ class llama_context {
     const std::size_t nb = opt_.max_batch, d = h.n_embd, q_dim = h.n_head * h.head_dim,
                       kv_dim = h.n_head_kv * h.head_dim;
     const std::size_t widest = std::max({d, q_dim, h.n_ff});
-    RUVLLM_TRY_ASSIGN(x_, aligned_buffer<float>::allocate(nb * d));
-    RUVLLM_TRY_ASSIGN(xn_, aligned_buffer<float>::allocate(nb * d));
-    RUVLLM_TRY_ASSIGN(q_, aligned_buffer<float>::allocate(nb * q_dim));
-    RUVLLM_TRY_ASSIGN(attn_, aligned_buffer<float>::allocate(nb * q_dim));
-    RUVLLM_TRY_ASSIGN(gate_, aligned_buffer<float>::allocate(nb * h.n_ff));
-    RUVLLM_TRY_ASSIGN(up_, aligned_buffer<float>::allocate(nb * h.n_ff));
-    RUVLLM_TRY_ASSIGN(rounded_, aligned_buffer<float>::allocate(nb * widest));
-    RUVLLM_TRY_ASSIGN(half_, aligned_buffer<f16>::allocate(widest));
-    RUVLLM_TRY_ASSIGN(act_q8_0_, aligned_buffer<block_q8_0>::allocate(nb * (widest / 32 + 1)));
-    RUVLLM_TRY_ASSIGN(act_q8_k_, aligned_buffer<block_q8_k>::allocate(nb * (widest / qk_k + 1)));
-    RUVLLM_TRY_ASSIGN(k_cache_, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
-    RUVLLM_TRY_ASSIGN(v_cache_, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
-    workspace_bytes_ = kernels::attention_prefill_workspace_bytes(h.head_dim);
-    RUVLLM_TRY_ASSIGN(workspace_, aligned_buffer<std::byte>::allocate(workspace_bytes_ * pool_->size()));
+    buffers& b = buf_;
+    RUVLLM_TRY_ASSIGN(b.x, aligned_buffer<float>::allocate(nb * d));
+    RUVLLM_TRY_ASSIGN(b.xn, aligned_buffer<float>::allocate(nb * d));
+    RUVLLM_TRY_ASSIGN(b.q, aligned_buffer<float>::allocate(nb * q_dim));
+    RUVLLM_TRY_ASSIGN(b.attn, aligned_buffer<float>::allocate(nb * q_dim));
+    RUVLLM_TRY_ASSIGN(b.gate, aligned_buffer<float>::allocate(nb * h.n_ff));
+    RUVLLM_TRY_ASSIGN(b.up, aligned_buffer<float>::allocate(nb * h.n_ff));
+    RUVLLM_TRY_ASSIGN(b.qkv, aligned_buffer<float>::allocate(q_dim + 2 * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.rounded, aligned_buffer<float>::allocate(nb * widest));
+    RUVLLM_TRY_ASSIGN(b.half, aligned_buffer<f16>::allocate(widest));
+    RUVLLM_TRY_ASSIGN(b.act_q8_0, aligned_buffer<kernels::q8_0_quad>::allocate(nb * kernels::q8_0_quads(widest)));
+    RUVLLM_TRY_ASSIGN(b.act_q8_k, aligned_buffer<block_q8_k>::allocate(nb * (widest / qk_k + 1)));
+    RUVLLM_TRY_ASSIGN(b.k_cache, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.v_cache, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
+    b.workspace_bytes = (kernels::attention_prefill_workspace_bytes(h.head_dim) + 63) / 64 * 64;
+    RUVLLM_TRY_ASSIGN(b.workspace, aligned_buffer<std::byte>::allocate(b.workspace_bytes * pool_->size()));
     kernels::rope_params rp;
     rp.head_dim = h.head_dim;
     rp.max_positions = opt_.n_ctx;
     rp.base = h.rope_base;
     rp.scaling = h.rope_scaling;
     rp.scaling_factor = h.rope_scale;
-    RUVLLM_TRY_ASSIGN(rope_, kernels::rope_table::build(rp));
+    RUVLLM_TRY_ASSIGN(b.rope, kernels::rope_table::build(rp));
     return {};
   }
+
+  // ------------------------------------------------------------- decode
+
+  /// Prepares one token's activations x (cols floats) for every weight type
+  /// among `types`, in this context's buffers.
+  [[nodiscard]] detail::prepared_input prepare(const float* x, std::size_t cols,
+                                               std::initializer_list<gguf_type> types) noexcept {
+    detail::prepared_input in;
+    in.f32 = x;
+    for (const gguf_type t : types) {
+      switch (t) {
+        case gguf_type::f16:
+        case gguf_type::bf16:
+          if (in.rounded == nullptr) {
+            round_activations(t, x, buf_.rounded.data(), cols);
+            in.rounded = buf_.rounded.data();
+          }
+          break;
+        case gguf_type::q8_0:
+        case gguf_type::q4_0:
+          if (in.quads == nullptr) {
+            kops::quantize_q8_0_quads(x, buf_.act_q8_0.data(), cols);
+            in.quads = buf_.act_q8_0.data();
+          }
+          break;
+        case gguf_type::q4_k:
+        case gguf_type::q6_k:
+          if (in.q8_k == nullptr) {
+            kops::quantize_q8_k(x, buf_.act_q8_k.data(), cols);
+            in.q8_k = buf_.act_q8_k.data();
+          }
+          break;
+        default: break;
+      }
+    }
+    return in;
+  }
+
+  /// x rounded to F16 or BF16 and back into out (ggml multiplies F16 / BF16
+  /// weights with activations rounded to the same type).
+  void round_activations(gguf_type type, const float* x, float* out, std::size_t n) noexcept {
+    if (type == gguf_type::f16) {
+      kops::convert_f32_to_f16(x, buf_.half.data(), n);
+      kops::convert_f16_to_f32(buf_.half.data(), out, n);
+    } else {
+      auto* b = reinterpret_cast<bf16*>(buf_.half.data());
+      kops::convert_f32_to_bf16(x, b, n);
+      kops::convert_bf16_to_f32(b, out, n);
+    }
+  }
+
+  /// Whether matrices of types a and b can share one prepared input.
+  static bool shareable(gguf_type a, gguf_type b) noexcept {
+    const auto rounded = [](gguf_type t) { return t == gguf_type::f16 || t == gguf_type::bf16; };
+    return !(rounded(a) && rounded(b) && a != b);
+  }
+
+  /// y[0 .. sum of rows) = [m0; m1; m2] x for one token, as one replicated
+  /// pool job over the stacked rows (m1, m2 optional). The matrices read the
+  /// same input, prepared once per weight type.
+  void decode_product(const float* x, float* y, const weight_matrix& m0, const weight_matrix* m1 = nullptr,
+                      const weight_matrix* m2 = nullptr) {
+    const weight_matrix* ms[3] = {&m0, m1, m2};
+    for (const weight_matrix* m : ms)
+      if (m != nullptr && !shareable(m0.type, m->type)) {
+        // F16 beside BF16 (no such model in practice): one job per matrix.
+        std::size_t offset = 0;
+        for (const weight_matrix* each : ms) {
+          if (each == nullptr) continue;
+          decode_product(x, y + offset, *each);
+          offset += each->rows;
+        }
+        return;
+      }
+    const detail::prepared_input in =
+        prepare(x, m0.cols, {m0.type, m1 != nullptr ? m1->type : m0.type, m2 != nullptr ? m2->type : m0.type});
+    struct segments {
+      weight_matrix m[3];
+      std::size_t end[3];  // cumulative row counts
+    } seg{};
+    std::size_t rows = 0, gcd = 0, widest_row = 0;
+    for (std::size_t i = 0; i < 3; ++i) {
+      const weight_matrix* m = ms[i] != nullptr ? ms[i] : &m0;
+      seg.m[i] = *m;
+      if (ms[i] != nullptr) {
+        rows += m->rows;
+        gcd = std::gcd(gcd, m->rows);
+        widest_row = std::max(widest_row, m->row_bytes);
+      }
+      seg.end[i] = rows;
+    }
+    const std::size_t grain = detail::decode_grain(widest_row, gcd);
+    pool_->run_replicated(rows, grain, y, 1,
+                          [seg, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
+                            std::size_t i = 0, first = 0;
+                            while (begin >= seg.end[i]) first = seg.end[i++];
+                            detail::matrix_rows<B>(seg.m[i], in, begin - first, end - first, dst);
+                          });
+  }
+
+  /// h = silu(gate x) * up x for one token, as one replicated job: each
+  /// work item computes its rows of both products and their SwiGLU.
+  void decode_ffn_up(const llama_layer& l, const float* x, float* h_out) {
+    if (!shareable(l.gate.type, l.up.type)) {
+      decode_product(x, buf_.gate.data(), l.gate);
+      decode_product(x, buf_.up.data(), l.up);
+      kops::swiglu(buf_.gate.data(), buf_.up.data(), h_out, l.gate.rows);
+      return;
+    }
+    const detail::prepared_input in = prepare(x, l.gate.cols, {l.gate.type, l.up.type});
+    constexpr std::size_t max_grain = 256;
+    const std::size_t grain =
+        std::min(max_grain, detail::decode_grain(l.gate.row_bytes + l.up.row_bytes, std::gcd(l.gate.rows, max_grain)));
+    const weight_matrix gate = l.gate, up = l.up;
+    pool_->run_replicated(l.gate.rows, grain, h_out, 1,
+                          [gate, up, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
+                            float u[max_grain];
+                            detail::matrix_rows<B>(gate, in, begin, end, dst);
+                            detail::matrix_rows<B>(up, in, begin, end, u);
+                            kops::swiglu(dst, u, dst, end - begin);
+                          });
+  }
+
+  /// One token at position n_past_, through every layer; logits to `out`.
+  void decode(token_id token, float* out) {
+    const llama_hparams& h = model_->hparams();
+    const std::size_t d = h.n_embd, hd = h.head_dim, q_dim = h.n_head * hd, kv_dim = h.n_head_kv * hd;
+    const std::size_t group = h.n_head / h.n_head_kv, pos = n_past_;
+    float* x = buf_.x.data();
+    float* xn = buf_.xn.data();
+    float* qkv = buf_.qkv.data();
+    float* attn = buf_.attn.data();
+    embed(token, x);
+    for (std::size_t il = 0; il < h.n_layer; ++il) {
+      const llama_layer& l = model_->layers()[il];
+      float* k_layer = buf_.k_cache.data() + il * opt_.n_ctx * kv_dim;
+      float* v_layer = buf_.v_cache.data() + il * opt_.n_ctx * kv_dim;
+      kops::rms_norm_rows(x, l.attn_norm, xn, 1, d, h.rms_eps);
+      decode_product(xn, qkv, l.wq, &l.wk, &l.wv);
+      float* q = qkv;
+      float* k = qkv + q_dim;
+      float* v = k + kv_dim;
+      if (l.bq != nullptr) {
+        add_bias(q, l.bq, 1, q_dim);
+        add_bias(k, l.bk, 1, kv_dim);
+        add_bias(v, l.bv, 1, kv_dim);
+      }
+      adapt(il, projection::q, xn, d, q, q_dim, 1);
+      adapt(il, projection::k, xn, d, k, kv_dim, 1);
+      adapt(il, projection::v, xn, d, v, kv_dim, 1);
+      kops::rope_apply(buf_.rope, h.rope_layout, q, 1, h.n_head, pos);
+      kops::rope_apply(buf_.rope, h.rope_layout, k, 1, h.n_head_kv, pos);
+      std::memcpy(k_layer + pos * kv_dim, k, kv_dim * sizeof(float));
+      std::memcpy(v_layer + pos * kv_dim, v, kv_dim * sizeof(float));
+
+      // Attention: one work item per KV head, writing its group of heads.
+      kernels::attention_prefill_args args =
+          kernels::attention_prefill_args::dense(q, k_layer, v_layer, attn, 1, pos + 1, group, 1, hd);
+      args.k_stride = args.v_stride = kv_dim;
+      std::byte* ws = buf_.workspace.data();
+      const std::size_t ws_bytes = buf_.workspace_bytes;
+      pool_->run_replicated(
+          h.n_head_kv, 1, attn, group * hd,
+          [args, ws, ws_bytes, hd, group](std::size_t begin, std::size_t end, std::size_t thread, float* dst) noexcept {
+            for (std::size_t kvh = begin; kvh < end; ++kvh) {
+              kernels::attention_prefill_args a = args;
+              a.q += kvh * group * hd;
+              a.k += kvh * hd;
+              a.v += kvh * hd;
+              a.out = dst + (kvh - begin) * group * hd;
+              kops::attention_prefill(a, std::span<std::byte>(ws + thread * ws_bytes, ws_bytes), 0,
+                                      kernels::attention_prefill_work_items(a));
+            }
+          });
+
+      decode_product(attn, xn, l.wo);
+      adapt(il, projection::o, attn, q_dim, xn, d, 1);
+      add_rows(x, xn, d);
+      kops::rms_norm_rows(x, l.ffn_norm, xn, 1, d, h.rms_eps);
+      float* hidden = buf_.gate.data();
+      if (adapts_ffn_up()) {
+        // The hook adds to gate and up before SwiGLU: the two products run
+        // apart instead of fused.
+        decode_product(xn, buf_.gate.data(), l.gate);
+        decode_product(xn, buf_.up.data(), l.up);
+        adapt(il, projection::gate, xn, d, buf_.gate.data(), h.n_ff, 1);
+        adapt(il, projection::up, xn, d, buf_.up.data(), h.n_ff, 1);
+        kops::swiglu(buf_.gate.data(), buf_.up.data(), hidden, h.n_ff);
+      } else {
+        decode_ffn_up(l, xn, hidden);
+      }
+      decode_product(hidden, xn, l.down);
+      adapt(il, projection::down, hidden, h.n_ff, xn, d, 1);
+      add_rows(x, xn, d);
+    }
+    n_past_ += 1;
+    kops::rms_norm_rows(x, model_->output_norm(), xn, 1, d, h.rms_eps);
+    decode_product(xn, out, model_->output());
+  }
+
+  // ------------------------------------------------------------ batches
 
   /// y[t] = W x[t] for t < tokens (x rows `x_stride` floats apart, y rows
   /// `y_stride` apart), with llama.cpp's activation precision for W's type.
@@ -16865,19 +18070,8 @@ class llama_context {
         return;
       case gguf_type::f16:
       case gguf_type::bf16: {
-        // ggml multiplies F16/BF16 weights with activations rounded to the
-        // same type.
-        float* r = rounded_.data();
-        for (std::size_t t = 0; t < tokens; ++t) {
-          if (w.type == gguf_type::f16) {
-            kops::convert_f32_to_f16(x + t * x_stride, half_.data(), w.cols);
-            kops::convert_f16_to_f32(half_.data(), r + t * w.cols, w.cols);
-          } else {
-            auto* b = reinterpret_cast<bf16*>(half_.data());
-            kops::convert_f32_to_bf16(x + t * x_stride, b, w.cols);
-            kops::convert_bf16_to_f32(b, r + t * w.cols, w.cols);
-          }
-        }
+        float* r = buf_.rounded.data();
+        for (std::size_t t = 0; t < tokens; ++t) round_activations(w.type, x + t * x_stride, r + t * w.cols, w.cols);
         if (w.type == gguf_type::f16) {
           dense_matmul(reinterpret_cast<const f16*>(w.data), w, r, w.cols, y, y_stride, tokens);
         } else {
@@ -16886,16 +18080,20 @@ class llama_context {
         return;
       }
       case gguf_type::q8_0:
-        quantized(reinterpret_cast<const block_q8_0*>(w.data), w, x, x_stride, y, y_stride, tokens, act_q8_0_.data());
+        quantized(reinterpret_cast<const block_q8_0*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_0.data());
         return;
       case gguf_type::q4_0:
-        quantized(reinterpret_cast<const block_q4_0*>(w.data), w, x, x_stride, y, y_stride, tokens, act_q8_0_.data());
+        quantized(reinterpret_cast<const block_q4_0*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_0.data());
         return;
       case gguf_type::q4_k:
-        quantized(reinterpret_cast<const block_q4_k*>(w.data), w, x, x_stride, y, y_stride, tokens, act_q8_k_.data());
+        quantized(reinterpret_cast<const block_q4_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_k.data());
         return;
       case gguf_type::q6_k:
-        quantized(reinterpret_cast<const block_q6_k*>(w.data), w, x, x_stride, y, y_stride, tokens, act_q8_k_.data());
+        quantized(reinterpret_cast<const block_q6_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_k.data());
         return;
       default: RUVLLM_ASSERT(false && "weight types are checked by llama_model::load"); return;
     }
@@ -16944,53 +18142,55 @@ class llama_context {
     const std::size_t n = tokens.size(), d = h.n_embd, hd = h.head_dim;
     const std::size_t q_dim = h.n_head * hd, kv_dim = h.n_head_kv * hd;
     const std::size_t pos = n_past_;
-    float* x = x_.data();
-    float* xn = xn_.data();
+    float* x = buf_.x.data();
+    float* xn = buf_.xn.data();
+    float* q = buf_.q.data();
+    float* attn = buf_.attn.data();
     for (std::size_t t = 0; t < n; ++t) embed(tokens[t], x + t * d);
 
     for (std::size_t il = 0; il < h.n_layer; ++il) {
       const llama_layer& l = model_->layers()[il];
-      float* k_layer = k_cache_.data() + il * opt_.n_ctx * kv_dim;
-      float* v_layer = v_cache_.data() + il * opt_.n_ctx * kv_dim;
+      float* k_layer = buf_.k_cache.data() + il * opt_.n_ctx * kv_dim;
+      float* v_layer = buf_.v_cache.data() + il * opt_.n_ctx * kv_dim;
       float* k_new = k_layer + pos * kv_dim;
       float* v_new = v_layer + pos * kv_dim;
 
       kops::rms_norm_rows(x, l.attn_norm, xn, n, d, h.rms_eps);
-      matmul(l.wq, xn, d, q_.data(), q_dim, n);
+      matmul(l.wq, xn, d, q, q_dim, n);
       matmul(l.wk, xn, d, k_new, kv_dim, n);
       matmul(l.wv, xn, d, v_new, kv_dim, n);
       if (l.bq != nullptr) {
-        add_bias(q_.data(), l.bq, n, q_dim);
+        add_bias(q, l.bq, n, q_dim);
         add_bias(k_new, l.bk, n, kv_dim);
         add_bias(v_new, l.bv, n, kv_dim);
       }
-      adapt(il, projection::q, xn, d, q_.data(), q_dim, n);
+      adapt(il, projection::q, xn, d, q, q_dim, n);
       adapt(il, projection::k, xn, d, k_new, kv_dim, n);
       adapt(il, projection::v, xn, d, v_new, kv_dim, n);
-      kops::rope_apply(rope_, h.rope_layout, q_.data(), n, h.n_head, pos);
-      kops::rope_apply(rope_, h.rope_layout, k_new, n, h.n_head_kv, pos);
+      kops::rope_apply(buf_.rope, h.rope_layout, q, n, h.n_head, pos);
+      kops::rope_apply(buf_.rope, h.rope_layout, k_new, n, h.n_head_kv, pos);
 
-      const auto args = kernels::attention_prefill_args::dense(q_.data(), k_layer, v_layer, attn_.data(), n, pos + n,
-                                                               h.n_head, h.n_head_kv, hd);
+      const auto args =
+          kernels::attention_prefill_args::dense(q, k_layer, v_layer, attn, n, pos + n, h.n_head, h.n_head_kv, hd);
       const std::size_t items = kernels::attention_prefill_work_items(args);
-      std::byte* ws = workspace_.data();
-      const std::size_t ws_bytes = workspace_bytes_;
+      std::byte* ws = buf_.workspace.data();
+      const std::size_t ws_bytes = buf_.workspace_bytes;
       pool_->run(items, 1, [&](std::size_t begin, std::size_t end, std::size_t thread) {
         kops::attention_prefill(args, std::span<std::byte>(ws + thread * ws_bytes, ws_bytes), begin, end);
       });
 
       // Residual adds: the projections land in xn, then x += xn.
-      matmul(l.wo, attn_.data(), q_dim, xn, d, n);
-      adapt(il, projection::o, attn_.data(), q_dim, xn, d, n);
+      matmul(l.wo, attn, q_dim, xn, d, n);
+      adapt(il, projection::o, attn, q_dim, xn, d, n);
       add_rows(x, xn, n * d);
       kops::rms_norm_rows(x, l.ffn_norm, xn, n, d, h.rms_eps);
-      matmul(l.gate, xn, d, gate_.data(), h.n_ff, n);
-      matmul(l.up, xn, d, up_.data(), h.n_ff, n);
-      adapt(il, projection::gate, xn, d, gate_.data(), h.n_ff, n);
-      adapt(il, projection::up, xn, d, up_.data(), h.n_ff, n);
-      kops::swiglu(gate_.data(), up_.data(), gate_.data(), n * h.n_ff);
-      matmul(l.down, gate_.data(), h.n_ff, xn, d, n);
-      adapt(il, projection::down, gate_.data(), h.n_ff, xn, d, n);
+      matmul(l.gate, xn, d, buf_.gate.data(), h.n_ff, n);
+      matmul(l.up, xn, d, buf_.up.data(), h.n_ff, n);
+      adapt(il, projection::gate, xn, d, buf_.gate.data(), h.n_ff, n);
+      adapt(il, projection::up, xn, d, buf_.up.data(), h.n_ff, n);
+      kops::swiglu(buf_.gate.data(), buf_.up.data(), buf_.gate.data(), n * h.n_ff);
+      matmul(l.down, buf_.gate.data(), h.n_ff, xn, d, n);
+      adapt(il, projection::down, buf_.gate.data(), h.n_ff, xn, d, n);
       add_rows(x, xn, n * d);
     }
     n_past_ += n;
@@ -17016,13 +18216,7 @@ class llama_context {
   std::uint64_t kv_key_ = 0;  // the hook key the cached positions were computed under
   options opt_{};
   std::size_t n_past_ = 0;
-  aligned_buffer<float> x_, xn_, q_, attn_, gate_, up_, rounded_, k_cache_, v_cache_;
-  aligned_buffer<f16> half_;
-  aligned_buffer<block_q8_0> act_q8_0_;
-  aligned_buffer<block_q8_k> act_q8_k_;
-  aligned_buffer<std::byte> workspace_;
-  std::size_t workspace_bytes_ = 0;
-  kernels::rope_table rope_;
+  buffers buf_;
 };
 
 }  // namespace ruvllm::model
@@ -25391,6 +26585,9 @@ class lora_hook {
     const auto& a = adapters_[static_cast<std::size_t>(p)];
     return a ? &*a : nullptr;
   }
+
+  /// Whether the policy adapts projection p (ProjectionHook).
+  static constexpr bool adapts(model::projection p) noexcept { return Targets::adapts(p); }
 
   /// y += the adapter's update for `tokens` rows (ProjectionHook).
   void apply(std::size_t layer, model::projection p, const float* x, std::size_t x_stride, float* y,

@@ -234,6 +234,14 @@ void dequantize_row(const ruvllm::block_q4_0* x, float* y, std::size_t n) { ks::
 void dequantize_row(const ruvllm::block_q4_k* x, float* y, std::size_t n) { ks::dequantize_q4_k(x, y, n); }
 void dequantize_row(const ruvllm::block_q6_k* x, float* y, std::size_t n) { ks::dequantize_q6_k(x, y, n); }
 void dequantize_row(const ruvllm::block_q8_k* x, float* y, std::size_t n) { ks::dequantize_q8_k(x, y, n); }
+void dequantize_row(const ruvllm::kernels::q8_0_quad* x, float* y, std::size_t n) {
+  for (std::size_t b = 0; b < n / 32; ++b) {
+    std::int8_t qs[32];
+    float d;
+    ruvllm::kernels::scalar::quant_detail::quad_block(x, b, qs, d);
+    for (std::size_t i = 0; i < 32; ++i) y[32 * b + i] = d * qs[i];
+  }
+}
 
 // quantized_gemv against (a) the backend's row kernel called once over all
 // rows (bit-identical: the split only changes which thread runs a row) and

@@ -22,6 +22,7 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ruvllm/kernels/ops.hpp"
@@ -873,6 +874,167 @@ TEST_CASE("q4_k . q8_k dots: exact, against the scalar reference, batch form", "
 TEST_CASE("q6_k . q8_k dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
   check_quantized_dots<q6_k_pair>(27);
   check_exact_integer_dots<q6_k_pair>(28);
+}
+
+namespace {
+
+using ruvllm::kernels::q8_0_quad;
+using ruvllm::kernels::q8_0_quads;
+
+template <class B, class W>
+void quad_rows(const W* w, std::size_t stride, std::size_t rows, const q8_0_quad* a, std::size_t n, float* out) {
+  if constexpr (std::is_same_v<W, block_q8_0>) {
+    ops<B>::dot_q8_0_quad_rows(w, stride, rows, a, n, out);
+  } else {
+    ops<B>::dot_q4_0_quad_rows(w, stride, rows, a, n, out);
+  }
+}
+template <class B, class W>
+void quad_gemm(const W* w, std::size_t stride, std::size_t rows, const q8_0_quad* a, std::size_t tokens, std::size_t n,
+               float* y, std::size_t y_stride) {
+  if constexpr (std::is_same_v<W, block_q8_0>) {
+    ops<B>::gemm_q8_0_quads(w, stride, rows, a, tokens, n, y, y_stride);
+  } else {
+    ops<B>::gemm_q4_0_quads(w, stride, rows, a, tokens, n, y, y_stride);
+  }
+}
+
+/// The quad layout written out again from its definition: chunk j of quad q
+/// is block 4q + j.
+void check_quad_layout(const block_q8_0* blocks, std::size_t nb, const q8_0_quad* quads) {
+  for (std::size_t q = 0; q < q8_0_quads(32 * nb); ++q) {
+    for (std::size_t j = 0; j < 4; ++j) {
+      const std::size_t b = 4 * q + j;
+      int sum = 0;
+      for (std::size_t i = 0; i < 16; ++i) {
+        const int lo = b < nb ? blocks[b].qs[i] : 0, hi = b < nb ? blocks[b].qs[16 + i] : 0;
+        REQUIRE(quads[q].lo[16 * j + i] == lo);
+        REQUIRE(quads[q].hi[16 * j + i] == hi);
+        sum += lo + hi;
+      }
+      for (std::size_t i = 0; i < 4; ++i) {
+        REQUIRE(quads[q].neg8_sum[4 * j + i] == (i == 0 ? -8 * sum : 0));
+        REQUIRE(quads[q].neg128_sum[4 * j + i] == (i == 0 ? -128 * sum : 0));
+        REQUIRE(quads[q].d[4 * j + i] == (b < nb ? value(blocks[b].d) : 0.0f));
+      }
+    }
+  }
+}
+
+/// Rows over quad activations (the form the GEMV and GEMM use for Q8_0 and
+/// Q4_0 weights), every block count modulo 4 so partial last quads are
+/// covered, rows unaligned: quantize_q8_0_quads gives the quad layout of
+/// quantize_q8_0's blocks on every backend; the scalar quad rows equal the
+/// scalar block rows exactly; every backend's quad rows are within the bound
+/// of the exact dot, the same for one row as in a batch of 7, and its GEMM
+/// tile equals its rows row by row and token by token, bit for bit.
+template <class Pair>
+void check_quad_dots(std::uint64_t seed) {
+  using W = typename Pair::weight;
+  ruvllm::test::rng gen(seed);
+  for (const std::size_t nb : std::vector<std::size_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 33, 130}) {
+    const std::size_t n = 32 * nb, rows = 7, tokens = 5, nq = q8_0_quads(n);
+    const std::size_t stride = (nb + 1) * sizeof(W) + 2;
+    std::vector<unsigned char> storage(rows * stride + 64);
+    const auto base = reinterpret_cast<std::uintptr_t>(storage.data());
+    unsigned char* first = storage.data() + (64 - base % 64) % 64 + 2;
+    const auto row = [&](std::size_t r) { return reinterpret_cast<W*>(first + r * stride); };
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t b = 0; b < nb; ++b) new (row(r) + b) W{};
+      quantize<scalar>(weights_like(gen, n, 0.05f).data(), row(r), n);
+    }
+    std::vector<float> x(tokens * n);
+    for (std::size_t t = 0; t < tokens; ++t) {
+      const auto v = weights_like(gen, n, 2.0f);
+      std::copy(v.begin(), v.end(), x.begin() + static_cast<long>(t * n));
+    }
+    std::vector<block_q8_0> blocks(tokens * nb);
+    std::vector<q8_0_quad> quads(tokens * nq);
+    for (std::size_t t = 0; t < tokens; ++t) {
+      ops<scalar>::quantize_q8_0(x.data() + t * n, blocks.data() + t * nb, n);
+      ops<scalar>::pack_q8_0_quads(blocks.data() + t * nb, n, quads.data() + t * nq);
+      check_quad_layout(blocks.data() + t * nb, nb, quads.data() + t * nq);
+    }
+    INFO("blocks " << nb);
+    float want[rows];
+    Pair::template rows<scalar>(row(0), stride, rows, blocks.data(), n, want);
+    float got[rows];
+    quad_rows<scalar>(row(0), stride, rows, quads.data(), n, got);
+    for (std::size_t r = 0; r < rows; ++r) CHECK(got[r] == want[r]);
+    for_each_simd_backend([&](auto b) {
+      using B = decltype(b);
+      std::vector<q8_0_quad> mine(nq);
+      ops<B>::quantize_q8_0_quads(x.data(), mine.data(), n);
+      CHECK(first_difference(mine.data(), quads.data(), nq) == -1);
+      float many[rows];
+      quad_rows<B>(row(0), stride, rows, quads.data(), n, many);
+      for (std::size_t r = 0; r < rows; ++r) {
+        float one;
+        quad_rows<B>(row(r), stride, 1, quads.data(), n, &one);
+        CHECK(one == many[r]);
+        const exact_dot e = exact(row(r), blocks.data(), nb);
+        check_close_to_exact(one, e, nb);
+      }
+      std::vector<float> y(tokens * (rows + 3), -1.0f);
+      quad_gemm<B>(row(0), stride, rows, quads.data(), tokens, n, y.data(), rows + 3);
+      for (std::size_t t = 0; t < tokens; ++t) {
+        float per_token[rows];
+        quad_rows<B>(row(0), stride, rows, quads.data() + t * nq, n, per_token);
+        for (std::size_t r = 0; r < rows; ++r) CHECK(y[t * (rows + 3) + r] == per_token[r]);
+        for (std::size_t r = rows; r < rows + 3; ++r) CHECK(y[t * (rows + 3) + r] == -1.0f);  // untouched
+      }
+    });
+  }
+}
+
+/// Unit scales and small activations: every partial sum is an integer below
+/// 2^24, so quad rows must return the exact int64 sum on every backend
+/// (extreme quants included: nibbles 0 and 15, weights -128 and 127).
+template <class Pair>
+void check_exact_quad_dots(std::uint64_t seed) {
+  using W = typename Pair::weight;
+  ruvllm::test::rng gen(seed);
+  for (const std::size_t nb : std::vector<std::size_t>{1, 3, 4, 6, 130}) {
+    const std::size_t n = 32 * nb;
+    std::vector<W> w(nb);
+    std::vector<block_q8_0> a(nb);
+    random_bytes(gen, w.data(), nb);
+    set_scales(w.data(), nb, 1.0f);
+    if (nb == 4) {  // the extremes
+      for (std::size_t b = 0; b < nb; ++b) {
+        auto* q = reinterpret_cast<unsigned char*>(w[b].qs);
+        for (std::size_t i = 0; i < sizeof(w[b].qs); ++i) q[i] = (b + i) % 2 == 0 ? 0x00 : 0xFF;
+      }
+    }
+    int limit = 127;
+    exact_dot e;
+    for (;; limit /= 2) {
+      random_activations(gen, a.data(), nb, limit, 1.0f);
+      e = exact(w.data(), a.data(), nb);
+      if (e.magnitude < 16777216.0L || limit == 1) break;
+    }
+    REQUIRE(e.magnitude < 16777216.0L);
+    std::vector<q8_0_quad> quads(q8_0_quads(n));
+    ops<scalar>::pack_q8_0_quads(a.data(), n, quads.data());
+    const auto want = static_cast<float>(e.value);
+    INFO("blocks " << nb << ", activations in [-" << limit << ", " << limit << "]");
+    float got;
+    quad_rows<scalar>(w.data(), sizeof(W) * nb, 1, quads.data(), n, &got);
+    CHECK(got == want);
+    for_each_simd_backend([&](auto b) {
+      quad_rows<decltype(b)>(w.data(), sizeof(W) * nb, 1, quads.data(), n, &got);
+      CHECK(got == want);
+    });
+  }
+}
+
+}  // namespace
+
+TEST_CASE("q8_0 and q4_0 rows over quad activations: layout, exact, rows = gemm", "[kernels][quant][dot]") {
+  check_quad_dots<q8_0_pair>(29);
+  check_quad_dots<q4_0_pair>(30);
+  check_exact_quad_dots<q8_0_pair>(31);
+  check_exact_quad_dots<q4_0_pair>(32);
 }
 
 TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "[kernels][quant][dot]") {

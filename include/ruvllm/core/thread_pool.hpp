@@ -13,18 +13,42 @@
 //  * Idle workers spin for a bounded time (back-to-back kernel calls find
 //    them awake) and then block on a futex (std::atomic::wait), so an idle
 //    pool costs no CPU.
-//  * The one unavoidable wait is for a chunk already claimed by a worker that
-//    was then descheduled. When the caller waits longer than
+//  * run(): the one unavoidable wait is for a chunk already claimed by a
+//    worker that was then descheduled. When the caller waits longer than
 //    options::straggler_wait for such a chunk, that worker sits out the next
 //    jobs (1, 2, 4, ... up to max_backoff_jobs), so a pool under a co-tenant
 //    degrades to the speed of the threads that actually run instead of
 //    stalling every call.
+//  * run_replicated(): for jobs whose chunks are pure functions writing only
+//    their own slice of one output array (GEMV rows, attention heads), even
+//    that wait goes away. Workers compute a chunk into a private staging
+//    buffer and publish it with a compare-and-swap; when a claimed chunk is
+//    late (the worker was descheduled mid-chunk: a co-tenant's time slice is
+//    milliseconds, a chunk microseconds), the caller takes the chunk over and
+//    computes it itself, and the late worker's result is discarded when it
+//    resumes. A step therefore never waits for a thread that is not running:
+//    a descheduled worker costs about one chunk of recomputation, and a
+//    worker that runs contributes whatever it finishes. This is what keeps a
+//    2-thread decode at least as fast as a 1-thread one when another process
+//    holds a core.
 //
-// Thread-safety: run() may be called by one thread at a time (the owner);
-// concurrent calls from several threads are serialized by the caller's
-// design, not by a lock. The body may run on any pool thread and must be
-// safe to call concurrently for disjoint ranges.
-// Allocation: the constructor allocates the workers; run() never allocates.
+// Thread-safety: run() / run_replicated() may be called by one thread at a
+// time (the owner); concurrent calls from several threads are serialized by
+// the caller's design, not by a lock. A run() body may run on any pool thread
+// and must be safe to call concurrently for disjoint ranges.
+// run_replicated() bodies additionally may run *after* the call returned, on
+// a worker that was descheduled inside them (their result is then dropped):
+// they must be trivially copyable (the pool copies them, so they capture by
+// value), write nothing but the staging slice they are given, and read only
+// memory that stays allocated until quiesce() returns. Such a late body can
+// read inputs the owner is already rewriting; the values it computes from
+// them are discarded, never published. ThreadSanitizer would report those
+// stale reads, so under TSan the default options wait for late chunks
+// instead of recomputing them (options::replicate), which keeps every other
+// race visible; the recomputation protocol itself is tested under TSan with
+// bodies that read constant data.
+// Allocation: the constructor allocates the workers and their staging
+// buffers; run() and run_replicated() never allocate.
 // Errors: none at run time. The C++ runtime aborts if the OS refuses to
 // create a thread (std::thread cannot report it without exceptions).
 
@@ -33,6 +57,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <type_traits>
@@ -43,6 +68,17 @@
 #endif
 
 #include "ruvllm/core/config.hpp"
+
+#if defined(__SANITIZE_THREAD__)
+#define RUVLLM_DETAIL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RUVLLM_DETAIL_TSAN 1
+#endif
+#endif
+#ifndef RUVLLM_DETAIL_TSAN
+#define RUVLLM_DETAIL_TSAN 0
+#endif
 
 namespace ruvllm {
 
@@ -60,28 +96,45 @@ inline void cpu_relax() noexcept {
 struct thread_pool_options {
   /// How long an idle worker spins before blocking.
   std::chrono::microseconds spin{200};
-  /// How long the caller waits for a claimed chunk before blaming its worker.
+  /// run(): how long the caller waits for a claimed chunk before blaming its worker.
   std::chrono::microseconds straggler_wait{300};
-  /// Longest exclusion of a straggling worker, in jobs.
+  /// run(): longest exclusion of a straggling worker, in jobs.
   std::uint32_t max_backoff_jobs = 64;
+  /// run_replicated(): whether the caller recomputes a chunk a worker holds
+  /// for too long (see the file comment; off under ThreadSanitizer by default).
+  bool replicate = !RUVLLM_DETAIL_TSAN;
+  /// run_replicated(): the caller waits for a claimed chunk at least this
+  /// long, and at least twice its own mean chunk time, before taking it over.
+  std::chrono::microseconds replicate_after{20};
+  /// run_replicated(): floats of staging per worker; bounds chunk * per_item.
+  std::size_t staging_floats = 16384;
 };
 
-/// Counters for tests and diagnostics (monotonic, relaxed).
+/// Counters for tests and diagnostics (monotonic, caller-owned).
 struct thread_pool_stats {
   std::uint64_t jobs = 0;
   std::uint64_t chunks_by_caller = 0;
   std::uint64_t chunks_by_workers = 0;
-  std::uint64_t straggler_waits = 0;  // jobs where the caller waited past straggler_wait
-  std::uint64_t exclusions = 0;       // workers benched after a straggler wait
+  std::uint64_t straggler_waits = 0;    // run(): jobs where the caller waited past straggler_wait
+  std::uint64_t exclusions = 0;         // run(): workers benched after a straggler wait
+  std::uint64_t chunks_recomputed = 0;  // run_replicated(): claimed chunks the caller took over
 };
 
 /// Persistent worker threads plus the caller; see the file comment.
 class thread_pool {
  public:
+  /// Largest run_replicated body, in bytes (it is copied into the job).
+  static constexpr std::size_t max_body_bytes = 256;
+  /// Most chunks of one run_replicated job (larger jobs get larger chunks).
+  static constexpr std::size_t max_replicated_chunks = 4096;
+
   /// A pool of `threads` threads in total (at least 1; the caller is one).
   explicit thread_pool(std::size_t threads, thread_pool_options options = {})
       : options_(options), slots_(std::max<std::size_t>(threads, 1) - 1) {
     RUVLLM_ASSERT(slots_.size() < 64);
+    options_.staging_floats = std::max<std::size_t>(options_.staging_floats, 1);
+    if (!slots_.empty()) chunk_state_ = std::make_unique<std::atomic<std::uint64_t>[]>(max_replicated_chunks);
+    for (auto& slot : slots_) slot.staging = std::make_unique<float[]>(options_.staging_floats);
     workers_.reserve(slots_.size());
     for (std::size_t w = 0; w < slots_.size(); ++w) workers_.emplace_back([this, w] { worker_loop(w); });
   }
@@ -108,7 +161,7 @@ class thread_pool {
     grain = std::max<std::size_t>(grain, 1);
     const std::size_t chunks = (n + grain - 1) / grain;
     using body_type = std::remove_reference_t<Body>;
-    const auto invoke = [](const void* ctx, std::size_t begin, std::size_t end, std::size_t thread) {
+    const auto invoke = [](const void* ctx, std::size_t begin, std::size_t end, std::size_t thread, float*) {
       (*static_cast<body_type*>(const_cast<void*>(ctx)))(begin, end, thread);
     };
     ++job_count_;
@@ -119,22 +172,8 @@ class thread_pool {
       stats_.chunks_by_caller += chunks;
       return;
     }
-    // Publish the job like a seqlock: odd epoch while the descriptor changes,
-    // so a worker that wakes late never acts on a half-written one.
-    const std::uint64_t writing = epoch_.fetch_add(1, std::memory_order_acq_rel) + 1;
-    job_.invoke.store(+invoke, std::memory_order_relaxed);
-    job_.ctx.store(static_cast<const void*>(&body), std::memory_order_relaxed);
-    job_.n.store(n, std::memory_order_relaxed);
-    job_.grain.store(grain, std::memory_order_relaxed);
-    job_.participants.store(participants, std::memory_order_relaxed);
-    const std::uint64_t epoch = writing + 1;
-    next_.store(pack(epoch, 0), std::memory_order_relaxed);
-    pending_.store(chunks, std::memory_order_relaxed);
-    // seq_cst pairs with the sleeper's increment-then-recheck: one of the two
-    // sides always sees the other, so no wake-up is lost.
-    epoch_.store(epoch, std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_seq_cst) > 0) epoch_.notify_all();
-
+    const std::uint64_t epoch =
+        publish(+invoke, static_cast<const void*>(&body), n, grain, participants, nullptr, 0, chunks);
     std::uint64_t mine = 0;
     std::size_t begin = 0, end = 0;
     while (claim(epoch, n, grain, begin, end)) {
@@ -148,27 +187,129 @@ class thread_pool {
     stats_.chunks_by_workers += chunks - mine;
   }
 
+  /// Calls body(begin, end, thread, dst) over [0, n) in chunks of `grain`
+  /// items (the last may be shorter), where `thread` is as for run() (a chunk
+  /// the caller takes over runs as thread 0) and dst points at
+  /// (end - begin) * per_item floats that end up as
+  /// out[begin * per_item ...]: the caller's chunks
+  /// write out directly, a worker's are staged and copied. Returns when out
+  /// holds every chunk's result. Body must be trivially copyable and at most
+  /// max_body_bytes; what else it must honour (it may run again, late, and be
+  /// discarded) is in the file comment. Chunks are capped so that a chunk's
+  /// output fits a worker's staging buffer and a job has at most
+  /// max_replicated_chunks. Does not allocate.
+  template <class Body>
+  void run_replicated(std::size_t n, std::size_t grain, float* out, std::size_t per_item, const Body& body) {
+    static_assert(std::is_trivially_copyable_v<Body>, "run_replicated: the body is copied; capture by value");
+    static_assert(sizeof(Body) <= max_body_bytes && alignof(Body) <= alignof(std::max_align_t),
+                  "run_replicated: body larger than thread_pool::max_body_bytes");
+    if (n == 0) return;
+    per_item = std::max<std::size_t>(per_item, 1);
+    grain = std::clamp<std::size_t>(grain, 1, std::max<std::size_t>(options_.staging_floats / per_item, 1));
+    grain = std::max(grain, (n + max_replicated_chunks - 1) / max_replicated_chunks);
+    const std::size_t chunks = (n + grain - 1) / grain;
+    ++job_count_;
+    if (chunks == 1 || slots_.empty() || grain * per_item > options_.staging_floats) {
+      for (std::size_t c = 0; c < chunks; ++c) {
+        const std::size_t begin = c * grain, end = std::min(n, begin + grain);
+        body(begin, end, std::size_t{0}, out + begin * per_item);
+      }
+      stats_.jobs++;
+      stats_.chunks_by_caller += chunks;
+      return;
+    }
+    const auto invoke = [](const void* ctx, std::size_t begin, std::size_t end, std::size_t thread, float* dst) {
+      (*static_cast<const Body*>(ctx))(begin, end, thread, dst);
+    };
+    // The body's bytes travel in atomic words, so a late worker copying them
+    // while the next job is published reads a torn copy (rejected by the
+    // epoch check) rather than racing.
+    std::uint64_t words[max_body_bytes / 8] = {};
+    std::memcpy(words, &body, sizeof(Body));
+    for (std::size_t i = 0; i < (sizeof(Body) + 7) / 8; ++i) job_.body[i].store(words[i], std::memory_order_relaxed);
+    const std::uint64_t all = slots_.size() == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << slots_.size()) - 1;
+    const auto start = std::chrono::steady_clock::now();
+    const std::uint64_t epoch = publish(+invoke, nullptr, n, grain, all, out, per_item, chunks);
+    std::uint64_t mine = 0;
+    std::size_t begin = 0, end = 0;
+    while (claim(epoch, n, grain, begin, end)) {
+      body(begin, end, std::size_t{0}, out + begin * per_item);
+      chunk_state_[begin / grain].store(state_word(epoch, chunk_done), std::memory_order_relaxed);
+      ++mine;
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    const std::uint64_t recomputed = finish_replicated(epoch, n, grain, out, per_item, body, start, mine);
+    stats_.jobs++;
+    stats_.chunks_by_caller += mine + recomputed;
+    stats_.chunks_by_workers += chunks - mine - recomputed;
+    stats_.chunks_recomputed += recomputed;
+  }
+
+  /// Waits until no worker is inside a body, e.g. a late run_replicated
+  /// chunk (bounded by the time the OS takes to run that worker again).
+  /// Call it before freeing memory a run_replicated body reads.
+  void quiesce() const noexcept {
+    for (const auto& slot : slots_)
+      while (slot.in_chunk.load(std::memory_order_acquire)) std::this_thread::yield();
+  }
+
   [[nodiscard]] thread_pool_stats stats() const noexcept { return stats_; }
+  [[nodiscard]] const thread_pool_options& options() const noexcept { return options_; }
 
  private:
+  using invoke_fn = void (*)(const void*, std::size_t, std::size_t, std::size_t, float*);
+
   struct alignas(64) worker_slot {
-    std::atomic<bool> in_chunk{false};    // set while running a chunk
-    std::uint64_t benched_until_job = 0;  // caller-owned: sits out jobs up to this one
+    std::atomic<bool> in_chunk{false};    // set while claiming or running chunks
+    std::uint64_t benched_until_job = 0;  // caller-owned: sits out run() jobs up to this one
     std::uint32_t backoff = 1;            // caller-owned
+    std::unique_ptr<float[]> staging;     // worker-owned: run_replicated chunk results
   };
 
   struct job_descriptor {
-    std::atomic<void (*)(const void*, std::size_t, std::size_t, std::size_t)> invoke{nullptr};
-    std::atomic<const void*> ctx{nullptr};
+    std::atomic<invoke_fn> invoke{nullptr};
+    std::atomic<const void*> ctx{nullptr};  // run(): the caller's body; run_replicated(): null (body below)
     std::atomic<std::size_t> n{0};
     std::atomic<std::size_t> grain{1};
     std::atomic<std::uint64_t> participants{0};
+    std::atomic<float*> out{nullptr};  // run_replicated() only
+    std::atomic<std::size_t> per_item{0};
+    std::atomic<std::uint64_t> body[max_body_bytes / 8] = {};
   };
+
+  // run_replicated chunk states: the job's epoch in the high bits, so a state
+  // left by an older job reads as "not yet claimed by a worker".
+  static constexpr std::uint64_t chunk_claimed = 1, chunk_committing = 2, chunk_done = 3;
+  static constexpr std::uint64_t state_word(std::uint64_t epoch, std::uint64_t state) noexcept {
+    return (epoch << 2) | state;
+  }
 
   // The claim counter holds the job's epoch in its high half so a worker that
   // is still finishing an old job can never claim a chunk of a new one.
   static constexpr std::uint64_t pack(std::uint64_t epoch, std::uint64_t chunk) noexcept {
     return (epoch << 32) | chunk;
+  }
+
+  // Publishes a job like a seqlock: odd epoch while the descriptor changes,
+  // so a worker that wakes late never acts on a half-written one.
+  std::uint64_t publish(invoke_fn invoke, const void* ctx, std::size_t n, std::size_t grain, std::uint64_t participants,
+                        float* out, std::size_t per_item, std::size_t chunks) noexcept {
+    const std::uint64_t writing = epoch_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    job_.invoke.store(invoke, std::memory_order_relaxed);
+    job_.ctx.store(ctx, std::memory_order_relaxed);
+    job_.n.store(n, std::memory_order_relaxed);
+    job_.grain.store(grain, std::memory_order_relaxed);
+    job_.participants.store(participants, std::memory_order_relaxed);
+    job_.out.store(out, std::memory_order_relaxed);
+    job_.per_item.store(per_item, std::memory_order_relaxed);
+    const std::uint64_t epoch = writing + 1;
+    next_.store(pack(epoch, 0), std::memory_order_relaxed);
+    pending_.store(chunks, std::memory_order_relaxed);
+    // seq_cst pairs with the sleeper's increment-then-recheck: one of the two
+    // sides always sees the other, so no wake-up is lost.
+    epoch_.store(epoch, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) epoch_.notify_all();
+    return epoch;
   }
 
   bool claim(std::uint64_t epoch, std::size_t n, std::size_t grain, std::size_t& begin, std::size_t& end) noexcept {
@@ -220,9 +361,53 @@ class thread_pool {
       for (auto& slot : slots_) slot.backoff = std::max<std::uint32_t>(1, slot.backoff / 2);
   }
 
+  // The caller's end of run_replicated: waits for the workers' chunks, and
+  // takes over those still claimed after the wait; returns how many it took.
+  template <class Body>
+  std::uint64_t finish_replicated(std::uint64_t epoch, std::size_t n, std::size_t grain, float* out,
+                                  std::size_t per_item, const Body& body, std::chrono::steady_clock::time_point start,
+                                  std::uint64_t mine) noexcept {
+    if (pending_.load(std::memory_order_acquire) == 0) return 0;
+    const auto now = std::chrono::steady_clock::now();
+    // Twice the caller's mean chunk time: a worker that is running finishes
+    // its chunk within about one.
+    const auto mean = mine > 0 ? (now - start) / static_cast<std::int64_t>(mine) : (now - start);
+    const auto patience = std::max<std::chrono::steady_clock::duration>(options_.replicate_after, 2 * mean);
+    std::uint32_t spins = 0;
+    while (pending_.load(std::memory_order_acquire) != 0) {
+      detail::cpu_relax();
+      if ((++spins & 31) != 0) continue;
+      if (options_.replicate && std::chrono::steady_clock::now() - now >= patience) break;
+      if (!options_.replicate && (spins & 1023) == 0) std::this_thread::yield();
+    }
+    std::uint64_t taken = 0;
+    const std::size_t chunks = (n + grain - 1) / grain;
+    if (pending_.load(std::memory_order_acquire) != 0) {
+      for (std::size_t c = 0; c < chunks; ++c) {
+        std::atomic<std::uint64_t>& state = chunk_state_[c];
+        std::uint64_t s = state.load(std::memory_order_acquire);
+        const bool current = (s >> 2) == (epoch & (~std::uint64_t{0} >> 2));
+        // A chunk of this job is done, or its worker is copying it out: skip.
+        if (current && (s & 3) != chunk_claimed) continue;
+        if (!state.compare_exchange_strong(s, state_word(epoch, chunk_done), std::memory_order_acq_rel)) continue;
+        const std::size_t begin = c * grain, end = std::min(n, begin + grain);
+        body(begin, end, std::size_t{0}, out + begin * per_item);
+        ++taken;
+        pending_.fetch_sub(1, std::memory_order_acq_rel);
+      }
+    }
+    // Left: chunks whose workers were copying them out (a few hundred
+    // nanoseconds, unless the OS stops a worker right there).
+    while (pending_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    return taken;
+  }
+
   void worker_loop(std::size_t w) noexcept {
     std::uint64_t seen = 0;
     worker_slot& slot = slots_[w];
+    // A worker-local copy of a run_replicated body (storage for an implicitly
+    // created object of the body's trivially copyable type).
+    alignas(std::max_align_t) unsigned char body[max_body_bytes];
     for (;;) {
       const std::uint64_t epoch = wait_for_job(seen);
       if (stop_.load(std::memory_order_relaxed)) return;
@@ -233,16 +418,43 @@ class thread_pool {
       const std::size_t n = job_.n.load(std::memory_order_relaxed);
       const std::size_t grain = job_.grain.load(std::memory_order_relaxed);
       const std::uint64_t participants = job_.participants.load(std::memory_order_relaxed);
+      float* const out = job_.out.load(std::memory_order_relaxed);
+      const std::size_t per_item = job_.per_item.load(std::memory_order_relaxed);
+      if (ctx == nullptr) {
+        for (std::size_t i = 0; i < max_body_bytes / 8; ++i) {
+          const std::uint64_t word = job_.body[i].load(std::memory_order_relaxed);
+          std::memcpy(body + 8 * i, &word, 8);
+        }
+      }
       if (epoch_.load(std::memory_order_acquire) != epoch) continue;
       if ((participants & (std::uint64_t{1} << w)) == 0) continue;
       std::size_t begin = 0, end = 0;
       for (;;) {
         slot.in_chunk.store(true, std::memory_order_relaxed);
         if (!claim(epoch, n, grain, begin, end)) break;
-        invoke(ctx, begin, end, w + 1);
+        if (ctx != nullptr) {
+          invoke(ctx, begin, end, w + 1, nullptr);
+          pending_.fetch_sub(1, std::memory_order_acq_rel);
+          continue;
+        }
+        // run_replicated: mark the chunk claimed unless the caller took it
+        // over already, compute it in staging, then publish it unless the
+        // caller took it over meanwhile.
+        // A state of this job or a later one means the caller took the chunk
+        // over (and, for a later one, this worker is late).
+        std::atomic<std::uint64_t>& state = chunk_state_[begin / grain];
+        std::uint64_t s = state.load(std::memory_order_acquire);
+        if ((s >> 2) >= (epoch & (~std::uint64_t{0} >> 2))) continue;
+        if (!state.compare_exchange_strong(s, state_word(epoch, chunk_claimed), std::memory_order_acq_rel)) continue;
+        invoke(body, begin, end, w + 1, slot.staging.get());
+        std::uint64_t claimed = state_word(epoch, chunk_claimed);
+        if (!state.compare_exchange_strong(claimed, state_word(epoch, chunk_committing), std::memory_order_acq_rel))
+          continue;
+        std::memcpy(out + begin * per_item, slot.staging.get(), (end - begin) * per_item * sizeof(float));
+        state.store(state_word(epoch, chunk_done), std::memory_order_release);
         pending_.fetch_sub(1, std::memory_order_acq_rel);
       }
-      slot.in_chunk.store(false, std::memory_order_relaxed);
+      slot.in_chunk.store(false, std::memory_order_release);
     }
   }
 
@@ -271,6 +483,7 @@ class thread_pool {
   std::vector<worker_slot> slots_;
   std::vector<std::thread> workers_;
   job_descriptor job_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> chunk_state_;
   alignas(64) std::atomic<std::uint64_t> epoch_{0};
   alignas(64) std::atomic<std::uint64_t> next_{0};
   alignas(64) std::atomic<std::size_t> pending_{0};
@@ -281,5 +494,7 @@ class thread_pool {
 };
 
 }  // namespace ruvllm
+
+#undef RUVLLM_DETAIL_TSAN
 
 #endif  // RUVLLM_CORE_THREAD_POOL_HPP

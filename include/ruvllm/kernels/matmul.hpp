@@ -64,50 +64,72 @@ void gemm(thread_pool& pool, const W* w, std::size_t w_stride, const float* x, s
 
 namespace detail {
 
-// For each GGUF weight block: the activation block it pairs with and the
+// For each GGUF weight block: the activation form it pairs with and the
 // backend calls that quantize activations and dot rows, as llama.cpp's CPU
-// path pairs them (Q8_0 activations for 32-element formats, Q8_K for K-quants).
+// path pairs them (Q8_0 activations for 32-element formats, laid out as
+// q8_0_quads; Q8_K for K-quants). `gemm` computes a tile of rows x tokens
+// whose results equal `rows` per token.
 template <class WeightBlock>
 struct quantized_gemv_traits;
 
-template <>
-struct quantized_gemv_traits<block_q8_0> {
-  using activation_block = block_q8_0;
+struct q8_0_quad_traits {
+  using activation_block = q8_0_quad;
   static constexpr std::size_t block_size = 32;
+  static constexpr std::size_t activation_count(std::size_t cols) noexcept { return q8_0_quads(cols); }
   template <Backend B>
   static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
-    ops<B>::quantize_q8_0(x, a, n);
+    ops<B>::quantize_q8_0_quads(x, a, n);
   }
+};
+
+template <>
+struct quantized_gemv_traits<block_q8_0> : q8_0_quad_traits {
   template <Backend B>
   static void rows(const block_q8_0* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
                    float* out) noexcept {
-    ops<B>::dot_q8_0_q8_0_rows(w, stride, rows, a, n, out);
+    ops<B>::dot_q8_0_quad_rows(w, stride, rows, a, n, out);
+  }
+  template <Backend B>
+  static void gemm(const block_q8_0* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_q8_0_quads(w, stride, rows, a, tokens, n, y, y_stride);
   }
 };
 
 template <>
-struct quantized_gemv_traits<block_q4_0> {
-  using activation_block = block_q8_0;
-  static constexpr std::size_t block_size = 32;
-  template <Backend B>
-  static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
-    ops<B>::quantize_q8_0(x, a, n);
-  }
+struct quantized_gemv_traits<block_q4_0> : q8_0_quad_traits {
   template <Backend B>
   static void rows(const block_q4_0* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
                    float* out) noexcept {
-    ops<B>::dot_q4_0_q8_0_rows(w, stride, rows, a, n, out);
+    ops<B>::dot_q4_0_quad_rows(w, stride, rows, a, n, out);
+  }
+  template <Backend B>
+  static void gemm(const block_q4_0* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_q4_0_quads(w, stride, rows, a, tokens, n, y, y_stride);
   }
 };
 
-template <>
-struct quantized_gemv_traits<block_q4_k> {
+// K-quants: Q8_K activations; the GEMM tile is the row kernel per token.
+template <class WeightBlock, class Derived>
+struct q8_k_traits {
   using activation_block = block_q8_k;
   static constexpr std::size_t block_size = qk_k;
+  static constexpr std::size_t activation_count(std::size_t cols) noexcept { return cols / qk_k; }
   template <Backend B>
   static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
     ops<B>::quantize_q8_k(x, a, n);
   }
+  template <Backend B>
+  static void gemm(const WeightBlock* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    for (std::size_t t = 0; t < tokens; ++t)
+      Derived::template rows<B>(w, stride, rows, a + t * activation_count(n), n, y + t * y_stride);
+  }
+};
+
+template <>
+struct quantized_gemv_traits<block_q4_k> : q8_k_traits<block_q4_k, quantized_gemv_traits<block_q4_k>> {
   template <Backend B>
   static void rows(const block_q4_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
                    float* out) noexcept {
@@ -116,13 +138,7 @@ struct quantized_gemv_traits<block_q4_k> {
 };
 
 template <>
-struct quantized_gemv_traits<block_q6_k> {
-  using activation_block = block_q8_k;
-  static constexpr std::size_t block_size = qk_k;
-  template <Backend B>
-  static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
-    ops<B>::quantize_q8_k(x, a, n);
-  }
+struct quantized_gemv_traits<block_q6_k> : q8_k_traits<block_q6_k, quantized_gemv_traits<block_q6_k>> {
   template <Backend B>
   static void rows(const block_q6_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
                    float* out) noexcept {
@@ -132,20 +148,22 @@ struct quantized_gemv_traits<block_q6_k> {
 
 }  // namespace detail
 
-/// The activation block a quantized weight block is multiplied with.
+/// The activation form a quantized weight block is multiplied with:
+/// q8_0_quad for Q8_0 / Q4_0 weights, block_q8_k for Q4_K / Q6_K.
 template <class WeightBlock>
 using activation_block_t = typename detail::quantized_gemv_traits<WeightBlock>::activation_block;
 
-/// Activation blocks quantized_gemv needs in its workspace for `cols` columns.
+/// Activation blocks (or quads) quantized_gemv needs in its workspace for
+/// `cols` columns; quantized_gemm needs this many per token.
 template <class WeightBlock>
 [[nodiscard]] constexpr std::size_t activation_blocks(std::size_t cols) noexcept {
-  return cols / detail::quantized_gemv_traits<WeightBlock>::block_size;
+  return detail::quantized_gemv_traits<WeightBlock>::activation_count(cols);
 }
 
 /// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q4_k or
 /// block_q6_k rows, `row_stride` bytes apart, cols a multiple of the block
 /// size): x is quantized once into `activations` (activation_blocks(cols)
-/// blocks, caller-provided so the call never allocates) by the calling
+/// of them, caller-provided so the call never allocates) by the calling
 /// thread, then row blocks of ~128 KiB of weights run on every pool thread,
 /// each one dispatched call of the backend's row-dot kernel.
 template <Backend B, class WeightBlock>
@@ -161,26 +179,35 @@ void quantized_gemv(thread_pool& pool, const WeightBlock* w, std::size_t row_str
   });
 }
 
+/// Tokens per work item of quantized_gemm: the activations of one item stay
+/// within ~256 KiB (L2) while its weight rows stream past them.
+template <class WeightBlock>
+[[nodiscard]] constexpr std::size_t quantized_gemm_token_tile(std::size_t cols) noexcept {
+  const std::size_t per_token = activation_blocks<WeightBlock>(cols) * sizeof(activation_block_t<WeightBlock>) + 1;
+  return std::clamp<std::size_t>((std::size_t{256} << 10) / per_token, 4, 64);
+}
+
 /// Y[t * y_stride + r] = sum_c W[r][c] * X[t * x_stride + c] for r < rows and
 /// t < tokens, for GGUF-quantized weights (as quantized_gemv): the prefill
 /// form. Every token's activations are quantized once into `activations`
-/// (tokens * activation_blocks(cols) blocks, caller-provided), then work
-/// items of ~128 KiB of weight rows x 32 tokens run on every pool thread, so
-/// each weight row is read from memory once per 32 tokens and from L2 for
-/// the rest. Each (row, token) result is the row kernel's, bit-identical to
-/// quantized_gemv of that token. Y must not alias X.
+/// (tokens * activation_blocks(cols), caller-provided), then work items of
+/// ~128 KiB of weight rows x a tile of tokens (quantized_gemm_token_tile) run
+/// on every pool thread, each one call of the backend's GEMM tile kernel,
+/// which unpacks each weight block once for all the tile's tokens. Each
+/// (row, token) result is bit-identical to quantized_gemv of that token. Y
+/// must not alias X.
 template <Backend B, class WeightBlock>
 void quantized_gemm(thread_pool& pool, const WeightBlock* w, std::size_t row_stride, const float* x,
                     std::size_t x_stride, float* y, std::size_t y_stride, std::size_t rows, std::size_t tokens,
                     std::size_t cols, activation_block_t<WeightBlock>* activations) noexcept {
   using traits = detail::quantized_gemv_traits<WeightBlock>;
   RUVLLM_ASSERT(cols % traits::block_size == 0);
-  const std::size_t blocks = cols / traits::block_size;
+  const std::size_t per_token = activation_blocks<WeightBlock>(cols);
   pool.run(tokens, 1, [&](std::size_t begin, std::size_t end, std::size_t) {
     for (std::size_t t = begin; t < end; ++t)
-      traits::template quantize<B>(x + t * x_stride, activations + t * blocks, cols);
+      traits::template quantize<B>(x + t * x_stride, activations + t * per_token, cols);
   });
-  constexpr std::size_t token_tile = 32;
+  const std::size_t token_tile = quantized_gemm_token_tile<WeightBlock>(cols);
   const std::size_t row_tile = gemv_block_rows(row_stride);
   const std::size_t row_tiles = (rows + row_tile - 1) / row_tile;
   const std::size_t token_tiles = (tokens + token_tile - 1) / token_tile;
@@ -189,9 +216,8 @@ void quantized_gemm(thread_pool& pool, const WeightBlock* w, std::size_t row_str
     for (std::size_t item = begin; item < end; ++item) {
       const std::size_t r0 = item % row_tiles * row_tile, n_rows = std::min(row_tile, rows - r0);
       const std::size_t t0 = item / row_tiles * token_tile, n_tokens = std::min(token_tile, tokens - t0);
-      const auto* tile = reinterpret_cast<const WeightBlock*>(base + r0 * row_stride);
-      for (std::size_t t = t0; t < t0 + n_tokens; ++t)
-        traits::template rows<B>(tile, row_stride, n_rows, activations + t * blocks, cols, y + t * y_stride + r0);
+      traits::template gemm<B>(reinterpret_cast<const WeightBlock*>(base + r0 * row_stride), row_stride, n_rows,
+                               activations + t0 * per_token, n_tokens, cols, y + t0 * y_stride + r0, y_stride);
     }
   });
 }

@@ -34,11 +34,13 @@
 #define RUVLLM_KERNELS_QUANT_INL_H_
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "ruvllm/kernels/scalar/quant.hpp"
@@ -274,22 +276,41 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT
 #endif
 }
 
+/// Where rows_of_32 finds activation block b: an array of Q8_0 blocks ...
+struct q8_0_block_source {
+  const block_q8_0* HWY_RESTRICT a;
+  RUVLLM_QUANT_ATTR HWY_INLINE act32 prepare(std::size_t b) const { return prepare_act32(a[b].qs); }
+  RUVLLM_QUANT_ATTR HWY_INLINE float scale(std::size_t b) const { return half_to_float(a[b].d); }
+};
+
+/// ... or q8_0_quads (block b's two 16-value halves gathered into one run).
+struct q8_0_quad_source {
+  const q8_0_quad* HWY_RESTRICT a;
+  RUVLLM_QUANT_ATTR HWY_INLINE act32 prepare(std::size_t b) const {
+    HWY_ALIGN std::int8_t qs[32];
+    const q8_0_quad& q = a[b / 4];
+    std::memcpy(qs, q.lo + 16 * (b % 4), 16);
+    std::memcpy(qs + 16, q.hi + 16 * (b % 4), 16);
+    return prepare_act32(qs);
+  }
+  RUVLLM_QUANT_ATTR HWY_INLINE float scale(std::size_t b) const { return a[b / 4].d[4 * (b % 4)]; }
+};
+
 /// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0 or Q4_0
 /// weights): each activation block is prepared once for the R rows. Every
 /// row accumulates in its own two float vectors (even and odd blocks), so its
 /// result does not depend on R or on which rows share the batch.
-template <std::size_t R, class Block, class BlockDot>
-RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride,
-                                             const block_q8_0* HWY_RESTRICT a, std::size_t nb, float* HWY_RESTRICT out,
-                                             BlockDot block_dot) {
+template <std::size_t R, class Block, class Source, class BlockDot>
+RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride, const Source& a,
+                                             std::size_t nb, float* HWY_RESTRICT out, BlockDot block_dot) {
   const DF df;
   const Block* row[R];
   for (std::size_t k = 0; k < R; ++k) row[k] = scalar::quant_detail::row_at(w, row_stride, k);
   hn::Vec<DF> acc[R][2];
   for (std::size_t k = 0; k < R; ++k) acc[k][0] = acc[k][1] = hn::Zero(df);
   const auto step = [&](std::size_t b, std::size_t slot) RUVLLM_QUANT_LAMBDA {
-    const act32 act = prepare_act32(a[b].qs);
-    const float da = half_to_float(a[b].d);
+    const act32 act = a.prepare(b);
+    const float da = a.scale(b);
     for (std::size_t k = 0; k < R; ++k) {
       const auto scale = hn::Set(df, half_to_float(row[k][b].d) * da);
       acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, block_dot(row[k][b].qs, act)), scale, acc[k][slot]);
@@ -305,10 +326,10 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::s
 }
 
 /// All rows, four at a time, then the remainder one at a time.
-template <class Block, class BlockDot>
+template <class Block, class Source, class BlockDot>
 RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
-                                                 const block_q8_0* HWY_RESTRICT a, std::size_t n,
-                                                 float* HWY_RESTRICT out, BlockDot block_dot) {
+                                                 const Source& a, std::size_t n, float* HWY_RESTRICT out,
+                                                 BlockDot block_dot) {
   std::size_t r = 0;
   for (; r + 4 <= rows; r += 4) {
     rows_of_32<4>(scalar::quant_detail::row_at(w, row_stride, r), row_stride, a, n / 32, out + r, block_dot);
@@ -317,6 +338,308 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
     rows_of_32<1>(scalar::quant_detail::row_at(w, row_stride, r), row_stride, a, n / 32, out + r, block_dot);
   }
 }
+
+#if RUVLLM_QUANT_VNNI
+// ------------------------------------------- AVX-512 VNNI rows over quads
+// Four weight blocks (one activation quad) per step. Their quant bytes are
+// gathered from the raw rows by a two-register byte permute (VPERMT2B) into
+// the chunk order of q8_0_quad, and their f16 scales by a zero-masking byte
+// permute into the upper half of the matching 32-bit lanes; so one VPDPBUSD
+// pair and one float multiply-add serve 128 weights, and each row keeps a
+// single 16-lane float accumulator whose lanes 4j .. 4j + 3 collect block j of
+// each quad. Per row and quad the arithmetic is fixed (integer dot from the
+// quad's offset term, then acc += float(dot) * (d_w * d_a) lane-wise, then one
+// horizontal sum at the end), so a row's result depends on nothing but the
+// row and the activations: not on how many rows share a call, nor on the
+// GEMM's tiling (quad_gemm computes every (row, token) the same way).
+//
+// Measured on Zen 5 (why the code looks as it does):
+//  * the f16 scales cost more than the quants: VPERMW + VCVTPH2PS per quad
+//    and row held an L2-resident GEMV to ~45 GB/s of Q4_0, a byte permute
+//    plus two integer ops (f16_scales below) to ~55;
+//  * the 8 bytes past a Q4_0 quad's first 64 come in by a broadcast load: a
+//    byte-masked load there halved the streaming rate;
+//  * rows stream from DRAM at ~40-60% of the bandwidth with only the hardware
+//    prefetchers, which lose track of four interleaved row streams; a software
+//    prefetch running sequentially through the call's bytes, ~24 KiB plus a
+//    row group ahead of the reads, brings that to ~75-80%.
+namespace vnni {
+
+/// Bytes of the four blocks one quad step reads.
+template <bool Q4>
+inline constexpr std::size_t quad_bytes = Q4 ? 4 * sizeof(block_q4_0) : 4 * sizeof(block_q8_0);
+
+struct permute_tables {
+  std::uint8_t q4_qs[64];  // Q4_0: the 16 quant bytes of block j (at 18j + 2) into chunk j
+  std::uint8_t q4_d[64];   // Q4_0: block j's f16 scale (bytes 18j, 18j + 1) into bytes 2-3 of lanes 4j .. 4j + 3
+  std::uint8_t q8_lo[64];  // Q8_0: bytes 0-15 of block j (at 34j + 2) into chunk j
+  std::uint8_t q8_hi[64];  // Q8_0: bytes 16-31 (at 34j + 18), read from the registers at +8 and +72
+  std::uint8_t q8_d[64];   // Q8_0: block j's f16 scale (bytes 34j, 34j + 1), as q4_d
+};
+
+inline constexpr permute_tables make_permute_tables() {
+  permute_tables t{};
+  for (std::size_t j = 0; j < 4; ++j) {
+    for (std::size_t i = 0; i < 16; ++i) {
+      t.q4_qs[16 * j + i] = static_cast<std::uint8_t>(18 * j + 2 + i);
+      t.q8_lo[16 * j + i] = static_cast<std::uint8_t>(34 * j + 2 + i);
+      t.q8_hi[16 * j + i] = static_cast<std::uint8_t>(34 * j + 18 + i - 8);
+    }
+    for (std::size_t i = 0; i < 4; ++i) {
+      const std::size_t lane = 4 * (4 * j + i);
+      t.q4_d[lane + 2] = static_cast<std::uint8_t>(18 * j);
+      t.q4_d[lane + 3] = static_cast<std::uint8_t>(18 * j + 1);
+      t.q8_d[lane + 2] = static_cast<std::uint8_t>(34 * j);
+      t.q8_d[lane + 3] = static_cast<std::uint8_t>(34 * j + 1);
+    }
+  }
+  return t;
+}
+
+alignas(64) inline constexpr permute_tables tables = make_permute_tables();
+
+/// Bytes 2-3 of every 32-bit lane: where the scale permutes put each f16.
+inline constexpr std::uint64_t upper_halves = 0xCCCC'CCCC'CCCC'CCCCull;
+
+/// The index vectors and constants of one kernel call (hoisted out of loops).
+struct constants {
+  __m512i qs_lo, qs_hi, d_index, nibble_mask, sign_bit, f16_bits;
+};
+
+template <bool Q4>
+RUVLLM_QUANT_ATTR HWY_INLINE constants load_constants() {
+  constants c;
+  if constexpr (Q4) {
+    c.qs_lo = _mm512_load_si512(tables.q4_qs);
+    c.qs_hi = c.qs_lo;
+    c.d_index = _mm512_load_si512(tables.q4_d);
+  } else {
+    c.qs_lo = _mm512_load_si512(tables.q8_lo);
+    c.qs_hi = _mm512_load_si512(tables.q8_hi);
+    c.d_index = _mm512_load_si512(tables.q8_d);
+  }
+  c.nibble_mask = _mm512_set1_epi8(0x0F);
+  c.sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
+  c.f16_bits = _mm512_set1_epi32(static_cast<int>(0x8FFF'FFFFu));
+  return c;
+}
+
+/// f16 scales h in the upper half of each 32-bit lane -> the float h * 2^-112,
+/// exactly: an arithmetic shift right by 3 puts h's exponent and mantissa in
+/// the float's bits 13-27 and its sign in bits 28-31, of which the mask keeps
+/// bit 31 alone. For every finite h (subnormals and zeros included, which
+/// become float subnormals and zeros) the result is h * 2^-112 exactly; the
+/// activation scales carry the 2^112 (load_quad), so d_w * d_a rounds once,
+/// to the same float as the plain product. (An inf or NaN f16 scale, which no
+/// quantizer writes, would read as a finite value here.)
+RUVLLM_QUANT_ATTR HWY_INLINE __m512 f16_scales(__m512i halves, const constants& c) {
+  return _mm512_castsi512_ps(_mm512_and_si512(_mm512_srai_epi32(halves, 3), c.f16_bits));
+}
+
+/// One row's four blocks of a quad, unpacked: unsigned quant bytes in the
+/// quad's chunk order (Q4_0: nibbles 0..15; Q8_0: w + 128) and the four
+/// weight scales (times 2^-112, see f16_scales) in the quad's lanes.
+struct unpacked {
+  __m512i lo, hi;
+  __m512 d;
+};
+
+/// Mask of the bytes [from, from + 64) that lie below `valid`.
+HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
+  if (valid <= from) return 0;
+  const std::size_t k = valid - from;
+  return k >= 64 ? ~__mmask64{0} : ((__mmask64{1} << k) - 1);
+}
+
+/// Unpacks the blocks at p. `valid` bytes of them exist (quad_bytes<Q4> for a
+/// whole quad, fewer for the last, partial one): the rest read as zero, so
+/// scales and quants of missing blocks are 0 and nothing past the row is read.
+template <bool Q4, bool Whole>
+RUVLLM_QUANT_ATTR HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c, std::size_t valid) {
+  unpacked u;
+  if constexpr (Q4) {
+    // 72 bytes: 64 in one register, the last 8 broadcast into another (the
+    // permute reads only its first 8 bytes).
+    __m512i z0, z1;
+    if constexpr (Whole) {
+      std::int64_t tail;
+      std::memcpy(&tail, p + 64, sizeof tail);
+      z0 = _mm512_loadu_si512(p);
+      z1 = _mm512_set1_epi64(tail);
+    } else {
+      z0 = _mm512_maskz_loadu_epi8(bytes_below(0, valid), p);
+      z1 = _mm512_setzero_si512();
+    }
+    const __m512i qs = _mm512_permutex2var_epi8(z0, c.qs_lo, z1);
+    u.lo = _mm512_and_si512(qs, c.nibble_mask);
+    u.hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), c.nibble_mask);
+    u.d = f16_scales(_mm512_maskz_permutexvar_epi8(upper_halves, c.d_index, z0), c);
+  } else {
+    // 136 bytes: values 0-15 of each block lie in bytes [0, 128), values
+    // 16-31 in [8, 136), each range read as two registers.
+    const __m512i z0 = Whole ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes_below(0, valid), p);
+    const __m512i z1 = Whole ? _mm512_loadu_si512(p + 64) : _mm512_maskz_loadu_epi8(bytes_below(64, valid), p + 64);
+    const __m512i z2 = Whole ? _mm512_loadu_si512(p + 8) : _mm512_maskz_loadu_epi8(bytes_below(8, valid), p + 8);
+    const __m512i z3 = Whole ? _mm512_loadu_si512(p + 72) : _mm512_maskz_loadu_epi8(bytes_below(72, valid), p + 72);
+    u.lo = _mm512_xor_si512(_mm512_permutex2var_epi8(z0, c.qs_lo, z1), c.sign_bit);
+    u.hi = _mm512_xor_si512(_mm512_permutex2var_epi8(z2, c.qs_hi, z3), c.sign_bit);
+    u.d = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.d_index, z1), c);
+  }
+  return u;
+}
+
+/// One quad's activations in registers; d carries the 2^112 of f16_scales.
+struct quad_regs {
+  __m512i lo, hi, offset;
+  __m512 d;
+};
+
+template <bool Q4>
+RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
+  quad_regs r;
+  r.lo = _mm512_load_si512(q.lo);
+  r.hi = _mm512_load_si512(q.hi);
+  r.offset = _mm512_load_si512(Q4 ? q.neg8_sum : q.neg128_sum);
+  // Exact: activation scales are f16 values (< 2^16), so the product stays
+  // below 2^128.
+  r.d = _mm512_mul_ps(_mm512_load_ps(q.d), _mm512_set1_ps(0x1p112f));
+  return r;
+}
+
+/// acc + float(dot of one row's quad with the activations) * (d_w * d_a), lane-wise.
+RUVLLM_QUANT_ATTR HWY_INLINE __m512 quad_dot(const unpacked& w, const quad_regs& a, __m512 acc) {
+  __m512i sums = _mm512_dpbusd_epi32(a.offset, w.lo, a.lo);
+  sums = _mm512_dpbusd_epi32(sums, w.hi, a.hi);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(w.d, a.d), acc);
+}
+
+RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
+  const __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
+  const __m128 q = _mm_add_ps(_mm256_extractf128_ps(h, 0), _mm256_extractf128_ps(h, 1));
+  const __m128 p = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
+}
+
+/// Software prefetch of a call's weight bytes [next, end), kept `distance`
+/// bytes ahead of the bytes consumed so far, one cache line per instruction.
+struct prefetcher {
+  const std::uint8_t* next;
+  const std::uint8_t* end;
+  std::size_t distance;
+
+  RUVLLM_QUANT_ATTR HWY_INLINE void advance(const std::uint8_t* consumed) {
+    const std::uint8_t* target = consumed + distance < end ? consumed + distance : end;
+    for (; next < target; next += 64) _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T0);
+  }
+};
+
+/// Prefetch distance for groups of R rows of row_stride bytes: ~24 KiB of
+/// memory latency x bandwidth, plus the span of one group, whose last row is
+/// read that far ahead of the bytes-consumed estimate.
+RUVLLM_QUANT_ATTR HWY_INLINE std::size_t prefetch_distance(std::size_t rows_per_group, std::size_t row_stride) {
+  return (std::size_t{24} << 10) + rows_per_group * row_stride;
+}
+
+/// out[k] = dot(row k, a) for R rows (row 0 at w).
+template <std::size_t R, bool Q4>
+RUVLLM_QUANT_ATTR HWY_INLINE void quad_rows(const std::uint8_t* HWY_RESTRICT w, std::size_t row_stride,
+                                            const q8_0_quad* HWY_RESTRICT a, std::size_t nb, float* HWY_RESTRICT out,
+                                            const constants& c, prefetcher& pf) {
+  constexpr std::size_t step = quad_bytes<Q4>;
+  const std::size_t whole = nb / 4, rest = nb % 4;
+  __m512 acc[R];
+  for (std::size_t k = 0; k < R; ++k) acc[k] = _mm512_setzero_ps();
+  for (std::size_t q = 0; q < whole; ++q) {
+    pf.advance(w + R * (q + 1) * step);
+    const quad_regs act = load_quad<Q4>(a[q]);
+    for (std::size_t k = 0; k < R; ++k)
+      acc[k] = quad_dot(unpack<Q4, true>(w + k * row_stride + q * step, c, step), act, acc[k]);
+  }
+  if (rest != 0) {
+    const quad_regs act = load_quad<Q4>(a[whole]);
+    const std::size_t valid = rest * (step / 4);
+    for (std::size_t k = 0; k < R; ++k)
+      acc[k] = quad_dot(unpack<Q4, false>(w + k * row_stride + whole * step, c, valid), act, acc[k]);
+  }
+  for (std::size_t k = 0; k < R; ++k) out[k] = sum_lanes(acc[k]);
+}
+
+template <bool Q4>
+RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_stride, std::size_t rows,
+                                                const q8_0_quad* a, std::size_t n, float* out) {
+  const auto* base = static_cast<const std::uint8_t*>(w);
+  const constants c = load_constants<Q4>();
+  const std::size_t distance = prefetch_distance(4, row_stride);
+  prefetcher pf{base + distance, base + rows * row_stride, distance};
+  std::size_t r = 0;
+  for (; r + 4 <= rows; r += 4) quad_rows<4, Q4>(base + r * row_stride, row_stride, a, n / 32, out + r, c, pf);
+  for (; r < rows; ++r) quad_rows<1, Q4>(base + r * row_stride, row_stride, a, n / 32, out + r, c, pf);
+}
+
+/// Y[t][r] for a tile of rows x tokens. Four rows at a time are unpacked
+/// once per K block of up to kb_quads quads into a stack buffer, then every
+/// pair of tokens runs over them with 4 x 2 float accumulators (partial sums
+/// of a K block parked in `parked` between blocks). Each weight byte is
+/// unpacked once per call instead of once per token.
+template <bool Q4>
+RUVLLM_QUANT_ATTR HWY_INLINE void quad_gemm(const void* w, std::size_t row_stride, std::size_t rows,
+                                            const q8_0_quad* HWY_RESTRICT a, std::size_t tokens, std::size_t n,
+                                            float* HWY_RESTRICT y, std::size_t y_stride) {
+  constexpr std::size_t R = 4, kb_quads = 8, token_block = 64;
+  const constants c = load_constants<Q4>();
+  constexpr std::size_t step = quad_bytes<Q4>;
+  const std::size_t nb = n / 32, nq = q8_0_quads(n);
+  const auto* base = static_cast<const std::uint8_t*>(w);
+  HWY_ALIGN unpacked u[R][kb_quads];
+  HWY_ALIGN __m512 parked[R][token_block];
+  for (std::size_t r0 = 0; r0 < rows; r0 += R) {
+    const std::size_t nr = std::min(R, rows - r0);
+    for (std::size_t t0 = 0; t0 < tokens; t0 += token_block) {
+      const std::size_t nt = std::min(token_block, tokens - t0);
+      for (std::size_t k0 = 0; k0 < nq; k0 += kb_quads) {
+        const std::size_t kq = std::min(kb_quads, nq - k0);
+        const bool first = k0 == 0, last = k0 + kq == nq;
+        for (std::size_t k = 0; k < nr; ++k) {
+          const std::uint8_t* row = base + (r0 + k) * row_stride;
+          for (std::size_t q = 0; q < kq; ++q) {
+            const std::size_t blocks = std::min<std::size_t>(4, nb - 4 * (k0 + q));
+            u[k][q] = blocks == 4 ? unpack<Q4, true>(row + (k0 + q) * step, c, step)
+                                  : unpack<Q4, false>(row + (k0 + q) * step, c, blocks * (step / 4));
+          }
+        }
+        // Rows past nr reuse row 0's unpacked blocks; their results are dropped.
+        for (std::size_t k = nr; k < R; ++k)
+          for (std::size_t q = 0; q < kq; ++q) u[k][q] = u[0][q];
+        std::size_t t = 0;
+        const auto run = [&](auto tokens_now) RUVLLM_QUANT_LAMBDA {
+          constexpr std::size_t T = decltype(tokens_now)::value;
+          __m512 acc[R][T];
+          for (std::size_t k = 0; k < R; ++k)
+            for (std::size_t j = 0; j < T; ++j) acc[k][j] = first ? _mm512_setzero_ps() : parked[k][t + j];
+          for (std::size_t q = 0; q < kq; ++q) {
+            for (std::size_t j = 0; j < T; ++j) {
+              const quad_regs act = load_quad<Q4>(a[(t0 + t + j) * nq + k0 + q]);
+              for (std::size_t k = 0; k < R; ++k) acc[k][j] = quad_dot(u[k][q], act, acc[k][j]);
+            }
+          }
+          for (std::size_t k = 0; k < R; ++k)
+            for (std::size_t j = 0; j < T; ++j) {
+              if (last) {
+                if (k < nr) y[(t0 + t + j) * y_stride + r0 + k] = sum_lanes(acc[k][j]);
+              } else {
+                parked[k][t + j] = acc[k][j];
+              }
+            }
+        };
+        for (; t + 2 <= nt; t += 2) run(std::integral_constant<std::size_t, 2>{});
+        if (t < nt) run(std::integral_constant<std::size_t, 1>{});
+      }
+    }
+  }
+}
+
+}  // namespace vnni
+#endif  // RUVLLM_QUANT_VNNI
 
 #if RUVLLM_QUANT_WIDE
 /// One Q4_K . Q8_K super-block, the same float expression as the reference.
@@ -780,7 +1103,7 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_q8_0_rows(const block_q8_0* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
 #else
-  quant_simd::all_rows_of_32(w, row_stride, rows, a, n, out,
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
                              [](const std::int8_t* qs, const quant_simd::act32& act)
                                  RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q8_0_block(qs, act); });
 #endif
@@ -792,7 +1115,7 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_q8_0_rows(const block_q4_0* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
 #else
-  quant_simd::all_rows_of_32(w, row_stride, rows, a, n, out,
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
                              [](const std::uint8_t* qs, const quant_simd::act32& act)
                                  RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q4_0_block(qs, act); });
 #endif
@@ -825,6 +1148,70 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RES
     for (std::size_t b = 0; b < n / qk_k; ++b) sum += quant_simd::q6_k_block(row[b], a[b]);
     out[r] = sum;
   }
+#endif
+}
+
+// ----------------------------------------------- Q8_0 activations as quads
+
+RUVLLM_QUANT_ATTR inline void quant_quantize_q8_0_quads(const float* HWY_RESTRICT x, q8_0_quad* HWY_RESTRICT out,
+                                                        std::size_t n) {
+  block_q8_0 blocks[4];
+  for (std::size_t q = 0; q < q8_0_quads(n); ++q) {
+    const std::size_t count = std::min<std::size_t>(4, n / 32 - 4 * q);
+    quant_quantize_q8_0(x + 128 * q, blocks, count * 32);
+    scalar::pack_q8_0_quads(blocks, count * 32, out + q);
+  }
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_quad_rows(const block_q8_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t n,
+                                                       float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q8_0_quad_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_VNNI
+  quant_simd::vnni::all_quad_rows<false>(w, row_stride, rows, a, n, out);
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
+                             [](const std::int8_t* qs, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q8_0_block(qs, act); });
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_quad_rows(const block_q4_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t n,
+                                                       float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_VNNI
+  quant_simd::vnni::all_quad_rows<true>(w, row_stride, rows, a, n, out);
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
+                             [](const std::uint8_t* qs, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q4_0_block(qs, act); });
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_gemm_q8_0_quads(const block_q8_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                    std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
+                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                    std::size_t y_stride) {
+#if RUVLLM_QUANT_VNNI
+  quant_simd::vnni::quad_gemm<false>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#else
+  for (std::size_t t = 0; t < tokens; ++t)
+    quant_dot_q8_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_gemm_q4_0_quads(const block_q4_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                    std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
+                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                    std::size_t y_stride) {
+#if RUVLLM_QUANT_VNNI
+  quant_simd::vnni::quad_gemm<true>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#else
+  for (std::size_t t = 0; t < tokens; ++t)
+    quant_dot_q4_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
 #endif
 }
 

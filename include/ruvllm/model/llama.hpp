@@ -31,6 +31,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <numeric>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -295,8 +297,77 @@ class llama_model {
 /// Which positions of an eval() batch produce logits.
 enum class logits_for : std::uint8_t { last, all };
 
+namespace detail {
+
+/// Activations prepared once for every weight type that reads them: the
+/// floats themselves (F32 weights), rounded through F16 or BF16 (F16 / BF16
+/// weights, as ggml rounds them), Q8_0 quads (Q8_0 / Q4_0 weights) or Q8_K
+/// blocks (Q4_K / Q6_K weights). Only the forms a product needs are filled.
+struct prepared_input {
+  const float* f32 = nullptr;
+  const float* rounded = nullptr;
+  const kernels::q8_0_quad* quads = nullptr;
+  const block_q8_k* q8_k = nullptr;
+};
+
+/// Rows [r0, r1) of a weight matrix times prepared activations, into out
+/// (r1 - r0 floats), on backend B: one dispatched kernel call. Every row's
+/// result is independent of r0 and r1, so any split of the rows gives the
+/// same numbers.
+template <Backend B>
+inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::size_t r0, std::size_t r1,
+                        float* out) noexcept {
+  using kops = kernels::ops<B>;
+  const std::byte* first = m.data + r0 * m.row_bytes;
+  const std::size_t rows = r1 - r0;
+  switch (m.type) {
+    case gguf_type::f32:
+      kops::gemv(reinterpret_cast<const float*>(first), m.row_bytes / sizeof(float), in.f32, out, rows, m.cols);
+      return;
+    case gguf_type::f16:
+      kops::gemv(reinterpret_cast<const f16*>(first), m.row_bytes / sizeof(f16), in.rounded, out, rows, m.cols);
+      return;
+    case gguf_type::bf16:
+      kops::gemv(reinterpret_cast<const bf16*>(first), m.row_bytes / sizeof(bf16), in.rounded, out, rows, m.cols);
+      return;
+    case gguf_type::q8_0:
+      kops::dot_q8_0_quad_rows(reinterpret_cast<const block_q8_0*>(first), m.row_bytes, rows, in.quads, m.cols, out);
+      return;
+    case gguf_type::q4_0:
+      kops::dot_q4_0_quad_rows(reinterpret_cast<const block_q4_0*>(first), m.row_bytes, rows, in.quads, m.cols, out);
+      return;
+    case gguf_type::q4_k:
+      kops::dot_q4_k_q8_k_rows(reinterpret_cast<const block_q4_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
+      return;
+    case gguf_type::q6_k:
+      kops::dot_q6_k_q8_k_rows(reinterpret_cast<const block_q6_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
+      return;
+    default: RUVLLM_ASSERT(false && "weight types are checked by llama_model::load"); return;
+  }
+}
+
+/// Rows per work item of a decode product over matrices of `row_bytes`
+/// bytes per row: ~64 KiB of weights (a few microseconds of streaming, so a
+/// chunk the caller has to take over from a descheduled worker costs little),
+/// as a power of two dividing every matrix of the job (`rows_gcd`), so no
+/// item straddles two matrices.
+[[nodiscard]] inline std::size_t decode_grain(std::size_t row_bytes, std::size_t rows_gcd) noexcept {
+  const std::size_t want = std::max<std::size_t>(1, (std::size_t{64} << 10) / std::max<std::size_t>(row_bytes, 1));
+  std::size_t g = 1;
+  while (g * 2 <= want && rows_gcd % (g * 2) == 0) g *= 2;
+  return g;
+}
+
+}  // namespace detail
+
 /// One sequence's inference state over a shared model: the KV cache, the
 /// activation buffers and the thread pool the products run on.
+///
+/// Decode (eval of one token) runs five pool jobs per layer (Q/K/V in one,
+/// attention, output projection, gate/up/SwiGLU in one, down projection),
+/// each through thread_pool::run_replicated, so a worker the OS deschedules
+/// mid-step never stalls the step. Batches (prefill) run the products as
+/// tiled GEMMs.
 ///
 /// Hook (projection_hook.hpp) adds to projection outputs, e.g. LoRA
 /// adapters; set_hook() attaches one. The cached K and V are tied to the
@@ -315,11 +386,31 @@ class llama_context {
     std::size_t max_batch = 256;  ///< tokens per internal step of eval (longer inputs are chunked)
   };
 
-  llama_context(llama_context&&) noexcept = default;
-  llama_context& operator=(llama_context&&) noexcept = default;
+  llama_context(llama_context&& other) noexcept
+      : model_(other.model_),
+        pool_(std::exchange(other.pool_, nullptr)),
+        opt_(other.opt_),
+        n_past_(other.n_past_),
+        buf_(std::move(other.buf_)) {}
+  /// Waits for late pool workers still reading this context's buffers
+  /// (thread_pool::quiesce) before they are replaced.
+  llama_context& operator=(llama_context&& other) noexcept {
+    if (this != &other) {
+      if (pool_ != nullptr) pool_->quiesce();
+      model_ = other.model_;
+      pool_ = std::exchange(other.pool_, nullptr);
+      opt_ = other.opt_;
+      n_past_ = other.n_past_;
+      buf_ = std::move(other.buf_);
+    }
+    return *this;
+  }
   llama_context(const llama_context&) = delete;
   llama_context& operator=(const llama_context&) = delete;
-  ~llama_context() = default;
+  /// Waits for late pool workers still reading this context's buffers.
+  ~llama_context() {
+    if (pool_ != nullptr) pool_->quiesce();
+  }
 
   /// Allocates every buffer for n_ctx positions. `model` and `pool` must
   /// outlive the context. Errors: n_ctx or max_batch 0 after defaults, or
@@ -387,6 +478,10 @@ class llama_context {
       if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= h.n_vocab)
         return make_error(errc::out_of_range, "token id ", tokens[i], " at index ", i, " is outside the vocabulary of ",
                           h.n_vocab);
+    if (tokens.size() == 1) {
+      decode(tokens[0], logits.data());
+      return {};
+    }
     for (std::size_t begin = 0; begin < tokens.size(); begin += opt_.max_batch) {
       const std::size_t n = std::min(opt_.max_batch, tokens.size() - begin);
       const bool last_chunk = begin + n == tokens.size();
@@ -407,6 +502,13 @@ class llama_context {
     }
   }
   [[nodiscard]] bool kv_current() const noexcept { return kv_key_ == hook_key(); }
+  [[nodiscard]] bool adapts_ffn_up() const noexcept {
+    if constexpr (Hook::enabled) {
+      return hook_ != nullptr && (Hook::adapts(projection::gate) || Hook::adapts(projection::up));
+    } else {
+      return false;
+    }
+  }
 
   // y += the hook's addition for projection p of layer `layer` (nothing
   // without a hook).
@@ -417,6 +519,17 @@ class llama_context {
     }
   }
 
+  /// Every buffer of a context; allocate() makes them, nothing else does.
+  struct buffers {
+    aligned_buffer<float> x, xn, q, attn, gate, up, rounded, k_cache, v_cache, qkv;
+    aligned_buffer<f16> half;
+    aligned_buffer<kernels::q8_0_quad> act_q8_0;
+    aligned_buffer<block_q8_k> act_q8_k;
+    aligned_buffer<std::byte> workspace;
+    std::size_t workspace_bytes = 0;
+    kernels::rope_table rope;
+  };
+
   llama_context(const llama_model& model, thread_pool& pool, options o) : model_(&model), pool_(&pool), opt_(o) {}
 
   [[nodiscard]] result<void> allocate() {
@@ -424,29 +537,232 @@ class llama_context {
     const std::size_t nb = opt_.max_batch, d = h.n_embd, q_dim = h.n_head * h.head_dim,
                       kv_dim = h.n_head_kv * h.head_dim;
     const std::size_t widest = std::max({d, q_dim, h.n_ff});
-    RUVLLM_TRY_ASSIGN(x_, aligned_buffer<float>::allocate(nb * d));
-    RUVLLM_TRY_ASSIGN(xn_, aligned_buffer<float>::allocate(nb * d));
-    RUVLLM_TRY_ASSIGN(q_, aligned_buffer<float>::allocate(nb * q_dim));
-    RUVLLM_TRY_ASSIGN(attn_, aligned_buffer<float>::allocate(nb * q_dim));
-    RUVLLM_TRY_ASSIGN(gate_, aligned_buffer<float>::allocate(nb * h.n_ff));
-    RUVLLM_TRY_ASSIGN(up_, aligned_buffer<float>::allocate(nb * h.n_ff));
-    RUVLLM_TRY_ASSIGN(rounded_, aligned_buffer<float>::allocate(nb * widest));
-    RUVLLM_TRY_ASSIGN(half_, aligned_buffer<f16>::allocate(widest));
-    RUVLLM_TRY_ASSIGN(act_q8_0_, aligned_buffer<block_q8_0>::allocate(nb * (widest / 32 + 1)));
-    RUVLLM_TRY_ASSIGN(act_q8_k_, aligned_buffer<block_q8_k>::allocate(nb * (widest / qk_k + 1)));
-    RUVLLM_TRY_ASSIGN(k_cache_, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
-    RUVLLM_TRY_ASSIGN(v_cache_, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
-    workspace_bytes_ = kernels::attention_prefill_workspace_bytes(h.head_dim);
-    RUVLLM_TRY_ASSIGN(workspace_, aligned_buffer<std::byte>::allocate(workspace_bytes_ * pool_->size()));
+    buffers& b = buf_;
+    RUVLLM_TRY_ASSIGN(b.x, aligned_buffer<float>::allocate(nb * d));
+    RUVLLM_TRY_ASSIGN(b.xn, aligned_buffer<float>::allocate(nb * d));
+    RUVLLM_TRY_ASSIGN(b.q, aligned_buffer<float>::allocate(nb * q_dim));
+    RUVLLM_TRY_ASSIGN(b.attn, aligned_buffer<float>::allocate(nb * q_dim));
+    RUVLLM_TRY_ASSIGN(b.gate, aligned_buffer<float>::allocate(nb * h.n_ff));
+    RUVLLM_TRY_ASSIGN(b.up, aligned_buffer<float>::allocate(nb * h.n_ff));
+    RUVLLM_TRY_ASSIGN(b.qkv, aligned_buffer<float>::allocate(q_dim + 2 * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.rounded, aligned_buffer<float>::allocate(nb * widest));
+    RUVLLM_TRY_ASSIGN(b.half, aligned_buffer<f16>::allocate(widest));
+    RUVLLM_TRY_ASSIGN(b.act_q8_0, aligned_buffer<kernels::q8_0_quad>::allocate(nb * kernels::q8_0_quads(widest)));
+    RUVLLM_TRY_ASSIGN(b.act_q8_k, aligned_buffer<block_q8_k>::allocate(nb * (widest / qk_k + 1)));
+    RUVLLM_TRY_ASSIGN(b.k_cache, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.v_cache, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
+    b.workspace_bytes = (kernels::attention_prefill_workspace_bytes(h.head_dim) + 63) / 64 * 64;
+    RUVLLM_TRY_ASSIGN(b.workspace, aligned_buffer<std::byte>::allocate(b.workspace_bytes * pool_->size()));
     kernels::rope_params rp;
     rp.head_dim = h.head_dim;
     rp.max_positions = opt_.n_ctx;
     rp.base = h.rope_base;
     rp.scaling = h.rope_scaling;
     rp.scaling_factor = h.rope_scale;
-    RUVLLM_TRY_ASSIGN(rope_, kernels::rope_table::build(rp));
+    RUVLLM_TRY_ASSIGN(b.rope, kernels::rope_table::build(rp));
     return {};
   }
+
+  // ------------------------------------------------------------- decode
+
+  /// Prepares one token's activations x (cols floats) for every weight type
+  /// among `types`, in this context's buffers.
+  [[nodiscard]] detail::prepared_input prepare(const float* x, std::size_t cols,
+                                               std::initializer_list<gguf_type> types) noexcept {
+    detail::prepared_input in;
+    in.f32 = x;
+    for (const gguf_type t : types) {
+      switch (t) {
+        case gguf_type::f16:
+        case gguf_type::bf16:
+          if (in.rounded == nullptr) {
+            round_activations(t, x, buf_.rounded.data(), cols);
+            in.rounded = buf_.rounded.data();
+          }
+          break;
+        case gguf_type::q8_0:
+        case gguf_type::q4_0:
+          if (in.quads == nullptr) {
+            kops::quantize_q8_0_quads(x, buf_.act_q8_0.data(), cols);
+            in.quads = buf_.act_q8_0.data();
+          }
+          break;
+        case gguf_type::q4_k:
+        case gguf_type::q6_k:
+          if (in.q8_k == nullptr) {
+            kops::quantize_q8_k(x, buf_.act_q8_k.data(), cols);
+            in.q8_k = buf_.act_q8_k.data();
+          }
+          break;
+        default: break;
+      }
+    }
+    return in;
+  }
+
+  /// x rounded to F16 or BF16 and back into out (ggml multiplies F16 / BF16
+  /// weights with activations rounded to the same type).
+  void round_activations(gguf_type type, const float* x, float* out, std::size_t n) noexcept {
+    if (type == gguf_type::f16) {
+      kops::convert_f32_to_f16(x, buf_.half.data(), n);
+      kops::convert_f16_to_f32(buf_.half.data(), out, n);
+    } else {
+      auto* b = reinterpret_cast<bf16*>(buf_.half.data());
+      kops::convert_f32_to_bf16(x, b, n);
+      kops::convert_bf16_to_f32(b, out, n);
+    }
+  }
+
+  /// Whether matrices of types a and b can share one prepared input.
+  static bool shareable(gguf_type a, gguf_type b) noexcept {
+    const auto rounded = [](gguf_type t) { return t == gguf_type::f16 || t == gguf_type::bf16; };
+    return !(rounded(a) && rounded(b) && a != b);
+  }
+
+  /// y[0 .. sum of rows) = [m0; m1; m2] x for one token, as one replicated
+  /// pool job over the stacked rows (m1, m2 optional). The matrices read the
+  /// same input, prepared once per weight type.
+  void decode_product(const float* x, float* y, const weight_matrix& m0, const weight_matrix* m1 = nullptr,
+                      const weight_matrix* m2 = nullptr) {
+    const weight_matrix* ms[3] = {&m0, m1, m2};
+    for (const weight_matrix* m : ms)
+      if (m != nullptr && !shareable(m0.type, m->type)) {
+        // F16 beside BF16 (no such model in practice): one job per matrix.
+        std::size_t offset = 0;
+        for (const weight_matrix* each : ms) {
+          if (each == nullptr) continue;
+          decode_product(x, y + offset, *each);
+          offset += each->rows;
+        }
+        return;
+      }
+    const detail::prepared_input in =
+        prepare(x, m0.cols, {m0.type, m1 != nullptr ? m1->type : m0.type, m2 != nullptr ? m2->type : m0.type});
+    struct segments {
+      weight_matrix m[3];
+      std::size_t end[3];  // cumulative row counts
+    } seg{};
+    std::size_t rows = 0, gcd = 0, widest_row = 0;
+    for (std::size_t i = 0; i < 3; ++i) {
+      const weight_matrix* m = ms[i] != nullptr ? ms[i] : &m0;
+      seg.m[i] = *m;
+      if (ms[i] != nullptr) {
+        rows += m->rows;
+        gcd = std::gcd(gcd, m->rows);
+        widest_row = std::max(widest_row, m->row_bytes);
+      }
+      seg.end[i] = rows;
+    }
+    const std::size_t grain = detail::decode_grain(widest_row, gcd);
+    pool_->run_replicated(rows, grain, y, 1,
+                          [seg, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
+                            std::size_t i = 0, first = 0;
+                            while (begin >= seg.end[i]) first = seg.end[i++];
+                            detail::matrix_rows<B>(seg.m[i], in, begin - first, end - first, dst);
+                          });
+  }
+
+  /// h = silu(gate x) * up x for one token, as one replicated job: each
+  /// work item computes its rows of both products and their SwiGLU.
+  void decode_ffn_up(const llama_layer& l, const float* x, float* h_out) {
+    if (!shareable(l.gate.type, l.up.type)) {
+      decode_product(x, buf_.gate.data(), l.gate);
+      decode_product(x, buf_.up.data(), l.up);
+      kops::swiglu(buf_.gate.data(), buf_.up.data(), h_out, l.gate.rows);
+      return;
+    }
+    const detail::prepared_input in = prepare(x, l.gate.cols, {l.gate.type, l.up.type});
+    constexpr std::size_t max_grain = 256;
+    const std::size_t grain =
+        std::min(max_grain, detail::decode_grain(l.gate.row_bytes + l.up.row_bytes, std::gcd(l.gate.rows, max_grain)));
+    const weight_matrix gate = l.gate, up = l.up;
+    pool_->run_replicated(l.gate.rows, grain, h_out, 1,
+                          [gate, up, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
+                            float u[max_grain];
+                            detail::matrix_rows<B>(gate, in, begin, end, dst);
+                            detail::matrix_rows<B>(up, in, begin, end, u);
+                            kops::swiglu(dst, u, dst, end - begin);
+                          });
+  }
+
+  /// One token at position n_past_, through every layer; logits to `out`.
+  void decode(token_id token, float* out) {
+    const llama_hparams& h = model_->hparams();
+    const std::size_t d = h.n_embd, hd = h.head_dim, q_dim = h.n_head * hd, kv_dim = h.n_head_kv * hd;
+    const std::size_t group = h.n_head / h.n_head_kv, pos = n_past_;
+    float* x = buf_.x.data();
+    float* xn = buf_.xn.data();
+    float* qkv = buf_.qkv.data();
+    float* attn = buf_.attn.data();
+    embed(token, x);
+    for (std::size_t il = 0; il < h.n_layer; ++il) {
+      const llama_layer& l = model_->layers()[il];
+      float* k_layer = buf_.k_cache.data() + il * opt_.n_ctx * kv_dim;
+      float* v_layer = buf_.v_cache.data() + il * opt_.n_ctx * kv_dim;
+      kops::rms_norm_rows(x, l.attn_norm, xn, 1, d, h.rms_eps);
+      decode_product(xn, qkv, l.wq, &l.wk, &l.wv);
+      float* q = qkv;
+      float* k = qkv + q_dim;
+      float* v = k + kv_dim;
+      if (l.bq != nullptr) {
+        add_bias(q, l.bq, 1, q_dim);
+        add_bias(k, l.bk, 1, kv_dim);
+        add_bias(v, l.bv, 1, kv_dim);
+      }
+      adapt(il, projection::q, xn, d, q, q_dim, 1);
+      adapt(il, projection::k, xn, d, k, kv_dim, 1);
+      adapt(il, projection::v, xn, d, v, kv_dim, 1);
+      kops::rope_apply(buf_.rope, h.rope_layout, q, 1, h.n_head, pos);
+      kops::rope_apply(buf_.rope, h.rope_layout, k, 1, h.n_head_kv, pos);
+      std::memcpy(k_layer + pos * kv_dim, k, kv_dim * sizeof(float));
+      std::memcpy(v_layer + pos * kv_dim, v, kv_dim * sizeof(float));
+
+      // Attention: one work item per KV head, writing its group of heads.
+      kernels::attention_prefill_args args =
+          kernels::attention_prefill_args::dense(q, k_layer, v_layer, attn, 1, pos + 1, group, 1, hd);
+      args.k_stride = args.v_stride = kv_dim;
+      std::byte* ws = buf_.workspace.data();
+      const std::size_t ws_bytes = buf_.workspace_bytes;
+      pool_->run_replicated(
+          h.n_head_kv, 1, attn, group * hd,
+          [args, ws, ws_bytes, hd, group](std::size_t begin, std::size_t end, std::size_t thread, float* dst) noexcept {
+            for (std::size_t kvh = begin; kvh < end; ++kvh) {
+              kernels::attention_prefill_args a = args;
+              a.q += kvh * group * hd;
+              a.k += kvh * hd;
+              a.v += kvh * hd;
+              a.out = dst + (kvh - begin) * group * hd;
+              kops::attention_prefill(a, std::span<std::byte>(ws + thread * ws_bytes, ws_bytes), 0,
+                                      kernels::attention_prefill_work_items(a));
+            }
+          });
+
+      decode_product(attn, xn, l.wo);
+      adapt(il, projection::o, attn, q_dim, xn, d, 1);
+      add_rows(x, xn, d);
+      kops::rms_norm_rows(x, l.ffn_norm, xn, 1, d, h.rms_eps);
+      float* hidden = buf_.gate.data();
+      if (adapts_ffn_up()) {
+        // The hook adds to gate and up before SwiGLU: the two products run
+        // apart instead of fused.
+        decode_product(xn, buf_.gate.data(), l.gate);
+        decode_product(xn, buf_.up.data(), l.up);
+        adapt(il, projection::gate, xn, d, buf_.gate.data(), h.n_ff, 1);
+        adapt(il, projection::up, xn, d, buf_.up.data(), h.n_ff, 1);
+        kops::swiglu(buf_.gate.data(), buf_.up.data(), hidden, h.n_ff);
+      } else {
+        decode_ffn_up(l, xn, hidden);
+      }
+      decode_product(hidden, xn, l.down);
+      adapt(il, projection::down, hidden, h.n_ff, xn, d, 1);
+      add_rows(x, xn, d);
+    }
+    n_past_ += 1;
+    kops::rms_norm_rows(x, model_->output_norm(), xn, 1, d, h.rms_eps);
+    decode_product(xn, out, model_->output());
+  }
+
+  // ------------------------------------------------------------ batches
 
   /// y[t] = W x[t] for t < tokens (x rows `x_stride` floats apart, y rows
   /// `y_stride` apart), with llama.cpp's activation precision for W's type.
@@ -458,19 +774,8 @@ class llama_context {
         return;
       case gguf_type::f16:
       case gguf_type::bf16: {
-        // ggml multiplies F16/BF16 weights with activations rounded to the
-        // same type.
-        float* r = rounded_.data();
-        for (std::size_t t = 0; t < tokens; ++t) {
-          if (w.type == gguf_type::f16) {
-            kops::convert_f32_to_f16(x + t * x_stride, half_.data(), w.cols);
-            kops::convert_f16_to_f32(half_.data(), r + t * w.cols, w.cols);
-          } else {
-            auto* b = reinterpret_cast<bf16*>(half_.data());
-            kops::convert_f32_to_bf16(x + t * x_stride, b, w.cols);
-            kops::convert_bf16_to_f32(b, r + t * w.cols, w.cols);
-          }
-        }
+        float* r = buf_.rounded.data();
+        for (std::size_t t = 0; t < tokens; ++t) round_activations(w.type, x + t * x_stride, r + t * w.cols, w.cols);
         if (w.type == gguf_type::f16) {
           dense_matmul(reinterpret_cast<const f16*>(w.data), w, r, w.cols, y, y_stride, tokens);
         } else {
@@ -479,16 +784,20 @@ class llama_context {
         return;
       }
       case gguf_type::q8_0:
-        quantized(reinterpret_cast<const block_q8_0*>(w.data), w, x, x_stride, y, y_stride, tokens, act_q8_0_.data());
+        quantized(reinterpret_cast<const block_q8_0*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_0.data());
         return;
       case gguf_type::q4_0:
-        quantized(reinterpret_cast<const block_q4_0*>(w.data), w, x, x_stride, y, y_stride, tokens, act_q8_0_.data());
+        quantized(reinterpret_cast<const block_q4_0*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_0.data());
         return;
       case gguf_type::q4_k:
-        quantized(reinterpret_cast<const block_q4_k*>(w.data), w, x, x_stride, y, y_stride, tokens, act_q8_k_.data());
+        quantized(reinterpret_cast<const block_q4_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_k.data());
         return;
       case gguf_type::q6_k:
-        quantized(reinterpret_cast<const block_q6_k*>(w.data), w, x, x_stride, y, y_stride, tokens, act_q8_k_.data());
+        quantized(reinterpret_cast<const block_q6_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_k.data());
         return;
       default: RUVLLM_ASSERT(false && "weight types are checked by llama_model::load"); return;
     }
@@ -537,53 +846,55 @@ class llama_context {
     const std::size_t n = tokens.size(), d = h.n_embd, hd = h.head_dim;
     const std::size_t q_dim = h.n_head * hd, kv_dim = h.n_head_kv * hd;
     const std::size_t pos = n_past_;
-    float* x = x_.data();
-    float* xn = xn_.data();
+    float* x = buf_.x.data();
+    float* xn = buf_.xn.data();
+    float* q = buf_.q.data();
+    float* attn = buf_.attn.data();
     for (std::size_t t = 0; t < n; ++t) embed(tokens[t], x + t * d);
 
     for (std::size_t il = 0; il < h.n_layer; ++il) {
       const llama_layer& l = model_->layers()[il];
-      float* k_layer = k_cache_.data() + il * opt_.n_ctx * kv_dim;
-      float* v_layer = v_cache_.data() + il * opt_.n_ctx * kv_dim;
+      float* k_layer = buf_.k_cache.data() + il * opt_.n_ctx * kv_dim;
+      float* v_layer = buf_.v_cache.data() + il * opt_.n_ctx * kv_dim;
       float* k_new = k_layer + pos * kv_dim;
       float* v_new = v_layer + pos * kv_dim;
 
       kops::rms_norm_rows(x, l.attn_norm, xn, n, d, h.rms_eps);
-      matmul(l.wq, xn, d, q_.data(), q_dim, n);
+      matmul(l.wq, xn, d, q, q_dim, n);
       matmul(l.wk, xn, d, k_new, kv_dim, n);
       matmul(l.wv, xn, d, v_new, kv_dim, n);
       if (l.bq != nullptr) {
-        add_bias(q_.data(), l.bq, n, q_dim);
+        add_bias(q, l.bq, n, q_dim);
         add_bias(k_new, l.bk, n, kv_dim);
         add_bias(v_new, l.bv, n, kv_dim);
       }
-      adapt(il, projection::q, xn, d, q_.data(), q_dim, n);
+      adapt(il, projection::q, xn, d, q, q_dim, n);
       adapt(il, projection::k, xn, d, k_new, kv_dim, n);
       adapt(il, projection::v, xn, d, v_new, kv_dim, n);
-      kops::rope_apply(rope_, h.rope_layout, q_.data(), n, h.n_head, pos);
-      kops::rope_apply(rope_, h.rope_layout, k_new, n, h.n_head_kv, pos);
+      kops::rope_apply(buf_.rope, h.rope_layout, q, n, h.n_head, pos);
+      kops::rope_apply(buf_.rope, h.rope_layout, k_new, n, h.n_head_kv, pos);
 
-      const auto args = kernels::attention_prefill_args::dense(q_.data(), k_layer, v_layer, attn_.data(), n, pos + n,
-                                                               h.n_head, h.n_head_kv, hd);
+      const auto args =
+          kernels::attention_prefill_args::dense(q, k_layer, v_layer, attn, n, pos + n, h.n_head, h.n_head_kv, hd);
       const std::size_t items = kernels::attention_prefill_work_items(args);
-      std::byte* ws = workspace_.data();
-      const std::size_t ws_bytes = workspace_bytes_;
+      std::byte* ws = buf_.workspace.data();
+      const std::size_t ws_bytes = buf_.workspace_bytes;
       pool_->run(items, 1, [&](std::size_t begin, std::size_t end, std::size_t thread) {
         kops::attention_prefill(args, std::span<std::byte>(ws + thread * ws_bytes, ws_bytes), begin, end);
       });
 
       // Residual adds: the projections land in xn, then x += xn.
-      matmul(l.wo, attn_.data(), q_dim, xn, d, n);
-      adapt(il, projection::o, attn_.data(), q_dim, xn, d, n);
+      matmul(l.wo, attn, q_dim, xn, d, n);
+      adapt(il, projection::o, attn, q_dim, xn, d, n);
       add_rows(x, xn, n * d);
       kops::rms_norm_rows(x, l.ffn_norm, xn, n, d, h.rms_eps);
-      matmul(l.gate, xn, d, gate_.data(), h.n_ff, n);
-      matmul(l.up, xn, d, up_.data(), h.n_ff, n);
-      adapt(il, projection::gate, xn, d, gate_.data(), h.n_ff, n);
-      adapt(il, projection::up, xn, d, up_.data(), h.n_ff, n);
-      kops::swiglu(gate_.data(), up_.data(), gate_.data(), n * h.n_ff);
-      matmul(l.down, gate_.data(), h.n_ff, xn, d, n);
-      adapt(il, projection::down, gate_.data(), h.n_ff, xn, d, n);
+      matmul(l.gate, xn, d, buf_.gate.data(), h.n_ff, n);
+      matmul(l.up, xn, d, buf_.up.data(), h.n_ff, n);
+      adapt(il, projection::gate, xn, d, buf_.gate.data(), h.n_ff, n);
+      adapt(il, projection::up, xn, d, buf_.up.data(), h.n_ff, n);
+      kops::swiglu(buf_.gate.data(), buf_.up.data(), buf_.gate.data(), n * h.n_ff);
+      matmul(l.down, buf_.gate.data(), h.n_ff, xn, d, n);
+      adapt(il, projection::down, buf_.gate.data(), h.n_ff, xn, d, n);
       add_rows(x, xn, n * d);
     }
     n_past_ += n;
@@ -609,13 +920,7 @@ class llama_context {
   std::uint64_t kv_key_ = 0;  // the hook key the cached positions were computed under
   options opt_{};
   std::size_t n_past_ = 0;
-  aligned_buffer<float> x_, xn_, q_, attn_, gate_, up_, rounded_, k_cache_, v_cache_;
-  aligned_buffer<f16> half_;
-  aligned_buffer<block_q8_0> act_q8_0_;
-  aligned_buffer<block_q8_k> act_q8_k_;
-  aligned_buffer<std::byte> workspace_;
-  std::size_t workspace_bytes_ = 0;
-  kernels::rope_table rope_;
+  buffers buf_;
 };
 
 }  // namespace ruvllm::model

@@ -9,6 +9,7 @@
 //
 // A ProjectionHook is a class with
 //   static constexpr bool enabled = true;
+//   static constexpr bool adapts(projection p) noexcept;  // which outputs apply() may change
 //   void apply(std::size_t layer, projection p, const float* x, std::size_t x_stride,
 //              float* y, std::size_t y_stride, std::size_t tokens) const noexcept;
 //   std::uint64_t kv_key() const noexcept;

@@ -106,6 +106,9 @@ class lora_hook {
     return a ? &*a : nullptr;
   }
 
+  /// Whether the policy adapts projection p (ProjectionHook).
+  static constexpr bool adapts(model::projection p) noexcept { return Targets::adapts(p); }
+
   /// y += the adapter's update for `tokens` rows (ProjectionHook).
   void apply(std::size_t layer, model::projection p, const float* x, std::size_t x_stride, float* y,
              std::size_t y_stride, std::size_t tokens) const noexcept {

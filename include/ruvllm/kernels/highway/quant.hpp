@@ -129,6 +129,42 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q6_k) == 0);
     dispatch::quant_dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
   }
+
+  /// Q8_0 blocks -> q8_0_quads(n) quads (a layout change; scalar).
+  static void pack_q8_0_quads(const block_q8_0* a, std::size_t n, q8_0_quad* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    scalar::pack_q8_0_quads(a, n, out);
+  }
+  /// f32 -> Q8_0 quads: quantize_q8_0's blocks in the q8_0_quad layout; n % 32 == 0.
+  static void quantize_q8_0_quads(const float* x, q8_0_quad* out, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    dispatch::quant_quantize_q8_0_quads(x, out, n);
+  }
+  /// Q8_0 rows . quad activations, as dot_q8_0_q8_0_rows. One dispatch.
+  static void dot_q8_0_quad_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q8_0) == 0);
+    dispatch::quant_dot_q8_0_quad_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q4_0 rows . quad activations, as dot_q4_0_q8_0_rows. One dispatch.
+  static void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
+    dispatch::quant_dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
+  }
+  /// y[t * y_stride + r] = dot(row r, token t's quads at a + t * q8_0_quads(n)),
+  /// each equal to dot_q8_0_quad_rows' result for that token. One dispatch.
+  static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q8_0) == 0);
+    dispatch::quant_gemm_q8_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// Q4_0 form of gemm_q8_0_quads.
+  static void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
+    dispatch::quant_gemm_q4_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
 };
 
 }  // namespace ruvllm::kernels

@@ -71,6 +71,34 @@ namespace ruvllm::kernels {
 template <Backend B>
 struct quant_ops;
 
+/// Four consecutive Q8_0 activation blocks (128 values), laid out once per
+/// product so that every weight row reads them with whole 64-byte loads: the
+/// row kernels of Q8_0 and Q4_0 weights take activations in this form
+/// (quantize_q8_0_quads / pack_q8_0_quads make it). Chunk j (bytes 16j ..
+/// 16j + 15 of lo and hi, int32 lanes 4j .. 4j + 3 of the rest) belongs to
+/// block j of the four:
+///  * lo / hi: values 0-15 / 16-31 of block j -- the order in which a Q4_0
+///    block's low / high nibbles hold its elements, so a nibble unpack lines
+///    up with them without shuffles;
+///  * neg8_sum / neg128_sum: lane 4j holds -8 / -128 times the sum of block
+///    j's values, the other three lanes 0. An unsigned-times-signed byte dot
+///    (VPDPBUSD) starts from these: Q4_0's nibbles q give sum(q a) - 8 sum(a),
+///    and Q8_0's w + 128 (w XOR 0x80) give sum(w a) + 128 sum(a);
+///  * d: block j's scale (as float) in all four lanes 4j .. 4j + 3.
+/// A product over n values uses ceil(n / 128) quads; the blocks past n / 32 in
+/// the last quad are zero (values, sums and scales), so they add nothing.
+struct alignas(64) q8_0_quad {
+  std::int8_t lo[64];
+  std::int8_t hi[64];
+  std::int32_t neg8_sum[16];
+  std::int32_t neg128_sum[16];
+  float d[16];
+};
+static_assert(sizeof(q8_0_quad) == 320);
+
+/// Quads holding n activation values (n % 32 == 0).
+[[nodiscard]] constexpr std::size_t q8_0_quads(std::size_t n) noexcept { return (n / 32 + 3) / 4; }
+
 namespace scalar {
 
 namespace quant_detail {
@@ -643,6 +671,113 @@ inline void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std:
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q6_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
 }
 
+// ------------------------------------------------ Q8_0 activations as quads
+
+/// Lays out n / 32 Q8_0 blocks as q8_0_quads(n) quads (see q8_0_quad).
+inline void pack_q8_0_quads(const block_q8_0* a, std::size_t n, q8_0_quad* out) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk8_0 == 0);
+  const std::size_t nb = n / quant_detail::qk8_0;
+  for (std::size_t q = 0; q < q8_0_quads(n); ++q) {
+    q8_0_quad& o = out[q];
+    o = q8_0_quad{};
+    for (std::size_t j = 0; j < 4 && 4 * q + j < nb; ++j) {
+      const block_q8_0& b = a[4 * q + j];
+      std::int32_t sum = 0;
+      for (std::size_t i = 0; i < 16; ++i) {
+        o.lo[16 * j + i] = b.qs[i];
+        o.hi[16 * j + i] = b.qs[16 + i];
+        sum += b.qs[i] + b.qs[16 + i];
+      }
+      o.neg8_sum[4 * j] = -8 * sum;
+      o.neg128_sum[4 * j] = -128 * sum;
+      for (std::size_t i = 0; i < 4; ++i) o.d[4 * j + i] = to_float(b.d);
+    }
+  }
+}
+
+/// f32 -> Q8_0 quads: the blocks of quantize_q8_0 (ggml's bytes), laid out
+/// by pack_q8_0_quads; n % 32 == 0.
+inline void quantize_q8_0_quads(const float* x, q8_0_quad* out, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk8_0 == 0);
+  block_q8_0 blocks[4];
+  for (std::size_t q = 0; q < q8_0_quads(n); ++q) {
+    const std::size_t count = std::min<std::size_t>(4, n / quant_detail::qk8_0 - 4 * q);
+    quantize_q8_0(x + 128 * q, blocks, count * quant_detail::qk8_0);
+    pack_q8_0_quads(blocks, count * quant_detail::qk8_0, out + q);
+  }
+}
+
+namespace quant_detail {
+/// Block b of quad-laid-out activations as the values and scale of a Q8_0 block.
+inline void quad_block(const q8_0_quad* a, std::size_t b, std::int8_t (&qs)[32], float& d) noexcept {
+  const q8_0_quad& q = a[b / 4];
+  const std::size_t j = b % 4;
+  for (std::size_t i = 0; i < 16; ++i) {
+    qs[i] = q.lo[16 * j + i];
+    qs[16 + i] = q.hi[16 * j + i];
+  }
+  d = q.d[4 * j];
+}
+}  // namespace quant_detail
+
+/// dot_q8_0_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_q8_0_quads(const block_q8_0* w, const q8_0_quad* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk8_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk8_0; ++b) {
+    std::int8_t qs[32];
+    float d;
+    quant_detail::quad_block(a, b, qs, d);
+    int sumi = 0;
+    for (std::size_t j = 0; j < quant_detail::qk8_0; ++j) sumi += w[b].qs[j] * qs[j];
+    sum += static_cast<float>(sumi) * (to_float(w[b].d) * d);
+  }
+  return sum;
+}
+
+/// dot_q4_0_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_q4_0_quads(const block_q4_0* w, const q8_0_quad* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk4_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk4_0; ++b) {
+    std::int8_t qs[32];
+    float d;
+    quant_detail::quad_block(a, b, qs, d);
+    int sumi = 0;
+    for (std::size_t j = 0; j < 16; ++j) {
+      sumi += ((w[b].qs[j] & 0x0F) - 8) * qs[j];
+      sumi += ((w[b].qs[j] >> 4) - 8) * qs[j + 16];
+    }
+    sum += static_cast<float>(sumi) * to_float(w[b].d) * d;
+  }
+  return sum;
+}
+
+/// out[r] = dot(row r, a) for r < rows with quad activations, rows as in
+/// dot_q8_0_q8_0_rows.
+inline void dot_q8_0_quad_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q8_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
+}
+
+/// The prefill form: y[t * y_stride + r] = dot(row r, token t) for r < rows
+/// and t < tokens, token t's activations being the q8_0_quads(n) quads at
+/// a + t * q8_0_quads(n). Each result is the rows form's for that token.
+inline void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  for (std::size_t t = 0; t < tokens; ++t)
+    dot_q8_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+}
+inline void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  for (std::size_t t = 0; t < tokens; ++t)
+    dot_q4_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+}
+
 }  // namespace scalar
 
 namespace detail {
@@ -888,6 +1023,29 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
   }
+
+  static void pack_q8_0_quads(const block_q8_0* a, std::size_t n, q8_0_quad* out) noexcept {
+    scalar::pack_q8_0_quads(a, n, out);
+  }
+  static void quantize_q8_0_quads(const float* x, q8_0_quad* out, std::size_t n) noexcept {
+    scalar::quantize_q8_0_quads(x, out, n);
+  }
+  static void dot_q8_0_quad_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q8_0_quad_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
+  }
+  static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q8_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q4_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
 };
 
 }  // namespace ruvllm::kernels
@@ -900,21 +1058,31 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
 #define RUVLLM_DETAIL_QUANT_ROWS(X, NAME, W, A)                                                                \
   X(void, NAME, (const W* w, std::size_t row_stride, std::size_t rows, const A* a, std::size_t n, float* out), \
     (w, row_stride, rows, a, n, out))
-#define RUVLLM_QUANT_EXPORTED(X)                                                                \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)                    \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q4_0, float, ruvllm::block_q4_0)                    \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_k, float, ruvllm::block_q8_k)                    \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q8_0, ruvllm::block_q8_0, float)                  \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_0, ruvllm::block_q4_0, float)                  \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_k, ruvllm::block_q4_k, float)                  \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q6_k, ruvllm::block_q6_k, float)                  \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_f16, float, ruvllm::f16)                      \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f16_to_f32, ruvllm::f16, float)                      \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_bf16, float, ruvllm::bf16)                    \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)                    \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0) \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0) \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k) \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)
+#define RUVLLM_DETAIL_QUANT_GEMM(X, NAME, W)                                                                        \
+  X(void, NAME,                                                                                                     \
+    (const W* w, std::size_t row_stride, std::size_t rows, const ruvllm::kernels::q8_0_quad* a, std::size_t tokens, \
+     std::size_t n, float* y, std::size_t y_stride),                                                                \
+    (w, row_stride, rows, a, tokens, n, y, y_stride))
+#define RUVLLM_QUANT_EXPORTED(X)                                                                        \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)                            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q4_0, float, ruvllm::block_q4_0)                            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_k, float, ruvllm::block_q8_k)                            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q8_0, ruvllm::block_q8_0, float)                          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_0, ruvllm::block_q4_0, float)                          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_k, ruvllm::block_q4_k, float)                          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q6_k, ruvllm::block_q6_k, float)                          \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_f16, float, ruvllm::f16)                              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f16_to_f32, ruvllm::f16, float)                              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_bf16, float, ruvllm::bf16)                            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)                            \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)         \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0_quads, float, ruvllm::kernels::q8_0_quad)              \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_quad_rows, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad) \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0)                                \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0)
 
 #endif  // RUVLLM_KERNELS_SCALAR_QUANT_HPP

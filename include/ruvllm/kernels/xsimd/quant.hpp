@@ -321,6 +321,62 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q6_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
+
+  /// Quad activations: the reference's arithmetic over each block's values
+  /// (results equal the scalar reference's).
+  static void pack_q8_0_quads(const block_q8_0* a, std::size_t n, q8_0_quad* out) noexcept {
+    scalar::pack_q8_0_quads(a, n, out);
+  }
+  static void quantize_q8_0_quads(const float* x, q8_0_quad* out, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    block_q8_0 blocks[4];
+    for (std::size_t q = 0; q < q8_0_quads(n); ++q) {
+      const std::size_t count = std::min<std::size_t>(4, n / 32 - 4 * q);
+      quantize_q8_0(x + 128 * q, blocks, count * 32);
+      scalar::pack_q8_0_quads(blocks, count * 32, out + q);
+    }
+  }
+  static void dot_q8_0_quad_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const block_q8_0* row = scalar::quant_detail::row_at(w, row_stride, r);
+      float sum = 0.0f;
+      for (std::size_t b = 0; b < n / 32; ++b) {
+        alignas(64) std::int8_t qs[32];
+        float d;
+        scalar::quant_detail::quad_block(a, b, qs, d);
+        sum += static_cast<float>(xsimd_impl::quant::dot_i8(row[b].qs, qs, 32)) * (to_float(row[b].d) * d);
+      }
+      out[r] = sum;
+    }
+  }
+  static void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const block_q4_0* row = scalar::quant_detail::row_at(w, row_stride, r);
+      float sum = 0.0f;
+      for (std::size_t b = 0; b < n / 32; ++b) {
+        alignas(64) std::int8_t qs[32], q[32];
+        float d;
+        scalar::quant_detail::quad_block(a, b, qs, d);
+        xsimd_impl::quant::unpack_q4_0(row[b], q);
+        sum += static_cast<float>(xsimd_impl::quant::dot_i8(q, qs, 32)) * to_float(row[b].d) * d;
+      }
+      out[r] = sum;
+    }
+  }
+  static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    for (std::size_t t = 0; t < tokens; ++t)
+      dot_q8_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+  }
+  static void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    for (std::size_t t = 0; t < tokens; ++t)
+      dot_q4_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+  }
 };
 
 }  // namespace ruvllm::kernels
