@@ -476,6 +476,26 @@ HWY_INLINE void each_row(const T* HWY_RESTRICT query, const T* HWY_RESTRICT rows
   for (std::size_t r = 0; r < row_count; ++r) out[r] = Kernel(query, rows + r * row_stride, n);
 }
 
+/// out[r] = Kernel(query, rows[r]): the one-to-one body once per row, with
+/// row r + 1 prefetched while row r is computed. The rows of a gather are
+/// scattered (graph neighbours), so the hardware prefetcher cannot guess
+/// them; one row ahead keeps a few dozen lines in flight, within what the
+/// core's miss buffers hold.
+template <auto Kernel, class T, class R>
+HWY_INLINE void each_gathered(const T* HWY_RESTRICT query, const T* const* HWY_RESTRICT rows, std::size_t n,
+                              std::size_t row_count, R* HWY_RESTRICT out) {
+  const std::size_t bytes = n * sizeof(T);
+  const auto prefetch = [bytes](const T* row) {
+    const auto* p = reinterpret_cast<const char*>(row);
+    for (std::size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
+  };
+  if (row_count > 0) prefetch(rows[0]);
+  for (std::size_t r = 0; r < row_count; ++r) {
+    if (r + 1 < row_count) prefetch(rows[r + 1]);
+    out[r] = Kernel(query, rows[r], n);
+  }
+}
+
 }  // namespace distance_impl
 
 // dot
@@ -532,6 +552,42 @@ inline void distance_l2sq_many_bf16(const ruvllm::bf16* query, const ruvllm::bf1
 inline void distance_l2sq_many_i8(const std::int8_t* query, const std::int8_t* rows, std::size_t n,
                                   std::size_t row_count, std::size_t row_stride, std::int32_t* out) {
   distance_impl::each_row<distance_impl::l2sq_i8>(query, rows, n, row_count, row_stride, out);
+}
+
+// dot gather
+inline void distance_dot_gather_f32(const float* query, const float* const* rows, std::size_t n, std::size_t row_count,
+                                    float* out) {
+  distance_impl::each_gathered<distance_impl::dot<float>>(query, rows, n, row_count, out);
+}
+inline void distance_dot_gather_f16(const ruvllm::f16* query, const ruvllm::f16* const* rows, std::size_t n,
+                                    std::size_t row_count, float* out) {
+  distance_impl::each_gathered<distance_impl::dot<ruvllm::f16>>(query, rows, n, row_count, out);
+}
+inline void distance_dot_gather_bf16(const ruvllm::bf16* query, const ruvllm::bf16* const* rows, std::size_t n,
+                                     std::size_t row_count, float* out) {
+  distance_impl::each_gathered<distance_impl::dot<ruvllm::bf16>>(query, rows, n, row_count, out);
+}
+inline void distance_dot_gather_i8(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n,
+                                   std::size_t row_count, std::int32_t* out) {
+  distance_impl::each_gathered<distance_impl::dot_i8>(query, rows, n, row_count, out);
+}
+
+// l2sq gather
+inline void distance_l2sq_gather_f32(const float* query, const float* const* rows, std::size_t n, std::size_t row_count,
+                                     float* out) {
+  distance_impl::each_gathered<distance_impl::l2sq<float>>(query, rows, n, row_count, out);
+}
+inline void distance_l2sq_gather_f16(const ruvllm::f16* query, const ruvllm::f16* const* rows, std::size_t n,
+                                     std::size_t row_count, float* out) {
+  distance_impl::each_gathered<distance_impl::l2sq<ruvllm::f16>>(query, rows, n, row_count, out);
+}
+inline void distance_l2sq_gather_bf16(const ruvllm::bf16* query, const ruvllm::bf16* const* rows, std::size_t n,
+                                      std::size_t row_count, float* out) {
+  distance_impl::each_gathered<distance_impl::l2sq<ruvllm::bf16>>(query, rows, n, row_count, out);
+}
+inline void distance_l2sq_gather_i8(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n,
+                                    std::size_t row_count, std::int32_t* out) {
+  distance_impl::each_gathered<distance_impl::l2sq_i8>(query, rows, n, row_count, out);
 }
 
 // l1
