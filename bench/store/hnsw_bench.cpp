@@ -5,7 +5,9 @@
 //  * <sys>/build/<N>x<D>/threads:T: inserting every vector on T threads;
 //    speedup on our rows = hnswlib's time / ours; vectors_per_s
 //  * <sys>/search/<N>x<D>/ef:E for E in 16..256: one thread, all queries per
-//    iteration; counters qps and recall (recall@10 against an exact scan)
+//    iteration; counters qps and recall (recall@10 against an exact scan),
+//    and dists_per_query (distances computed per query: the work, free of
+//    the machine's noise; hnswlib's own counter, none for FAISS)
 //  * <sys>/open/<N>x<D>: opening a saved index; open_ms, bytes_per_vector
 //    (the saved file's size / N)
 //  * hnsw/summary/<N>x<D>/recall:R: for R = 0.95 and 0.99, the first ef of
@@ -154,14 +156,17 @@ struct ours_sys {
     st::hnsw_search_context ctx;
     std::vector<st::search_hit> hits = std::vector<st::search_hit>(k);
     std::uint32_t ef = 64;
+    std::uint64_t distances = 0;
     void operator()(const float* q, std::size_t dim, std::uint64_t* out) {
       auto n =
           ix->search(std::span<const float>(q, dim), std::span<st::search_hit>(hits), ctx, st::search_params{.ef = ef});
       for (std::size_t j = 0; j < *n; ++j) out[j] = hits[j].key;
+      distances += ctx.stats().distances;
     }
+    [[nodiscard]] std::uint64_t distance_count() const { return distances; }
   };
   static searcher make_searcher(index* ix, std::uint32_t ef) {
-    return searcher{ix, {}, std::vector<st::search_hit>(k), ef};
+    return searcher{ix, {}, std::vector<st::search_hit>(k), ef, 0};
   }
   static void save(index* ix, const std::string& path) {
     if (!ix->save(path)) rb::detail::fail("hnsw save failed");
@@ -187,6 +192,7 @@ struct hnswlib_sys {
   struct searcher {
     hb::index* ix;
     void operator()(const float* q, std::size_t, std::uint64_t* out) { hb::search(ix, q, k, out); }
+    [[nodiscard]] std::uint64_t distance_count() const { return hb::distance_count(ix); }
   };
   static searcher make_searcher(index* ix, std::uint32_t ef) {
     hb::set_ef(ix->p, ef);
@@ -212,6 +218,7 @@ struct faiss_sys {
   struct searcher {
     fb::index* ix;
     void operator()(const float* q, std::size_t, std::uint64_t* out) { fb::search(ix, q, k, out); }
+    [[nodiscard]] std::uint64_t distance_count() const { return 0; }  // FAISS keeps no such counter
   };
   static searcher make_searcher(index* ix, std::uint32_t ef) {
     fb::set_ef(ix->p, ef);
@@ -233,7 +240,7 @@ typename Sys::index* cached(std::size_t which, std::unique_ptr<typename Sys::ind
 
 // (recall, qps) of every search row that ran, for the summary.
 struct point {
-  double recall = 0.0, qps = 0.0;
+  double recall = 0.0, qps = 0.0, distances = 0.0;  // distances computed per query
 };
 std::map<std::string, point>& results() {
   static std::map<std::string, point> r;
@@ -248,9 +255,11 @@ point run_queries(std::size_t which, std::uint32_t ef, benchmark::State* state) 
   const auto& d = data(which);
   auto s = Sys::make_searcher(cached<Sys>(which), ef);
   std::vector<std::uint64_t> got(query_count * k, ~std::uint64_t{0});
+  const std::uint64_t distances_before = s.distance_count();
   for (std::size_t q = 0; q < query_count; ++q) s(d.query.data() + q * d.dim, d.dim, got.data() + q * k);
   point p;
   p.recall = d.recall(got);
+  p.distances = static_cast<double>(s.distance_count() - distances_before) / query_count;
   const auto body = [&] {
     for (std::size_t q = 0; q < query_count; ++q) s(d.query.data() + q * d.dim, d.dim, got.data() + q * k);
     benchmark::DoNotOptimize(got.data());
@@ -269,6 +278,8 @@ void register_search(std::size_t which) {
       const point p = run_queries<Sys>(which, ef, &state);
       state.counters["qps"] = p.qps;
       state.counters["recall"] = p.recall;
+      // Machine-independent work per query (none for FAISS, which does not count).
+      if (p.distances > 0) state.counters["dists_per_query"] = p.distances;
     });
   }
 }

@@ -45,10 +45,12 @@
 // Opening read-only checks the header (CRC, every field against its limit
 // and against the template's metric, precision and derived sizes) and the
 // section table (CRC, bounds and alignment of every section against the file
-// length): O(1) in the data. Section CRCs are checked by verify() and by a
-// read-write open. Searching a view bounds-checks every link it reads, so a
+// length): O(1) in the data. Section CRCs, and that sections do not overlap
+// and all padding is zero (so every byte of a file is covered by a check),
+// are checked by verify() and by a read-write open (load). Searching a view bounds-checks every link it reads, so a
 // file whose data sections are corrupt misleads a search but cannot crash it.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -186,17 +188,36 @@ struct hnsw_file_layout {
   return out;
 }
 
-/// CRC-32C check of every section; the error names the section's offset.
+/// CRC-32C check of every section, and of the padding: sections must not
+/// overlap and every byte between and after them must be zero, so that no
+/// byte of a file escapes the checks. The error names the offset.
 [[nodiscard]] inline result<void> verify_hnsw_sections(std::span<const std::byte> bytes, const hnsw_file_layout& l,
                                                        std::string_view path) {
+  std::array<std::uint32_t, hnsw_max_sections> by_offset{};
   for (std::uint32_t i = 0; i < l.section_count; ++i) {
     const auto& s = l.sections[i];
     const std::uint32_t crc = crc32c(bytes.subspan(s.offset, s.bytes));
     if (crc != s.crc)
       return make_error(errc::corrupt_data, "section ", s.kind, " checksum ", s.crc, " != computed ", crc)
           .at(path, s.offset);
+    by_offset[i] = i;
   }
-  return {};
+  std::sort(by_offset.begin(), by_offset.begin() + l.section_count,
+            [&](std::uint32_t a, std::uint32_t b) { return l.sections[a].offset < l.sections[b].offset; });
+  const auto zeros = [&](std::uint64_t from, std::uint64_t to) -> result<void> {
+    for (std::uint64_t at = from; at < to; ++at)
+      if (bytes[at] != std::byte{0}) return make_error(errc::corrupt_data, "padding byte is not zero").at(path, at);
+    return {};
+  };
+  std::uint64_t cursor = sizeof(hnsw_file_header) + std::uint64_t{l.section_count} * sizeof(hnsw_section_entry);
+  for (std::uint32_t k = 0; k < l.section_count; ++k) {
+    const auto& s = l.sections[by_offset[k]];
+    if (s.offset < cursor)
+      return make_error(errc::corrupt_data, "section ", s.kind, " overlaps the bytes before it").at(path, s.offset);
+    RUVLLM_TRY(zeros(cursor, s.offset));
+    cursor = s.offset + s.bytes;
+  }
+  return zeros(cursor, bytes.size());
 }
 
 }  // namespace ruvllm::store
