@@ -44,12 +44,20 @@
 // Deletion: remove() tombstones a node and repairs its neighbourhood: every
 // neighbour that linked to it re-selects its links (heuristic) from its own
 // links plus the removed node's, so the graph stays navigable. Tombstones
-// stay traversable (a stale link elsewhere may still lead through one) but
-// are never returned; their slots are reused by later inserts, and when
-// tombstones exceed options.compact_ratio of the slots the index rebuilds
-// itself from the live nodes. A search keeps expanding until it holds ef
-// accepted (live, filter-passing) results or runs out of candidates.
+// stay traversable but are never returned; their slots are reused by later
+// inserts, and when tombstones exceed options.compact_ratio of the slots the
+// index rebuilds itself from the live nodes. A search keeps expanding until
+// it holds ef accepted (live, filter-passing) results or runs out of
+// candidates.
 //
+// Reachability (an invariant, tested after every step of seeded operation
+// sequences at M = 4): every live node is reachable from the entry point
+// along level-0 links. Single inserts, updates and removes keep it by
+// checking each link a list drops with a bounded search from the list's
+// owner and putting back any it cannot re-find; batches and compactions
+// restore it at their end (see "graph algorithms" below). HNSW's pruning
+// otherwise strands a node now and then, which no ef can find again.
+
 // Filtered search: a predicate over keys (the records layer maps keys to
 // attributes). The filter's selectivity is estimated from a fixed sample of
 // slots first: a tight filter is answered by an exact scan of the accepted
@@ -1269,6 +1277,9 @@ class hnsw_index {
         const float dx = dist[j];
         if (res.size() < ef || dx < bound) {
           const std::uint32_t x = ids[j];
+          // A node that enters the candidates is likely to be expanded: its
+          // links (right after its code, which was just read) start loading.
+          if (l == 0) __builtin_prefetch(links_at(x, 0));
           cand.emplace_back(dx, x);
           std::push_heap(cand.begin(), cand.end(), closer_first);
           if (accept(x)) {
