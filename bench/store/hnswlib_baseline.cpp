@@ -49,10 +49,6 @@ void search(index* ix, const float* query, std::size_t k, std::uint64_t* out) {
   }
 }
 
-std::uint64_t distance_count(index* ix) {
-  return static_cast<std::uint64_t>(ix->alg->metric_distance_computations.load());
-}
-
 void save(index* ix, const char* path) { ix->alg->saveIndex(path); }
 
 index* load(const char* path, std::size_t dim) {

@@ -20,8 +20,6 @@ index* build(const float* data, std::size_t n, std::size_t dim, std::size_t m, s
 void set_ef(index* ix, std::size_t ef);
 /// Writes the labels of the k nearest to out, closest first.
 void search(index* ix, const float* query, std::size_t k, std::uint64_t* out);
-/// Distances computed by searches so far (hnswlib's own counter).
-std::uint64_t distance_count(index* ix);
 void save(index* ix, const char* path);
 index* load(const char* path, std::size_t dim);
 void destroy(index* ix);
