@@ -1,31 +1,50 @@
 // The HNSW vector store against hnswlib (libhnswlib-dev, built -march=native
-// in its own unit) on the same clustered data, 1 thread:
-//  * build: inserting every vector (M 16, ef_construction 200); vectors/s
-//  * search at ef 64 and 128: qps over 500 queries and recall@10 against an
-//    exact scan, for f32, f16 and i8 (i8 re-ranked with f32 originals) codes;
-//    speedup against hnswlib at the same ef
-//  * open: open_view of a saved index (O(1): header and section table only)
-//    against hnswlib's loadIndex, which reads the whole file; ms per open
-// Size: RUVLLM_BENCH_HNSW_N vectors (default 20000; the design goal is
-// stated at 100000) of 128 dimensions, cosine.
+// in its own unit) and FAISS IndexHNSWFlat (libfaiss-dev, when present) on
+// the same seeded clustered data, cosine on normalized vectors, with the same
+// M (16) and ef_construction (200):
+//  * <sys>/build/<N>x<D>/threads:T: inserting every vector on T threads;
+//    speedup on our rows = hnswlib's time / ours; vectors_per_s
+//  * <sys>/search/<N>x<D>/ef:E for E in 16..256: one thread, all queries per
+//    iteration; counters qps and recall (recall@10 against an exact scan),
+//    and on our rows dists_per_query (distances computed per query: the
+//    work, free of the machine's noise; hnswlib and FAISS count no such thing)
+//  * <sys>/open/<N>x<D>: opening a saved index; open_ms, bytes_per_vector
+//    (the saved file's size / N)
+//  * hnsw/summary/<N>x<D>/recall:R: for R = 0.95 and 0.99, the first ef of
+//    the grid at which each system reaches recall R and its qps there
+//    (ef_<sys>, qps_<sys>; 0 when it never does), and speedup = our qps /
+//    the faster baseline's qps at that recall
+// Datasets: 100000x128 and 50000x768 (Gaussian clusters), scaled by the env
+// var RUVLLM_BENCH_HNSW_SCALE (default 1; e.g. 0.1 for a quick run). Every
+// index is built once per process: the threads:1 build row keeps what it
+// built for the search and open rows (or they build it on first use, on 2
+// threads: filter out faiss/build to skip FAISS's slow baseline-x86 builds).
 
 #include <benchmark/benchmark.h>
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "ruvllm/core/thread_pool.hpp"
+#include "ruvllm/kernels/ops.hpp"
 #include "ruvllm/store/hnsw_index.hpp"
 #include "store/hnswlib_baseline.hpp"
 #include "support/bench.hpp"
+#ifdef RUVLLM_BENCH_FAISS
+#include "store/faiss_baseline.hpp"
+#endif
 
 namespace {
 
@@ -33,29 +52,31 @@ namespace rb = ruvllm::bench;
 namespace st = ruvllm::store;
 namespace hb = ruvllm::bench::hnswlib_baseline;
 
-constexpr std::size_t dim = 128, queries = 500, k = 10, clusters = 100;
+constexpr std::size_t k = 10, query_count = 1000, clusters = 100;
 constexpr std::uint32_t m = 16, ef_construction = 200;
+constexpr std::array<std::uint32_t, 5> ef_grid = {16, 32, 64, 128, 256};
+constexpr std::array<double, 2> recall_targets = {0.95, 0.99};
 
-std::size_t vector_count() {
-  const char* env = std::getenv("RUVLLM_BENCH_HNSW_N");
-  return env != nullptr ? static_cast<std::size_t>(std::strtoull(env, nullptr, 10)) : 20000;
+double scale() {
+  const char* env = std::getenv("RUVLLM_BENCH_HNSW_SCALE");
+  const double s = env != nullptr ? std::strtod(env, nullptr) : 1.0;
+  return s > 0.0 ? s : 1.0;
 }
 
-// Gaussian clusters, normalized (hnswlib's inner product space is cosine on
-// unit vectors).
+// Gaussian clusters around random centres, normalized; queries come from the
+// same mixture. Ground truth by an exact scan through the f32 dot kernel.
 struct dataset {
-  std::size_t n = 0;
+  std::size_t n = 0, dim = 0;
+  std::string shape;
   std::vector<float> base, query;
   std::vector<std::uint64_t> truth;  // k per query
 
-  static const dataset& get() {
-    static const dataset d = make(vector_count());
-    return d;
-  }
-  static dataset make(std::size_t n) {
+  static dataset make(std::size_t n, std::size_t dim, std::uint64_t seed) {
     dataset d;
     d.n = n;
-    std::mt19937_64 gen(7);
+    d.dim = dim;
+    d.shape = rb::shape({n, dim});
+    std::mt19937_64 gen(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<float> centers(clusters * dim);
     for (auto& c : centers) c = normal(gen);
@@ -72,15 +93,14 @@ struct dataset {
       }
     };
     fill(d.base, n);
-    fill(d.query, queries);
-    d.truth.resize(queries * k);
-    for (std::size_t q = 0; q < queries; ++q) {
-      std::vector<std::pair<float, std::uint64_t>> all(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        double dot = 0.0;
-        for (std::size_t j = 0; j < dim; ++j) dot += double{d.query[q * dim + j]} * d.base[i * dim + j];
-        all[i] = {static_cast<float>(1.0 - dot), i};
-      }
+    fill(d.query, query_count);
+    d.truth.resize(query_count * k);
+    std::vector<float> dots(n);
+    std::vector<std::pair<float, std::uint64_t>> all(n);
+    for (std::size_t q = 0; q < query_count; ++q) {
+      ruvllm::kernels::ops<ruvllm::backend::highway>::dot_many(d.query.data() + q * dim, d.base.data(), dim, n, dim,
+                                                               dots.data());
+      for (std::size_t i = 0; i < n; ++i) all[i] = {-dots[i], i};
       std::partial_sort(all.begin(), all.begin() + k, all.end());
       for (std::size_t j = 0; j < k; ++j) d.truth[q * k + j] = all[j].second;
     }
@@ -88,109 +108,207 @@ struct dataset {
   }
   [[nodiscard]] double recall(const std::vector<std::uint64_t>& got) const {
     std::size_t hits = 0;
-    for (std::size_t q = 0; q < queries; ++q)
+    for (std::size_t q = 0; q < query_count; ++q)
       for (std::size_t a = 0; a < k; ++a)
         for (std::size_t b = 0; b < k; ++b) hits += got[q * k + a] == truth[q * k + b];
-    return static_cast<double>(hits) / static_cast<double>(queries * k);
+    return static_cast<double>(hits) / static_cast<double>(query_count * k);
   }
 };
 
-template <class P>
-using index_t = st::hnsw_index<st::metric::cosine, P>;
+constexpr std::size_t dataset_count = 2;
 
-template <class P>
-index_t<P> build_ours(const dataset& d) {
-  auto index = index_t<P>::create(st::hnsw_options{.dimension = dim,
-                                                   .m = m,
-                                                   .ef_construction = ef_construction,
-                                                   .keep_originals = std::is_same_v<P, st::i8>})
-                   .value();
-  std::vector<std::uint64_t> keys(d.n);
-  for (std::size_t i = 0; i < d.n; ++i) keys[i] = i;
-  if (!index.insert_batch(keys, d.base)) rb::detail::fail("hnsw build failed");
-  return index;
+const dataset& data(std::size_t which) {
+  static std::unique_ptr<dataset> sets[dataset_count];
+  if (!sets[which]) {
+    const double s = scale();
+    const auto sized = [s](std::size_t n) { return std::max<std::size_t>(static_cast<std::size_t>(n * s), 1000); };
+    sets[which] = std::make_unique<dataset>(which == 0 ? dataset::make(sized(100000), 128, 7)
+                                                       : dataset::make(sized(50000), 768, 8));
+  }
+  return *sets[which];
+}
+std::string shape_of(std::size_t which) {
+  const double s = scale();
+  const auto sized = [s](std::size_t n) { return std::max<std::size_t>(static_cast<std::size_t>(n * s), 1000); };
+  return which == 0 ? rb::shape({sized(100000), 128}) : rb::shape({sized(50000), 768});
 }
 
-template <class P>
-const index_t<P>& ours() {
-  static const index_t<P> index = build_ours<P>(dataset::get());
-  return index;
-}
+// ---- the three systems behind one interface -----------------------------
 
-hb::index* theirs() {
-  static hb::index* index = [] {
-    const auto& d = dataset::get();
-    return hb::build(d.base.data(), d.n, dim, m, ef_construction);
-  }();
-  return index;
-}
+using ours_t = st::hnsw_index<st::metric::cosine, ruvllm::precision::f32>;
 
-std::string shape() { return rb::shape({dataset::get().n, dim}); }
-
-template <class P>
-void register_search(const char* precision, std::uint32_t ef) {
-  const std::string kernel = "hnsw_search_ef" + std::to_string(ef);
-  const std::string row = rb::row_name("store", kernel, precision, shape(), 1);
-  const std::string base_row = rb::baseline_of(rb::row_name("store", kernel, "f32", shape(), 1));
-  auto base_body = [ef] {
-    const auto& d = dataset::get();
-    hb::set_ef(theirs(), ef);
-    std::uint64_t out[k];
-    for (std::size_t q = 0; q < queries; ++q) hb::search(theirs(), d.query.data() + q * dim, k, out);
-    benchmark::DoNotOptimize(out);
+struct ours_sys {
+  static constexpr const char* name = "hnsw";
+  using index = ours_t;
+  static std::unique_ptr<index> build(const dataset& d, unsigned threads) {
+    auto ix = std::make_unique<index>(
+        index::create(st::hnsw_options{
+                          .dimension = static_cast<std::uint32_t>(d.dim), .m = m, .ef_construction = ef_construction})
+            .value());
+    std::vector<std::uint64_t> keys(d.n);
+    for (std::size_t i = 0; i < d.n; ++i) keys[i] = i;
+    std::unique_ptr<ruvllm::thread_pool> pool;
+    if (threads > 1) pool = std::make_unique<ruvllm::thread_pool>(threads);
+    if (!ix->insert_batch(keys, d.base, pool.get())) rb::detail::fail("hnsw build failed");
+    return ix;
+  }
+  struct searcher {
+    const index* ix;
+    st::hnsw_search_context ctx;
+    std::vector<st::search_hit> hits = std::vector<st::search_hit>(k);
+    std::uint32_t ef = 64;
+    std::uint64_t distances = 0;
+    void operator()(const float* q, std::size_t dim, std::uint64_t* out) {
+      auto n =
+          ix->search(std::span<const float>(q, dim), std::span<st::search_hit>(hits), ctx, st::search_params{.ef = ef});
+      for (std::size_t j = 0; j < *n; ++j) out[j] = hits[j].key;
+      distances += ctx.stats().distances;
+    }
+    [[nodiscard]] std::uint64_t distance_count() const { return distances; }
   };
-  if (std::is_same_v<P, ruvllm::precision::f32>) {
-    benchmark::RegisterBenchmark(base_row.c_str(), [base_body, base_row, ef](benchmark::State& state) {
-      const auto& d = dataset::get();
-      std::vector<std::uint64_t> got(queries * k);
-      hb::set_ef(theirs(), ef);
-      for (std::size_t q = 0; q < queries; ++q) hb::search(theirs(), d.query.data() + q * dim, k, got.data() + q * k);
-      rb::timed_loop(state, base_body);
-      rb::record_baseline(state, base_row);
-      state.counters["qps"] = static_cast<double>(queries) / rb::seconds_per_iteration(state);
-      state.counters["recall"] = d.recall(got);
+  static searcher make_searcher(index* ix, std::uint32_t ef) {
+    return searcher{ix, {}, std::vector<st::search_hit>(k), ef, 0};
+  }
+  static void save(index* ix, const std::string& path) {
+    if (!ix->save(path)) rb::detail::fail("hnsw save failed");
+  }
+  static void open(const std::string& path, std::size_t) {
+    auto view = index::open_view(path);
+    if (!view) rb::detail::fail(view.error().describe());
+    benchmark::DoNotOptimize(view->size());
+  }
+};
+
+struct hnswlib_sys {
+  static constexpr const char* name = "hnswlib";
+  struct index {
+    hb::index* p = nullptr;
+    ~index() { hb::destroy(p); }
+  };
+  static std::unique_ptr<index> build(const dataset& d, unsigned threads) {
+    auto ix = std::make_unique<index>();
+    ix->p = hb::build(d.base.data(), d.n, d.dim, m, ef_construction, threads);
+    return ix;
+  }
+  struct searcher {
+    hb::index* ix;
+    void operator()(const float* q, std::size_t, std::uint64_t* out) { hb::search(ix, q, k, out); }
+    // hnswlib's own counter adds every link it scans, visited ones included:
+    // not the same measure, so it is not exported.
+    [[nodiscard]] std::uint64_t distance_count() const { return 0; }
+  };
+  static searcher make_searcher(index* ix, std::uint32_t ef) {
+    hb::set_ef(ix->p, ef);
+    return searcher{ix->p};
+  }
+  static void save(index* ix, const std::string& path) { hb::save(ix->p, path.c_str()); }
+  static void open(const std::string& path, std::size_t dim) { hb::destroy(hb::load(path.c_str(), dim)); }
+};
+
+#ifdef RUVLLM_BENCH_FAISS
+namespace fb = ruvllm::bench::faiss_baseline;
+struct faiss_sys {
+  static constexpr const char* name = "faiss";
+  struct index {
+    fb::index* p = nullptr;
+    ~index() { fb::destroy(p); }
+  };
+  static std::unique_ptr<index> build(const dataset& d, unsigned threads) {
+    auto ix = std::make_unique<index>();
+    ix->p = fb::build(d.base.data(), d.n, d.dim, m, ef_construction, threads);
+    return ix;
+  }
+  struct searcher {
+    fb::index* ix;
+    void operator()(const float* q, std::size_t, std::uint64_t* out) { fb::search(ix, q, k, out); }
+    [[nodiscard]] std::uint64_t distance_count() const { return 0; }  // FAISS keeps no such counter
+  };
+  static searcher make_searcher(index* ix, std::uint32_t ef) {
+    fb::set_ef(ix->p, ef);
+    return searcher{ix->p};
+  }
+  static void save(index* ix, const std::string& path) { fb::save(ix->p, path.c_str()); }
+  static void open(const std::string& path, std::size_t) { fb::destroy(fb::load(path.c_str())); }
+};
+#endif
+
+// The index of each system and dataset, built once: the one the threads:1
+// build row made, or (when that row was filtered out) a 2-thread build.
+template <class Sys>
+typename Sys::index* cached(std::size_t which, std::unique_ptr<typename Sys::index> fresh = nullptr) {
+  static std::unique_ptr<typename Sys::index> built[dataset_count];
+  if (fresh && !built[which]) built[which] = std::move(fresh);
+  if (!built[which]) built[which] = Sys::build(data(which), 2);
+  return built[which].get();
+}
+
+// (recall, qps) of every search row that ran, for the summary.
+struct point {
+  double recall = 0.0, qps = 0.0, distances = 0.0;  // distances computed per query
+};
+std::map<std::string, point>& results() {
+  static std::map<std::string, point> r;
+  return r;
+}
+std::string key_of(const char* sys, std::size_t which, std::uint32_t ef) {
+  return std::string(sys) + "/" + std::to_string(which) + "/" + std::to_string(ef);
+}
+
+template <class Sys>
+point run_queries(std::size_t which, std::uint32_t ef, benchmark::State* state) {
+  const auto& d = data(which);
+  auto s = Sys::make_searcher(cached<Sys>(which), ef);
+  std::vector<std::uint64_t> got(query_count * k, ~std::uint64_t{0});
+  const std::uint64_t distances_before = s.distance_count();
+  for (std::size_t q = 0; q < query_count; ++q) s(d.query.data() + q * d.dim, d.dim, got.data() + q * k);
+  point p;
+  p.recall = d.recall(got);
+  p.distances = static_cast<double>(s.distance_count() - distances_before) / query_count;
+  const auto body = [&] {
+    for (std::size_t q = 0; q < query_count; ++q) s(d.query.data() + q * d.dim, d.dim, got.data() + q * k);
+    benchmark::DoNotOptimize(got.data());
+  };
+  const double seconds = state != nullptr ? rb::timed_loop(*state, body) : rb::measure_seconds_per_call(body, 1, 0.3);
+  p.qps = static_cast<double>(query_count) / seconds;
+  results()[key_of(Sys::name, which, ef)] = p;
+  return p;
+}
+
+template <class Sys>
+void register_search(std::size_t which) {
+  for (const std::uint32_t ef : ef_grid) {
+    const std::string row = std::string(Sys::name) + "/search/" + shape_of(which) + "/ef:" + std::to_string(ef);
+    benchmark::RegisterBenchmark(row.c_str(), [which, ef](benchmark::State& state) {
+      const point p = run_queries<Sys>(which, ef, &state);
+      state.counters["qps"] = p.qps;
+      state.counters["recall"] = p.recall;
+      // Machine-independent work per query (none for FAISS, which does not count).
+      if (p.distances > 0) state.counters["dists_per_query"] = p.distances;
     });
   }
-  benchmark::RegisterBenchmark(row.c_str(), [base_body, base_row, ef](benchmark::State& state) {
-    const auto& d = dataset::get();
-    const auto& index = ours<P>();
-    st::hnsw_search_context ctx;
-    std::vector<st::search_hit> hits(k);
-    const auto run = [&](std::vector<std::uint64_t>* got) {
-      for (std::size_t q = 0; q < queries; ++q) {
-        auto n = index.search(std::span<const float>(d.query.data() + q * dim, dim), std::span<st::search_hit>(hits),
-                              ctx, st::search_params{.ef = ef});
-        if (got != nullptr)
-          for (std::size_t j = 0; j < *n; ++j) (*got)[q * k + j] = hits[j].key;
-      }
-      benchmark::DoNotOptimize(hits.data());
-    };
-    std::vector<std::uint64_t> got(queries * k, ~std::uint64_t{0});
-    run(&got);
-    rb::timed_loop(state, [&] { run(nullptr); });
-    rb::set_speedup(state, base_row, base_body);
-    state.counters["qps"] = static_cast<double>(queries) / rb::seconds_per_iteration(state);
-    state.counters["recall"] = d.recall(got);
-  });
 }
 
-void register_build() {
-  const std::string row = rb::row_name("store", "hnsw_build", "f32", shape(), 1);
-  const std::string base_row = rb::baseline_of(row);
-  auto base_body = [] {
-    const auto& d = dataset::get();
-    hb::destroy(hb::build(d.base.data(), d.n, dim, m, ef_construction));
-  };
-  benchmark::RegisterBenchmark(base_row.c_str(), [base_body, base_row](benchmark::State& state) {
-    rb::timed_loop(state, base_body);
-    rb::record_baseline(state, base_row);
-    state.counters["vectors_per_s"] = static_cast<double>(dataset::get().n) / rb::seconds_per_iteration(state);
-  });
-  benchmark::RegisterBenchmark(row.c_str(), [base_body, base_row](benchmark::State& state) {
-    rb::timed_loop(state, [] { benchmark::DoNotOptimize(build_ours<ruvllm::precision::f32>(dataset::get()).size()); });
-    rb::set_speedup(state, base_row, base_body);
-    state.counters["vectors_per_s"] = static_cast<double>(dataset::get().n) / rb::seconds_per_iteration(state);
-  });
+template <class Sys>
+void register_build(std::size_t which) {
+  for (const unsigned threads : {1u, 2u}) {
+    const std::string row =
+        std::string(Sys::name) + "/build/" + shape_of(which) + "/threads:" + std::to_string(threads);
+    const std::string base_row = "hnswlib/build/" + shape_of(which) + "/threads:" + std::to_string(threads);
+    benchmark::RegisterBenchmark(row.c_str(), [which, threads, row, base_row](benchmark::State& state) {
+      const auto& d = data(which);
+      std::unique_ptr<typename Sys::index> last;
+      rb::timed_loop(
+          state, [&] { last = Sys::build(d, threads); }, threads);
+      if (threads == 1) cached<Sys>(which, std::move(last));
+      if constexpr (std::is_same_v<Sys, hnswlib_sys>) {
+        rb::record_baseline(state, base_row);
+      } else {
+        rb::set_speedup(
+            state, base_row, [&] { hnswlib_sys::build(d, threads); }, threads);
+      }
+      state.counters["vectors_per_s"] = static_cast<double>(d.n) / rb::seconds_per_iteration(state);
+    });
+  }
 }
 
 // Where the open rows save their files; removed when the process exits.
@@ -200,47 +318,81 @@ const std::filesystem::path& bench_dir() {
   return dir;
 }
 
-void register_open() {
-  const std::string row = rb::row_name("store", "hnsw_open", "f32", shape(), 1);
-  const std::string base_row = rb::baseline_of(row);
-  const auto dir = bench_dir();
+template <class Sys>
+void register_open(std::size_t which) {
+  const std::string row = std::string(Sys::name) + "/open/" + shape_of(which);
+  benchmark::RegisterBenchmark(row.c_str(), [which](benchmark::State& state) {
+    const auto& d = data(which);
+    std::filesystem::create_directories(bench_dir());
+    const std::string path = (bench_dir() / (std::string(Sys::name) + std::to_string(which))).string();
+    Sys::save(cached<Sys>(which), path);
+    rb::timed_loop(state, [&] { Sys::open(path, d.dim); });
+    state.counters["open_ms"] = rb::seconds_per_iteration(state) * 1e3;
+    state.counters["bytes_per_vector"] =
+        static_cast<double>(std::filesystem::file_size(path)) / static_cast<double>(d.n);
+    std::filesystem::remove(path);
+  });
+}
+
+// The first ef of the grid reaching `target`, measuring what the search rows
+// did not (filtered out).
+template <class Sys>
+std::pair<std::uint32_t, double> first_reaching(std::size_t which, double target) {
+  for (const std::uint32_t ef : ef_grid) {
+    auto it = results().find(key_of(Sys::name, which, ef));
+    const point p = it != results().end() ? it->second : run_queries<Sys>(which, ef, nullptr);
+    if (p.recall >= target) return {ef, p.qps};
+  }
+  return {0, 0.0};
+}
+
+void register_summary(std::size_t which) {
+  for (const double target : recall_targets) {
+    const std::string row =
+        "hnsw/summary/" + shape_of(which) + "/recall:" + (target == 0.95 ? std::string("0.95") : std::string("0.99"));
+    benchmark::RegisterBenchmark(row.c_str(), [which, target](benchmark::State& state) {
+      // The figures come from the search rows; the loop only satisfies the
+      // framework (each pass is a few map lookups once they are cached).
+      std::pair<std::uint32_t, double> ours;
+      for (auto _ : state) ours = first_reaching<ours_sys>(which, target);
+      const auto lib = first_reaching<hnswlib_sys>(which, target);
+      state.counters["ef_hnsw"] = ours.first;
+      state.counters["qps_hnsw"] = ours.second;
+      state.counters["ef_hnswlib"] = lib.first;
+      state.counters["qps_hnswlib"] = lib.second;
+      double best = lib.second;
+#ifdef RUVLLM_BENCH_FAISS
+      const auto fa = first_reaching<faiss_sys>(which, target);
+      state.counters["ef_faiss"] = fa.first;
+      state.counters["qps_faiss"] = fa.second;
+      best = std::max(best, fa.second);
+#endif
+      // A system that never reaches the target on the grid has qps 0 there.
+      state.counters["speedup"] = best > 0.0 ? ours.second / best : 0.0;
+    });
+  }
+}
+
+template <class Sys>
+void register_system(std::size_t which) {
+  register_build<Sys>(which);
+  register_search<Sys>(which);
+  register_open<Sys>(which);
+}
+
+const bool registered = [] {
   std::atexit([] {
     std::error_code ec;
     std::filesystem::remove_all(bench_dir(), ec);
   });
-  const std::string ours_path = (dir / "ours.hnsw").string(), theirs_path = (dir / "theirs.bin").string();
-  auto base_body = [theirs_path] { hb::destroy(hb::load(theirs_path.c_str(), dim)); };
-  benchmark::RegisterBenchmark(base_row.c_str(), [base_body, base_row, dir, theirs_path](benchmark::State& state) {
-    std::filesystem::create_directories(dir);
-    hb::save(theirs(), theirs_path.c_str());
-    rb::timed_loop(state, base_body);
-    rb::record_baseline(state, base_row);
-    state.counters["ms"] = rb::seconds_per_iteration(state) * 1e3;
-  });
-  benchmark::RegisterBenchmark(
-      row.c_str(), [base_body, base_row, dir, ours_path, theirs_path](benchmark::State& state) {
-        std::filesystem::create_directories(dir);
-        if (!ours<ruvllm::precision::f32>().save(ours_path)) rb::detail::fail("save failed");
-        if (!std::filesystem::exists(theirs_path)) hb::save(theirs(), theirs_path.c_str());
-        rb::timed_loop(state, [&] {
-          auto view = index_t<ruvllm::precision::f32>::open_view(ours_path);
-          if (!view) rb::detail::fail(view.error().describe());
-          benchmark::DoNotOptimize(view->size());
-        });
-        rb::set_speedup(state, base_row, base_body);
-        state.counters["ms"] = rb::seconds_per_iteration(state) * 1e3;
-        state.counters["file_MB"] = static_cast<double>(std::filesystem::file_size(ours_path)) / 1e6;
-      });
-}
-
-const bool registered = [] {
-  register_build();
-  for (std::uint32_t ef : {64u, 128u}) {
-    register_search<ruvllm::precision::f32>("f32", ef);
-    register_search<ruvllm::precision::f16>("f16", ef);
-    register_search<st::i8>("i8", ef);
+  for (std::size_t which = 0; which < dataset_count; ++which) {
+    register_system<hnswlib_sys>(which);
+#ifdef RUVLLM_BENCH_FAISS
+    register_system<faiss_sys>(which);
+#endif
+    register_system<ours_sys>(which);
+    register_summary(which);
   }
-  register_open();
   return true;
 }();
 

@@ -355,6 +355,47 @@ TEMPLATE_TEST_CASE("one-to-many forms accept zero rows", "[kernels][distance]", 
   SUCCEED("no row was read or written");
 }
 
+// ----------------------------------------------------------------- gather
+
+/// The gather forms (dot and l2sq) against the one-to-one calls, bit for bit,
+/// on rows scattered through a buffer in an order unrelated to their
+/// addresses, a row repeated, and nothing past out[count) written.
+template <class B, class T>
+void check_gather(const T* query, const std::vector<const T*>& rows, std::size_t n) {
+  using R = decltype(ops<B>::dot(query, query, n));
+  const std::size_t count = rows.size();
+  std::vector<R> dots(count + 1, R{42}), l2(count + 1, R{42});
+  ops<B>::dot_gather(query, rows.data(), n, count, dots.data());
+  ops<B>::l2sq_gather(query, rows.data(), n, count, l2.data());
+  for (std::size_t r = 0; r < count; ++r) {
+    INFO("gather row " << r << " of " << count << ", n = " << n);
+    CHECK(same_bits(dots[r], ops<B>::dot(query, rows[r], n)));
+    CHECK(same_bits(l2[r], ops<B>::l2sq(query, rows[r], n)));
+  }
+  CHECK(dots[count] == R{42});
+  CHECK(l2[count] == R{42});
+}
+
+TEMPLATE_TEST_CASE("gather forms equal one-to-one calls on scattered rows", "[kernels][distance]", float, f16, bf16,
+                   i8) {
+  ruvllm::test::rng gen(6);
+  constexpr std::size_t count = 11;
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{128}, std::size_t{771}}) {
+    const std::size_t stride = n + 3;
+    const auto query = random_vector<TestType>(gen, n, kind::unit);
+    auto buffer = random_vector<TestType>(gen, count * stride, kind::unit);
+    std::vector<const TestType*> rows;
+    for (std::size_t r = 0; r < count; ++r) rows.push_back(buffer.data + ((r * 7) % count) * stride);
+    rows[5] = rows[2];
+    check_gather<scalar>(query.data, rows, n);
+    check_gather<xsimd_backend>(query.data, rows, n);
+    ruvllm::test::for_each_highway_target([&](const std::string&) { check_gather<highway>(query.data, rows, n); });
+    // Zero rows: neither rows nor out is touched.
+    ops<highway>::dot_gather(query.data, static_cast<const TestType* const*>(nullptr), n, 0,
+                             static_cast<decltype(ops<scalar>::dot(query.data, query.data, n))*>(nullptr));
+  }
+}
+
 // ---------------------------------------------------------------- cosine
 
 TEMPLATE_TEST_CASE("cosine is 0 for zero vectors and stays within [-1, 1]", "[kernels][distance]", float, f16, bf16,

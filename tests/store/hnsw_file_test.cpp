@@ -7,8 +7,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -164,6 +166,125 @@ TEST_CASE("hnsw files: truncations and byte flips fail cleanly or open safely", 
       copy[gen.uniform_index(512, copy.size() - 1)] = static_cast<char>(gen.uniform_index(0, 255));
     write_file(bad, copy, copy.size());
     (void)exercise(bad);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// The offsets that matter in a file: every section boundary (start, second
+// byte, middle, last byte, end) and the header and table boundaries.
+std::vector<std::size_t> boundaries(const std::vector<char>& bytes) {
+  const auto span = std::as_bytes(std::span<const char>(bytes.data(), bytes.size()));
+  auto layout = st::read_hnsw_layout(span, "good");
+  REQUIRE(layout);
+  std::vector<std::size_t> at = {0, 1, 8, 12, 64, 104, 124, 127, 128, 129};
+  for (std::uint32_t i = 0; i <= layout->section_count; ++i) at.push_back(128 + 32 * std::size_t{i});
+  for (std::uint32_t i = 0; i < layout->section_count; ++i) {
+    const auto& e = layout->sections[i];
+    for (const std::uint64_t o : {e.offset, e.offset + 1, e.offset + e.bytes / 2, e.offset + e.bytes - 1,
+                                  e.offset + e.bytes, e.offset + e.bytes + 1, e.offset - 1})
+      at.push_back(static_cast<std::size_t>(o));
+  }
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  while (!at.empty() && at.back() >= bytes.size()) at.pop_back();
+  return at;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("hnsw files: every section boundary, truncated or flipped, is an error naming file and offset",
+                   "[store][hnsw][file]", (st::hnsw_index<st::metric::l2, p::f32>),
+                   (st::hnsw_index<st::metric::cosine, st::i8>)) {
+  const auto dir = temp_dir("boundaries");
+  const std::string good = dir + "/good.hnsw", bad = dir + "/bad.hnsw";
+  constexpr std::size_t dim = 6;
+  auto index = build<TestType>(150, dim, std::is_same_v<typename TestType::precision_type, st::i8>, 71);
+  REQUIRE(index.save(good));
+  const auto bytes = read_file(good);
+  auto queries = random_vectors(3, dim, 72);
+  const auto named = [&](const ruvllm::error& e) {
+    CHECK(e.file() == bad);
+    CHECK(e.has_offset());
+    CHECK(e.offset() <= bytes.size());
+  };
+  for (const std::size_t at : boundaries(bytes)) {
+    INFO("offset " << at << " of " << bytes.size());
+    // Truncated there: the O(1) open already sees the length mismatch.
+    write_file(bad, bytes, at);
+    auto view = TestType::open_view(bad);
+    REQUIRE(!view);
+    named(view.error());
+    auto loaded = TestType::load(bad);
+    REQUIRE(!loaded);
+    named(loaded.error());
+    // One bit flipped there: load() and verify() refuse it, and a view that
+    // opens anyway answers searches without leaving the mapping (ASan).
+    for (const unsigned bit : {0u, 7u}) {
+      auto copy = bytes;
+      copy[at] = static_cast<char>(copy[at] ^ static_cast<char>(1u << bit));
+      write_file(bad, copy, copy.size());
+      auto flipped = TestType::load(bad);
+      REQUIRE(!flipped);
+      named(flipped.error());
+      if (auto v = TestType::open_view(bad)) {
+        for (std::size_t q = 0; q < 3; ++q) {
+          std::span<const float> query(queries.data() + q * dim, dim);
+          (void)v->search(query, 5);
+          (void)v->search(query, 5, {}, [](std::uint64_t key) { return key % 3 == 0; });
+          (void)v->contains(8);
+        }
+        auto verified = v->verify();
+        REQUIRE(!verified);
+        named(verified.error());
+      } else {
+        named(v.error());
+      }
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("hnsw views find every key by binary search and no absent one", "[store][hnsw][file]") {
+  using index_t = st::hnsw_index<st::metric::l2, p::f32>;
+  const auto dir = temp_dir("keys");
+  const std::string path = dir + "/index.hnsw";
+  auto index = build<index_t>(500, 4, false, 81);  // keys i * 7 + 1, every fifth removed
+  // Keys out of slot order: reinserted removed keys land in reused slots.
+  for (std::size_t i = 0; i < 500; i += 10) REQUIRE(index.insert(1'000'000 - i, std::vector<float>(4, 0.1f * i)));
+  REQUIRE(index.save(path));
+  auto view = index_t::open_view(path).value();
+  REQUIRE(view.verify());
+  std::size_t found = 0;
+  for (std::uint64_t key = 0; key < 3600; ++key) {
+    CHECK(view.contains(key) == index.contains(key));
+    found += view.contains(key);
+  }
+  for (std::size_t i = 0; i < 500; i += 10) CHECK(view.contains(1'000'000 - i));
+  CHECK(found + 50 == index.size());
+  CHECK(!view.contains(~std::uint64_t{0}));
+  std::vector<float> v(4);
+  REQUIRE(view.get_vector(8, v));
+  CHECK(view.get_vector(1, v).error().code() == ruvllm::errc::not_found);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("hnsw files of another format version are refused by name", "[store][hnsw][file]") {
+  using index_t = st::hnsw_index<st::metric::l2, p::f32>;
+  const auto dir = temp_dir("version");
+  const std::string path = dir + "/index.hnsw";
+  REQUIRE(build<index_t>(50, 4, false, 91).save(path));
+  auto bytes = read_file(path);
+  for (const std::uint32_t version : {1u, 3u}) {
+    std::memcpy(bytes.data() + 8, &version, 4);
+    write_file(path, bytes, bytes.size());
+    auto view = index_t::open_view(path);
+    REQUIRE(!view);
+    CHECK(view.error().code() == ruvllm::errc::unsupported);
+    CHECK(view.error().offset() == 8);
+    CHECK(view.error().message().find("version " + std::to_string(version)) != std::string::npos);
+    CHECK(!index_t::load(path));
   }
   std::filesystem::remove_all(dir);
 }

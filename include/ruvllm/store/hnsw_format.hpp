@@ -1,13 +1,16 @@
 #ifndef RUVLLM_STORE_HNSW_FORMAT_HPP
 #define RUVLLM_STORE_HNSW_FORMAT_HPP
 
-// The on-disk format of an hnsw_index (version 1). Little-endian; every
+// The on-disk format of an hnsw_index (version 2). Little-endian; every
 // section starts at a multiple of 64 bytes so the arrays are read in place
-// from a memory map with natural alignment.
+// from a memory map with natural alignment. A reader accepts exactly the
+// version it knows and names any other in its error (version 1 files, whose
+// level-0 slots carried a count word and whose upper offsets were per slot,
+// must be rebuilt by the writer that made them).
 //
 //   offset 0    file header, 128 bytes (hnsw_file_header below)
 //     0   magic "RUVHNSW1"
-//     8   u32 version (1)            12  u32 header bytes (128)
+//     8   u32 version (2)            12  u32 header bytes (128)
 //     16  u32 dimension              20  u8 metric id, u8 precision id,
 //                                        u8 flags (bit 0: originals), u8 0
 //     24  u32 m                      28  u32 m0 (2 m)
@@ -18,27 +21,36 @@
 //     72  u64 sequence: the last write-ahead-log record folded into this file
 //     80  u64 file bytes (the whole file)
 //     88  u32 section count          92  u32 CRC-32C of the section table
-//     96  u64 level generator seed   104 u32 x 5 reserved (0)
-//     124 u32 CRC-32C of bytes 0..124
+//     96  u64 level generator seed   104 u64 upper count: slots with levels > 0
+//     112 u32 x 3 reserved (0)       124 u32 CRC-32C of bytes 0..124
 //   offset 128  section table: section count entries of 32 bytes
 //     u32 kind, u32 CRC-32C of the section's bytes, u64 offset, u64 bytes,
 //     u64 reserved (0)
 //   sections (kinds), each 64-byte aligned, sizes fixed by the header:
-//     1 level0     slot count * slot bytes: per slot [code][u32 n][u32 links[m0]]
+//     1 level0     slot count * slot bytes: per slot [code, padded to 4
+//                  bytes][u32 links[m0]]; a list shorter than m0 ends at the
+//                  first 0xffffffff and is padded with it
 //     2 keys       slot count * u64
 //     3 states     slot count * u8 (1 live, 2 tombstone)
 //     4 levels     slot count * u8
-//     5 upper_offsets slot count * u64, in u32 units into upper_links
-//     6 upper_links   u32 * n: per upper level of a slot [u32 n][u32 links[m]]
-//     7 originals  slot count * dimension * f32 (flag bit 0 only)
+//     5 upper_slots   upper count * u32: the slots with levels > 0, ascending
+//     6 upper_offsets upper count * u64: where each one's lists start, in u32
+//                  units into upper_links
+//     7 upper_links   u32 * n: per upper level of a slot, u32 links[m]
+//                  (0xffffffff-padded like level 0)
+//     8 originals  slot count * dimension * f32 (flag bit 0 only)
+//     9 key_order  live count * u32: the live slots sorted by key, so a
+//                  read-only view finds a key by binary search
 //
 // Opening read-only checks the header (CRC, every field against its limit
 // and against the template's metric, precision and derived sizes) and the
 // section table (CRC, bounds and alignment of every section against the file
-// length): O(1) in the data. Section CRCs are checked by verify() and by a
-// read-write open. Searching a view bounds-checks every link it reads, so a
+// length): O(1) in the data. Section CRCs, and that sections do not overlap
+// and all padding is zero (so every byte of a file is covered by a check),
+// are checked by verify() and by a read-write open (load). Searching a view bounds-checks every link it reads, so a
 // file whose data sections are corrupt misleads a search but cannot crash it.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -58,13 +70,16 @@ enum class hnsw_section : std::uint32_t {
   keys = 2,
   states = 3,
   levels = 4,
-  upper_offsets = 5,
-  upper_links = 6,
-  originals = 7,
+  upper_slots = 5,
+  upper_offsets = 6,
+  upper_links = 7,
+  originals = 8,
+  key_order = 9,
 };
+inline constexpr std::uint32_t hnsw_section_kinds = 9;
 
 inline constexpr std::array<char, 8> hnsw_magic = {'R', 'U', 'V', 'H', 'N', 'S', 'W', '1'};
-inline constexpr std::uint32_t hnsw_format_version = 1;
+inline constexpr std::uint32_t hnsw_format_version = 2;
 inline constexpr std::uint32_t hnsw_max_sections = 16;
 inline constexpr std::uint64_t hnsw_section_alignment = 64;
 
@@ -93,12 +108,13 @@ struct hnsw_file_header {
   std::uint32_t section_count;
   std::uint32_t table_crc;
   std::uint64_t seed;
-  std::uint32_t reserved1[5];
+  std::uint64_t upper_count;
+  std::uint32_t reserved1[3];
   std::uint32_t header_crc;
 };
 static_assert(sizeof(hnsw_file_header) == 128, "the hnsw file header is 128 bytes");
 static_assert(offsetof(hnsw_file_header, slot_count) == 48 && offsetof(hnsw_file_header, sequence) == 72 &&
-              offsetof(hnsw_file_header, header_crc) == 124);
+              offsetof(hnsw_file_header, upper_count) == 104 && offsetof(hnsw_file_header, header_crc) == 124);
 
 /// One entry of the section table.
 struct hnsw_section_entry {
@@ -159,7 +175,7 @@ struct hnsw_file_layout {
   for (std::uint32_t i = 0; i < h.section_count; ++i) {
     const auto& s = out.sections[i];
     const std::uint64_t at = sizeof(hnsw_file_header) + std::uint64_t{i} * sizeof(hnsw_section_entry);
-    if (s.kind < 1 || s.kind > 7) return fail(at, "section ", i, " has unknown kind ", s.kind);
+    if (s.kind < 1 || s.kind > hnsw_section_kinds) return fail(at, "section ", i, " has unknown kind ", s.kind);
     for (std::uint32_t j = 0; j < i; ++j)
       if (out.sections[j].kind == s.kind) return fail(at, "section kind ", s.kind, " appears twice");
     if (s.offset % hnsw_section_alignment != 0)
@@ -172,17 +188,36 @@ struct hnsw_file_layout {
   return out;
 }
 
-/// CRC-32C check of every section; the error names the section's offset.
+/// CRC-32C check of every section, and of the padding: sections must not
+/// overlap and every byte between and after them must be zero, so that no
+/// byte of a file escapes the checks. The error names the offset.
 [[nodiscard]] inline result<void> verify_hnsw_sections(std::span<const std::byte> bytes, const hnsw_file_layout& l,
                                                        std::string_view path) {
+  std::array<std::uint32_t, hnsw_max_sections> by_offset{};
   for (std::uint32_t i = 0; i < l.section_count; ++i) {
     const auto& s = l.sections[i];
     const std::uint32_t crc = crc32c(bytes.subspan(s.offset, s.bytes));
     if (crc != s.crc)
       return make_error(errc::corrupt_data, "section ", s.kind, " checksum ", s.crc, " != computed ", crc)
           .at(path, s.offset);
+    by_offset[i] = i;
   }
-  return {};
+  std::sort(by_offset.begin(), by_offset.begin() + l.section_count,
+            [&](std::uint32_t a, std::uint32_t b) { return l.sections[a].offset < l.sections[b].offset; });
+  const auto zeros = [&](std::uint64_t from, std::uint64_t to) -> result<void> {
+    for (std::uint64_t at = from; at < to; ++at)
+      if (bytes[at] != std::byte{0}) return make_error(errc::corrupt_data, "padding byte is not zero").at(path, at);
+    return {};
+  };
+  std::uint64_t cursor = sizeof(hnsw_file_header) + std::uint64_t{l.section_count} * sizeof(hnsw_section_entry);
+  for (std::uint32_t k = 0; k < l.section_count; ++k) {
+    const auto& s = l.sections[by_offset[k]];
+    if (s.offset < cursor)
+      return make_error(errc::corrupt_data, "section ", s.kind, " overlaps the bytes before it").at(path, s.offset);
+    RUVLLM_TRY(zeros(cursor, s.offset));
+    cursor = s.offset + s.bytes;
+  }
+  return zeros(cursor, bytes.size());
 }
 
 }  // namespace ruvllm::store

@@ -203,6 +203,56 @@ struct distance_ops<backend::highway> {
     RUVLLM_ASSERT(distance_detail::rows_fit(words, row_count, row_stride));
     dispatch::distance_hamming_many_u64(query, rows, words, row_count, row_stride, out);
   }
+  // ---- dot_gather: one dispatch for all rows, the next row prefetched
+  /// dot of a f32 query against each row rows[r].
+  static void dot_gather(const float* query, const float* const* rows, std::size_t n, std::size_t row_count,
+                         float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    dispatch::distance_dot_gather_f32(query, rows, n, row_count, out);
+  }
+  /// dot of a f16 query against each row rows[r].
+  static void dot_gather(const f16* query, const f16* const* rows, std::size_t n, std::size_t row_count,
+                         float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    dispatch::distance_dot_gather_f16(query, rows, n, row_count, out);
+  }
+  /// dot of a bf16 query against each row rows[r].
+  static void dot_gather(const bf16* query, const bf16* const* rows, std::size_t n, std::size_t row_count,
+                         float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    dispatch::distance_dot_gather_bf16(query, rows, n, row_count, out);
+  }
+  /// dot of a i8 query against each row rows[r].
+  static void dot_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n, std::size_t row_count,
+                         std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_dot_max_length);
+    dispatch::distance_dot_gather_i8(query, rows, n, row_count, out);
+  }
+  // ---- l2sq_gather: one dispatch for all rows, the next row prefetched
+  /// l2sq of a f32 query against each row rows[r].
+  static void l2sq_gather(const float* query, const float* const* rows, std::size_t n, std::size_t row_count,
+                          float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    dispatch::distance_l2sq_gather_f32(query, rows, n, row_count, out);
+  }
+  /// l2sq of a f16 query against each row rows[r].
+  static void l2sq_gather(const f16* query, const f16* const* rows, std::size_t n, std::size_t row_count,
+                          float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    dispatch::distance_l2sq_gather_f16(query, rows, n, row_count, out);
+  }
+  /// l2sq of a bf16 query against each row rows[r].
+  static void l2sq_gather(const bf16* query, const bf16* const* rows, std::size_t n, std::size_t row_count,
+                          float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    dispatch::distance_l2sq_gather_bf16(query, rows, n, row_count, out);
+  }
+  /// l2sq of a i8 query against each row rows[r].
+  static void l2sq_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n,
+                          std::size_t row_count, std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_l2sq_max_length);
+    dispatch::distance_l2sq_gather_i8(query, rows, n, row_count, out);
+  }
 };
 
 }  // namespace ruvllm::kernels

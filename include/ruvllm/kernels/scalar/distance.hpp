@@ -41,6 +41,13 @@
 //     elements (words for hamming) and is >= n when row_count > 1; out must
 //     not overlap the inputs.
 //
+//   gather: f_gather(query, rows, n, row_count, out) writes
+//     out[r] = f(query, rows[r], n) for r < row_count, rows being an array of
+//     row pointers (any addresses, e.g. the neighbours of a graph node),
+//     with the bits of the one-to-one call on that backend (and target). The
+//     Highway backend also prefetches the next row while it computes one.
+//     dot and l2sq only.
+//
 // Common preconditions: pointers may be null only when n == 0 (rows and out
 // only when row_count == 0); any alignment. Non-finite inputs give
 // non-finite or unspecified results. No kernel allocates, throws or reads
@@ -286,6 +293,15 @@ inline void cosine_many(const std::int8_t* query, const std::int8_t* rows, std::
                                                static_cast<double>(distance_detail::dot_i64(row, row, n)));
   }
 }
+/// Gather forms: out[r] = f(query, rows[r], n).
+template <class T, class R>
+void dot_gather(const T* query, const T* const* rows, std::size_t n, std::size_t row_count, R* out) noexcept {
+  for (std::size_t r = 0; r < row_count; ++r) out[r] = dot(query, rows[r], n);
+}
+template <class T, class R>
+void l2sq_gather(const T* query, const T* const* rows, std::size_t n, std::size_t row_count, R* out) noexcept {
+  for (std::size_t r = 0; r < row_count; ++r) out[r] = l2sq(query, rows[r], n);
+}
 inline void hamming_many(const std::uint64_t* query, const std::uint64_t* rows, std::size_t words,
                          std::size_t row_count, std::size_t row_stride, std::uint64_t* out) noexcept {
   for (std::size_t r = 0; r < row_count; ++r) out[r] = hamming(query, rows + r * row_stride, words);
@@ -472,6 +488,48 @@ struct distance_ops<backend::scalar> {
     RUVLLM_ASSERT(distance_detail::rows_fit(words, row_count, row_stride));
     scalar::hamming_many(query, rows, words, row_count, row_stride, out);
   }
+  // ---- dot_gather: out[r] = dot(query, rows[r], n)
+  static void dot_gather(const float* query, const float* const* rows, std::size_t n, std::size_t row_count,
+                         float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    scalar::dot_gather(query, rows, n, row_count, out);
+  }
+  static void dot_gather(const f16* query, const f16* const* rows, std::size_t n, std::size_t row_count,
+                         float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    scalar::dot_gather(query, rows, n, row_count, out);
+  }
+  static void dot_gather(const bf16* query, const bf16* const* rows, std::size_t n, std::size_t row_count,
+                         float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    scalar::dot_gather(query, rows, n, row_count, out);
+  }
+  static void dot_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n, std::size_t row_count,
+                         std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_dot_max_length);
+    scalar::dot_gather(query, rows, n, row_count, out);
+  }
+  // ---- l2sq_gather: out[r] = l2sq(query, rows[r], n)
+  static void l2sq_gather(const float* query, const float* const* rows, std::size_t n, std::size_t row_count,
+                          float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    scalar::l2sq_gather(query, rows, n, row_count, out);
+  }
+  static void l2sq_gather(const f16* query, const f16* const* rows, std::size_t n, std::size_t row_count,
+                          float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    scalar::l2sq_gather(query, rows, n, row_count, out);
+  }
+  static void l2sq_gather(const bf16* query, const bf16* const* rows, std::size_t n, std::size_t row_count,
+                          float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    scalar::l2sq_gather(query, rows, n, row_count, out);
+  }
+  static void l2sq_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n,
+                          std::size_t row_count, std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_l2sq_max_length);
+    scalar::l2sq_gather(query, rows, n, row_count, out);
+  }
 };
 
 }  // namespace ruvllm::kernels
@@ -493,9 +551,19 @@ struct distance_ops<backend::scalar> {
   RUVLLM_DETAIL_DISTANCE_MANY(X, float, distance_##METRIC##_many_f16, ruvllm::f16)   \
   RUVLLM_DETAIL_DISTANCE_MANY(X, float, distance_##METRIC##_many_bf16, ruvllm::bf16) \
   RUVLLM_DETAIL_DISTANCE_MANY(X, R_I8, distance_##METRIC##_many_i8, std::int8_t)
+#define RUVLLM_DETAIL_DISTANCE_GATHER(X, R, NAME, T)                                                  \
+  X(void, NAME, (const T* query, const T* const* rows, std::size_t n, std::size_t row_count, R* out), \
+    (query, rows, n, row_count, out))
+#define RUVLLM_DETAIL_DISTANCE_GATHERS(X, METRIC, R_I8)                                  \
+  RUVLLM_DETAIL_DISTANCE_GATHER(X, float, distance_##METRIC##_gather_f32, float)         \
+  RUVLLM_DETAIL_DISTANCE_GATHER(X, float, distance_##METRIC##_gather_f16, ruvllm::f16)   \
+  RUVLLM_DETAIL_DISTANCE_GATHER(X, float, distance_##METRIC##_gather_bf16, ruvllm::bf16) \
+  RUVLLM_DETAIL_DISTANCE_GATHER(X, R_I8, distance_##METRIC##_gather_i8, std::int8_t)
 #define RUVLLM_DISTANCE_EXPORTED(X)                                                                           \
   RUVLLM_DETAIL_DISTANCE_METRIC(X, dot, std::int32_t)                                                         \
+  RUVLLM_DETAIL_DISTANCE_GATHERS(X, dot, std::int32_t)                                                        \
   RUVLLM_DETAIL_DISTANCE_METRIC(X, l2sq, std::int32_t)                                                        \
+  RUVLLM_DETAIL_DISTANCE_GATHERS(X, l2sq, std::int32_t)                                                       \
   RUVLLM_DETAIL_DISTANCE_METRIC(X, l1, std::int32_t)                                                          \
   RUVLLM_DETAIL_DISTANCE_METRIC(X, cosine, float)                                                             \
   X(std::uint64_t, distance_hamming_u64, (const std::uint64_t* a, const std::uint64_t* b, std::size_t words), \

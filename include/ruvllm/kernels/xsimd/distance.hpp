@@ -610,6 +610,56 @@ struct distance_ops<backend::xsimd> {
     for (std::size_t r = 0; r < row_count; ++r)
       out[r] = xsimd_impl::distance_impl::hamming(query, rows + r * row_stride, words);
   }
+  // ---- dot_gather
+  /// dot of a f32 query against each row rows[r].
+  static void dot_gather(const float* query, const float* const* rows, std::size_t n, std::size_t row_count,
+                         float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::dot(query, rows[r], n);
+  }
+  /// dot of a f16 query against each row rows[r].
+  static void dot_gather(const f16* query, const f16* const* rows, std::size_t n, std::size_t row_count,
+                         float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::dot(query, rows[r], n);
+  }
+  /// dot of a bf16 query against each row rows[r].
+  static void dot_gather(const bf16* query, const bf16* const* rows, std::size_t n, std::size_t row_count,
+                         float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::dot(query, rows[r], n);
+  }
+  /// dot of a i8 query against each row rows[r].
+  static void dot_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n, std::size_t row_count,
+                         std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_dot_max_length);
+    for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::dot_i8(query, rows[r], n);
+  }
+  // ---- l2sq_gather
+  /// l2sq of a f32 query against each row rows[r].
+  static void l2sq_gather(const float* query, const float* const* rows, std::size_t n, std::size_t row_count,
+                          float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::l2sq(query, rows[r], n);
+  }
+  /// l2sq of a f16 query against each row rows[r].
+  static void l2sq_gather(const f16* query, const f16* const* rows, std::size_t n, std::size_t row_count,
+                          float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::l2sq(query, rows[r], n);
+  }
+  /// l2sq of a bf16 query against each row rows[r].
+  static void l2sq_gather(const bf16* query, const bf16* const* rows, std::size_t n, std::size_t row_count,
+                          float* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr);
+    for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::l2sq(query, rows[r], n);
+  }
+  /// l2sq of a i8 query against each row rows[r].
+  static void l2sq_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n,
+                          std::size_t row_count, std::int32_t* out) noexcept {
+    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_l2sq_max_length);
+    for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::l2sq_i8(query, rows[r], n);
+  }
 };
 
 }  // namespace ruvllm::kernels
