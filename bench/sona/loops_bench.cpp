@@ -5,7 +5,9 @@
 //  * sona/instant_loop/f32/<dim>: one trajectory through the instant phase
 //    of tick() -- ring drain, reasoning-bank sample, recent buffer, MicroLoRA
 //    step, edge update through a sink -- latency percentiles over many
-//    requests; counters p50_us, p99_us (target p99 < 50 us).
+//    requests; counters p50_us, p99_us (target p99 < 50 us). instant_loop
+//    uses an in-memory sink (the loop's own cost); instant_loop_store the
+//    store-backed sink, each edge update a logged batch (group commit).
 //  * sona/pattern_search/f32/100000x128: top-5 patterns by cosine among
 //    100,000 learned patterns through the bank's HNSW index; counters
 //    p50_us, p99_us (target < 200 us) and recall (top-5 against the exact
@@ -19,8 +21,11 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -29,7 +34,9 @@
 
 #include "ruvllm/sona/lora.hpp"
 #include "ruvllm/sona/loops.hpp"
+#include "ruvllm/sona/persistence.hpp"
 #include "ruvllm/sona/reasoning_bank.hpp"
+#include "ruvllm/store/memory_store.hpp"
 #include "support/bench.hpp"
 #include "support/scalar_baseline.hpp"
 
@@ -114,15 +121,19 @@ struct map_sink {
   }
 };
 
-void instant_loop(benchmark::State& state) {
+// The instant loop over a sink: map_sink (the loop's own cost) or the
+// store-backed sink (each edge update is a logged batch of the store; the
+// store's log runs in group-commit mode, as a serving engine would).
+template <class Sink>
+void instant_loop(benchmark::State& state, Sink sink) {
   constexpr std::size_t dim = 128, requests = 20000;
   sona::loop_options lo;
   lo.ring_capacity = 1024;
   lo.response_dim = dim;
   lo.instant_batch = 1;
   lo.recent_capacity = 4096;
-  auto loops = sona::sona_loops<ruvllm::backend::highway, map_sink>::create(lo, sona::router_options{},
-                                                                            {.dim = dim, .models = 4})
+  auto loops = sona::sona_loops<ruvllm::backend::highway, Sink>::create(lo, sona::router_options{},
+                                                                        {.dim = dim, .models = 4}, std::move(sink))
                    .value();
   auto micro = sona::micro_lora<>::create({.in_dim = dim, .out_dim = dim, .rank = 2}).value();
   if (!loops.attach_lora(&micro, nullptr)) state.SkipWithError("attach_lora failed");
@@ -151,6 +162,37 @@ void instant_loop(benchmark::State& state) {
   state.counters["p50_us"] = percentile(samples, 0.50);
   state.counters["p99_us"] = percentile(samples, 0.99);
   state.counters["ns_per_op"] = rb::seconds_per_iteration(state) * 1e9;
+}
+
+using store_t = st::memory_store<st::metric::cosine, ruvllm::precision::f32>;
+
+// A store in a temporary directory holding the 100 sessions and 17 patterns
+// the instant-loop trajectories point at.
+struct edge_store {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ruvllm_sona_bench_" + std::to_string(::getpid()));
+  store_t store = open(dir);
+  ~edge_store() { std::filesystem::remove_all(dir); }
+
+  static store_t open(const std::filesystem::path& dir) {
+    std::filesystem::remove_all(dir);
+    auto o = st::role_store_options(16);
+    o.wal.mode = st::durability::group_commit;
+    auto s = store_t::open(dir.string(), o).value();
+    const auto add = [&](st::uuid id) {
+      st::record r;
+      r.id = id;
+      static_cast<void>(s.insert(std::move(r)));
+    };
+    for (std::uint64_t i = 1; i <= 100; ++i) add({1, i});
+    for (std::uint64_t i = 1; i <= 17; ++i) add({2, i});
+    return s;
+  }
+};
+
+void instant_loop_store(benchmark::State& state) {
+  edge_store es;
+  instant_loop(state, sona::store_sink<store_t>::open(es.store).value());
 }
 
 // ----------------------------------------------------------- pattern search
@@ -284,7 +326,9 @@ void background_loop(benchmark::State& state) {
 
 const int registered = [] {
   micro_lora_rows();
-  benchmark::RegisterBenchmark(rb::row_name("sona", "instant_loop", "f32", "128", 1).c_str(), instant_loop);
+  benchmark::RegisterBenchmark(rb::row_name("sona", "instant_loop", "f32", "128", 1).c_str(),
+                               [](benchmark::State& s) { instant_loop(s, map_sink{}); });
+  benchmark::RegisterBenchmark(rb::row_name("sona", "instant_loop_store", "f32", "128", 1).c_str(), instant_loop_store);
   pattern_search_rows();
   benchmark::RegisterBenchmark(rb::join_name({"sona", "background_loop", "f32", "10000traj"}, 1).c_str(),
                                background_loop);

@@ -170,13 +170,25 @@ TEST_CASE("sona persistence: the instant loop scales session-pattern edges in th
   push(0.9f, pattern);
   push(0.1f, pattern);
   push(0.9f, unknown);  // no record: skipped, not an error
+  // The instant loop buffered the factors: nothing is in the store yet.
+  CHECK(loops.sink().pending_edges() == 2);
+  CHECK_FALSE(store.read(
+      [&](const st::record_graph& g) { return g.edge_weight(session, pattern, st::edge_type::session_pattern); }));
+  REQUIRE(loops.tick(1 + schedule().sink_flush_interval_ms));  // the flush is due
+  CHECK(loops.sink().pending_edges() == 0);
   const auto weight = store.read(
       [&](const st::record_graph& g) { return g.edge_weight(session, pattern, st::edge_type::session_pattern); });
   REQUIRE(weight.has_value());
   CHECK(*weight == Approx(1.05 * 1.05 * 0.95));
   CHECK(loops.sink().stats().edges_created == 1);
-  CHECK(loops.sink().stats().edges_scaled == 2);
   CHECK(loops.sink().stats().edges_skipped == 1);
+  // Later scalings multiply into the stored weight.
+  push(0.9f, pattern);
+  REQUIRE(loops.sink().flush());
+  CHECK(loops.sink().stats().edges_scaled == 1);
+  const auto again = store.read(
+      [&](const st::record_graph& g) { return g.edge_weight(session, pattern, st::edge_type::session_pattern); });
+  CHECK(*again == Approx(1.05 * 1.05 * 0.95 * 1.05));
 }
 
 TEST_CASE("sona persistence: evicted adapters round-trip through store records", "[sona][persistence]") {

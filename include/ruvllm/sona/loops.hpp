@@ -29,6 +29,7 @@
 //   result<void> save_router(const fastgrnn_router<float>&);
 //   result<void> save_patterns(const reasoning_bank<B>&);
 //   result<void> retain(std::uint64_t now_ms);
+//   result<void> flush();   // every sink_flush_interval_ms (buffered instant writes)
 // Missing members are skipped at compile time; no_sink has none (the loops
 // then learn in memory only). persistence.hpp has the store-backed sink.
 //
@@ -95,6 +96,8 @@ struct loop_options {
   /// all: the bandit update learns from bad outcomes too (it pushes the model
   /// that earned them down), so filtering them out slows learning.
   float train_min_quality = 0.0f;
+  /// How often tick() asks the sink to write what the instant phase buffered.
+  std::uint64_t sink_flush_interval_ms = 1000;
 };
 
 /// What one tick did.
@@ -127,6 +130,10 @@ concept sink_saves_patterns = requires(S& s, const Bank& b) {
 template <class S>
 concept sink_retains = requires(S& s, std::uint64_t now) {
   { s.retain(now) } -> std::same_as<result<void>>;
+};
+template <class S>
+concept sink_flushes = requires(S& s) {
+  { s.flush() } -> std::same_as<result<void>>;
 };
 }  // namespace detail
 
@@ -323,7 +330,7 @@ class sona_loops {
     tick_report r;
     if (!started_) {
       started_ = true;
-      last_background_ = last_deep_ = now_ms;
+      last_background_ = last_deep_ = last_flush_ = now_ms;
     }
     result<void> first_error{};
     const auto keep = [&](result<void>&& e) {
@@ -331,6 +338,12 @@ class sona_loops {
     };
     r.instant_trajectories =
         ring_.drain([&](const trajectory_view& t) noexcept { instant(t, r, keep); }, o_.instant_batch);
+    if constexpr (detail::sink_flushes<Sink>) {
+      if (now_ms - last_flush_ >= o_.sink_flush_interval_ms) {
+        last_flush_ = now_ms;
+        keep(sink_.flush());
+      }
+    }
     if (now_ms - last_background_ >= o_.background_interval_ms) {
       last_background_ = now_ms;
       keep(background(r));
@@ -484,7 +497,7 @@ class sona_loops {
   std::size_t micro_layer_ = 0;
   Sink sink_;
   bool started_ = false;
-  std::uint64_t last_background_ = 0, last_deep_ = 0;
+  std::uint64_t last_background_ = 0, last_deep_ = 0, last_flush_ = 0;
   std::unique_ptr<sync_state> sync_;
 };
 

@@ -5,9 +5,13 @@
 //
 // store_sink<Store>, the Sink of sona_loops over a store::memory_store:
 //   instant     scale_edge: the session -> pattern edge (edge_type::
-//               session_pattern) times 1 +/- edge_step; a missing edge
-//               starts at initial_edge_weight; a trajectory whose session or
-//               pattern has no record is skipped and counted;
+//               session_pattern) times 1 +/- edge_step, buffered in memory
+//               (the factors of one edge multiply) so the instant loop does
+//               no I/O; flush(), which the loops call every
+//               sink_flush_interval_ms, applies the buffer as one logged
+//               batch: an edge that does not exist yet starts at
+//               initial_edge_weight, one whose session or pattern has no
+//               record is skipped and counted;
 //   background  save_router: the router checkpoint as a policy of type
 //               router (parameters = the FastGRNN weights, Fisher diagonal
 //               = the running EWC++ estimate) and, once anchored, the EWC++
@@ -49,6 +53,7 @@
 #include <span>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -71,13 +76,15 @@ struct store_sink_options {
   std::int64_t witness_retention_ms = 30ll * 24 * 3600 * 1000;
   /// Weight of a session -> pattern edge the instant loop meets for the first time.
   float initial_edge_weight = 1.0f;
+  /// Distinct edges buffered before scale_edge flushes by itself.
+  std::size_t max_pending_edges = 4096;
 };
 
 /// Counters of a store_sink.
 struct store_sink_stats {
   std::uint64_t edges_scaled = 0;
   std::uint64_t edges_created = 0;
-  std::uint64_t edges_skipped = 0;  ///< a session or pattern without a record
+  std::uint64_t edges_skipped = 0;  ///< a session or pattern without a record (counted at flush)
   std::uint64_t router_saves = 0;
   std::uint64_t pattern_saves = 0;
   std::uint64_t witness_removed = 0;
@@ -122,23 +129,44 @@ class store_sink {
   // ---- the Sink interface (sona_loops) ---------------------------------------
 
   [[nodiscard]] result<void> scale_edge(const store::uuid& session, const store::uuid& pattern, float factor) {
-    constexpr auto type = store::edge_type::session_pattern;
-    if (auto scaled = store_->scale_weight(session, pattern, type, factor); scaled) {
-      ++stats_.edges_scaled;
-      return {};
-    } else if (scaled.error().code() != errc::not_found) {
-      return std::move(scaled).error();
-    }
-    if (!store_->get(session) || !store_->get(pattern)) {
-      ++stats_.edges_skipped;
-      return {};
-    }
-    RUVLLM_TRY(store_->link(session, pattern, type, o_.initial_edge_weight * factor));
-    ++stats_.edges_created;
+    auto [it, fresh] = pending_.try_emplace(edge_key{session, pattern}, 1.0f);
+    it->second *= factor;
+    if (pending_.size() >= o_.max_pending_edges) return flush();
     return {};
   }
 
+  /// Applies the buffered edge scalings as one logged batch of the store.
+  /// Errors: the store's (the buffer is kept for the next flush).
+  [[nodiscard]] result<void> flush() {
+    if (pending_.empty()) return {};
+    constexpr auto type = store::edge_type::session_pattern;
+    store_sink_stats counted{};
+    RUVLLM_TRY(store_->commit_with([&](const store::record_graph& g, store::memory_batch& b) -> result<void> {
+      counted = {};
+      for (const auto& [key, factor] : pending_) {
+        if (g.edge_weight(key.session, key.pattern, type)) {
+          b.scale_weight(key.session, key.pattern, type, factor);
+          ++counted.edges_scaled;
+        } else if (g.get(key.session) != nullptr && g.get(key.pattern) != nullptr) {
+          b.link(key.session, key.pattern, type, o_.initial_edge_weight * factor);
+          ++counted.edges_created;
+        } else {
+          ++counted.edges_skipped;
+        }
+      }
+      return {};
+    }));
+    stats_.edges_scaled += counted.edges_scaled;
+    stats_.edges_created += counted.edges_created;
+    stats_.edges_skipped += counted.edges_skipped;
+    pending_.clear();
+    return {};
+  }
+  /// Edges with buffered scalings.
+  [[nodiscard]] std::size_t pending_edges() const noexcept { return pending_.size(); }
+
   [[nodiscard]] result<void> save_router(const fastgrnn_router<float>& router) {
+    RUVLLM_TRY(flush());
     const auto now = detail::wall_clock_ms();
     const auto& e = router.ewc_state();
     store::policy p;
@@ -262,7 +290,19 @@ class store_sink {
 
  private:
   store_sink(Store& store, policies_type policies, store_sink_options o, witnesses_type* witnesses)
-      : store_(&store), policies_(std::move(policies)), o_(o), witnesses_(witnesses) {}
+      : store_(&store), policies_(std::move(policies)), o_(o), witnesses_(witnesses) {
+    pending_.reserve(o_.max_pending_edges);  // the instant loop then inserts without rehashing
+  }
+
+  struct edge_key {
+    store::uuid session, pattern;
+    friend bool operator==(const edge_key&, const edge_key&) = default;
+  };
+  struct edge_key_hash {
+    std::size_t operator()(const edge_key& k) const noexcept {
+      return store::uuid_hash{}(k.session) * 31 ^ store::uuid_hash{}(k.pattern);
+    }
+  };
 
   [[nodiscard]] result<void> upsert(const store::policy& p, std::span<const float> embedding) {
     auto updated = policies_.update(p, embedding);
@@ -304,6 +344,7 @@ class store_sink {
   store_sink_options o_;
   witnesses_type* witnesses_ = nullptr;
   store_sink_stats stats_{};
+  std::unordered_map<edge_key, float, edge_key_hash> pending_;  // buffered edge factors
 };
 
 /// The store-backed Backing of pooled_adapters; see the file comment.
