@@ -357,8 +357,8 @@ void policy_search(benchmark::State& state, int t) {
   state.counters["qps"] = benchmark::Counter(1.0 / rb::seconds_per_iteration(state));
   state.counters["recall"] = benchmark::Counter(recall);
   std::vector<st::search_hit> out(10);
-  rb::set_speedup(state, rb::baseline_of(policy_row),
-                  [&] { benchmark::DoNotOptimize(exact_policies(f, q++ % f.queries.size(), out, ctx)); });
+  rb::set_speedup(state, rb::baseline_of(policy_row(t)),
+                  [&] { benchmark::DoNotOptimize(exact_policies(f, q++ % f.queries.size(), t, out, ctx)); });
 }
 
 void policy_search_baseline(benchmark::State& state, int t) {
