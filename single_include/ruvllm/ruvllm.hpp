@@ -28852,10 +28852,15 @@ class policy_store {
 // batch each (memory_store::commit_with: the records, their embeddings in
 // the query and response spaces, and edges to the session and the pattern
 // when those records exist), and writes a partial batch once its oldest
-// entry has waited options.max_delay (1 s). Who runs the writer is
+// entry has waited options.max_delay (1 s), or at once when the ring holds
+// options.wake_at entries (default: half the ring). Who runs the writer is
 // explicit: the caller drives pump() (writes what is due) or flush()
 // (writes everything queued), or start() launches one owned background
-// thread that pumps as batches fill or age; stop() joins it. close() stops
+// thread that sleeps until the oldest entry is due or the ring reaches
+// wake_at; stop() joins it. Only the push that finds the ring at wake_at
+// with the writer asleep wakes it (a futex call); every other push makes
+// no system call, so the wake-up stays out of push's p99 unless wake_at is
+// set as low as batch_max (then one push per batch pays it). close() stops
 // accepting pushes, waits for pushes in flight, stops the thread, flushes
 // and syncs the store; the destructor closes. A batch whose write fails
 // (io_error) is kept and retried by the next pump, so entries are not lost
@@ -29005,6 +29010,9 @@ struct witness_log_options {
   std::size_t batch_max = 100;
   /// Longest an entry waits in the ring before its batch is written.
   std::chrono::milliseconds max_delay{1000};
+  /// Entries in the ring that wake the background writer before max_delay
+  /// (0: half the ring; clamped to batch_max .. the ring's capacity).
+  std::size_t wake_at = 0;
   /// Pause of the background writer after a failed write, before it retries.
   std::chrono::milliseconds retry_delay{100};
 };
@@ -29116,9 +29124,9 @@ class witness_log {
     st.fill(*s, static_cast<std::size_t>(pos & st.mask), e);
     s->seq.store(pos + 1, std::memory_order_release);
     st.in_flight.fetch_sub(1, std::memory_order_release);
-    // Wake a sleeping background writer once a batch is ready; exchange lets
-    // exactly one pusher pay for the notification.
-    if (pos + 1 - st.dequeue_pos.load(std::memory_order_relaxed) >= st.options.batch_max &&
+    // Wake a sleeping background writer once the ring reaches wake_at;
+    // exchange lets exactly one pusher pay for the notification.
+    if (pos + 1 - st.dequeue_pos.load(std::memory_order_relaxed) >= st.wake_at &&
         st.writer_waiting.load(std::memory_order_relaxed) && st.writer_waiting.exchange(false)) {
       { std::lock_guard lk(st.wake_mutex); }
       st.wake.notify_one();
@@ -29141,7 +29149,8 @@ class witness_log {
   }
 
   /// Writes what is due: full batches, and a partial batch whose oldest
-  /// entry has waited max_delay. Returns the entries written. Errors:
+  /// entry has waited max_delay or that the ring's wake_at crowding forces
+  /// out. Returns the entries written. Errors:
   /// io_error (the batch is kept and retried by the next call).
   [[nodiscard]] result<std::size_t> pump() { return write(*st_, false); }
 
@@ -29432,6 +29441,7 @@ class witness_log {
           qdim(s.dimension(o.query_space)),
           rdim(s.dimension(o.response_space)),
           mask(std::bit_ceil(o.queue_capacity) - 1),
+          wake_at(std::min(mask + 1, std::max(o.batch_max, o.wake_at != 0 ? o.wake_at : (mask + 1) / 2))),
           slots(new slot[mask + 1]),
           floats((mask + 1) * (qdim + rdim)) {
       for (std::size_t i = 0; i <= mask; ++i) slots[i].seq.store(i, std::memory_order_relaxed);
@@ -29494,6 +29504,7 @@ class witness_log {
     witness_log_options options;
     std::size_t qdim, rdim;
     std::size_t mask;
+    std::size_t wake_at;  // effective options.wake_at
     std::unique_ptr<slot[]> slots;
     std::vector<float> floats;
     alignas(64) std::atomic<std::uint64_t> enqueue_pos{0};
@@ -29679,7 +29690,9 @@ class witness_log {
     for (;;) {
       const std::size_t n = ready(st, st.options.batch_max);
       if (n == 0) break;
-      if (n < st.options.batch_max && !everything) {
+      const bool crowded =
+          st.enqueue_pos.load(std::memory_order_relaxed) - st.dequeue_pos.load(std::memory_order_relaxed) >= st.wake_at;
+      if (n < st.options.batch_max && !everything && !crowded) {
         const std::int64_t waited = detail::steady_now_ns() -
                                     st.slots[st.dequeue_pos.load() & st.mask].pushed_ns.load(std::memory_order_relaxed);
         if (waited < std::chrono::duration_cast<std::chrono::nanoseconds>(st.options.max_delay).count()) break;
@@ -29691,8 +29704,8 @@ class witness_log {
     return total;
   }
 
-  // The background writer: sleeps until a batch is full, the oldest entry
-  // is due, or stop(); then pumps.
+  // The background writer: sleeps until the oldest entry is due, the ring
+  // reaches wake_at, or stop(); then pumps.
   static void run(state& st) {
     const auto max_delay = std::chrono::duration_cast<std::chrono::nanoseconds>(st.options.max_delay);
     std::unique_lock lk(st.wake_mutex);
@@ -29706,7 +29719,7 @@ class witness_log {
       st.wake.wait_until(lk, deadline, [&] {
         return st.stop ||
                st.enqueue_pos.load(std::memory_order_seq_cst) - st.dequeue_pos.load(std::memory_order_relaxed) >=
-                   st.options.batch_max;
+                   st.wake_at;
       });
       st.writer_waiting.store(false, std::memory_order_relaxed);
       if (st.stop) break;

@@ -457,7 +457,7 @@ TEST_CASE("memory_store: interrupted saves, corrupt checkpoints and logs", "[sto
 TEST_CASE("memory_store readers see whole batches while a writer commits", "[store][memory][concurrency]") {
   const mem_support::scratch_dir dir("memory_concurrent");
   auto store = store_t::open(dir.path(), options(st::durability::none)).value();
-  constexpr int batches = 200;
+  constexpr int batches = 120;
   std::vector<std::pair<uuid, uuid>> pairs(batches);
   ruvllm::test::rng gen(115);
   for (auto& p : pairs) p = {random_id(gen), random_id(gen)};
@@ -497,7 +497,7 @@ TEST_CASE("memory_store readers see whole batches while a writer commits", "[sto
     b.link(a.id, c.id, st::edge_type::related, 1.0f);
     REQUIRE(store.commit(b));
     published.store(i + 1);
-    if (i % 50 == 49) REQUIRE(store.checkpoint());
+    if (i % 40 == 39) REQUIRE(store.checkpoint());
   }
   done.store(true);
   r1.join();

@@ -302,7 +302,8 @@ TEST_CASE("witness_log: the background writer writes full and aged batches by it
   const mem_support::scratch_dir dir("witness_thread");
   ruvllm::test::rng gen(144);
   auto store = store_t::open(dir.path(), options()).value();
-  auto log = witness_t::open(store, {.max_delay = 300ms}).value();
+  // wake_at = batch_max: the 100th push wakes the writer.
+  auto log = witness_t::open(store, {.max_delay = 300ms, .wake_at = 100}).value();
   REQUIRE(log.start());
   std::vector<owned_entry> entries;
   for (int i = 0; i < 150; ++i) entries.push_back(random_entry(gen, i));
@@ -325,6 +326,27 @@ TEST_CASE("witness_log: the background writer writes full and aged batches by it
   CHECK(log.stats().batches == 2);
   log.stop();
   CHECK(!log.writer_error());
+}
+
+TEST_CASE("witness_log: by default the writer sleeps until max_delay or a half-full ring", "[store][roles][witness]") {
+  const mem_support::scratch_dir dir("witness_lazy");
+  ruvllm::test::rng gen(148);
+  auto store = store_t::open(dir.path(), options(st::durability::none)).value();
+  auto log = witness_t::open(store, {.queue_capacity = 512, .max_delay = 2000ms}).value();  // wakes at 256
+  REQUIRE(log.start());
+  std::vector<owned_entry> entries;
+  for (int i = 0; i < 300; ++i) entries.push_back(random_entry(gen, i));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 200; ++i) REQUIRE(log.push(entries[i].view()));
+  std::this_thread::sleep_for(50ms);
+  // Two full batches are queued, but below wake_at and younger than
+  // max_delay nothing has been written (unless this thread stalled 2 s).
+  if (std::chrono::steady_clock::now() - t0 < 1500ms) CHECK(log.stats().written == 0);
+  for (int i = 200; i < 300; ++i) REQUIRE(log.push(entries[i].view()));  // crosses 256: wakes the writer
+  while (log.stats().written < 200 && std::chrono::steady_clock::now() - t0 < 10s) std::this_thread::sleep_for(1ms);
+  CHECK(log.stats().written >= 200);
+  REQUIRE(log.close());
+  CHECK(log.size() == 300);
 }
 
 TEST_CASE("witness_log: retention by age removes in durable batches", "[store][roles][witness]") {
