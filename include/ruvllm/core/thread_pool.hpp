@@ -63,11 +63,8 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 #include "ruvllm/core/config.hpp"
+#include "ruvllm/core/x86_intrinsics.hpp"
 
 #if defined(__SANITIZE_THREAD__)
 #define RUVLLM_DETAIL_TSAN 1

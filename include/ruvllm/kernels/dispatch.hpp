@@ -28,6 +28,7 @@
 #include <cstddef>
 
 #include "ruvllm/core/backend.hpp"
+#include "ruvllm/core/x86_intrinsics.hpp"
 // Scalar references, which per-target bodies may forward to (Highway's
 // SCALAR target lacks several ops).
 #include "ruvllm/kernels/scalar.hpp"

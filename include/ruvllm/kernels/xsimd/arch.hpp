@@ -6,19 +6,7 @@
 // in the inline namespace RUVLLM_XSIMD_ARCH_NS named after it, so units built
 // with different flags never merge each other's inline functions.
 
-// GCC 12's AVX-512 intrinsic headers start shifts and conversions from an
-// `_mm512_undefined_*()` value, which -Wmaybe-uninitialized reports wherever
-// such an intrinsic is inlined (GCC bug 105593, fixed in GCC 13). Warnings
-// are classified by the location they point to, so silencing them while
-// <immintrin.h> is first read keeps -march=native -Werror builds of these
-// headers clean without hiding anything in the caller's own code.
-#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
+#include "ruvllm/core/x86_intrinsics.hpp"
 #include <xsimd/xsimd.hpp>
 
 #include "ruvllm/core/backend.hpp"
