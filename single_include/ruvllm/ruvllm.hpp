@@ -1510,10 +1510,6 @@ class mapped_file {
 #include <type_traits>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 
 #if defined(__SANITIZE_THREAD__)
 #define RUVLLM_DETAIL_TSAN 1
@@ -1531,7 +1527,9 @@ namespace ruvllm {
 namespace detail {
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
+  // The builtin rather than _mm_pause: <immintrin.h> is left to the kernel
+  // headers, which read it with GCC 12's false warnings silenced.
+  __builtin_ia32_pause();
 #elif defined(__aarch64__)
   asm volatile("yield");
 #endif
@@ -4298,6 +4296,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
 // T = TokensPerBlock, D = head_dim; offsets in bytes from the page-head start.
 // Every format stores whole tokens of whole channels; the page-head sizes are
 // kv_page_head_bytes().
+//  * f32 (precision::f32): T x D float, element (t, c) at 4 * (t * D + c).
+//    Exact; for callers whose attention must match float math (conformance
+//    with llama.cpp's F32 KV cache). D % 16 == 0.
 //  * f16 (precision::f16): T x D ruvllm::f16, element (t, c) at 2 * (t * D + c).
 //    Exact for every value an f16 holds. D % 16 == 0.
 //  * q8_0 (precision::q8_0): T x (D / 32) block_q8_0 (34 bytes: f16 d, int8
@@ -4322,7 +4323,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
 //    widening load, a shift and a mask -- no shuffles. P % 4 == 0 (G * Bits
 //    a multiple of 32): 2-bit groups of 16, 32, 48, 64 ...; 4-bit of 8, 16, ...
 //
-// Bytes per token and KV head, K + V, at D = 128 and G = 32: f16 512,
+// Bytes per token and KV head, K + V, at D = 128 and G = 32: f32 1024, f16 512,
 // q8_0 272, KIVI-4 160, KIVI-2 96 (f16 / KIVI-2 = 5.3x).
 //
 // Thread-safety: a view is a value (pointers and sizes). Any number of
@@ -4344,6 +4345,7 @@ enum class kv_format : std::uint8_t {
   q8_0 = 2,   // precision::q8_0
   kivi4 = 3,  // precision::kivi<4, G>
   kivi2 = 4,  // precision::kivi<2, G>
+  f32 = 5,    // precision::f32
 };
 
 /// Which half of a block a page pool holds; KIVI groups keys per channel and
@@ -4376,6 +4378,7 @@ struct kv_format_desc {
     case kv_format::q8_0: return 8;
     case kv_format::kivi4: return 4;
     case kv_format::kivi2: return 2;
+    case kv_format::f32: return 32;
   }
   return 0;
 }
@@ -4392,6 +4395,7 @@ struct kv_format_desc {
                                                        std::size_t head_dim) noexcept {
   switch (f.format) {
     case kv_format::f16: return tokens * head_dim * sizeof(f16);
+    case kv_format::f32: return tokens * head_dim * sizeof(float);
     case kv_format::q8_0: return tokens * (head_dim / 32) * sizeof(block_q8_0);
     case kv_format::kivi4:
     case kv_format::kivi2: {
@@ -4415,6 +4419,9 @@ struct kv_format_desc {
   switch (f.format) {
     case kv_format::f16:
       if (f.group != 1) return make_error(errc::invalid_argument, "f16 KV group ", f.group, " must be 1");
+      return {};
+    case kv_format::f32:
+      if (f.group != 1) return make_error(errc::invalid_argument, "f32 KV group ", f.group, " must be 1");
       return {};
     case kv_format::q8_0:
       if (f.group != 32) return make_error(errc::invalid_argument, "q8_0 KV group ", f.group, " must be 32");
@@ -4444,6 +4451,11 @@ struct kv_precision_map {
   static constexpr bool supported = false;
 };
 template <>
+struct kv_precision_map<precision::f32> {
+  static constexpr bool supported = true;
+  static constexpr kv_format_desc desc{kv_format::f32, 1};
+};
+template <>
 struct kv_precision_map<precision::f16> {
   static constexpr bool supported = true;
   static constexpr kv_format_desc desc{kv_format::f16, 1};
@@ -4461,8 +4473,8 @@ struct kv_precision_map<precision::kivi<Bits, Group>> {
 };
 }  // namespace detail
 
-/// Precisions a KV page may be stored in: precision::f16, precision::q8_0,
-/// precision::kivi<4, G> and precision::kivi<2, G>.
+/// Precisions a KV page may be stored in: precision::f32, precision::f16,
+/// precision::q8_0, precision::kivi<4, G> and precision::kivi<2, G>.
 template <class P>
 concept KvPrecision = Precision<P> && detail::kv_precision_map<P>::supported;
 
@@ -4894,6 +4906,11 @@ inline void quantize_page_head(kv_format_desc f, kv_role r, const float* src, st
   RUVLLM_ASSERT(d::page_args_ok(f, r, first_token, head_dim));
   const std::size_t D = head_dim;
   switch (f.format) {
+    case kv_format::f32: {
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + 4 * (first_token + t) * D, src + t * src_stride, D * sizeof(float));
+      return;
+    }
     case kv_format::f16: {
       for (std::size_t t = 0; t < tokens; ++t)
         for (std::size_t c = 0; c < D; ++c)
@@ -4935,9 +4952,15 @@ inline void dequantize_page_head(kv_format_desc f, kv_role r, const std::byte* s
                                  std::size_t tokens, std::size_t head_dim, float* dst,
                                  std::size_t dst_stride) noexcept {
   namespace d = kv_quant_detail;
-  RUVLLM_ASSERT(f.format == kv_format::f16 || f.format == kv_format::q8_0 || r == kv_role::value || f.group > 0);
+  RUVLLM_ASSERT(f.format == kv_format::f32 || f.format == kv_format::f16 || f.format == kv_format::q8_0 ||
+                r == kv_role::value || f.group > 0);
   const std::size_t D = head_dim;
   switch (f.format) {
+    case kv_format::f32: {
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + t * dst_stride, src + 4 * (first_token + t) * D, D * sizeof(float));
+      return;
+    }
     case kv_format::f16: {
       for (std::size_t t = 0; t < tokens; ++t)
         for (std::size_t c = 0; c < D; ++c)
@@ -5693,6 +5716,20 @@ struct ops<backend::scalar> : distance_ops<backend::scalar>,
   RUVLLM_KV_QUANT_EXPORTED(X)
 
 #if RUVLLM_KERNELS_EXPAND
+// GCC 12's AVX-512 intrinsic headers start many operations from an
+// `_mm512_undefined_*()` value, which -Wmaybe-uninitialized reports wherever
+// such an intrinsic is inlined (GCC bug 105593, fixed in GCC 13). Warnings
+// are classified by the location they point to, inside the intrinsic
+// headers, so reading <immintrin.h> here first with them off (Highway reads
+// it next) keeps -Werror builds of the kernels clean without hiding anything
+// in other code.
+#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
 #if defined(RUVLLM_STATIC_DISPATCH) && !defined(HWY_COMPILE_ONLY_STATIC)
 #define HWY_COMPILE_ONLY_STATIC 1
 #endif
@@ -8512,6 +8549,10 @@ HWY_INLINE void kivi_key_group(unsigned bits, std::size_t G, const float* HWY_RE
 inline void quantize(kv_format_desc f, kv_role r, const float* src, std::size_t src_stride, std::size_t first_token,
                      std::size_t tokens, std::size_t D, std::byte* dst) {
   switch (f.format) {
+    case kv_format::f32:
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + 4 * (first_token + t) * D, src + t * src_stride, D * sizeof(float));
+      return;
     case kv_format::f16:
       for (std::size_t t = 0; t < tokens; ++t) narrow_f16(src + t * src_stride, D, dst + 2 * (first_token + t) * D);
       return;
@@ -8545,6 +8586,10 @@ inline void dequantize(kv_format_desc f, kv_role r, const std::byte* src, std::s
   const DF d;
   const std::size_t L = hn::Lanes(d);
   switch (f.format) {
+    case kv_format::f32:
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + t * dst_stride, src + 4 * (first_token + t) * D, D * sizeof(float));
+      return;
     case kv_format::f16:
       for (std::size_t t = 0; t < tokens; ++t)
         for (std::size_t c = 0; c < D; c += L)
@@ -8942,6 +8987,10 @@ HWY_INLINE void kivi_key_group(unsigned bits, std::size_t G, const float* HWY_RE
 inline void quantize(kv_format_desc f, kv_role r, const float* src, std::size_t src_stride, std::size_t first_token,
                      std::size_t tokens, std::size_t D, std::byte* dst) {
   switch (f.format) {
+    case kv_format::f32:
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + 4 * (first_token + t) * D, src + t * src_stride, D * sizeof(float));
+      return;
     case kv_format::f16:
       for (std::size_t t = 0; t < tokens; ++t) narrow_f16(src + t * src_stride, D, dst + 2 * (first_token + t) * D);
       return;
@@ -8975,6 +9024,10 @@ inline void dequantize(kv_format_desc f, kv_role r, const std::byte* src, std::s
   const DF d;
   const std::size_t L = hn::Lanes(d);
   switch (f.format) {
+    case kv_format::f32:
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + t * dst_stride, src + 4 * (first_token + t) * D, D * sizeof(float));
+      return;
     case kv_format::f16:
       for (std::size_t t = 0; t < tokens; ++t)
         for (std::size_t c = 0; c < D; c += L)
@@ -9406,19 +9459,29 @@ struct page_ctx {
 template <std::size_t HB>
 inline constexpr std::size_t tokens_per_step = HB >= 8 ? 1 : 8 / HB;
 
-// f16 keys, TB tokens from t0.
-template <std::size_t HB, std::size_t TB>
-HWY_INLINE void score_f16_step(const page_ctx& c, std::size_t t0) {
+/// One vector of a dense page row: E bytes per element (4: f32, 2: f16).
+template <std::size_t E, class D>
+HWY_INLINE hn::Vec<D> load_dense(D d, const std::byte* HWY_RESTRICT p) {
+  if constexpr (E == 4) {
+    return hn::LoadU(d, reinterpret_cast<const float*>(p));
+  } else {
+    return load_f16(d, p);
+  }
+}
+
+// f32 / f16 keys (E bytes per element), TB tokens from t0.
+template <std::size_t HB, std::size_t TB, std::size_t E>
+HWY_INLINE void score_dense_step(const page_ctx& c, std::size_t t0) {
   const DF d;
   const std::size_t L = hn::Lanes(d);
   using V = hn::Vec<DF>;
   V acc[HB][TB];
   for (std::size_t h = 0; h < HB; ++h)
     for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::Zero(d);
-  const std::byte* row = c.k + 2 * t0 * c.D;
+  const std::byte* row = c.k + E * t0 * c.D;
   for (std::size_t x = 0; x < c.D; x += L) {
     V k[TB];
-    for (std::size_t b = 0; b < TB; ++b) k[b] = load_f16(d, row + 2 * (b * c.D + x));
+    for (std::size_t b = 0; b < TB; ++b) k[b] = load_dense<E>(d, row + E * (b * c.D + x));
     for (std::size_t h = 0; h < HB; ++h) {
       const V qv = hn::LoadU(d, c.q + h * c.D + x);
       for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::MulAdd(qv, k[b], acc[h][b]);
@@ -9428,15 +9491,15 @@ HWY_INLINE void score_f16_step(const page_ctx& c, std::size_t t0) {
     for (std::size_t b = 0; b < TB; ++b) c.s[h * score_stride + t0 + b] = reduce_sum(d, acc[h][b]);
 }
 
-template <std::size_t HB>
-HWY_INLINE void score_f16(const page_ctx& c) {
+template <std::size_t HB, std::size_t E>
+HWY_INLINE void score_dense(const page_ctx& c) {
   constexpr std::size_t TB = tokens_per_step<HB>;
   std::size_t t = 0;
   for (; t + TB <= c.n; t += TB) {
     c.values_ahead->until(t + TB, c.n);
-    score_f16_step<HB, TB>(c, t);
+    score_dense_step<HB, TB, E>(c, t);
   }
-  for (; t < c.n; ++t) score_f16_step<HB, 1>(c, t);
+  for (; t < c.n; ++t) score_dense_step<HB, 1, E>(c, t);
   c.values_ahead->until(1, 1);
 }
 
@@ -9553,19 +9616,19 @@ inline void score_kivi(DT dt, const page_ctx& c, unsigned bits, std::size_t G) {
 template <std::size_t HB>
 inline constexpr std::size_t channel_vectors = HB >= 8 ? 1 : (HB >= 4 ? 2 : 4);
 
-// f16 values, NV channel vectors from x.
-template <std::size_t HB, std::size_t NV>
-HWY_INLINE void accum_f16_pass(const page_ctx& c, std::size_t x) {
+// f32 / f16 values (E bytes per element), NV channel vectors from x.
+template <std::size_t HB, std::size_t NV, std::size_t E>
+HWY_INLINE void accum_dense_pass(const page_ctx& c, std::size_t x) {
   const DF d;
   const std::size_t L = hn::Lanes(d);
   using V = hn::Vec<DF>;
   V acc[HB][NV];
   for (std::size_t h = 0; h < HB; ++h)
     for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::LoadU(d, c.acc + h * c.D + x + b * L);
-  const std::byte* row = c.v + 2 * x;
-  for (std::size_t t = 0; t < c.n; ++t, row += 2 * c.D) {
+  const std::byte* row = c.v + E * x;
+  for (std::size_t t = 0; t < c.n; ++t, row += E * c.D) {
     V v[NV];
-    for (std::size_t b = 0; b < NV; ++b) v[b] = load_f16(d, row + 2 * b * L);
+    for (std::size_t b = 0; b < NV; ++b) v[b] = load_dense<E>(d, row + E * b * L);
     for (std::size_t h = 0; h < HB; ++h) {
       const V p = hn::Set(d, c.s[h * score_stride + t]);
       for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::MulAdd(p, v[b], acc[h][b]);
@@ -9575,16 +9638,16 @@ HWY_INLINE void accum_f16_pass(const page_ctx& c, std::size_t x) {
     for (std::size_t b = 0; b < NV; ++b) hn::StoreU(acc[h][b], d, c.acc + h * c.D + x + b * L);
 }
 
-template <std::size_t HB>
-HWY_INLINE void accum_f16(const page_ctx& c) {
+template <std::size_t HB, std::size_t E>
+HWY_INLINE void accum_dense(const page_ctx& c) {
   constexpr std::size_t CV = channel_vectors<HB>;
   const std::size_t L = hn::Lanes(DF());
   std::size_t x = 0;
   for (; x + CV * L <= c.D; x += CV * L) {
     c.keys_ahead->until(x + CV * L, c.D);
-    accum_f16_pass<HB, CV>(c, x);
+    accum_dense_pass<HB, CV, E>(c, x);
   }
-  for (; x < c.D; x += L) accum_f16_pass<HB, 1>(c, x);
+  for (; x < c.D; x += L) accum_dense_pass<HB, 1, E>(c, x);
   c.keys_ahead->until(1, 1);
 }
 
@@ -9739,7 +9802,8 @@ inline void page_block(const paged_kv_desc& kv, const page_ctx& c, float scale, 
   const DF d;
   const std::size_t L = hn::Lanes(d);
   switch (kv.k_format.format) {
-    case kv_format::f16: score_f16<HB>(c); break;
+    case kv_format::f32: score_dense<HB, 4>(c); break;
+    case kv_format::f16: score_dense<HB, 2>(c); break;
     case kv_format::q8_0: score_q8_0<HB>(c); break;
     case kv_format::kivi4:
     case kv_format::kivi2: {
@@ -9779,7 +9843,8 @@ inline void page_block(const paged_kv_desc& kv, const page_ctx& c, float scale, 
     }
   }
   switch (kv.v_format.format) {
-    case kv_format::f16: accum_f16<HB>(c); break;
+    case kv_format::f32: accum_dense<HB, 4>(c); break;
+    case kv_format::f16: accum_dense<HB, 2>(c); break;
     case kv_format::q8_0: accum_q8_0<HB>(c); break;
     case kv_format::kivi4:
     case kv_format::kivi2: {
@@ -12314,6 +12379,10 @@ inline void kivi_key_group(unsigned bits, std::size_t G, const float* x, std::si
 inline void quantize(kv_format_desc f, kv_role r, const float* src, std::size_t src_stride, std::size_t first_token,
                      std::size_t tokens, std::size_t D, std::byte* dst) noexcept {
   switch (f.format) {
+    case kv_format::f32:
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + 4 * (first_token + t) * D, src + t * src_stride, D * sizeof(float));
+      return;
     case kv_format::f16:
       for (std::size_t t = 0; t < tokens; ++t)
         for (std::size_t c = 0; c < D; ++c)
@@ -12346,6 +12415,11 @@ inline void quantize(kv_format_desc f, kv_role r, const float* src, std::size_t 
 
 inline void dequantize(kv_format_desc f, kv_role r, const std::byte* src, std::size_t first_token, std::size_t tokens,
                        std::size_t D, float* dst, std::size_t dst_stride) noexcept {
+  if (f.format == kv_format::f32) {
+    for (std::size_t t = 0; t < tokens; ++t)
+      std::memcpy(dst + t * dst_stride, src + 4 * (first_token + t) * D, D * sizeof(float));
+    return;
+  }
   if (f.format == kv_format::f16) {
     for (std::size_t t = 0; t < tokens; ++t) widen_f16(src + 2 * (first_token + t) * D, D, dst + t * dst_stride);
     return;
@@ -12625,7 +12699,7 @@ inline void axpy(float w, const float* x, float* acc, std::size_t n) noexcept {
     ::xsimd::fma(wv, vf::load_unaligned(x + i), vf::load_unaligned(acc + i)).store_unaligned(acc + i);
 }
 
-/// Row t of a page-head in a per-token format (f16, q8_0, KIVI values) into dst.
+/// Row t of a page-head in a per-token format (f32, f16, q8_0, KIVI values) into dst.
 inline void value_row(kv_format_desc f, kv_role r, const std::byte* head, std::size_t t, std::size_t D,
                       float* dst) noexcept {
   if (f.format == kv_format::f16) {
@@ -12641,7 +12715,7 @@ inline void score_page(const paged_kv_desc& kv, const float* q, std::size_t G, c
   const std::size_t D = kv.head_dim;
   alignas(64) float row[kv_max_head_dim];
   const kv_format_desc f = kv.k_format;
-  if (f.format == kv_format::f16 || f.format == kv_format::q8_0) {
+  if (f.format == kv_format::f32 || f.format == kv_format::f16 || f.format == kv_format::q8_0) {
     for (std::size_t t = 0; t < n; ++t) {
       value_row(f, kv_role::key, kh, t, D, row);
       for (std::size_t h = 0; h < G; ++h) s[h * score_stride + t] = dot(q + h * D, row, D);
@@ -14199,6 +14273,18 @@ struct kv_config {
   using v_precision = VPrecision;
 };
 
+/// A paged_kv_cache shape known only at run time (e.g. from a GGUF file's
+/// metadata): the cache takes layers, KV heads and head_dim from its
+/// block_allocator's layout at create(); the precisions and the tokens per
+/// block stay types and constants, since they pick the kernels.
+template <class KPrecision = precision::f16, class VPrecision = precision::f16, std::size_t TokensPerBlock = 16>
+struct runtime_kv_config {
+  static constexpr bool runtime_shape = true;
+  static constexpr std::size_t tokens_per_block = TokensPerBlock;
+  using k_precision = KPrecision;
+  using v_precision = VPrecision;
+};
+
 namespace detail {
 // Names every cache of every Config, so a workspace planned by one cache is
 // never taken for another's.
@@ -14210,18 +14296,44 @@ inline constexpr bool is_kivi_key = kernels::KvPrecision<P> &&
                                      kernels::kv_format_of<P>.format == kernels::kv_format::kivi4);
 }  // namespace detail
 
-/// A paged_kv_cache shape: layers, kv_heads, head_dim, tokens_per_block
-/// (constants) and k_precision, v_precision (KV precisions).
+namespace detail {
 template <class C>
-concept KvCacheConfig = requires {
+concept runtime_shaped_config = requires {
+  requires C::runtime_shape;
+};
+template <class C>
+concept static_shaped_config = requires {
   { C::layers } -> std::convertible_to<std::size_t>;
   { C::kv_heads } -> std::convertible_to<std::size_t>;
   { C::head_dim } -> std::convertible_to<std::size_t>;
+};
+
+// The compile-time shape constants of a static Config (none for a runtime one).
+template <class C, bool Static = !runtime_shaped_config<C>>
+struct static_kv_shape {};
+template <class C>
+struct static_kv_shape<C, true> {
+  static constexpr std::size_t layers = C::layers;
+  static constexpr std::size_t kv_heads = C::kv_heads;
+  static constexpr std::size_t head_dim = C::head_dim;
+  static constexpr std::size_t row_floats = kv_heads * head_dim;  // one token's K (or V), all heads
+  static_assert(layers >= 1 && kv_heads >= 1 && head_dim >= 1,
+                "paged_kv_cache: every Config dimension must be positive");
+};
+}  // namespace detail
+
+/// A paged_kv_cache shape: tokens_per_block (a constant), k_precision and
+/// v_precision (KV precisions), and either layers, kv_heads and head_dim
+/// (constants, kv_config) or runtime_shape = true (runtime_kv_config: the
+/// dimensions come from the block_allocator at run time).
+template <class C>
+concept KvCacheConfig = requires {
   { C::tokens_per_block } -> std::convertible_to<std::size_t>;
   typename C::k_precision;
   typename C::v_precision;
 }
-&&kernels::KvPrecision<typename C::k_precision>&& kernels::KvPrecision<typename C::v_precision>;
+&&(detail::static_shaped_config<C> || detail::runtime_shaped_config<C>)&&kernels::KvPrecision<
+    typename C::k_precision>&& kernels::KvPrecision<typename C::v_precision>;
 
 /// A sequence of a paged_kv_cache: slot and generation (stale ids are caught).
 using seq_id = std::uint64_t;
@@ -14268,14 +14380,13 @@ struct step_workspace {
 /// Movable; create() and make_workspace() allocate, nothing else does
 /// (except error messages). The block_allocator must outlive the cache.
 template <KvCacheConfig Config, Backend B = backend::highway>
-class paged_kv_cache {
+class paged_kv_cache : public detail::static_kv_shape<Config> {
  public:
   using config = Config;
   using k_precision = typename Config::k_precision;
   using v_precision = typename Config::v_precision;
-  static constexpr std::size_t layers = Config::layers;
-  static constexpr std::size_t kv_heads = Config::kv_heads;
-  static constexpr std::size_t head_dim = Config::head_dim;
+  /// Whether layers, KV heads and head_dim are run-time values (runtime_kv_config).
+  static constexpr bool runtime_shape = detail::runtime_shaped_config<Config>;
   static constexpr std::size_t tokens_per_block = Config::tokens_per_block;
   using view_type = kernels::paged_kv_view<k_precision, v_precision, tokens_per_block>;
   using block_id = block_allocator::block_id;
@@ -14283,25 +14394,43 @@ class paged_kv_cache {
   static_assert(!detail::is_kivi_key<k_precision>,
                 "paged_kv_cache: KIVI keys group tokens and cannot be appended one token at a time; store keys as "
                 "precision::f16 or precision::q8_0 (a KIVI key tier is filled by block migration)");
-  static_assert(layers >= 1 && kv_heads >= 1 && head_dim >= 1 && tokens_per_block >= 1,
-                "paged_kv_cache: every Config dimension must be positive");
+  static_assert(tokens_per_block >= 1, "paged_kv_cache: every Config dimension must be positive");
 
   static constexpr kernels::kv_format_desc k_format = kernels::kv_format_of<k_precision>;
   static constexpr kernels::kv_format_desc v_format = kernels::kv_format_of<v_precision>;
-  static constexpr std::size_t row_floats = kv_heads * head_dim;  // one token's K (or V), all heads
 
-  /// The block layout Config needs (for block_allocator::create).
-  [[nodiscard]] static result<block_layout> layout() {
+  /// The block layout a static Config needs (for block_allocator::create).
+  [[nodiscard]] static result<block_layout> layout() requires(!runtime_shape) {
+    return block_layout::of<k_precision, v_precision, tokens_per_block>(Config::layers, Config::kv_heads,
+                                                                        Config::head_dim);
+  }
+  /// The block layout of a runtime Config for a model's shape.
+  [[nodiscard]] static result<block_layout> layout(std::size_t layers, std::size_t kv_heads,
+                                                   std::size_t head_dim) requires runtime_shape {
     return block_layout::of<k_precision, v_precision, tokens_per_block>(layers, kv_heads, head_dim);
   }
 
+  /// The shape: layers, KV heads, head_dim, and one token's K (or V) floats
+  /// over all heads (the Config's constants, or the allocator's layout).
+  [[nodiscard]] std::size_t num_layers() const noexcept { return layers_; }
+  [[nodiscard]] std::size_t num_kv_heads() const noexcept { return kv_heads_; }
+  [[nodiscard]] std::size_t head_size() const noexcept { return head_dim_; }
+  [[nodiscard]] std::size_t row_size() const noexcept { return std::size_t{kv_heads_} * head_dim_; }
+
   paged_kv_cache() noexcept = default;
 
-  /// A cache over `blocks` (whose layout must equal layout()). Errors:
-  /// invalid_argument for a layout mismatch or options out of range.
+  /// A cache over `blocks`, whose layout must equal layout() (a runtime
+  /// Config takes its dimensions from it and checks the formats and tokens
+  /// per block). Errors: invalid_argument for a layout mismatch or options
+  /// out of range.
   [[nodiscard]] static result<paged_kv_cache> create(block_allocator& blocks, const cache_options& o = {}) {
-    RUVLLM_TRY_ASSIGN(const block_layout want, layout());
     const block_layout& have = blocks.layout();
+    block_layout want{};
+    if constexpr (runtime_shape) {
+      RUVLLM_TRY_ASSIGN(want, layout(have.layers, have.kv_heads, have.head_dim));
+    } else {
+      RUVLLM_TRY_ASSIGN(want, layout());
+    }
     if (have.layers != want.layers || have.kv_heads != want.kv_heads || have.head_dim != want.head_dim ||
         have.tokens_per_block != want.tokens_per_block || !(have.k_format == want.k_format) ||
         !(have.v_format == want.v_format))
@@ -14316,6 +14445,9 @@ class paged_kv_cache {
                         " must be in [1, 2^30]");
     paged_kv_cache c;
     c.blocks_ = &blocks;
+    c.layers_ = want.layers;
+    c.kv_heads_ = want.kv_heads;
+    c.head_dim_ = want.head_dim;
     c.max_seqs_ = o.max_sequences;
     c.max_tokens_ = o.max_tokens_per_sequence;
     c.max_blocks_ = static_cast<std::uint32_t>((o.max_tokens_per_sequence + tokens_per_block - 1) / tokens_per_block);
@@ -14333,6 +14465,9 @@ class paged_kv_cache {
     if (this != &o) {
       release_all();
       blocks_ = std::exchange(o.blocks_, nullptr);
+      layers_ = o.layers_;
+      kv_heads_ = o.kv_heads_;
+      head_dim_ = o.head_dim_;
       tables_ = std::move(o.tables_);
       seqs_ = std::move(o.seqs_);
       free_slots_ = std::move(o.free_slots_);
@@ -14545,7 +14680,7 @@ class paged_kv_cache {
   }
 
   /// Writes the new tokens of batch entry `entry` of the last plan in layer
-  /// `layer`: k and v hold count x kv_heads x head_dim values, token-major
+  /// `layer`: k and v hold count x row_size() values, token-major
   /// ([token][kv_head][dim]), count = the entry's new_tokens. Converted to
   /// the stored precision by B's KV quantizers; no allocation. Errors:
   /// invalid_argument (ws not from this cache's last plan, wrong sizes),
@@ -14562,15 +14697,15 @@ class paged_kv_cache {
                                     std::span<const f16> k, std::span<const f16> v) {
     RUVLLM_TRY(check_append(ws, layer, entry, k.size(), v.size()));
     const std::uint32_t n = ws.count[entry];
-    float kr[head_dim], vr[head_dim];
+    float kr[kernels::kv_max_head_dim], vr[kernels::kv_max_head_dim];
     for (std::uint32_t t = 0; t < n; ++t)
-      for (std::size_t h = 0; h < kv_heads; ++h) {
-        const std::size_t off = t * row_floats + h * head_dim;
-        for (std::size_t c = 0; c < head_dim; ++c) {
+      for (std::size_t h = 0; h < kv_heads_; ++h) {
+        const std::size_t off = t * row_size() + h * head_dim_;
+        for (std::size_t c = 0; c < head_dim_; ++c) {
           kr[c] = to_float(k[off + c]);
           vr[c] = to_float(v[off + c]);
         }
-        write_head(ws, layer, entry, t, 1, h, kr, vr, head_dim);
+        write_head(ws, layer, entry, t, 1, h, kr, vr, head_dim_);
       }
     return {};
   }
@@ -14580,7 +14715,7 @@ class paged_kv_cache {
   /// invalid_argument (ws not from this cache's last plan), out_of_range.
   [[nodiscard]] result<view_type> view(const step_workspace& ws, std::size_t layer) const {
     RUVLLM_TRY(check_ws(ws));
-    if (layer >= layers) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers);
+    if (layer >= layers_) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers_);
     return view_unchecked(ws, layer);
   }
 
@@ -14593,35 +14728,34 @@ class paged_kv_cache {
     vw.page_ids = ws.page_ids.get();
     vw.last_page_len = ws.last_page_len.get();
     vw.batch = ws.batch;
-    vw.n_kv_heads = static_cast<std::uint32_t>(kv_heads);
-    vw.head_dim = static_cast<std::uint32_t>(head_dim);
+    vw.n_kv_heads = kv_heads_;
+    vw.head_dim = head_dim_;
     return vw;
   }
 
   /// Reads token `pos` of s in layer `layer` back as floats (dequantized):
-  /// k_out and v_out receive kv_heads x head_dim values. For tests, tools
+  /// k_out and v_out receive row_size() values. For tests, tools
   /// and spilling. Errors: not_found, out_of_range (layer, pos >= length),
   /// invalid_argument (output sizes).
   result<void> read(seq_id s, std::size_t layer, std::size_t pos, std::span<float> k_out,
                     std::span<float> v_out) const {
     RUVLLM_TRY_ASSIGN(const std::uint32_t slot, find(s));
-    if (layer >= layers) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers);
+    if (layer >= layers_) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers_);
     if (pos >= seqs_[slot].length)
       return make_error(errc::out_of_range, "position ", pos, " >= sequence length ", seqs_[slot].length);
-    if (k_out.size() != row_floats || v_out.size() != row_floats)
-      return make_error(errc::invalid_argument, "read needs ", row_floats, " floats per output, got ", k_out.size(),
+    if (k_out.size() != row_size() || v_out.size() != row_size())
+      return make_error(errc::invalid_argument, "read needs ", row_size(), " floats per output, got ", k_out.size(),
                         " and ", v_out.size());
     const block_id b = table_of(slot)[pos / tokens_per_block];
     const std::size_t t = pos % tokens_per_block;
     const std::byte* kb = blocks_->k_block(layer, b);
     const std::byte* vb = blocks_->v_block(layer, b);
-    for (std::size_t h = 0; h < kv_heads; ++h) {
-      kernels::kv_quant_ops<B>::kv_dequantize_page_head(k_format, kernels::kv_role::key,
-                                                        kb + h * view_type::k_head_bytes(head_dim), t, 1, head_dim,
-                                                        k_out.data() + h * head_dim, head_dim);
-      kernels::kv_quant_ops<B>::kv_dequantize_page_head(v_format, kernels::kv_role::value,
-                                                        vb + h * view_type::v_head_bytes(head_dim), t, 1, head_dim,
-                                                        v_out.data() + h * head_dim, head_dim);
+    const std::size_t D = head_dim_;
+    for (std::size_t h = 0; h < kv_heads_; ++h) {
+      kernels::kv_quant_ops<B>::kv_dequantize_page_head(
+          k_format, kernels::kv_role::key, kb + h * view_type::k_head_bytes(D), t, 1, D, k_out.data() + h * D, D);
+      kernels::kv_quant_ops<B>::kv_dequantize_page_head(
+          v_format, kernels::kv_role::value, vb + h * view_type::v_head_bytes(D), t, 1, D, v_out.data() + h * D, D);
     }
     return {};
   }
@@ -14707,9 +14841,9 @@ class paged_kv_cache {
   [[nodiscard]] result<void> check_append(const step_workspace& ws, std::size_t layer, std::size_t entry,
                                           std::size_t k_size, std::size_t v_size) const {
     RUVLLM_TRY(check_ws(ws));
-    if (layer >= layers) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers);
+    if (layer >= layers_) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers_);
     if (entry >= ws.batch) return make_error(errc::out_of_range, "batch entry ", entry, " >= batch ", ws.batch);
-    const std::size_t want = std::size_t{ws.count[entry]} * row_floats;
+    const std::size_t want = std::size_t{ws.count[entry]} * row_size();
     if (k_size != want || v_size != want)
       return make_error(errc::invalid_argument, "append of ", ws.count[entry], " tokens needs ", want,
                         " values for K and V, got ", k_size, " and ", v_size);
@@ -14725,9 +14859,9 @@ class paged_kv_cache {
       const std::size_t pos = ws.start[entry] + t;
       const auto run = static_cast<std::uint32_t>(
           std::min<std::size_t>(n - t, tokens_per_block - pos % tokens_per_block));  // within one block
-      for (std::size_t h = 0; h < kv_heads; ++h)
-        write_head(ws, layer, entry, t, run, h, k + t * row_floats + h * head_dim, v + t * row_floats + h * head_dim,
-                   row_floats);
+      const std::size_t row = row_size();
+      for (std::size_t h = 0; h < kv_heads_; ++h)
+        write_head(ws, layer, entry, t, run, h, k + t * row + h * head_dim_, v + t * row + h * head_dim_, row);
       t += run;
     }
   }
@@ -14738,13 +14872,18 @@ class paged_kv_cache {
     const std::size_t pos = ws.start[entry] + t;
     const block_id b = table_of(ws.slot[entry])[pos / tokens_per_block];
     const std::size_t first = pos % tokens_per_block;
-    kernels::kv_quant_ops<B>::kv_quantize_page_head(k_format, kernels::kv_role::key, k, stride, first, run, head_dim,
-                                                    blocks_->k_block(layer, b) + h * view_type::k_head_bytes(head_dim));
-    kernels::kv_quant_ops<B>::kv_quantize_page_head(v_format, kernels::kv_role::value, v, stride, first, run, head_dim,
-                                                    blocks_->v_block(layer, b) + h * view_type::v_head_bytes(head_dim));
+    kernels::kv_quant_ops<B>::kv_quantize_page_head(
+        k_format, kernels::kv_role::key, k, stride, first, run, head_dim_,
+        blocks_->k_block(layer, b) + h * view_type::k_head_bytes(head_dim_));
+    kernels::kv_quant_ops<B>::kv_quantize_page_head(
+        v_format, kernels::kv_role::value, v, stride, first, run, head_dim_,
+        blocks_->v_block(layer, b) + h * view_type::v_head_bytes(head_dim_));
   }
 
   block_allocator* blocks_ = nullptr;
+  std::uint32_t layers_ = 0;
+  std::uint32_t kv_heads_ = 0;
+  std::uint32_t head_dim_ = 0;
   std::unique_ptr<block_id[]> tables_;
   std::unique_ptr<seq_state[]> seqs_;
   std::unique_ptr<std::uint32_t[]> free_slots_;
@@ -17109,18 +17248,21 @@ class gguf_file {
 // linear scaling from metadata), causal flash attention with GQA, SwiGLU.
 //
 // ------------------------------------------------------------- KV and memory
-// llama_context keeps one sequence's K and V in f32, per layer
-// [position][kv_head][head_dim] -- the dense layout the flash-attention kernel
-// reads, and appending a token is one contiguous row per layer. Every buffer
-// (KV, activations, quantized activations, attention workspaces, the RoPE
-// table) is allocated by create(); eval() allocates nothing except an error
-// message. Results are deterministic for a given thread count: every row of
-// every product and every attention tile is computed by one kernel call whose
-// arithmetic does not depend on how rows are split among threads.
+// llama_context keeps K and V in a kv::paged_kv_cache whose shape comes from
+// the GGUF metadata (kv::runtime_kv_config), in blocks shared between
+// sequences copy-on-write. Decode attention reads the blocks in place (the
+// paged decode kernel); a batch gathers its sequence's K/V into a dense
+// scratch for the flash-attention prefill kernel. Every buffer is allocated
+// by create(); eval() allocates nothing except an error message. Results are
+// deterministic for a given thread count: every row of every product and
+// every attention item is computed by one kernel call whose arithmetic does
+// not depend on how rows are split among threads.
 
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <limits>
+#include <memory>
 #include <numeric>
 #include <cstddef>
 #include <cstdint>
@@ -17439,23 +17581,58 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
 
 }  // namespace detail
 
-/// One sequence's inference state over a shared model: the KV cache, the
-/// activation buffers and the thread pool the products run on.
+/// The KV cache a llama_context keeps by default: F16 keys and values (as
+/// llama.cpp's default), 16 tokens per block, shape from the model.
+using default_kv = kv::runtime_kv_config<precision::f16, precision::f16, 16>;
+/// F32 keys and values: attention with float K/V, as llama.cpp's F32 KV cache.
+using f32_kv = kv::runtime_kv_config<precision::f32, precision::f32, 16>;
+
+/// One sequence's inference state over a shared model: its K and V in a
+/// paged KV cache (kv::paged_kv_cache), the activation buffers and the
+/// thread pool the products run on.
+///
+/// Template parameters: B, the kernel Backend; KvConfig, a
+/// kv::runtime_kv_config<KPrecision, VPrecision, TokensPerBlock> choosing how
+/// K and V are stored (default_kv: f16; f32_kv; q8_0 keys or values), the
+/// cache's shape (layers, KV heads, head_dim) coming from the model.
+///
+/// KV: the context owns a block_allocator and a paged_kv_cache over it
+/// (kv_cache()), and runs one of its sequences (sequence()). Positions live
+/// in blocks of TokensPerBlock tokens, so sequences can share prefixes: fork()
+/// makes a copy-on-write sibling of the current sequence, and blocks cached
+/// elsewhere (a radix cache hit) become a new sequence through
+/// kv_cache().add_sequence; use_sequence() switches to any live one.
+/// Decode attention reads the blocks in place with the paged decode kernel;
+/// a batch (prefill) gathers the sequence's K/V into a dense scratch for the
+/// flash-attention prefill kernel, so both see the stored precision.
 ///
 /// Decode (eval of one token) runs five pool jobs per layer (Q/K/V in one,
 /// attention, output projection, gate/up/SwiGLU in one, down projection),
 /// each through thread_pool::run_replicated, so a worker the OS deschedules
-/// mid-step never stalls the step. Batches (prefill) run the products as
-/// tiled GEMMs.
+/// mid-step never stalls the step. Batches run the products as tiled GEMMs.
+///
+/// Every buffer (KV blocks, activations, quantized activations, attention
+/// workspaces, the RoPE table) is allocated by create(); eval() allocates
+/// nothing except an error message. Results are deterministic for a given
+/// thread count and batch split.
 ///
 /// Thread-safety: one thread calls a context at a time (it runs the pool);
 /// different contexts of one model may run concurrently on different pools.
-template <Backend B = backend::highway>
+template <Backend B = backend::highway, class KvConfig = default_kv>
 class llama_context {
+  static_assert(kv::KvCacheConfig<KvConfig> && kv::paged_kv_cache<KvConfig, B>::runtime_shape,
+                "llama_context<B, KvConfig>: KvConfig must be a kv::runtime_kv_config<KPrecision, VPrecision, "
+                "TokensPerBlock> (the cache's shape comes from the model)");
+
  public:
+  using cache_type = kv::paged_kv_cache<KvConfig, B>;
+  static constexpr std::size_t tokens_per_block = KvConfig::tokens_per_block;
+
   struct options {
-    std::size_t n_ctx = 0;        ///< positions held; 0 means the model's training context
-    std::size_t max_batch = 256;  ///< tokens per internal step of eval (longer inputs are chunked)
+    std::size_t n_ctx = 0;         ///< positions per sequence; 0 means the model's training context
+    std::size_t max_batch = 256;   ///< tokens per internal step of eval (longer inputs are chunked)
+    std::size_t kv_sequences = 1;  ///< live sequences the KV cache can hold (forks, shared prefixes)
+    std::size_t kv_blocks = 0;     ///< KV blocks; 0 means kv_sequences full contexts
   };
 
   llama_context(llama_context&& other) noexcept
@@ -17463,16 +17640,26 @@ class llama_context {
         pool_(std::exchange(other.pool_, nullptr)),
         opt_(other.opt_),
         n_past_(other.n_past_),
+        seq_(other.seq_),
+        blocks_(std::move(other.blocks_)),
+        cache_(std::move(other.cache_)),
+        ws_(std::move(other.ws_)),
         buf_(std::move(other.buf_)) {}
   /// Waits for late pool workers still reading this context's buffers
   /// (thread_pool::quiesce) before they are replaced.
   llama_context& operator=(llama_context&& other) noexcept {
     if (this != &other) {
       if (pool_ != nullptr) pool_->quiesce();
+      // The cache refers to the allocator: drop it first.
+      cache_ = cache_type{};
       model_ = other.model_;
       pool_ = std::exchange(other.pool_, nullptr);
       opt_ = other.opt_;
       n_past_ = other.n_past_;
+      seq_ = other.seq_;
+      blocks_ = std::move(other.blocks_);
+      cache_ = std::move(other.cache_);
+      ws_ = std::move(other.ws_);
       buf_ = std::move(other.buf_);
     }
     return *this;
@@ -17484,9 +17671,12 @@ class llama_context {
     if (pool_ != nullptr) pool_->quiesce();
   }
 
-  /// Allocates every buffer for n_ctx positions. `model` and `pool` must
-  /// outlive the context. Errors: n_ctx or max_batch 0 after defaults, or
-  /// beyond 2^24 positions; out_of_memory.
+  /// Allocates every buffer for n_ctx positions, and a KV cache of kv_blocks
+  /// blocks holding up to kv_sequences sequences, with one empty sequence
+  /// current. `model` and `pool` must outlive the context. Errors: n_ctx,
+  /// max_batch or kv_sequences 0 after defaults, n_ctx beyond 2^24
+  /// positions, a head_dim the KV format cannot store (kv::block_layout),
+  /// out_of_memory.
   [[nodiscard]] static result<llama_context> create(const llama_model& model, thread_pool& pool, options o = {}) {
     const llama_hparams& h = model.hparams();
     if (o.n_ctx == 0) o.n_ctx = h.n_ctx_train;
@@ -17494,33 +17684,63 @@ class llama_context {
       return make_error(errc::invalid_argument, "n_ctx ", o.n_ctx, " must be in [1, ", kernels::attention_max_positions,
                         "]");
     if (o.max_batch == 0) return make_error(errc::invalid_argument, "max_batch must be at least 1");
+    if (o.kv_sequences == 0 || o.kv_sequences > (1u << 24))
+      return make_error(errc::invalid_argument, "kv_sequences ", o.kv_sequences, " must be in [1, 2^24]");
     o.max_batch = std::min(o.max_batch, o.n_ctx);
+    const std::size_t per_sequence = (o.n_ctx + tokens_per_block - 1) / tokens_per_block;
+    if (o.kv_blocks == 0) o.kv_blocks = o.kv_sequences * per_sequence;
     llama_context c(model, pool, o);
     RUVLLM_TRY(c.allocate());
     return c;
   }
 
   [[nodiscard]] const llama_model& model() const noexcept { return *model_; }
-  /// Positions held in the KV cache (the next token's position).
+  /// Positions of the current sequence (the next token's position).
   [[nodiscard]] std::size_t n_past() const noexcept { return n_past_; }
   [[nodiscard]] std::size_t n_ctx() const noexcept { return opt_.n_ctx; }
 
-  /// Forgets positions n and later (n <= n_past()): the next eval continues
-  /// at position n, reusing the cached prefix.
+  /// The KV cache and the sequence eval() runs.
+  [[nodiscard]] cache_type& kv_cache() noexcept { return cache_; }
+  [[nodiscard]] const cache_type& kv_cache() const noexcept { return cache_; }
+  [[nodiscard]] kv::seq_id sequence() const noexcept { return seq_; }
+
+  /// A new sequence sharing every position of the current one (copy on
+  /// write); the current sequence stays current. Errors: out_of_memory when
+  /// kv_sequences are live.
+  [[nodiscard]] result<kv::seq_id> fork() { return cache_.fork(seq_); }
+
+  /// Makes `s`, a live sequence of kv_cache(), the one eval() continues.
+  /// Errors: not_found (s), out_of_range (s longer than n_ctx).
+  [[nodiscard]] result<void> use_sequence(kv::seq_id s) {
+    RUVLLM_TRY_ASSIGN(const std::size_t length, cache_.length(s));
+    if (length > opt_.n_ctx)
+      return make_error(errc::out_of_range, "sequence of ", length, " positions exceeds the context of ", opt_.n_ctx);
+    seq_ = s;
+    n_past_ = length;
+    return {};
+  }
+
+  /// Forgets positions n and later of the current sequence (n <= n_past()):
+  /// the next eval continues at position n, reusing the cached prefix.
   [[nodiscard]] result<void> truncate(std::size_t n) {
     if (n > n_past_)
       return make_error(errc::out_of_range, "cannot truncate to ", n, " past the ", n_past_, " cached positions");
+    RUVLLM_TRY(cache_.truncate(seq_, n));
     n_past_ = n;
     return {};
   }
-  void reset() noexcept { n_past_ = 0; }
+  /// Empties the current sequence.
+  void reset() noexcept {
+    if (cache_.truncate(seq_, 0).has_value()) n_past_ = 0;
+  }
 
-  /// Runs `tokens` at positions n_past() .. n_past() + size - 1, appends
-  /// their K and V, and writes vocab-sized logits: of the last token
-  /// (logits.size() >= n_vocab) or of every token, token-major
-  /// (logits.size() >= tokens.size() * n_vocab). Errors, with nothing
-  /// changed: an empty batch, a token id outside the vocabulary, a batch past
-  /// n_ctx, a logits span too small.
+  /// Runs `tokens` at positions n_past() .. n_past() + size - 1 of the
+  /// current sequence, appends their K and V, and writes vocab-sized logits:
+  /// of the last token (logits.size() >= n_vocab) or of every token,
+  /// token-major (logits.size() >= tokens.size() * n_vocab). Errors, with
+  /// nothing changed: an empty batch, a token id outside the vocabulary, a
+  /// batch past n_ctx, a logits span too small, KV blocks exhausted
+  /// (out_of_memory), a current sequence freed through kv_cache() (not_found).
   [[nodiscard]] result<void> eval(std::span<const token_id> tokens, std::span<float> logits,
                                   logits_for which = logits_for::last) {
     const llama_hparams& h = model_->hparams();
@@ -17535,15 +17755,30 @@ class llama_context {
       if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= h.n_vocab)
         return make_error(errc::out_of_range, "token id ", tokens[i], " at index ", i, " is outside the vocabulary of ",
                           h.n_vocab);
+    RUVLLM_TRY_ASSIGN(const std::size_t length, cache_.length(seq_));
+    if (length != n_past_) return make_error(errc::invalid_argument, "the current sequence changed outside eval");
+    // Count the blocks the whole batch needs first, so running out of them
+    // changes nothing even when the batch runs in several steps.
+    const std::size_t free_blocks = blocks_->capacity_blocks() - blocks_->blocks_in_use();
+    const std::size_t held = (n_past_ + tokens_per_block - 1) / tokens_per_block;
+    std::size_t need = (n_past_ + tokens.size() + tokens_per_block - 1) / tokens_per_block - held;
+    if (n_past_ % tokens_per_block != 0) {
+      // A partial last block shared with another sequence is copied first.
+      RUVLLM_TRY_ASSIGN(const auto table, cache_.block_table(seq_));
+      if (blocks_->ref_count(table[held - 1]) > 1) ++need;
+    }
+    if (need > free_blocks)
+      return make_error(errc::out_of_memory, "KV cache: ", tokens.size(), " tokens at position ", n_past_,
+                        " need up to ", need, " blocks, ", free_blocks, " free");
     if (tokens.size() == 1) {
-      decode(tokens[0], logits.data());
+      RUVLLM_TRY(decode(tokens[0], logits.data()));
       return {};
     }
     for (std::size_t begin = 0; begin < tokens.size(); begin += opt_.max_batch) {
       const std::size_t n = std::min(opt_.max_batch, tokens.size() - begin);
       const bool last_chunk = begin + n == tokens.size();
       float* out = which == logits_for::all ? logits.data() + begin * h.n_vocab : logits.data();
-      step(tokens.subspan(begin, n), which == logits_for::all || last_chunk ? out : nullptr, which);
+      RUVLLM_TRY(step(tokens.subspan(begin, n), which == logits_for::all || last_chunk ? out : nullptr, which));
     }
     return {};
   }
@@ -17551,13 +17786,13 @@ class llama_context {
  private:
   using kops = kernels::ops<B>;
 
-  /// Every buffer of a context; allocate() makes them, nothing else does.
+  /// Every activation buffer of a context; allocate() makes them.
   struct buffers {
-    aligned_buffer<float> x, xn, q, attn, gate, up, rounded, k_cache, v_cache, qkv;
+    aligned_buffer<float> x, xn, q, attn, gate, up, rounded, qkv, k_new, v_new, k_dense, v_dense;
     aligned_buffer<f16> half;
     aligned_buffer<kernels::q8_0_quad> act_q8_0;
     aligned_buffer<block_q8_k> act_q8_k;
-    aligned_buffer<std::byte> workspace;
+    aligned_buffer<std::byte> workspace;  // per thread: prefill attention tiles, or a decode item's state
     std::size_t workspace_bytes = 0;
     kernels::rope_table rope;
   };
@@ -17567,8 +17802,16 @@ class llama_context {
   [[nodiscard]] result<void> allocate() {
     const llama_hparams& h = model_->hparams();
     const std::size_t nb = opt_.max_batch, d = h.n_embd, q_dim = h.n_head * h.head_dim,
-                      kv_dim = h.n_head_kv * h.head_dim;
+                      kv_dim = h.n_head_kv * h.head_dim, group = h.n_head / h.n_head_kv;
     const std::size_t widest = std::max({d, q_dim, h.n_ff});
+    // KV: the allocator is on the heap so the cache's pointer to it survives moves.
+    RUVLLM_TRY_ASSIGN(const kv::block_layout layout, cache_type::layout(h.n_layer, h.n_head_kv, h.head_dim));
+    RUVLLM_TRY_ASSIGN(auto blocks, kv::block_allocator::create(layout, opt_.kv_blocks));
+    blocks_ = std::make_unique<kv::block_allocator>(std::move(blocks));
+    RUVLLM_TRY_ASSIGN(cache_, cache_type::create(*blocks_, {static_cast<std::uint32_t>(opt_.kv_sequences),
+                                                            static_cast<std::uint32_t>(opt_.n_ctx)}));
+    ws_ = cache_.make_workspace(1);
+    RUVLLM_TRY_ASSIGN(seq_, cache_.add_sequence());
     buffers& b = buf_;
     RUVLLM_TRY_ASSIGN(b.x, aligned_buffer<float>::allocate(nb * d));
     RUVLLM_TRY_ASSIGN(b.xn, aligned_buffer<float>::allocate(nb * d));
@@ -17577,13 +17820,17 @@ class llama_context {
     RUVLLM_TRY_ASSIGN(b.gate, aligned_buffer<float>::allocate(nb * h.n_ff));
     RUVLLM_TRY_ASSIGN(b.up, aligned_buffer<float>::allocate(nb * h.n_ff));
     RUVLLM_TRY_ASSIGN(b.qkv, aligned_buffer<float>::allocate(q_dim + 2 * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.k_new, aligned_buffer<float>::allocate(nb * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.v_new, aligned_buffer<float>::allocate(nb * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.k_dense, aligned_buffer<float>::allocate(opt_.n_ctx * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.v_dense, aligned_buffer<float>::allocate(opt_.n_ctx * kv_dim));
     RUVLLM_TRY_ASSIGN(b.rounded, aligned_buffer<float>::allocate(nb * widest));
     RUVLLM_TRY_ASSIGN(b.half, aligned_buffer<f16>::allocate(widest));
     RUVLLM_TRY_ASSIGN(b.act_q8_0, aligned_buffer<kernels::q8_0_quad>::allocate(nb * kernels::q8_0_quads(widest)));
     RUVLLM_TRY_ASSIGN(b.act_q8_k, aligned_buffer<block_q8_k>::allocate(nb * (widest / qk_k + 1)));
-    RUVLLM_TRY_ASSIGN(b.k_cache, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
-    RUVLLM_TRY_ASSIGN(b.v_cache, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
-    b.workspace_bytes = (kernels::attention_prefill_workspace_bytes(h.head_dim) + 63) / 64 * 64;
+    const std::size_t decode_state = (2 * group + group * h.head_dim) * sizeof(float);
+    b.workspace_bytes =
+        (std::max(kernels::attention_prefill_workspace_bytes(h.head_dim), decode_state) + 127) / 64 * 64;
     RUVLLM_TRY_ASSIGN(b.workspace, aligned_buffer<std::byte>::allocate(b.workspace_bytes * pool_->size()));
     kernels::rope_params rp;
     rp.head_dim = h.head_dim;
@@ -17717,11 +17964,57 @@ class llama_context {
                           });
   }
 
+  /// Decode attention of layer `layer` for the token just appended: one
+  /// replicated work item per KV head, each running the paged decode kernel
+  /// over the sequence's blocks into its thread's own state (so a late
+  /// worker never writes shared memory) and normalizing its group of heads
+  /// into attn.
+  void decode_attention(std::size_t layer, const float* q, float* attn) {
+    const llama_hparams& h = model_->hparams();
+    const std::size_t hd = h.head_dim, group = h.n_head / h.n_head_kv;
+    const kernels::paged_kv_desc kvd = cache_.view_unchecked(ws_, layer).desc();
+    kernels::attention_decode_plan base;
+    base.batch = 1;
+    base.n_items = 1;
+    base.n_heads = static_cast<std::uint32_t>(h.n_head);
+    base.n_kv_heads = static_cast<std::uint32_t>(h.n_head_kv);
+    base.head_dim = static_cast<std::uint32_t>(hd);
+    base.group = static_cast<std::uint32_t>(group);
+    base.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+    std::byte* ws = buf_.workspace.data();
+    const std::size_t ws_bytes = buf_.workspace_bytes;
+    pool_->run_replicated(
+        h.n_head_kv, 1, attn, group * hd,
+        [kvd, base, q, ws, ws_bytes](std::size_t begin, std::size_t end, std::size_t thread, float* dst) noexcept {
+          const std::size_t D = base.head_dim, G = base.group;
+          auto* state = reinterpret_cast<float*>(ws + thread * ws_bytes);
+          for (std::size_t kvh = begin; kvh < end; ++kvh) {
+            const kernels::attention_decode_item item{0, static_cast<std::uint32_t>(kvh), 0, kvd.pages(0)};
+            kernels::attention_decode_plan plan = base;
+            plan.items = &item;
+            plan.state_ml = state;
+            plan.state_acc = state + 2 * G;
+            kops::attention_decode(plan, kvd, q, 0, 1);
+            // One item per head group: its state is the whole softmax (as
+            // attention_decode_merge computes for a single item).
+            float* out = dst + (kvh - begin) * G * D;
+            for (std::size_t g = 0; g < G; ++g) {
+              const float m = plan.ml(0, g)[0], l = plan.ml(0, g)[1];
+              const float inv = m != -std::numeric_limits<float>::infinity() && l > 0.0f ? 1.0f / l : 0.0f;
+              const float* acc = plan.acc(0, g);
+              for (std::size_t c = 0; c < D; ++c) out[g * D + c] = acc[c] * inv;
+            }
+          }
+        });
+  }
+
   /// One token at position n_past_, through every layer; logits to `out`.
-  void decode(token_id token, float* out) {
+  [[nodiscard]] result<void> decode(token_id token, float* out) {
     const llama_hparams& h = model_->hparams();
     const std::size_t d = h.n_embd, hd = h.head_dim, q_dim = h.n_head * hd, kv_dim = h.n_head_kv * hd;
-    const std::size_t group = h.n_head / h.n_head_kv, pos = n_past_;
+    const std::size_t pos = n_past_;
+    const kv::step_entry entry{seq_, 1};
+    RUVLLM_TRY(cache_.plan(std::span(&entry, 1), ws_));
     float* x = buf_.x.data();
     float* xn = buf_.xn.data();
     float* qkv = buf_.qkv.data();
@@ -17729,8 +18022,6 @@ class llama_context {
     embed(token, x);
     for (std::size_t il = 0; il < h.n_layer; ++il) {
       const llama_layer& l = model_->layers()[il];
-      float* k_layer = buf_.k_cache.data() + il * opt_.n_ctx * kv_dim;
-      float* v_layer = buf_.v_cache.data() + il * opt_.n_ctx * kv_dim;
       kops::rms_norm_rows(x, l.attn_norm, xn, 1, d, h.rms_eps);
       decode_product(xn, qkv, l.wq, &l.wk, &l.wv);
       float* q = qkv;
@@ -17743,29 +18034,8 @@ class llama_context {
       }
       kops::rope_apply(buf_.rope, h.rope_layout, q, 1, h.n_head, pos);
       kops::rope_apply(buf_.rope, h.rope_layout, k, 1, h.n_head_kv, pos);
-      std::memcpy(k_layer + pos * kv_dim, k, kv_dim * sizeof(float));
-      std::memcpy(v_layer + pos * kv_dim, v, kv_dim * sizeof(float));
-
-      // Attention: one work item per KV head, writing its group of heads.
-      kernels::attention_prefill_args args =
-          kernels::attention_prefill_args::dense(q, k_layer, v_layer, attn, 1, pos + 1, group, 1, hd);
-      args.k_stride = args.v_stride = kv_dim;
-      std::byte* ws = buf_.workspace.data();
-      const std::size_t ws_bytes = buf_.workspace_bytes;
-      pool_->run_replicated(
-          h.n_head_kv, 1, attn, group * hd,
-          [args, ws, ws_bytes, hd, group](std::size_t begin, std::size_t end, std::size_t thread, float* dst) noexcept {
-            for (std::size_t kvh = begin; kvh < end; ++kvh) {
-              kernels::attention_prefill_args a = args;
-              a.q += kvh * group * hd;
-              a.k += kvh * hd;
-              a.v += kvh * hd;
-              a.out = dst + (kvh - begin) * group * hd;
-              kops::attention_prefill(a, std::span<std::byte>(ws + thread * ws_bytes, ws_bytes), 0,
-                                      kernels::attention_prefill_work_items(a));
-            }
-          });
-
+      RUVLLM_TRY(cache_.append(ws_, il, 0, std::span<const float>(k, kv_dim), std::span<const float>(v, kv_dim)));
+      decode_attention(il, q, attn);
       decode_product(attn, xn, l.wo);
       add_rows(x, xn, d);
       kops::rms_norm_rows(x, l.ffn_norm, xn, 1, d, h.rms_eps);
@@ -17777,6 +18047,7 @@ class llama_context {
     n_past_ += 1;
     kops::rms_norm_rows(x, model_->output_norm(), xn, 1, d, h.rms_eps);
     decode_product(xn, out, model_->output());
+    return {};
   }
 
   // ------------------------------------------------------------ batches
@@ -17857,25 +18128,48 @@ class llama_context {
     }
   }
 
+  /// The sequence's keys and values of layer `layer`, positions [0, n), as
+  /// dense [position][kv_head][dim] floats in k_dense / v_dense (read from the
+  /// blocks, so in the stored precision), on every pool thread.
+  void gather_kv(std::size_t layer, std::size_t n) {
+    const llama_hparams& h = model_->hparams();
+    const kernels::paged_kv_desc kvd = cache_.view_unchecked(ws_, layer).desc();
+    const std::size_t hd = h.head_dim, kv_dim = h.n_head_kv * hd, pages = (n + tokens_per_block - 1) / tokens_per_block;
+    float* k = buf_.k_dense.data();
+    float* v = buf_.v_dense.data();
+    pool_->run(pages, 4, [&](std::size_t begin, std::size_t end, std::size_t) {
+      for (std::size_t p = begin; p < end; ++p) {
+        const std::size_t first = p * tokens_per_block, count = std::min(tokens_per_block, n - first);
+        for (std::size_t head = 0; head < h.n_head_kv; ++head) {
+          kops::kv_dequantize_page_head(kvd.k_format, kernels::kv_role::key,
+                                        kvd.k_head(0, static_cast<std::uint32_t>(p), head), 0, count, hd,
+                                        k + first * kv_dim + head * hd, kv_dim);
+          kops::kv_dequantize_page_head(kvd.v_format, kernels::kv_role::value,
+                                        kvd.v_head(0, static_cast<std::uint32_t>(p), head), 0, count, hd,
+                                        v + first * kv_dim + head * hd, kv_dim);
+        }
+      }
+    });
+  }
+
   /// One chunk of at most max_batch tokens; logits to `out` when non-null.
-  void step(std::span<const token_id> tokens, float* out, logits_for which) {
+  [[nodiscard]] result<void> step(std::span<const token_id> tokens, float* out, logits_for which) {
     const llama_hparams& h = model_->hparams();
     const std::size_t n = tokens.size(), d = h.n_embd, hd = h.head_dim;
     const std::size_t q_dim = h.n_head * hd, kv_dim = h.n_head_kv * hd;
     const std::size_t pos = n_past_;
+    const kv::step_entry entry{seq_, static_cast<std::uint32_t>(n)};
+    RUVLLM_TRY(cache_.plan(std::span(&entry, 1), ws_));
     float* x = buf_.x.data();
     float* xn = buf_.xn.data();
     float* q = buf_.q.data();
     float* attn = buf_.attn.data();
+    float* k_new = buf_.k_new.data();
+    float* v_new = buf_.v_new.data();
     for (std::size_t t = 0; t < n; ++t) embed(tokens[t], x + t * d);
 
     for (std::size_t il = 0; il < h.n_layer; ++il) {
       const llama_layer& l = model_->layers()[il];
-      float* k_layer = buf_.k_cache.data() + il * opt_.n_ctx * kv_dim;
-      float* v_layer = buf_.v_cache.data() + il * opt_.n_ctx * kv_dim;
-      float* k_new = k_layer + pos * kv_dim;
-      float* v_new = v_layer + pos * kv_dim;
-
       kops::rms_norm_rows(x, l.attn_norm, xn, n, d, h.rms_eps);
       matmul(l.wq, xn, d, q, q_dim, n);
       matmul(l.wk, xn, d, k_new, kv_dim, n);
@@ -17887,9 +18181,12 @@ class llama_context {
       }
       kops::rope_apply(buf_.rope, h.rope_layout, q, n, h.n_head, pos);
       kops::rope_apply(buf_.rope, h.rope_layout, k_new, n, h.n_head_kv, pos);
+      RUVLLM_TRY(cache_.append(ws_, il, 0, std::span<const float>(k_new, n * kv_dim),
+                               std::span<const float>(v_new, n * kv_dim)));
+      gather_kv(il, pos + n);
 
-      const auto args =
-          kernels::attention_prefill_args::dense(q, k_layer, v_layer, attn, n, pos + n, h.n_head, h.n_head_kv, hd);
+      const auto args = kernels::attention_prefill_args::dense(q, buf_.k_dense.data(), buf_.v_dense.data(), attn, n,
+                                                               pos + n, h.n_head, h.n_head_kv, hd);
       const std::size_t items = kernels::attention_prefill_work_items(args);
       std::byte* ws = buf_.workspace.data();
       const std::size_t ws_bytes = buf_.workspace_bytes;
@@ -17908,12 +18205,13 @@ class llama_context {
       add_rows(x, xn, n * d);
     }
     n_past_ += n;
-    if (out == nullptr) return;
+    if (out == nullptr) return {};
     // Only the rows whose logits are wanted go through the output head.
     const std::size_t first = which == logits_for::all ? 0 : n - 1;
     const std::size_t rows = n - first;
     kops::rms_norm_rows(x + first * d, model_->output_norm(), xn, rows, d, h.rms_eps);
     matmul(model_->output(), xn, d, out, h.n_vocab, rows);
+    return {};
   }
 
   static void add_bias(float* y, const float* bias, std::size_t rows, std::size_t n) noexcept {
@@ -17928,6 +18226,10 @@ class llama_context {
   thread_pool* pool_ = nullptr;
   options opt_{};
   std::size_t n_past_ = 0;
+  kv::seq_id seq_ = 0;
+  std::unique_ptr<kv::block_allocator> blocks_;
+  cache_type cache_;
+  kv::step_workspace ws_;
   buffers buf_;
 };
 
@@ -18283,8 +18585,8 @@ class stop_sequence_matcher {
 /// is called for each generated token (stop tokens excluded) and returns
 /// false to stop. Errors: an empty prompt, a prompt that does not fit the
 /// context, and the context's own errors.
-template <Backend B, class OnToken>
-[[nodiscard]] result<generate_stats> generate(llama_context<B>& ctx, sampler& smp, std::span<const token_id> prompt,
+template <Backend B, class Kv, class OnToken>
+[[nodiscard]] result<generate_stats> generate(llama_context<B, Kv>& ctx, sampler& smp, std::span<const token_id> prompt,
                                               std::vector<token_id>& cached, const generate_options& o,
                                               OnToken&& on_token) {
   using clock = std::chrono::steady_clock;

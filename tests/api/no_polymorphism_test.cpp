@@ -72,12 +72,14 @@ using public_types = std::tuple<
     ruvllm::kv::block_layout, ruvllm::kv::block_allocator, ruvllm::kv::kv_config<2, 2, 64>,
     ruvllm::kv::paged_kv_cache<ruvllm::kv::kv_config<2, 2, 64>>,
     ruvllm::kv::paged_kv_cache<ruvllm::kv::kv_config<1, 1, 32, p::q8_0, p::kivi<4>, 32>, ruvllm::backend::scalar>,
-    ruvllm::kv::step_workspace, ruvllm::kv::step_entry, ruvllm::kv::cache_options,
+    ruvllm::kv::step_workspace, ruvllm::kv::step_entry, ruvllm::kv::cache_options, ruvllm::kv::runtime_kv_config<>,
+    ruvllm::kv::paged_kv_cache<ruvllm::kv::runtime_kv_config<p::f32, p::f32, 16>>,
     // model: forward pass, sampling, generation
     ruvllm::model::llama_hparams, ruvllm::model::weight_matrix, ruvllm::model::llama_layer, ruvllm::model::llama_model,
     ruvllm::model::llama_context<>, ruvllm::model::llama_context<ruvllm::backend::scalar>,
-    ruvllm::model::sampler_params, ruvllm::model::sampler, ruvllm::model::generate_options,
-    ruvllm::model::generate_stats, ruvllm::model::stop_sequence_matcher,
+    ruvllm::model::llama_context<ruvllm::backend::highway, ruvllm::model::f32_kv>, ruvllm::model::sampler_params,
+    ruvllm::model::sampler, ruvllm::model::generate_options, ruvllm::model::generate_stats,
+    ruvllm::model::stop_sequence_matcher,
     // kernels
     ruvllm::kernels::ops<ruvllm::backend::scalar>, ruvllm::kernels::ops<ruvllm::backend::highway>,
     ruvllm::kernels::ops<ruvllm::backend::xsimd>, ruvllm::kernels::distance_ops<ruvllm::backend::scalar>,

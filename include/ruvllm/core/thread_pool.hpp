@@ -63,10 +63,6 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 #include "ruvllm/core/config.hpp"
 
 #if defined(__SANITIZE_THREAD__)
@@ -85,7 +81,9 @@ namespace ruvllm {
 namespace detail {
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
+  // The builtin rather than _mm_pause: <immintrin.h> is left to the kernel
+  // headers, which read it with GCC 12's false warnings silenced.
+  __builtin_ia32_pause();
 #elif defined(__aarch64__)
   asm volatile("yield");
 #endif
