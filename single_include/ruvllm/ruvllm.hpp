@@ -6390,6 +6390,7 @@ HWY_AFTER_NAMESPACE();
 
 #include <cstddef>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -6413,6 +6414,20 @@ HWY_INLINE hn::Vec<D> load_as_f32(D d, const ruvllm::bf16* p) {
   return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(p)));
 }
 
+/// Software prefetch of a call's weight bytes [next, end), kept `distance`
+/// bytes ahead of an estimate of the bytes consumed: four interleaved row
+/// streams lose the hardware prefetchers (measured on Zen 5 for the
+/// quantized GEMV too, quant-inl.h), a sequential software stream does not.
+struct row_prefetcher {
+  const char* next;
+  const char* end;
+  std::size_t distance;
+  HWY_INLINE void advance(const char* consumed) {
+    const char* target = consumed + distance < end ? consumed + distance : end;
+    for (; next < target; next += 64) hwy::Prefetch(next);
+  }
+};
+
 // Four rows per pass share each load of x (x stays in L1, the weights stream
 // from memory once); two vectors per row per step give eight independent FMA
 // chains, enough to cover FMA latency. Columns past the last full vector are
@@ -6424,6 +6439,10 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
   const std::size_t lanes = hn::Lanes(d);
   const std::size_t full = cols / lanes * lanes;
   const std::size_t pairs = cols / (2 * lanes) * (2 * lanes);
+  const auto* bytes = reinterpret_cast<const char*>(w);
+  const std::size_t row_bytes = row_stride * sizeof(W);
+  const std::size_t distance = (std::size_t{24} << 10) + 4 * row_bytes;
+  row_prefetcher pf{bytes + distance, bytes + rows * row_bytes, distance};
   std::size_t r = 0;
   for (; r + 4 <= rows; r += 4) {
     const W* w0 = w + r * row_stride;
@@ -6434,6 +6453,7 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
     auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
     std::size_t c = 0;
     for (; c < pairs; c += 2 * lanes) {
+      pf.advance(bytes + r * row_bytes + 4 * (c + 2 * lanes) * sizeof(W));
       const auto xa = hn::LoadU(d, x + c);
       const auto xb = hn::LoadU(d, x + c + lanes);
       a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
@@ -17932,6 +17952,13 @@ class llama_context {
       }
       seg.end[i] = rows;
     }
+    if (pool_->size() == 1) {
+      // One kernel call per matrix: its software prefetch then runs through
+      // the whole matrix instead of restarting at every work item.
+      for (std::size_t i = 0, first = 0; i < 3 && first < rows; first = seg.end[i++])
+        if (seg.end[i] > first) detail::matrix_rows<B>(seg.m[i], in, 0, seg.end[i] - first, y + first);
+      return;
+    }
     const std::size_t grain = detail::decode_grain(widest_row, gcd);
     pool_->run_replicated(rows, grain, y, 1,
                           [seg, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
@@ -17951,6 +17978,13 @@ class llama_context {
       return;
     }
     const detail::prepared_input in = prepare(x, l.gate.cols, {l.gate.type, l.up.type});
+    if (pool_->size() == 1) {
+      // Whole matrices one after the other (see decode_product).
+      detail::matrix_rows<B>(l.gate, in, 0, l.gate.rows, h_out);
+      detail::matrix_rows<B>(l.up, in, 0, l.up.rows, buf_.up.data());
+      kops::swiglu(h_out, buf_.up.data(), h_out, l.gate.rows);
+      return;
+    }
     constexpr std::size_t max_grain = 256;
     const std::size_t grain =
         std::min(max_grain, detail::decode_grain(l.gate.row_bytes + l.up.row_bytes, std::gcd(l.gate.rows, max_grain)));

@@ -714,6 +714,13 @@ class llama_context {
       }
       seg.end[i] = rows;
     }
+    if (pool_->size() == 1) {
+      // One kernel call per matrix: its software prefetch then runs through
+      // the whole matrix instead of restarting at every work item.
+      for (std::size_t i = 0, first = 0; i < 3 && first < rows; first = seg.end[i++])
+        if (seg.end[i] > first) detail::matrix_rows<B>(seg.m[i], in, 0, seg.end[i] - first, y + first);
+      return;
+    }
     const std::size_t grain = detail::decode_grain(widest_row, gcd);
     pool_->run_replicated(rows, grain, y, 1,
                           [seg, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
@@ -733,6 +740,13 @@ class llama_context {
       return;
     }
     const detail::prepared_input in = prepare(x, l.gate.cols, {l.gate.type, l.up.type});
+    if (pool_->size() == 1) {
+      // Whole matrices one after the other (see decode_product).
+      detail::matrix_rows<B>(l.gate, in, 0, l.gate.rows, h_out);
+      detail::matrix_rows<B>(l.up, in, 0, l.up.rows, buf_.up.data());
+      kops::swiglu(h_out, buf_.up.data(), h_out, l.gate.rows);
+      return;
+    }
     constexpr std::size_t max_grain = 256;
     const std::size_t grain =
         std::min(max_grain, detail::decode_grain(l.gate.row_bytes + l.up.row_bytes, std::gcd(l.gate.rows, max_grain)));
