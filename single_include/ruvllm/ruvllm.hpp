@@ -1475,9 +1475,17 @@ class mapped_file {
 //    computes it itself, and the late worker's result is discarded when it
 //    resumes. A step therefore never waits for a thread that is not running:
 //    a descheduled worker costs about one chunk of recomputation, and a
-//    worker that runs contributes whatever it finishes. This is what keeps a
-//    2-thread decode at least as fast as a 1-thread one when another process
-//    holds a core.
+//    worker that runs contributes whatever it finishes.
+//  * run_replicated() also checks that the workers pay for themselves: it
+//    measures the chunks completed per second over windows of jobs with the
+//    workers and without them (the caller alone, the workers asleep), keeps
+//    the faster way, and tests again from time to time (options::adaptive).
+//    A worker that only gets a sliver of a shared core, or that the OS packs
+//    onto the caller's core, then sleeps instead of slowing the caller down.
+//    Together this is what keeps a 2-thread decode at least as fast as a
+//    1-thread one when another process holds a core.
+//  * Idle workers yield the CPU while they spin, so a worker that shares a
+//    core with the caller does not take its time slice.
 //
 // Thread-safety: run() / run_replicated() may be called by one thread at a
 // time (the owner); concurrent calls from several threads are serialized by
@@ -1552,6 +1560,13 @@ struct thread_pool_options {
   std::chrono::microseconds replicate_after{20};
   /// run_replicated(): floats of staging per worker; bounds chunk * per_item.
   std::size_t staging_floats = 16384;
+  /// run_replicated(): measure whether the workers speed jobs up and run
+  /// without them when they do not (see the file comment).
+  bool adaptive = true;
+  /// run_replicated(): a measuring window is at least this many jobs ...
+  std::uint32_t probe_jobs = 64;
+  /// ... and this long.
+  std::chrono::microseconds probe_time{20000};
 };
 
 /// Counters for tests and diagnostics (monotonic, caller-owned).
@@ -1562,6 +1577,7 @@ struct thread_pool_stats {
   std::uint64_t straggler_waits = 0;    // run(): jobs where the caller waited past straggler_wait
   std::uint64_t exclusions = 0;         // run(): workers benched after a straggler wait
   std::uint64_t chunks_recomputed = 0;  // run_replicated(): claimed chunks the caller took over
+  std::uint64_t solo_jobs = 0;          // run_replicated(): jobs run without the workers (adaptive)
 };
 
 /// Persistent worker threads plus the caller; see the file comment.
@@ -1632,8 +1648,10 @@ class thread_pool {
   }
 
   /// Calls body(begin, end, thread, dst) over [0, n) in chunks of `grain`
-  /// items (the last may be shorter), where `thread` is as for run() (a chunk
-  /// the caller takes over runs as thread 0) and dst points at
+  /// items (the last may be shorter), or, when the caller runs the job alone
+  /// (a one-thread pool, or the workers benched by options::adaptive), once
+  /// over all of [0, n): bodies must accept any range. `thread` is as for
+  /// run() (a chunk the caller takes over runs as thread 0) and dst points at
   /// (end - begin) * per_item floats that end up as
   /// out[begin * per_item ...]: the caller's chunks
   /// write out directly, a worker's are staged and copied. Returns when out
@@ -1653,13 +1671,15 @@ class thread_pool {
     grain = std::max(grain, (n + max_replicated_chunks - 1) / max_replicated_chunks);
     const std::size_t chunks = (n + grain - 1) / grain;
     ++job_count_;
-    if (chunks == 1 || slots_.empty() || grain * per_item > options_.staging_floats) {
-      for (std::size_t c = 0; c < chunks; ++c) {
-        const std::size_t begin = c * grain, end = std::min(n, begin + grain);
-        body(begin, end, std::size_t{0}, out + begin * per_item);
-      }
+    const bool solo = !probe_.workers_on && !slots_.empty();
+    if (chunks == 1 || slots_.empty() || grain * per_item > options_.staging_floats || solo) {
+      // The caller alone: one call over the whole range (a kernel then
+      // streams its data in one go, prefetching across chunk boundaries).
+      body(std::size_t{0}, n, std::size_t{0}, out);
       stats_.jobs++;
       stats_.chunks_by_caller += chunks;
+      stats_.solo_jobs += solo;
+      if (!slots_.empty()) probe_job(chunks);
       return;
     }
     const auto invoke = [](const void* ctx, std::size_t begin, std::size_t end, std::size_t thread, float* dst) {
@@ -1687,6 +1707,7 @@ class thread_pool {
     stats_.chunks_by_caller += mine + recomputed;
     stats_.chunks_by_workers += chunks - mine - recomputed;
     stats_.chunks_recomputed += recomputed;
+    probe_job(chunks);
   }
 
   /// Waits until no worker is inside a body, e.g. a late run_replicated
@@ -1720,6 +1741,55 @@ class thread_pool {
     std::atomic<std::size_t> per_item{0};
     std::atomic<std::uint64_t> body[max_body_bytes / 8] = {};
   };
+
+  // The adaptive choice of run_replicated (caller-owned): windows of jobs
+  // alternate between measuring with the workers, measuring without them,
+  // and running a while the faster way; the comparison is the chunks
+  // completed per second of wall time, gaps between jobs included.
+  struct helper_probe {
+    enum class phase : std::uint8_t { measure_on, measure_off, settled };
+    phase stage = phase::measure_on;
+    bool workers_on = true;
+    std::uint64_t jobs = 0, chunks = 0;
+    std::chrono::steady_clock::time_point start{};
+    double rate_on = 0.0;
+    std::uint32_t settle_left = 0;  // windows left in the settled mode
+    std::uint32_t off_backoff = 1;  // settled windows after the workers lost, doubling
+  };
+
+  void probe_job(std::size_t chunks) noexcept {
+    if (!options_.adaptive) return;
+    helper_probe& p = probe_;
+    const auto now = std::chrono::steady_clock::now();
+    if (p.jobs == 0) p.start = now;
+    ++p.jobs;
+    p.chunks += chunks;
+    if (p.jobs < options_.probe_jobs || now - p.start < options_.probe_time) return;
+    const double rate = static_cast<double>(p.chunks) / std::chrono::duration<double>(now - p.start).count();
+    p.jobs = 0;
+    p.chunks = 0;
+    switch (p.stage) {
+      case helper_probe::phase::measure_on:
+        p.rate_on = rate;
+        p.stage = helper_probe::phase::measure_off;
+        p.workers_on = false;
+        return;
+      case helper_probe::phase::measure_off: {
+        // Keep the workers unless they are clearly (3%) slower than none.
+        const bool on = p.rate_on * 1.03 >= rate;
+        p.workers_on = on;
+        p.stage = helper_probe::phase::settled;
+        p.settle_left = on ? 16 : p.off_backoff;
+        p.off_backoff = on ? 1 : std::min<std::uint32_t>(p.off_backoff * 2, 64);
+        return;
+      }
+      case helper_probe::phase::settled:
+        if (--p.settle_left > 0) return;
+        p.stage = helper_probe::phase::measure_on;
+        p.workers_on = true;
+        return;
+    }
+  }
 
   // run_replicated chunk states: the job's epoch in the high bits, so a state
   // left by an older job reads as "not yet claimed by a worker".
@@ -1910,14 +1980,19 @@ class thread_pool {
       const std::uint64_t e = epoch_.load(std::memory_order_acquire);
       if (e != seen && (e & 1) == 0) return e;
       if (stop_.load(std::memory_order_relaxed)) return e;
-      if ((++spins & 63) == 0 && std::chrono::steady_clock::now() - start > options_.spin) {
-        sleepers_.fetch_add(1, std::memory_order_seq_cst);
-        // Re-check after announcing: a job published before the increment
-        // would otherwise be missed with no notify coming.
-        if (epoch_.load(std::memory_order_seq_cst) == e) epoch_.wait(e, std::memory_order_acquire);
-        sleepers_.fetch_sub(1, std::memory_order_acq_rel);
-        spins = 0;
-        continue;
+      if ((++spins & 63) == 0) {
+        if (std::chrono::steady_clock::now() - start > options_.spin) {
+          sleepers_.fetch_add(1, std::memory_order_seq_cst);
+          // Re-check after announcing: a job published before the increment
+          // would otherwise be missed with no notify coming.
+          if (epoch_.load(std::memory_order_seq_cst) == e) epoch_.wait(e, std::memory_order_acquire);
+          sleepers_.fetch_sub(1, std::memory_order_acq_rel);
+          spins = 0;
+          continue;
+        }
+        // A thread waiting for this CPU (the caller, if the OS put both
+        // here) runs now instead of after our time slice.
+        std::this_thread::yield();
       }
       detail::cpu_relax();
     }
@@ -1935,6 +2010,7 @@ class thread_pool {
   std::atomic<bool> stop_{false};
   std::uint64_t job_count_ = 0;  // caller-owned
   thread_pool_stats stats_{};    // caller-owned
+  helper_probe probe_{};         // caller-owned
 };
 
 }  // namespace ruvllm
@@ -17838,7 +17914,8 @@ class llama_context {
     RUVLLM_TRY_ASSIGN(b.q, aligned_buffer<float>::allocate(nb * q_dim));
     RUVLLM_TRY_ASSIGN(b.attn, aligned_buffer<float>::allocate(nb * q_dim));
     RUVLLM_TRY_ASSIGN(b.gate, aligned_buffer<float>::allocate(nb * h.n_ff));
-    RUVLLM_TRY_ASSIGN(b.up, aligned_buffer<float>::allocate(nb * h.n_ff));
+    // Batches: n_ff per token; decode: n_ff per pool thread (decode_ffn_up).
+    RUVLLM_TRY_ASSIGN(b.up, aligned_buffer<float>::allocate(std::max(nb, pool_->size()) * h.n_ff));
     RUVLLM_TRY_ASSIGN(b.qkv, aligned_buffer<float>::allocate(q_dim + 2 * kv_dim));
     RUVLLM_TRY_ASSIGN(b.k_new, aligned_buffer<float>::allocate(nb * kv_dim));
     RUVLLM_TRY_ASSIGN(b.v_new, aligned_buffer<float>::allocate(nb * kv_dim));
@@ -17952,19 +18029,20 @@ class llama_context {
       }
       seg.end[i] = rows;
     }
-    if (pool_->size() == 1) {
-      // One kernel call per matrix: its software prefetch then runs through
-      // the whole matrix instead of restarting at every work item.
-      for (std::size_t i = 0, first = 0; i < 3 && first < rows; first = seg.end[i++])
-        if (seg.end[i] > first) detail::matrix_rows<B>(seg.m[i], in, 0, seg.end[i] - first, y + first);
-      return;
-    }
+    // Any range of the stacked rows: one kernel call per matrix it touches
+    // (a caller running alone gets the whole range, and the kernels' software
+    // prefetch then runs through whole matrices).
     const std::size_t grain = detail::decode_grain(widest_row, gcd);
     pool_->run_replicated(rows, grain, y, 1,
                           [seg, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
-                            std::size_t i = 0, first = 0;
-                            while (begin >= seg.end[i]) first = seg.end[i++];
-                            detail::matrix_rows<B>(seg.m[i], in, begin - first, end - first, dst);
+                            std::size_t first = 0;
+                            for (std::size_t i = 0; i < 3 && begin < end; first = seg.end[i++]) {
+                              if (begin >= seg.end[i]) continue;
+                              const std::size_t stop = std::min(end, seg.end[i]);
+                              detail::matrix_rows<B>(seg.m[i], in, begin - first, stop - first, dst);
+                              dst += stop - begin;
+                              begin = stop;
+                            }
                           });
   }
 
@@ -17978,24 +18056,20 @@ class llama_context {
       return;
     }
     const detail::prepared_input in = prepare(x, l.gate.cols, {l.gate.type, l.up.type});
-    if (pool_->size() == 1) {
-      // Whole matrices one after the other (see decode_product).
-      detail::matrix_rows<B>(l.gate, in, 0, l.gate.rows, h_out);
-      detail::matrix_rows<B>(l.up, in, 0, l.up.rows, buf_.up.data());
-      kops::swiglu(h_out, buf_.up.data(), h_out, l.gate.rows);
-      return;
-    }
-    constexpr std::size_t max_grain = 256;
-    const std::size_t grain =
-        std::min(max_grain, detail::decode_grain(l.gate.row_bytes + l.up.row_bytes, std::gcd(l.gate.rows, max_grain)));
+    const std::size_t grain = detail::decode_grain(l.gate.row_bytes + l.up.row_bytes, l.gate.rows);
     const weight_matrix gate = l.gate, up = l.up;
-    pool_->run_replicated(l.gate.rows, grain, h_out, 1,
-                          [gate, up, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
-                            float u[max_grain];
-                            detail::matrix_rows<B>(gate, in, begin, end, dst);
-                            detail::matrix_rows<B>(up, in, begin, end, u);
-                            kops::swiglu(dst, u, dst, end - begin);
-                          });
+    // The up rows of a range go to the thread's own scratch (a late worker
+    // must write nothing shared): n_ff floats per thread in buf_.up.
+    float* scratch = buf_.up.data();
+    const std::size_t n_ff = l.gate.rows;
+    pool_->run_replicated(
+        l.gate.rows, grain, h_out, 1,
+        [gate, up, in, scratch, n_ff](std::size_t begin, std::size_t end, std::size_t thread, float* dst) noexcept {
+          float* u = scratch + thread * n_ff;
+          detail::matrix_rows<B>(gate, in, begin, end, dst);
+          detail::matrix_rows<B>(up, in, begin, end, u);
+          kops::swiglu(dst, u, dst, end - begin);
+        });
   }
 
   /// Decode attention of layer `layer` for the token just appended: one

@@ -600,7 +600,8 @@ class llama_context {
     RUVLLM_TRY_ASSIGN(b.q, aligned_buffer<float>::allocate(nb * q_dim));
     RUVLLM_TRY_ASSIGN(b.attn, aligned_buffer<float>::allocate(nb * q_dim));
     RUVLLM_TRY_ASSIGN(b.gate, aligned_buffer<float>::allocate(nb * h.n_ff));
-    RUVLLM_TRY_ASSIGN(b.up, aligned_buffer<float>::allocate(nb * h.n_ff));
+    // Batches: n_ff per token; decode: n_ff per pool thread (decode_ffn_up).
+    RUVLLM_TRY_ASSIGN(b.up, aligned_buffer<float>::allocate(std::max(nb, pool_->size()) * h.n_ff));
     RUVLLM_TRY_ASSIGN(b.qkv, aligned_buffer<float>::allocate(q_dim + 2 * kv_dim));
     RUVLLM_TRY_ASSIGN(b.k_new, aligned_buffer<float>::allocate(nb * kv_dim));
     RUVLLM_TRY_ASSIGN(b.v_new, aligned_buffer<float>::allocate(nb * kv_dim));
@@ -714,19 +715,20 @@ class llama_context {
       }
       seg.end[i] = rows;
     }
-    if (pool_->size() == 1) {
-      // One kernel call per matrix: its software prefetch then runs through
-      // the whole matrix instead of restarting at every work item.
-      for (std::size_t i = 0, first = 0; i < 3 && first < rows; first = seg.end[i++])
-        if (seg.end[i] > first) detail::matrix_rows<B>(seg.m[i], in, 0, seg.end[i] - first, y + first);
-      return;
-    }
+    // Any range of the stacked rows: one kernel call per matrix it touches
+    // (a caller running alone gets the whole range, and the kernels' software
+    // prefetch then runs through whole matrices).
     const std::size_t grain = detail::decode_grain(widest_row, gcd);
     pool_->run_replicated(rows, grain, y, 1,
                           [seg, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
-                            std::size_t i = 0, first = 0;
-                            while (begin >= seg.end[i]) first = seg.end[i++];
-                            detail::matrix_rows<B>(seg.m[i], in, begin - first, end - first, dst);
+                            std::size_t first = 0;
+                            for (std::size_t i = 0; i < 3 && begin < end; first = seg.end[i++]) {
+                              if (begin >= seg.end[i]) continue;
+                              const std::size_t stop = std::min(end, seg.end[i]);
+                              detail::matrix_rows<B>(seg.m[i], in, begin - first, stop - first, dst);
+                              dst += stop - begin;
+                              begin = stop;
+                            }
                           });
   }
 
@@ -740,24 +742,20 @@ class llama_context {
       return;
     }
     const detail::prepared_input in = prepare(x, l.gate.cols, {l.gate.type, l.up.type});
-    if (pool_->size() == 1) {
-      // Whole matrices one after the other (see decode_product).
-      detail::matrix_rows<B>(l.gate, in, 0, l.gate.rows, h_out);
-      detail::matrix_rows<B>(l.up, in, 0, l.up.rows, buf_.up.data());
-      kops::swiglu(h_out, buf_.up.data(), h_out, l.gate.rows);
-      return;
-    }
-    constexpr std::size_t max_grain = 256;
-    const std::size_t grain =
-        std::min(max_grain, detail::decode_grain(l.gate.row_bytes + l.up.row_bytes, std::gcd(l.gate.rows, max_grain)));
+    const std::size_t grain = detail::decode_grain(l.gate.row_bytes + l.up.row_bytes, l.gate.rows);
     const weight_matrix gate = l.gate, up = l.up;
-    pool_->run_replicated(l.gate.rows, grain, h_out, 1,
-                          [gate, up, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
-                            float u[max_grain];
-                            detail::matrix_rows<B>(gate, in, begin, end, dst);
-                            detail::matrix_rows<B>(up, in, begin, end, u);
-                            kops::swiglu(dst, u, dst, end - begin);
-                          });
+    // The up rows of a range go to the thread's own scratch (a late worker
+    // must write nothing shared): n_ff floats per thread in buf_.up.
+    float* scratch = buf_.up.data();
+    const std::size_t n_ff = l.gate.rows;
+    pool_->run_replicated(
+        l.gate.rows, grain, h_out, 1,
+        [gate, up, in, scratch, n_ff](std::size_t begin, std::size_t end, std::size_t thread, float* dst) noexcept {
+          float* u = scratch + thread * n_ff;
+          detail::matrix_rows<B>(gate, in, begin, end, dst);
+          detail::matrix_rows<B>(up, in, begin, end, u);
+          kops::swiglu(dst, u, dst, end - begin);
+        });
   }
 
   /// Decode attention of layer `layer` for the token just appended: one
