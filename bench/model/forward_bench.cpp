@@ -9,11 +9,21 @@
 //    of the same process -- decode is memory-bound, so bw_frac is its
 //    efficiency against the bandwidth limit;
 //  * model/pp128 and model/pp512/<type>/<shape>/threads:N: a 128- or
-//    512-token prompt in one call, tok_s.
+//    512-token prompt in one call, tok_s;
+//  * model/decode_cotenant/<type>/<shape>/threads:N: decode while a child
+//    process spins on CPU 1 (pinned with sched_setaffinity), the situation in
+//    which llama.cpp's 2-thread decode collapses to ~1 tok/s. Timed on the
+//    wall clock at both thread counts (the co-tenant's share of our CPU must
+//    count); the 2-thread row exports vs_threads1, its tok_s over the
+//    1-thread row's of the same run (>= 1: a second thread never hurts).
 // Models are built on first use (the 1B f16 image is ~2.2 GB), so a filtered
 // run pays only for its rows.
 
 #include <benchmark/benchmark.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <map>
@@ -131,6 +141,37 @@ built_model& model_of(gguf_type type, const model_shape& sh) {
   return it->second;
 }
 
+/// A busy co-tenant for the life of the object: a child process spinning
+/// on CPU 1.
+class cotenant {
+ public:
+  cotenant() : pid_(::fork()) {
+    if (pid_ == 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(1, &set);
+      (void)::sched_setaffinity(0, sizeof set, &set);
+      for (;;) benchmark::ClobberMemory();  // busy, as a compute-bound co-tenant
+    }
+    if (pid_ < 0) rb::detail::fail("cannot fork the co-tenant process");
+  }
+  cotenant(const cotenant&) = delete;
+  cotenant& operator=(const cotenant&) = delete;
+  ~cotenant() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+
+ private:
+  pid_t pid_;
+};
+
+/// Seconds per token of the 1-thread co-tenant rows, by row, for vs_threads1.
+std::map<std::string, double>& cotenant_single() {
+  static std::map<std::string, double> seconds;
+  return seconds;
+}
+
 ruvllm::thread_pool& pool(unsigned threads) {
   static ruvllm::thread_pool one(1), two(2);
   return threads == 1 ? one : two;
@@ -162,6 +203,33 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
           threads);
       state.counters["tok_s"] = benchmark::Counter(1.0 / rb::seconds_per_iteration(state));
       rb::set_bandwidth_counters(state, m.weight_bytes, threads);
+    });
+    const std::string cotenant_row = rb::row_name("model", "decode_cotenant", precision, sh.name, threads);
+    const std::string single_key = std::string(precision) + "/" + sh.name;
+    benchmark::RegisterBenchmark(cotenant_row.c_str(), [type, &sh, threads, single_key](benchmark::State& state) {
+      built_model& m = model_of(type, sh);
+      auto ctx = llama_context<>::create(*m.model, pool(threads), {.n_ctx = context_len, .max_batch = 512});
+      if (!ctx) rb::detail::fail(ctx.error().describe());
+      std::vector<float> logits(sh.vocab);
+      const std::vector<token_id> prompt = tokens(128, sh.vocab);
+      if (!ctx->eval(prompt, logits)) rb::detail::fail("prefill failed");
+      const token_id next = 17;
+      const cotenant busy;
+      // Wall clock at any thread count: see the file comment.
+      rb::timed_loop(
+          state,
+          [&] {
+            if (!ctx->eval(std::span(&next, 1), logits) || !ctx->truncate(128)) rb::detail::fail("decode failed");
+            benchmark::DoNotOptimize(logits.data());
+          },
+          2);
+      const double seconds = rb::seconds_per_iteration(state);
+      state.counters["tok_s"] = benchmark::Counter(1.0 / seconds);
+      if (threads == 1) {
+        cotenant_single()[single_key] = seconds;
+      } else if (const auto it = cotenant_single().find(single_key); it != cotenant_single().end()) {
+        state.counters["vs_threads1"] = benchmark::Counter(it->second / seconds);
+      }
     });
     for (const std::size_t n : {std::size_t{128}, std::size_t{512}}) {
       const std::string prefill = rb::row_name("model", n == 128 ? "pp128" : "pp512", precision, sh.name, threads);

@@ -1494,6 +1494,33 @@ class mapped_file {
 
 #endif  // RUVLLM_CORE_MAPPED_FILE_HPP
 
+// ==== ruvllm/core/x86_intrinsics.hpp
+#ifndef RUVLLM_CORE_X86_INTRINSICS_HPP
+#define RUVLLM_CORE_X86_INTRINSICS_HPP
+
+// The one place <immintrin.h> is read. GCC 12's AVX-512 intrinsic headers
+// start shifts and conversions from an `_mm512_undefined_*()` value, which
+// -Wmaybe-uninitialized reports wherever such an intrinsic is inlined (GCC bug
+// 105593, fixed in GCC 13). Warnings are classified by the location they point
+// to, inside the intrinsic header, so silencing them while the header is first
+// read keeps -Werror builds with AVX-512 targets clean without hiding anything
+// in the caller's own code. Every ruvllm header that may be the first to pull
+// in x86 intrinsics (directly, or through Highway or xsimd) includes this one
+// first, so include guards keep the silenced copy.
+#if defined(__x86_64__) || defined(__i386__)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
+#endif
+
+#endif  // RUVLLM_CORE_X86_INTRINSICS_HPP
+
 // ==== ruvllm/core/thread_pool.hpp
 #ifndef RUVLLM_CORE_THREAD_POOL_HPP
 #define RUVLLM_CORE_THREAD_POOL_HPP
@@ -1525,9 +1552,17 @@ class mapped_file {
 //    computes it itself, and the late worker's result is discarded when it
 //    resumes. A step therefore never waits for a thread that is not running:
 //    a descheduled worker costs about one chunk of recomputation, and a
-//    worker that runs contributes whatever it finishes. This is what keeps a
-//    2-thread decode at least as fast as a 1-thread one when another process
-//    holds a core.
+//    worker that runs contributes whatever it finishes.
+//  * run_replicated() also checks that the workers pay for themselves: it
+//    measures the chunks completed per second over windows of jobs with the
+//    workers and without them (the caller alone, the workers asleep), keeps
+//    the faster way, and tests again from time to time (options::adaptive).
+//    A worker that only gets a sliver of a shared core, or that the OS packs
+//    onto the caller's core, then sleeps instead of slowing the caller down.
+//    Together this is what keeps a 2-thread decode at least as fast as a
+//    1-thread one when another process holds a core.
+//  * Idle workers yield the CPU while they spin, so a worker that shares a
+//    core with the caller does not take its time slice.
 //
 // Thread-safety: run() / run_replicated() may be called by one thread at a
 // time (the owner); concurrent calls from several threads are serialized by
@@ -1560,10 +1595,6 @@ class mapped_file {
 #include <type_traits>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 
 #if defined(__SANITIZE_THREAD__)
 #define RUVLLM_DETAIL_TSAN 1
@@ -1581,7 +1612,9 @@ namespace ruvllm {
 namespace detail {
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
+  // The builtin rather than _mm_pause: <immintrin.h> is left to the kernel
+  // headers, which read it with GCC 12's false warnings silenced.
+  __builtin_ia32_pause();
 #elif defined(__aarch64__)
   asm volatile("yield");
 #endif
@@ -1604,6 +1637,13 @@ struct thread_pool_options {
   std::chrono::microseconds replicate_after{20};
   /// run_replicated(): floats of staging per worker; bounds chunk * per_item.
   std::size_t staging_floats = 16384;
+  /// run_replicated(): measure whether the workers speed jobs up and run
+  /// without them when they do not (see the file comment).
+  bool adaptive = true;
+  /// run_replicated(): a measuring window is at least this many jobs ...
+  std::uint32_t probe_jobs = 64;
+  /// ... and this long.
+  std::chrono::microseconds probe_time{20000};
 };
 
 /// Counters for tests and diagnostics (monotonic, caller-owned).
@@ -1614,6 +1654,7 @@ struct thread_pool_stats {
   std::uint64_t straggler_waits = 0;    // run(): jobs where the caller waited past straggler_wait
   std::uint64_t exclusions = 0;         // run(): workers benched after a straggler wait
   std::uint64_t chunks_recomputed = 0;  // run_replicated(): claimed chunks the caller took over
+  std::uint64_t solo_jobs = 0;          // run_replicated(): jobs run without the workers (adaptive)
 };
 
 /// Persistent worker threads plus the caller; see the file comment.
@@ -1684,8 +1725,10 @@ class thread_pool {
   }
 
   /// Calls body(begin, end, thread, dst) over [0, n) in chunks of `grain`
-  /// items (the last may be shorter), where `thread` is as for run() (a chunk
-  /// the caller takes over runs as thread 0) and dst points at
+  /// items (the last may be shorter), or, when the caller runs the job alone
+  /// (a one-thread pool, or the workers benched by options::adaptive), once
+  /// over all of [0, n): bodies must accept any range. `thread` is as for
+  /// run() (a chunk the caller takes over runs as thread 0) and dst points at
   /// (end - begin) * per_item floats that end up as
   /// out[begin * per_item ...]: the caller's chunks
   /// write out directly, a worker's are staged and copied. Returns when out
@@ -1705,13 +1748,15 @@ class thread_pool {
     grain = std::max(grain, (n + max_replicated_chunks - 1) / max_replicated_chunks);
     const std::size_t chunks = (n + grain - 1) / grain;
     ++job_count_;
-    if (chunks == 1 || slots_.empty() || grain * per_item > options_.staging_floats) {
-      for (std::size_t c = 0; c < chunks; ++c) {
-        const std::size_t begin = c * grain, end = std::min(n, begin + grain);
-        body(begin, end, std::size_t{0}, out + begin * per_item);
-      }
+    const bool solo = !probe_.workers_on && !slots_.empty();
+    if (chunks == 1 || slots_.empty() || grain * per_item > options_.staging_floats || solo) {
+      // The caller alone: one call over the whole range (a kernel then
+      // streams its data in one go, prefetching across chunk boundaries).
+      body(std::size_t{0}, n, std::size_t{0}, out);
       stats_.jobs++;
       stats_.chunks_by_caller += chunks;
+      stats_.solo_jobs += solo;
+      if (!slots_.empty()) probe_job(chunks);
       return;
     }
     const auto invoke = [](const void* ctx, std::size_t begin, std::size_t end, std::size_t thread, float* dst) {
@@ -1739,6 +1784,7 @@ class thread_pool {
     stats_.chunks_by_caller += mine + recomputed;
     stats_.chunks_by_workers += chunks - mine - recomputed;
     stats_.chunks_recomputed += recomputed;
+    probe_job(chunks);
   }
 
   /// Waits until no worker is inside a body, e.g. a late run_replicated
@@ -1772,6 +1818,55 @@ class thread_pool {
     std::atomic<std::size_t> per_item{0};
     std::atomic<std::uint64_t> body[max_body_bytes / 8] = {};
   };
+
+  // The adaptive choice of run_replicated (caller-owned): windows of jobs
+  // alternate between measuring with the workers, measuring without them,
+  // and running a while the faster way; the comparison is the chunks
+  // completed per second of wall time, gaps between jobs included.
+  struct helper_probe {
+    enum class phase : std::uint8_t { measure_on, measure_off, settled };
+    phase stage = phase::measure_on;
+    bool workers_on = true;
+    std::uint64_t jobs = 0, chunks = 0;
+    std::chrono::steady_clock::time_point start{};
+    double rate_on = 0.0;
+    std::uint32_t settle_left = 0;  // windows left in the settled mode
+    std::uint32_t off_backoff = 1;  // settled windows after the workers lost, doubling
+  };
+
+  void probe_job(std::size_t chunks) noexcept {
+    if (!options_.adaptive) return;
+    helper_probe& p = probe_;
+    const auto now = std::chrono::steady_clock::now();
+    if (p.jobs == 0) p.start = now;
+    ++p.jobs;
+    p.chunks += chunks;
+    if (p.jobs < options_.probe_jobs || now - p.start < options_.probe_time) return;
+    const double rate = static_cast<double>(p.chunks) / std::chrono::duration<double>(now - p.start).count();
+    p.jobs = 0;
+    p.chunks = 0;
+    switch (p.stage) {
+      case helper_probe::phase::measure_on:
+        p.rate_on = rate;
+        p.stage = helper_probe::phase::measure_off;
+        p.workers_on = false;
+        return;
+      case helper_probe::phase::measure_off: {
+        // Keep the workers unless they are clearly (3%) slower than none.
+        const bool on = p.rate_on * 1.03 >= rate;
+        p.workers_on = on;
+        p.stage = helper_probe::phase::settled;
+        p.settle_left = on ? 16 : p.off_backoff;
+        p.off_backoff = on ? 1 : std::min<std::uint32_t>(p.off_backoff * 2, 64);
+        return;
+      }
+      case helper_probe::phase::settled:
+        if (--p.settle_left > 0) return;
+        p.stage = helper_probe::phase::measure_on;
+        p.workers_on = true;
+        return;
+    }
+  }
 
   // run_replicated chunk states: the job's epoch in the high bits, so a state
   // left by an older job reads as "not yet claimed by a worker".
@@ -1962,14 +2057,19 @@ class thread_pool {
       const std::uint64_t e = epoch_.load(std::memory_order_acquire);
       if (e != seen && (e & 1) == 0) return e;
       if (stop_.load(std::memory_order_relaxed)) return e;
-      if ((++spins & 63) == 0 && std::chrono::steady_clock::now() - start > options_.spin) {
-        sleepers_.fetch_add(1, std::memory_order_seq_cst);
-        // Re-check after announcing: a job published before the increment
-        // would otherwise be missed with no notify coming.
-        if (epoch_.load(std::memory_order_seq_cst) == e) epoch_.wait(e, std::memory_order_acquire);
-        sleepers_.fetch_sub(1, std::memory_order_acq_rel);
-        spins = 0;
-        continue;
+      if ((++spins & 63) == 0) {
+        if (std::chrono::steady_clock::now() - start > options_.spin) {
+          sleepers_.fetch_add(1, std::memory_order_seq_cst);
+          // Re-check after announcing: a job published before the increment
+          // would otherwise be missed with no notify coming.
+          if (epoch_.load(std::memory_order_seq_cst) == e) epoch_.wait(e, std::memory_order_acquire);
+          sleepers_.fetch_sub(1, std::memory_order_acq_rel);
+          spins = 0;
+          continue;
+        }
+        // A thread waiting for this CPU (the caller, if the OS put both
+        // here) runs now instead of after our time slice.
+        std::this_thread::yield();
       }
       detail::cpu_relax();
     }
@@ -1987,6 +2087,7 @@ class thread_pool {
   std::atomic<bool> stop_{false};
   std::uint64_t job_count_ = 0;  // caller-owned
   thread_pool_stats stats_{};    // caller-owned
+  helper_probe probe_{};         // caller-owned
 };
 
 }  // namespace ruvllm
@@ -4436,6 +4537,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
 // T = TokensPerBlock, D = head_dim; offsets in bytes from the page-head start.
 // Every format stores whole tokens of whole channels; the page-head sizes are
 // kv_page_head_bytes().
+//  * f32 (precision::f32): T x D float, element (t, c) at 4 * (t * D + c).
+//    Exact; for callers whose attention must match float math (conformance
+//    with llama.cpp's F32 KV cache). D % 16 == 0.
 //  * f16 (precision::f16): T x D ruvllm::f16, element (t, c) at 2 * (t * D + c).
 //    Exact for every value an f16 holds. D % 16 == 0.
 //  * q8_0 (precision::q8_0): T x (D / 32) block_q8_0 (34 bytes: f16 d, int8
@@ -4460,7 +4564,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
 //    widening load, a shift and a mask -- no shuffles. P % 4 == 0 (G * Bits
 //    a multiple of 32): 2-bit groups of 16, 32, 48, 64 ...; 4-bit of 8, 16, ...
 //
-// Bytes per token and KV head, K + V, at D = 128 and G = 32: f16 512,
+// Bytes per token and KV head, K + V, at D = 128 and G = 32: f32 1024, f16 512,
 // q8_0 272, KIVI-4 160, KIVI-2 96 (f16 / KIVI-2 = 5.3x).
 //
 // Thread-safety: a view is a value (pointers and sizes). Any number of
@@ -4482,6 +4586,7 @@ enum class kv_format : std::uint8_t {
   q8_0 = 2,   // precision::q8_0
   kivi4 = 3,  // precision::kivi<4, G>
   kivi2 = 4,  // precision::kivi<2, G>
+  f32 = 5,    // precision::f32
 };
 
 /// Which half of a block a page pool holds; KIVI groups keys per channel and
@@ -4514,6 +4619,7 @@ struct kv_format_desc {
     case kv_format::q8_0: return 8;
     case kv_format::kivi4: return 4;
     case kv_format::kivi2: return 2;
+    case kv_format::f32: return 32;
   }
   return 0;
 }
@@ -4530,6 +4636,7 @@ struct kv_format_desc {
                                                        std::size_t head_dim) noexcept {
   switch (f.format) {
     case kv_format::f16: return tokens * head_dim * sizeof(f16);
+    case kv_format::f32: return tokens * head_dim * sizeof(float);
     case kv_format::q8_0: return tokens * (head_dim / 32) * sizeof(block_q8_0);
     case kv_format::kivi4:
     case kv_format::kivi2: {
@@ -4553,6 +4660,9 @@ struct kv_format_desc {
   switch (f.format) {
     case kv_format::f16:
       if (f.group != 1) return make_error(errc::invalid_argument, "f16 KV group ", f.group, " must be 1");
+      return {};
+    case kv_format::f32:
+      if (f.group != 1) return make_error(errc::invalid_argument, "f32 KV group ", f.group, " must be 1");
       return {};
     case kv_format::q8_0:
       if (f.group != 32) return make_error(errc::invalid_argument, "q8_0 KV group ", f.group, " must be 32");
@@ -4582,6 +4692,11 @@ struct kv_precision_map {
   static constexpr bool supported = false;
 };
 template <>
+struct kv_precision_map<precision::f32> {
+  static constexpr bool supported = true;
+  static constexpr kv_format_desc desc{kv_format::f32, 1};
+};
+template <>
 struct kv_precision_map<precision::f16> {
   static constexpr bool supported = true;
   static constexpr kv_format_desc desc{kv_format::f16, 1};
@@ -4599,8 +4714,8 @@ struct kv_precision_map<precision::kivi<Bits, Group>> {
 };
 }  // namespace detail
 
-/// Precisions a KV page may be stored in: precision::f16, precision::q8_0,
-/// precision::kivi<4, G> and precision::kivi<2, G>.
+/// Precisions a KV page may be stored in: precision::f32, precision::f16,
+/// precision::q8_0, precision::kivi<4, G> and precision::kivi<2, G>.
 template <class P>
 concept KvPrecision = Precision<P> && detail::kv_precision_map<P>::supported;
 
@@ -5032,6 +5147,11 @@ inline void quantize_page_head(kv_format_desc f, kv_role r, const float* src, st
   RUVLLM_ASSERT(d::page_args_ok(f, r, first_token, head_dim));
   const std::size_t D = head_dim;
   switch (f.format) {
+    case kv_format::f32: {
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + 4 * (first_token + t) * D, src + t * src_stride, D * sizeof(float));
+      return;
+    }
     case kv_format::f16: {
       for (std::size_t t = 0; t < tokens; ++t)
         for (std::size_t c = 0; c < D; ++c)
@@ -5073,9 +5193,15 @@ inline void dequantize_page_head(kv_format_desc f, kv_role r, const std::byte* s
                                  std::size_t tokens, std::size_t head_dim, float* dst,
                                  std::size_t dst_stride) noexcept {
   namespace d = kv_quant_detail;
-  RUVLLM_ASSERT(f.format == kv_format::f16 || f.format == kv_format::q8_0 || r == kv_role::value || f.group > 0);
+  RUVLLM_ASSERT(f.format == kv_format::f32 || f.format == kv_format::f16 || f.format == kv_format::q8_0 ||
+                r == kv_role::value || f.group > 0);
   const std::size_t D = head_dim;
   switch (f.format) {
+    case kv_format::f32: {
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + t * dst_stride, src + 4 * (first_token + t) * D, D * sizeof(float));
+      return;
+    }
     case kv_format::f16: {
       for (std::size_t t = 0; t < tokens; ++t)
         for (std::size_t c = 0; c < D; ++c)
@@ -5831,6 +5957,20 @@ struct ops<backend::scalar> : distance_ops<backend::scalar>,
   RUVLLM_KV_QUANT_EXPORTED(X)
 
 #if RUVLLM_KERNELS_EXPAND
+// GCC 12's AVX-512 intrinsic headers start many operations from an
+// `_mm512_undefined_*()` value, which -Wmaybe-uninitialized reports wherever
+// such an intrinsic is inlined (GCC bug 105593, fixed in GCC 13). Warnings
+// are classified by the location they point to, inside the intrinsic
+// headers, so reading <immintrin.h> here first with them off (Highway reads
+// it next) keeps -Werror builds of the kernels clean without hiding anything
+// in other code.
+#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
 #if defined(RUVLLM_STATIC_DISPATCH) && !defined(HWY_COMPILE_ONLY_STATIC)
 #define HWY_COMPILE_ONLY_STATIC 1
 #endif
@@ -6553,6 +6693,7 @@ HWY_AFTER_NAMESPACE();
 
 #include <cstddef>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -6576,6 +6717,31 @@ HWY_INLINE hn::Vec<D> load_as_f32(D d, const ruvllm::bf16* p) {
   return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(p)));
 }
 
+/// Software prefetch of a call's weight bytes up to `end`, kept ahead of an
+/// estimate of the bytes consumed by `far` bytes (into L2) and `near` (into
+/// L1): four interleaved row streams lose the hardware prefetchers, two
+/// sequential software streams do not (measured on Zen 5; the quantized GEMV
+/// in quant-inl.h does the same, with the numbers).
+struct row_prefetcher {
+  const char* next_far;
+  const char* next_near;
+  const char* end;
+  std::size_t far, near;
+  HWY_INLINE void advance(const char* consumed) {
+    const char* to_far = consumed + far < end ? consumed + far : end;
+    for (; next_far < to_far; next_far += 64) prefetch_l2(next_far);
+    const char* to_near = consumed + near < end ? consumed + near : end;
+    for (; next_near < to_near; next_near += 64) hwy::Prefetch(next_near);
+  }
+  static HWY_INLINE void prefetch_l2(const char* p) {
+#if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
+    __builtin_prefetch(p, 0, 2);
+#else
+    hwy::Prefetch(p);
+#endif
+  }
+};
+
 // Four rows per pass share each load of x (x stays in L1, the weights stream
 // from memory once); two vectors per row per step give eight independent FMA
 // chains, enough to cover FMA latency. Columns past the last full vector are
@@ -6587,6 +6753,10 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
   const std::size_t lanes = hn::Lanes(d);
   const std::size_t full = cols / lanes * lanes;
   const std::size_t pairs = cols / (2 * lanes) * (2 * lanes);
+  const auto* bytes = reinterpret_cast<const char*>(w);
+  const std::size_t row_bytes = row_stride * sizeof(W);
+  const std::size_t far = (std::size_t{48} << 10) + 4 * row_bytes, near = (std::size_t{4} << 10) + 4 * row_bytes;
+  row_prefetcher pf{bytes + far, bytes + near, bytes + rows * row_bytes, far, near};
   std::size_t r = 0;
   for (; r + 4 <= rows; r += 4) {
     const W* w0 = w + r * row_stride;
@@ -6597,6 +6767,7 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
     auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
     std::size_t c = 0;
     for (; c < pairs; c += 2 * lanes) {
+      pf.advance(bytes + r * row_bytes + 4 * (c + 2 * lanes) * sizeof(W));
       const auto xa = hn::LoadU(d, x + c);
       const auto xb = hn::LoadU(d, x + c + lanes);
       a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
@@ -7679,10 +7850,12 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    plus two integer ops (f16_scales below) to ~55;
 //  * the 8 bytes past a Q4_0 quad's first 64 come in by a broadcast load: a
 //    byte-masked load there halved the streaming rate;
-//  * rows stream from DRAM at ~40-60% of the bandwidth with only the hardware
-//    prefetchers, which lose track of four interleaved row streams; a software
-//    prefetch running sequentially through the call's bytes, ~24 KiB plus a
-//    row group ahead of the reads, brings that to ~75-80%.
+//  * rows stream from DRAM at ~45-55% of the bandwidth with only the hardware
+//    prefetchers, which lose track of four interleaved row streams; software
+//    prefetches running sequentially through the call's bytes bring that to
+//    ~75-85%: into L2 ~48 KiB ahead (L2 tracks more misses in flight than
+//    L1, and the bandwidth x latency product is tens of KiB), then into L1
+//    ~4 KiB ahead (one stream into L1 alone reached ~65%).
 namespace vnni {
 
 /// Bytes of the four blocks one quad step reads.
@@ -7840,24 +8013,32 @@ RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
 }
 
-/// Software prefetch of a call's weight bytes [next, end), kept `distance`
-/// bytes ahead of the bytes consumed so far, one cache line per instruction.
+/// Software prefetch of a call's weight bytes up to `end`, in two streams
+/// kept ahead of the bytes consumed so far by `far` (into L2) and `near`
+/// (into L1) bytes, one cache line per instruction.
 struct prefetcher {
-  const std::uint8_t* next;
+  const std::uint8_t* next_far;
+  const std::uint8_t* next_near;
   const std::uint8_t* end;
-  std::size_t distance;
+  std::size_t far, near;
 
   RUVLLM_QUANT_ATTR HWY_INLINE void advance(const std::uint8_t* consumed) {
-    const std::uint8_t* target = consumed + distance < end ? consumed + distance : end;
-    for (; next < target; next += 64) _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T0);
+    const std::uint8_t* to_far = consumed + far < end ? consumed + far : end;
+    for (; next_far < to_far; next_far += 64) _mm_prefetch(reinterpret_cast<const char*>(next_far), _MM_HINT_T1);
+    const std::uint8_t* to_near = consumed + near < end ? consumed + near : end;
+    for (; next_near < to_near; next_near += 64) _mm_prefetch(reinterpret_cast<const char*>(next_near), _MM_HINT_T0);
   }
 };
 
-/// Prefetch distance for groups of R rows of row_stride bytes: ~24 KiB of
-/// memory latency x bandwidth, plus the span of one group, whose last row is
-/// read that far ahead of the bytes-consumed estimate.
-RUVLLM_QUANT_ATTR HWY_INLINE std::size_t prefetch_distance(std::size_t rows_per_group, std::size_t row_stride) {
-  return (std::size_t{24} << 10) + rows_per_group * row_stride;
+/// The prefetcher of a call over [base, base + rows * row_stride) read in
+/// groups of rows_per_group rows: the distances are the measured ones plus
+/// the span of a group, whose last row is read that far ahead of the
+/// bytes-consumed estimate.
+RUVLLM_QUANT_ATTR HWY_INLINE prefetcher make_prefetcher(const std::uint8_t* base, std::size_t rows,
+                                                        std::size_t row_stride, std::size_t rows_per_group) {
+  const std::size_t group = rows_per_group * row_stride;
+  const std::size_t far = (std::size_t{48} << 10) + group, near = (std::size_t{4} << 10) + group;
+  return prefetcher{base + far, base + near, base + rows * row_stride, far, near};
 }
 
 /// out[k] = dot(row k, a) for R rows (row 0 at w).
@@ -7889,8 +8070,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
                                                 const q8_0_quad* a, std::size_t n, float* out) {
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<Q4>();
-  const std::size_t distance = prefetch_distance(4, row_stride);
-  prefetcher pf{base + distance, base + rows * row_stride, distance};
+  prefetcher pf = make_prefetcher(base, rows, row_stride, 4);
   std::size_t r = 0;
   for (; r + 4 <= rows; r += 4) quad_rows<4, Q4>(base + r * row_stride, row_stride, a, n / 32, out + r, c, pf);
   for (; r < rows; ++r) quad_rows<1, Q4>(base + r * row_stride, row_stride, a, n / 32, out + r, c, pf);
@@ -8781,6 +8961,10 @@ HWY_INLINE void kivi_key_group(unsigned bits, std::size_t G, const float* HWY_RE
 inline void quantize(kv_format_desc f, kv_role r, const float* src, std::size_t src_stride, std::size_t first_token,
                      std::size_t tokens, std::size_t D, std::byte* dst) {
   switch (f.format) {
+    case kv_format::f32:
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + 4 * (first_token + t) * D, src + t * src_stride, D * sizeof(float));
+      return;
     case kv_format::f16:
       for (std::size_t t = 0; t < tokens; ++t) narrow_f16(src + t * src_stride, D, dst + 2 * (first_token + t) * D);
       return;
@@ -8814,6 +8998,10 @@ inline void dequantize(kv_format_desc f, kv_role r, const std::byte* src, std::s
   const DF d;
   const std::size_t L = hn::Lanes(d);
   switch (f.format) {
+    case kv_format::f32:
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + t * dst_stride, src + 4 * (first_token + t) * D, D * sizeof(float));
+      return;
     case kv_format::f16:
       for (std::size_t t = 0; t < tokens; ++t)
         for (std::size_t c = 0; c < D; c += L)
@@ -9211,6 +9399,10 @@ HWY_INLINE void kivi_key_group(unsigned bits, std::size_t G, const float* HWY_RE
 inline void quantize(kv_format_desc f, kv_role r, const float* src, std::size_t src_stride, std::size_t first_token,
                      std::size_t tokens, std::size_t D, std::byte* dst) {
   switch (f.format) {
+    case kv_format::f32:
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + 4 * (first_token + t) * D, src + t * src_stride, D * sizeof(float));
+      return;
     case kv_format::f16:
       for (std::size_t t = 0; t < tokens; ++t) narrow_f16(src + t * src_stride, D, dst + 2 * (first_token + t) * D);
       return;
@@ -9244,6 +9436,10 @@ inline void dequantize(kv_format_desc f, kv_role r, const std::byte* src, std::s
   const DF d;
   const std::size_t L = hn::Lanes(d);
   switch (f.format) {
+    case kv_format::f32:
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + t * dst_stride, src + 4 * (first_token + t) * D, D * sizeof(float));
+      return;
     case kv_format::f16:
       for (std::size_t t = 0; t < tokens; ++t)
         for (std::size_t c = 0; c < D; c += L)
@@ -9675,19 +9871,29 @@ struct page_ctx {
 template <std::size_t HB>
 inline constexpr std::size_t tokens_per_step = HB >= 8 ? 1 : 8 / HB;
 
-// f16 keys, TB tokens from t0.
-template <std::size_t HB, std::size_t TB>
-HWY_INLINE void score_f16_step(const page_ctx& c, std::size_t t0) {
+/// One vector of a dense page row: E bytes per element (4: f32, 2: f16).
+template <std::size_t E, class D>
+HWY_INLINE hn::Vec<D> load_dense(D d, const std::byte* HWY_RESTRICT p) {
+  if constexpr (E == 4) {
+    return hn::LoadU(d, reinterpret_cast<const float*>(p));
+  } else {
+    return load_f16(d, p);
+  }
+}
+
+// f32 / f16 keys (E bytes per element), TB tokens from t0.
+template <std::size_t HB, std::size_t TB, std::size_t E>
+HWY_INLINE void score_dense_step(const page_ctx& c, std::size_t t0) {
   const DF d;
   const std::size_t L = hn::Lanes(d);
   using V = hn::Vec<DF>;
   V acc[HB][TB];
   for (std::size_t h = 0; h < HB; ++h)
     for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::Zero(d);
-  const std::byte* row = c.k + 2 * t0 * c.D;
+  const std::byte* row = c.k + E * t0 * c.D;
   for (std::size_t x = 0; x < c.D; x += L) {
     V k[TB];
-    for (std::size_t b = 0; b < TB; ++b) k[b] = load_f16(d, row + 2 * (b * c.D + x));
+    for (std::size_t b = 0; b < TB; ++b) k[b] = load_dense<E>(d, row + E * (b * c.D + x));
     for (std::size_t h = 0; h < HB; ++h) {
       const V qv = hn::LoadU(d, c.q + h * c.D + x);
       for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::MulAdd(qv, k[b], acc[h][b]);
@@ -9697,15 +9903,15 @@ HWY_INLINE void score_f16_step(const page_ctx& c, std::size_t t0) {
     for (std::size_t b = 0; b < TB; ++b) c.s[h * score_stride + t0 + b] = reduce_sum(d, acc[h][b]);
 }
 
-template <std::size_t HB>
-HWY_INLINE void score_f16(const page_ctx& c) {
+template <std::size_t HB, std::size_t E>
+HWY_INLINE void score_dense(const page_ctx& c) {
   constexpr std::size_t TB = tokens_per_step<HB>;
   std::size_t t = 0;
   for (; t + TB <= c.n; t += TB) {
     c.values_ahead->until(t + TB, c.n);
-    score_f16_step<HB, TB>(c, t);
+    score_dense_step<HB, TB, E>(c, t);
   }
-  for (; t < c.n; ++t) score_f16_step<HB, 1>(c, t);
+  for (; t < c.n; ++t) score_dense_step<HB, 1, E>(c, t);
   c.values_ahead->until(1, 1);
 }
 
@@ -9822,19 +10028,19 @@ inline void score_kivi(DT dt, const page_ctx& c, unsigned bits, std::size_t G) {
 template <std::size_t HB>
 inline constexpr std::size_t channel_vectors = HB >= 8 ? 1 : (HB >= 4 ? 2 : 4);
 
-// f16 values, NV channel vectors from x.
-template <std::size_t HB, std::size_t NV>
-HWY_INLINE void accum_f16_pass(const page_ctx& c, std::size_t x) {
+// f32 / f16 values (E bytes per element), NV channel vectors from x.
+template <std::size_t HB, std::size_t NV, std::size_t E>
+HWY_INLINE void accum_dense_pass(const page_ctx& c, std::size_t x) {
   const DF d;
   const std::size_t L = hn::Lanes(d);
   using V = hn::Vec<DF>;
   V acc[HB][NV];
   for (std::size_t h = 0; h < HB; ++h)
     for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::LoadU(d, c.acc + h * c.D + x + b * L);
-  const std::byte* row = c.v + 2 * x;
-  for (std::size_t t = 0; t < c.n; ++t, row += 2 * c.D) {
+  const std::byte* row = c.v + E * x;
+  for (std::size_t t = 0; t < c.n; ++t, row += E * c.D) {
     V v[NV];
-    for (std::size_t b = 0; b < NV; ++b) v[b] = load_f16(d, row + 2 * b * L);
+    for (std::size_t b = 0; b < NV; ++b) v[b] = load_dense<E>(d, row + E * b * L);
     for (std::size_t h = 0; h < HB; ++h) {
       const V p = hn::Set(d, c.s[h * score_stride + t]);
       for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::MulAdd(p, v[b], acc[h][b]);
@@ -9844,16 +10050,16 @@ HWY_INLINE void accum_f16_pass(const page_ctx& c, std::size_t x) {
     for (std::size_t b = 0; b < NV; ++b) hn::StoreU(acc[h][b], d, c.acc + h * c.D + x + b * L);
 }
 
-template <std::size_t HB>
-HWY_INLINE void accum_f16(const page_ctx& c) {
+template <std::size_t HB, std::size_t E>
+HWY_INLINE void accum_dense(const page_ctx& c) {
   constexpr std::size_t CV = channel_vectors<HB>;
   const std::size_t L = hn::Lanes(DF());
   std::size_t x = 0;
   for (; x + CV * L <= c.D; x += CV * L) {
     c.keys_ahead->until(x + CV * L, c.D);
-    accum_f16_pass<HB, CV>(c, x);
+    accum_dense_pass<HB, CV, E>(c, x);
   }
-  for (; x < c.D; x += L) accum_f16_pass<HB, 1>(c, x);
+  for (; x < c.D; x += L) accum_dense_pass<HB, 1, E>(c, x);
   c.keys_ahead->until(1, 1);
 }
 
@@ -10008,7 +10214,8 @@ inline void page_block(const paged_kv_desc& kv, const page_ctx& c, float scale, 
   const DF d;
   const std::size_t L = hn::Lanes(d);
   switch (kv.k_format.format) {
-    case kv_format::f16: score_f16<HB>(c); break;
+    case kv_format::f32: score_dense<HB, 4>(c); break;
+    case kv_format::f16: score_dense<HB, 2>(c); break;
     case kv_format::q8_0: score_q8_0<HB>(c); break;
     case kv_format::kivi4:
     case kv_format::kivi2: {
@@ -10048,7 +10255,8 @@ inline void page_block(const paged_kv_desc& kv, const page_ctx& c, float scale, 
     }
   }
   switch (kv.v_format.format) {
-    case kv_format::f16: accum_f16<HB>(c); break;
+    case kv_format::f32: accum_dense<HB, 4>(c); break;
+    case kv_format::f16: accum_dense<HB, 2>(c); break;
     case kv_format::q8_0: accum_q8_0<HB>(c); break;
     case kv_format::kivi4:
     case kv_format::kivi2: {
@@ -10916,19 +11124,6 @@ struct ops<backend::highway> : distance_ops<backend::highway>,
 // in the inline namespace RUVLLM_XSIMD_ARCH_NS named after it, so units built
 // with different flags never merge each other's inline functions.
 
-// GCC 12's AVX-512 intrinsic headers start shifts and conversions from an
-// `_mm512_undefined_*()` value, which -Wmaybe-uninitialized reports wherever
-// such an intrinsic is inlined (GCC bug 105593, fixed in GCC 13). Warnings
-// are classified by the location they point to, so silencing them while
-// <immintrin.h> is first read keeps -march=native -Werror builds of these
-// headers clean without hiding anything in the caller's own code.
-#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
 #include <xsimd/xsimd.hpp>
 
 
@@ -12713,6 +12908,10 @@ inline void kivi_key_group(unsigned bits, std::size_t G, const float* x, std::si
 inline void quantize(kv_format_desc f, kv_role r, const float* src, std::size_t src_stride, std::size_t first_token,
                      std::size_t tokens, std::size_t D, std::byte* dst) noexcept {
   switch (f.format) {
+    case kv_format::f32:
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + 4 * (first_token + t) * D, src + t * src_stride, D * sizeof(float));
+      return;
     case kv_format::f16:
       for (std::size_t t = 0; t < tokens; ++t)
         for (std::size_t c = 0; c < D; ++c)
@@ -12745,6 +12944,11 @@ inline void quantize(kv_format_desc f, kv_role r, const float* src, std::size_t 
 
 inline void dequantize(kv_format_desc f, kv_role r, const std::byte* src, std::size_t first_token, std::size_t tokens,
                        std::size_t D, float* dst, std::size_t dst_stride) noexcept {
+  if (f.format == kv_format::f32) {
+    for (std::size_t t = 0; t < tokens; ++t)
+      std::memcpy(dst + t * dst_stride, src + 4 * (first_token + t) * D, D * sizeof(float));
+    return;
+  }
   if (f.format == kv_format::f16) {
     for (std::size_t t = 0; t < tokens; ++t) widen_f16(src + 2 * (first_token + t) * D, D, dst + t * dst_stride);
     return;
@@ -13024,7 +13228,7 @@ inline void axpy(float w, const float* x, float* acc, std::size_t n) noexcept {
     ::xsimd::fma(wv, vf::load_unaligned(x + i), vf::load_unaligned(acc + i)).store_unaligned(acc + i);
 }
 
-/// Row t of a page-head in a per-token format (f16, q8_0, KIVI values) into dst.
+/// Row t of a page-head in a per-token format (f32, f16, q8_0, KIVI values) into dst.
 inline void value_row(kv_format_desc f, kv_role r, const std::byte* head, std::size_t t, std::size_t D,
                       float* dst) noexcept {
   if (f.format == kv_format::f16) {
@@ -13040,7 +13244,7 @@ inline void score_page(const paged_kv_desc& kv, const float* q, std::size_t G, c
   const std::size_t D = kv.head_dim;
   alignas(64) float row[kv_max_head_dim];
   const kv_format_desc f = kv.k_format;
-  if (f.format == kv_format::f16 || f.format == kv_format::q8_0) {
+  if (f.format == kv_format::f32 || f.format == kv_format::f16 || f.format == kv_format::q8_0) {
     for (std::size_t t = 0; t < n; ++t) {
       value_row(f, kv_role::key, kh, t, D, row);
       for (std::size_t h = 0; h < G; ++h) s[h * score_stride + t] = dot(q + h * D, row, D);
@@ -14598,6 +14802,18 @@ struct kv_config {
   using v_precision = VPrecision;
 };
 
+/// A paged_kv_cache shape known only at run time (e.g. from a GGUF file's
+/// metadata): the cache takes layers, KV heads and head_dim from its
+/// block_allocator's layout at create(); the precisions and the tokens per
+/// block stay types and constants, since they pick the kernels.
+template <class KPrecision = precision::f16, class VPrecision = precision::f16, std::size_t TokensPerBlock = 16>
+struct runtime_kv_config {
+  static constexpr bool runtime_shape = true;
+  static constexpr std::size_t tokens_per_block = TokensPerBlock;
+  using k_precision = KPrecision;
+  using v_precision = VPrecision;
+};
+
 namespace detail {
 // Names every cache of every Config, so a workspace planned by one cache is
 // never taken for another's.
@@ -14609,18 +14825,44 @@ inline constexpr bool is_kivi_key = kernels::KvPrecision<P> &&
                                      kernels::kv_format_of<P>.format == kernels::kv_format::kivi4);
 }  // namespace detail
 
-/// A paged_kv_cache shape: layers, kv_heads, head_dim, tokens_per_block
-/// (constants) and k_precision, v_precision (KV precisions).
+namespace detail {
 template <class C>
-concept KvCacheConfig = requires {
+concept runtime_shaped_config = requires {
+  requires C::runtime_shape;
+};
+template <class C>
+concept static_shaped_config = requires {
   { C::layers } -> std::convertible_to<std::size_t>;
   { C::kv_heads } -> std::convertible_to<std::size_t>;
   { C::head_dim } -> std::convertible_to<std::size_t>;
+};
+
+// The compile-time shape constants of a static Config (none for a runtime one).
+template <class C, bool Static = !runtime_shaped_config<C>>
+struct static_kv_shape {};
+template <class C>
+struct static_kv_shape<C, true> {
+  static constexpr std::size_t layers = C::layers;
+  static constexpr std::size_t kv_heads = C::kv_heads;
+  static constexpr std::size_t head_dim = C::head_dim;
+  static constexpr std::size_t row_floats = kv_heads * head_dim;  // one token's K (or V), all heads
+  static_assert(layers >= 1 && kv_heads >= 1 && head_dim >= 1,
+                "paged_kv_cache: every Config dimension must be positive");
+};
+}  // namespace detail
+
+/// A paged_kv_cache shape: tokens_per_block (a constant), k_precision and
+/// v_precision (KV precisions), and either layers, kv_heads and head_dim
+/// (constants, kv_config) or runtime_shape = true (runtime_kv_config: the
+/// dimensions come from the block_allocator at run time).
+template <class C>
+concept KvCacheConfig = requires {
   { C::tokens_per_block } -> std::convertible_to<std::size_t>;
   typename C::k_precision;
   typename C::v_precision;
 }
-&&kernels::KvPrecision<typename C::k_precision>&& kernels::KvPrecision<typename C::v_precision>;
+&&(detail::static_shaped_config<C> || detail::runtime_shaped_config<C>)&&kernels::KvPrecision<
+    typename C::k_precision>&& kernels::KvPrecision<typename C::v_precision>;
 
 /// A sequence of a paged_kv_cache: slot and generation (stale ids are caught).
 using seq_id = std::uint64_t;
@@ -14667,14 +14909,13 @@ struct step_workspace {
 /// Movable; create() and make_workspace() allocate, nothing else does
 /// (except error messages). The block_allocator must outlive the cache.
 template <KvCacheConfig Config, Backend B = backend::highway>
-class paged_kv_cache {
+class paged_kv_cache : public detail::static_kv_shape<Config> {
  public:
   using config = Config;
   using k_precision = typename Config::k_precision;
   using v_precision = typename Config::v_precision;
-  static constexpr std::size_t layers = Config::layers;
-  static constexpr std::size_t kv_heads = Config::kv_heads;
-  static constexpr std::size_t head_dim = Config::head_dim;
+  /// Whether layers, KV heads and head_dim are run-time values (runtime_kv_config).
+  static constexpr bool runtime_shape = detail::runtime_shaped_config<Config>;
   static constexpr std::size_t tokens_per_block = Config::tokens_per_block;
   using view_type = kernels::paged_kv_view<k_precision, v_precision, tokens_per_block>;
   using block_id = block_allocator::block_id;
@@ -14682,25 +14923,43 @@ class paged_kv_cache {
   static_assert(!detail::is_kivi_key<k_precision>,
                 "paged_kv_cache: KIVI keys group tokens and cannot be appended one token at a time; store keys as "
                 "precision::f16 or precision::q8_0 (a KIVI key tier is filled by block migration)");
-  static_assert(layers >= 1 && kv_heads >= 1 && head_dim >= 1 && tokens_per_block >= 1,
-                "paged_kv_cache: every Config dimension must be positive");
+  static_assert(tokens_per_block >= 1, "paged_kv_cache: every Config dimension must be positive");
 
   static constexpr kernels::kv_format_desc k_format = kernels::kv_format_of<k_precision>;
   static constexpr kernels::kv_format_desc v_format = kernels::kv_format_of<v_precision>;
-  static constexpr std::size_t row_floats = kv_heads * head_dim;  // one token's K (or V), all heads
 
-  /// The block layout Config needs (for block_allocator::create).
-  [[nodiscard]] static result<block_layout> layout() {
+  /// The block layout a static Config needs (for block_allocator::create).
+  [[nodiscard]] static result<block_layout> layout() requires(!runtime_shape) {
+    return block_layout::of<k_precision, v_precision, tokens_per_block>(Config::layers, Config::kv_heads,
+                                                                        Config::head_dim);
+  }
+  /// The block layout of a runtime Config for a model's shape.
+  [[nodiscard]] static result<block_layout> layout(std::size_t layers, std::size_t kv_heads,
+                                                   std::size_t head_dim) requires runtime_shape {
     return block_layout::of<k_precision, v_precision, tokens_per_block>(layers, kv_heads, head_dim);
   }
 
+  /// The shape: layers, KV heads, head_dim, and one token's K (or V) floats
+  /// over all heads (the Config's constants, or the allocator's layout).
+  [[nodiscard]] std::size_t num_layers() const noexcept { return layers_; }
+  [[nodiscard]] std::size_t num_kv_heads() const noexcept { return kv_heads_; }
+  [[nodiscard]] std::size_t head_size() const noexcept { return head_dim_; }
+  [[nodiscard]] std::size_t row_size() const noexcept { return std::size_t{kv_heads_} * head_dim_; }
+
   paged_kv_cache() noexcept = default;
 
-  /// A cache over `blocks` (whose layout must equal layout()). Errors:
-  /// invalid_argument for a layout mismatch or options out of range.
+  /// A cache over `blocks`, whose layout must equal layout() (a runtime
+  /// Config takes its dimensions from it and checks the formats and tokens
+  /// per block). Errors: invalid_argument for a layout mismatch or options
+  /// out of range.
   [[nodiscard]] static result<paged_kv_cache> create(block_allocator& blocks, const cache_options& o = {}) {
-    RUVLLM_TRY_ASSIGN(const block_layout want, layout());
     const block_layout& have = blocks.layout();
+    block_layout want{};
+    if constexpr (runtime_shape) {
+      RUVLLM_TRY_ASSIGN(want, layout(have.layers, have.kv_heads, have.head_dim));
+    } else {
+      RUVLLM_TRY_ASSIGN(want, layout());
+    }
     if (have.layers != want.layers || have.kv_heads != want.kv_heads || have.head_dim != want.head_dim ||
         have.tokens_per_block != want.tokens_per_block || !(have.k_format == want.k_format) ||
         !(have.v_format == want.v_format))
@@ -14715,6 +14974,9 @@ class paged_kv_cache {
                         " must be in [1, 2^30]");
     paged_kv_cache c;
     c.blocks_ = &blocks;
+    c.layers_ = want.layers;
+    c.kv_heads_ = want.kv_heads;
+    c.head_dim_ = want.head_dim;
     c.max_seqs_ = o.max_sequences;
     c.max_tokens_ = o.max_tokens_per_sequence;
     c.max_blocks_ = static_cast<std::uint32_t>((o.max_tokens_per_sequence + tokens_per_block - 1) / tokens_per_block);
@@ -14732,6 +14994,9 @@ class paged_kv_cache {
     if (this != &o) {
       release_all();
       blocks_ = std::exchange(o.blocks_, nullptr);
+      layers_ = o.layers_;
+      kv_heads_ = o.kv_heads_;
+      head_dim_ = o.head_dim_;
       tables_ = std::move(o.tables_);
       seqs_ = std::move(o.seqs_);
       free_slots_ = std::move(o.free_slots_);
@@ -14944,7 +15209,7 @@ class paged_kv_cache {
   }
 
   /// Writes the new tokens of batch entry `entry` of the last plan in layer
-  /// `layer`: k and v hold count x kv_heads x head_dim values, token-major
+  /// `layer`: k and v hold count x row_size() values, token-major
   /// ([token][kv_head][dim]), count = the entry's new_tokens. Converted to
   /// the stored precision by B's KV quantizers; no allocation. Errors:
   /// invalid_argument (ws not from this cache's last plan, wrong sizes),
@@ -14961,15 +15226,15 @@ class paged_kv_cache {
                                     std::span<const f16> k, std::span<const f16> v) {
     RUVLLM_TRY(check_append(ws, layer, entry, k.size(), v.size()));
     const std::uint32_t n = ws.count[entry];
-    float kr[head_dim], vr[head_dim];
+    float kr[kernels::kv_max_head_dim], vr[kernels::kv_max_head_dim];
     for (std::uint32_t t = 0; t < n; ++t)
-      for (std::size_t h = 0; h < kv_heads; ++h) {
-        const std::size_t off = t * row_floats + h * head_dim;
-        for (std::size_t c = 0; c < head_dim; ++c) {
+      for (std::size_t h = 0; h < kv_heads_; ++h) {
+        const std::size_t off = t * row_size() + h * head_dim_;
+        for (std::size_t c = 0; c < head_dim_; ++c) {
           kr[c] = to_float(k[off + c]);
           vr[c] = to_float(v[off + c]);
         }
-        write_head(ws, layer, entry, t, 1, h, kr, vr, head_dim);
+        write_head(ws, layer, entry, t, 1, h, kr, vr, head_dim_);
       }
     return {};
   }
@@ -14979,7 +15244,7 @@ class paged_kv_cache {
   /// invalid_argument (ws not from this cache's last plan), out_of_range.
   [[nodiscard]] result<view_type> view(const step_workspace& ws, std::size_t layer) const {
     RUVLLM_TRY(check_ws(ws));
-    if (layer >= layers) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers);
+    if (layer >= layers_) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers_);
     return view_unchecked(ws, layer);
   }
 
@@ -14992,35 +15257,34 @@ class paged_kv_cache {
     vw.page_ids = ws.page_ids.get();
     vw.last_page_len = ws.last_page_len.get();
     vw.batch = ws.batch;
-    vw.n_kv_heads = static_cast<std::uint32_t>(kv_heads);
-    vw.head_dim = static_cast<std::uint32_t>(head_dim);
+    vw.n_kv_heads = kv_heads_;
+    vw.head_dim = head_dim_;
     return vw;
   }
 
   /// Reads token `pos` of s in layer `layer` back as floats (dequantized):
-  /// k_out and v_out receive kv_heads x head_dim values. For tests, tools
+  /// k_out and v_out receive row_size() values. For tests, tools
   /// and spilling. Errors: not_found, out_of_range (layer, pos >= length),
   /// invalid_argument (output sizes).
   result<void> read(seq_id s, std::size_t layer, std::size_t pos, std::span<float> k_out,
                     std::span<float> v_out) const {
     RUVLLM_TRY_ASSIGN(const std::uint32_t slot, find(s));
-    if (layer >= layers) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers);
+    if (layer >= layers_) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers_);
     if (pos >= seqs_[slot].length)
       return make_error(errc::out_of_range, "position ", pos, " >= sequence length ", seqs_[slot].length);
-    if (k_out.size() != row_floats || v_out.size() != row_floats)
-      return make_error(errc::invalid_argument, "read needs ", row_floats, " floats per output, got ", k_out.size(),
+    if (k_out.size() != row_size() || v_out.size() != row_size())
+      return make_error(errc::invalid_argument, "read needs ", row_size(), " floats per output, got ", k_out.size(),
                         " and ", v_out.size());
     const block_id b = table_of(slot)[pos / tokens_per_block];
     const std::size_t t = pos % tokens_per_block;
     const std::byte* kb = blocks_->k_block(layer, b);
     const std::byte* vb = blocks_->v_block(layer, b);
-    for (std::size_t h = 0; h < kv_heads; ++h) {
-      kernels::kv_quant_ops<B>::kv_dequantize_page_head(k_format, kernels::kv_role::key,
-                                                        kb + h * view_type::k_head_bytes(head_dim), t, 1, head_dim,
-                                                        k_out.data() + h * head_dim, head_dim);
-      kernels::kv_quant_ops<B>::kv_dequantize_page_head(v_format, kernels::kv_role::value,
-                                                        vb + h * view_type::v_head_bytes(head_dim), t, 1, head_dim,
-                                                        v_out.data() + h * head_dim, head_dim);
+    const std::size_t D = head_dim_;
+    for (std::size_t h = 0; h < kv_heads_; ++h) {
+      kernels::kv_quant_ops<B>::kv_dequantize_page_head(
+          k_format, kernels::kv_role::key, kb + h * view_type::k_head_bytes(D), t, 1, D, k_out.data() + h * D, D);
+      kernels::kv_quant_ops<B>::kv_dequantize_page_head(
+          v_format, kernels::kv_role::value, vb + h * view_type::v_head_bytes(D), t, 1, D, v_out.data() + h * D, D);
     }
     return {};
   }
@@ -15106,9 +15370,9 @@ class paged_kv_cache {
   [[nodiscard]] result<void> check_append(const step_workspace& ws, std::size_t layer, std::size_t entry,
                                           std::size_t k_size, std::size_t v_size) const {
     RUVLLM_TRY(check_ws(ws));
-    if (layer >= layers) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers);
+    if (layer >= layers_) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers_);
     if (entry >= ws.batch) return make_error(errc::out_of_range, "batch entry ", entry, " >= batch ", ws.batch);
-    const std::size_t want = std::size_t{ws.count[entry]} * row_floats;
+    const std::size_t want = std::size_t{ws.count[entry]} * row_size();
     if (k_size != want || v_size != want)
       return make_error(errc::invalid_argument, "append of ", ws.count[entry], " tokens needs ", want,
                         " values for K and V, got ", k_size, " and ", v_size);
@@ -15124,9 +15388,9 @@ class paged_kv_cache {
       const std::size_t pos = ws.start[entry] + t;
       const auto run = static_cast<std::uint32_t>(
           std::min<std::size_t>(n - t, tokens_per_block - pos % tokens_per_block));  // within one block
-      for (std::size_t h = 0; h < kv_heads; ++h)
-        write_head(ws, layer, entry, t, run, h, k + t * row_floats + h * head_dim, v + t * row_floats + h * head_dim,
-                   row_floats);
+      const std::size_t row = row_size();
+      for (std::size_t h = 0; h < kv_heads_; ++h)
+        write_head(ws, layer, entry, t, run, h, k + t * row + h * head_dim_, v + t * row + h * head_dim_, row);
       t += run;
     }
   }
@@ -15137,13 +15401,18 @@ class paged_kv_cache {
     const std::size_t pos = ws.start[entry] + t;
     const block_id b = table_of(ws.slot[entry])[pos / tokens_per_block];
     const std::size_t first = pos % tokens_per_block;
-    kernels::kv_quant_ops<B>::kv_quantize_page_head(k_format, kernels::kv_role::key, k, stride, first, run, head_dim,
-                                                    blocks_->k_block(layer, b) + h * view_type::k_head_bytes(head_dim));
-    kernels::kv_quant_ops<B>::kv_quantize_page_head(v_format, kernels::kv_role::value, v, stride, first, run, head_dim,
-                                                    blocks_->v_block(layer, b) + h * view_type::v_head_bytes(head_dim));
+    kernels::kv_quant_ops<B>::kv_quantize_page_head(
+        k_format, kernels::kv_role::key, k, stride, first, run, head_dim_,
+        blocks_->k_block(layer, b) + h * view_type::k_head_bytes(head_dim_));
+    kernels::kv_quant_ops<B>::kv_quantize_page_head(
+        v_format, kernels::kv_role::value, v, stride, first, run, head_dim_,
+        blocks_->v_block(layer, b) + h * view_type::v_head_bytes(head_dim_));
   }
 
   block_allocator* blocks_ = nullptr;
+  std::uint32_t layers_ = 0;
+  std::uint32_t kv_heads_ = 0;
+  std::uint32_t head_dim_ = 0;
   std::unique_ptr<block_id[]> tables_;
   std::unique_ptr<seq_state[]> seqs_;
   std::unique_ptr<std::uint32_t[]> free_slots_;
@@ -17556,18 +17825,21 @@ concept ProjectionHook = std::is_class_v<H> &&(!H::enabled || requires(const H& 
 // linear scaling from metadata), causal flash attention with GQA, SwiGLU.
 //
 // ------------------------------------------------------------- KV and memory
-// llama_context keeps one sequence's K and V in f32, per layer
-// [position][kv_head][head_dim] -- the dense layout the flash-attention kernel
-// reads, and appending a token is one contiguous row per layer. Every buffer
-// (KV, activations, quantized activations, attention workspaces, the RoPE
-// table) is allocated by create(); eval() allocates nothing except an error
-// message. Results are deterministic for a given thread count: every row of
-// every product and every attention tile is computed by one kernel call whose
-// arithmetic does not depend on how rows are split among threads.
+// llama_context keeps K and V in a kv::paged_kv_cache whose shape comes from
+// the GGUF metadata (kv::runtime_kv_config), in blocks shared between
+// sequences copy-on-write. Decode attention reads the blocks in place (the
+// paged decode kernel); a batch gathers its sequence's K/V into a dense
+// scratch for the flash-attention prefill kernel. Every buffer is allocated
+// by create(); eval() allocates nothing except an error message. Results are
+// deterministic for a given thread count: every row of every product and
+// every attention item is computed by one kernel call whose arithmetic does
+// not depend on how rows are split among threads.
 
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <limits>
+#include <memory>
 #include <numeric>
 #include <cstddef>
 #include <cstdint>
@@ -17886,47 +18158,100 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
 
 }  // namespace detail
 
-/// One sequence's inference state over a shared model: the KV cache, the
-/// activation buffers and the thread pool the products run on.
+/// The KV cache a llama_context keeps by default: F16 keys and values (as
+/// llama.cpp's default), 16 tokens per block, shape from the model.
+using default_kv = kv::runtime_kv_config<precision::f16, precision::f16, 16>;
+/// F32 keys and values: attention with float K/V, as llama.cpp's F32 KV cache.
+using f32_kv = kv::runtime_kv_config<precision::f32, precision::f32, 16>;
+
+/// One sequence's inference state over a shared model: its K and V in a
+/// paged KV cache (kv::paged_kv_cache), the activation buffers and the
+/// thread pool the products run on.
+///
+/// Template parameters: B, the kernel Backend; KvConfig, a
+/// kv::runtime_kv_config<KPrecision, VPrecision, TokensPerBlock> choosing how
+/// K and V are stored (default_kv: f16; f32_kv; q8_0 keys or values), the
+/// cache's shape (layers, KV heads, head_dim) coming from the model.
+///
+/// KV: the context owns a block_allocator and a paged_kv_cache over it
+/// (kv_cache()), and runs one of its sequences (sequence()). Positions live
+/// in blocks of TokensPerBlock tokens, so sequences can share prefixes: fork()
+/// makes a copy-on-write sibling of the current sequence, and blocks cached
+/// elsewhere (a radix cache hit) become a new sequence through
+/// kv_cache().add_sequence; use_sequence() switches to any live one.
+/// Decode attention reads the blocks in place with the paged decode kernel;
+/// a batch (prefill) gathers the sequence's K/V into a dense scratch for the
+/// flash-attention prefill kernel, so both see the stored precision.
 ///
 /// Decode (eval of one token) runs five pool jobs per layer (Q/K/V in one,
 /// attention, output projection, gate/up/SwiGLU in one, down projection),
 /// each through thread_pool::run_replicated, so a worker the OS deschedules
-/// mid-step never stalls the step. Batches (prefill) run the products as
-/// tiled GEMMs.
+/// mid-step never stalls the step. Batches run the products as tiled GEMMs.
+///
+/// Every buffer (KV blocks, activations, quantized activations, attention
+/// workspaces, the RoPE table) is allocated by create(); eval() allocates
+/// nothing except an error message. Results are deterministic for a given
+/// thread count and batch split.
 ///
 /// Hook (projection_hook.hpp) adds to projection outputs, e.g. LoRA
 /// adapters; set_hook() attaches one. The cached K and V are tied to the
 /// hook's kv_key() when they were computed: once the key changes (another
 /// adapter, an updated one, or none), n_past() reports 0 and eval() refuses
 /// to continue the stale positions until reset() or truncate(0), so no KV
-/// computed under other weights is ever reused.
+/// computed under other weights is ever reused. Each sequence keeps its own
+/// key: fork() inherits the current one, use_sequence() restores the one the
+/// sequence was computed under.
 ///
 /// Thread-safety: one thread calls a context at a time (it runs the pool);
 /// different contexts of one model may run concurrently on different pools.
-template <Backend B = backend::highway, ProjectionHook Hook = no_projection_hook>
+template <Backend B = backend::highway, class KvConfig = default_kv, ProjectionHook Hook = no_projection_hook>
 class llama_context {
+  static_assert(kv::KvCacheConfig<KvConfig> && kv::paged_kv_cache<KvConfig, B>::runtime_shape,
+                "llama_context<B, KvConfig>: KvConfig must be a kv::runtime_kv_config<KPrecision, VPrecision, "
+                "TokensPerBlock> (the cache's shape comes from the model)");
+
  public:
+  using cache_type = kv::paged_kv_cache<KvConfig, B>;
+  static constexpr std::size_t tokens_per_block = KvConfig::tokens_per_block;
+
   struct options {
-    std::size_t n_ctx = 0;        ///< positions held; 0 means the model's training context
-    std::size_t max_batch = 256;  ///< tokens per internal step of eval (longer inputs are chunked)
+    std::size_t n_ctx = 0;         ///< positions per sequence; 0 means the model's training context
+    std::size_t max_batch = 256;   ///< tokens per internal step of eval (longer inputs are chunked)
+    std::size_t kv_sequences = 1;  ///< live sequences the KV cache can hold (forks, shared prefixes)
+    std::size_t kv_blocks = 0;     ///< KV blocks; 0 means kv_sequences full contexts
   };
 
   llama_context(llama_context&& other) noexcept
       : model_(other.model_),
         pool_(std::exchange(other.pool_, nullptr)),
+        hook_(other.hook_),
+        kv_key_(other.kv_key_),
+        seq_keys_(std::move(other.seq_keys_)),
         opt_(other.opt_),
         n_past_(other.n_past_),
+        seq_(other.seq_),
+        blocks_(std::move(other.blocks_)),
+        cache_(std::move(other.cache_)),
+        ws_(std::move(other.ws_)),
         buf_(std::move(other.buf_)) {}
   /// Waits for late pool workers still reading this context's buffers
   /// (thread_pool::quiesce) before they are replaced.
   llama_context& operator=(llama_context&& other) noexcept {
     if (this != &other) {
       if (pool_ != nullptr) pool_->quiesce();
+      // The cache refers to the allocator: drop it first.
+      cache_ = cache_type{};
       model_ = other.model_;
       pool_ = std::exchange(other.pool_, nullptr);
+      hook_ = other.hook_;
+      kv_key_ = other.kv_key_;
+      seq_keys_ = std::move(other.seq_keys_);
       opt_ = other.opt_;
       n_past_ = other.n_past_;
+      seq_ = other.seq_;
+      blocks_ = std::move(other.blocks_);
+      cache_ = std::move(other.cache_);
+      ws_ = std::move(other.ws_);
       buf_ = std::move(other.buf_);
     }
     return *this;
@@ -17938,9 +18263,12 @@ class llama_context {
     if (pool_ != nullptr) pool_->quiesce();
   }
 
-  /// Allocates every buffer for n_ctx positions. `model` and `pool` must
-  /// outlive the context. Errors: n_ctx or max_batch 0 after defaults, or
-  /// beyond 2^24 positions; out_of_memory.
+  /// Allocates every buffer for n_ctx positions, and a KV cache of kv_blocks
+  /// blocks holding up to kv_sequences sequences, with one empty sequence
+  /// current. `model` and `pool` must outlive the context. Errors: n_ctx,
+  /// max_batch or kv_sequences 0 after defaults, n_ctx beyond 2^24
+  /// positions, a head_dim the KV format cannot store (kv::block_layout),
+  /// out_of_memory.
   [[nodiscard]] static result<llama_context> create(const llama_model& model, thread_pool& pool, options o = {}) {
     const llama_hparams& h = model.hparams();
     if (o.n_ctx == 0) o.n_ctx = h.n_ctx_train;
@@ -17948,15 +18276,19 @@ class llama_context {
       return make_error(errc::invalid_argument, "n_ctx ", o.n_ctx, " must be in [1, ", kernels::attention_max_positions,
                         "]");
     if (o.max_batch == 0) return make_error(errc::invalid_argument, "max_batch must be at least 1");
+    if (o.kv_sequences == 0 || o.kv_sequences > (1u << 24))
+      return make_error(errc::invalid_argument, "kv_sequences ", o.kv_sequences, " must be in [1, 2^24]");
     o.max_batch = std::min(o.max_batch, o.n_ctx);
+    const std::size_t per_sequence = (o.n_ctx + tokens_per_block - 1) / tokens_per_block;
+    if (o.kv_blocks == 0) o.kv_blocks = o.kv_sequences * per_sequence;
     llama_context c(model, pool, o);
     RUVLLM_TRY(c.allocate());
     return c;
   }
 
   [[nodiscard]] const llama_model& model() const noexcept { return *model_; }
-  /// Positions held in the KV cache (the next token's position); 0 when the
-  /// cached positions were computed under another hook key.
+  /// Positions of the current sequence (the next token's position); 0 when
+  /// they were computed under another hook key.
   [[nodiscard]] std::size_t n_past() const noexcept { return kv_current() ? n_past_ : 0; }
   [[nodiscard]] std::size_t n_ctx() const noexcept { return opt_.n_ctx; }
 
@@ -17964,26 +18296,61 @@ class llama_context {
   /// outlive its use. Positions cached under another key become stale.
   void set_hook(const Hook* hook) noexcept { hook_ = hook; }
 
-  /// Forgets positions n and later (n <= n_past()): the next eval continues
-  /// at position n, reusing the cached prefix.
+  /// The KV cache and the sequence eval() runs.
+  [[nodiscard]] cache_type& kv_cache() noexcept { return cache_; }
+  [[nodiscard]] const cache_type& kv_cache() const noexcept { return cache_; }
+  [[nodiscard]] kv::seq_id sequence() const noexcept { return seq_; }
+
+  /// A new sequence sharing every position of the current one (copy on
+  /// write), under the same hook key; the current sequence stays current.
+  /// Errors: out_of_memory when kv_sequences are live.
+  [[nodiscard]] result<kv::seq_id> fork() {
+    RUVLLM_TRY_ASSIGN(const kv::seq_id child, cache_.fork(seq_));
+    remember_key(child, kv_key_);
+    return child;
+  }
+
+  /// Makes `s`, a live sequence of kv_cache(), the one eval() continues. A
+  /// sequence this context never ran (added to kv_cache() from a prefix
+  /// cache, which keys on the adapter version) counts as computed under the
+  /// current hook key. Errors: not_found (s), out_of_range (s longer than
+  /// n_ctx).
+  [[nodiscard]] result<void> use_sequence(kv::seq_id s) {
+    RUVLLM_TRY_ASSIGN(const std::size_t length, cache_.length(s));
+    if (length > opt_.n_ctx)
+      return make_error(errc::out_of_range, "sequence of ", length, " positions exceeds the context of ", opt_.n_ctx);
+    remember_key(seq_, kv_key_);
+    kv_key_ = recall_key(s);
+    seq_ = s;
+    n_past_ = length;
+    return {};
+  }
+
+  /// Forgets positions n and later of the current sequence (n <= n_past()):
+  /// the next eval continues at position n, reusing the cached prefix.
   [[nodiscard]] result<void> truncate(std::size_t n) {
     if (n > n_past())
       return make_error(errc::out_of_range, "cannot truncate to ", n, " past the ", n_past(), " cached positions");
+    RUVLLM_TRY(cache_.truncate(seq_, n));
     n_past_ = n;
     if (n == 0) kv_key_ = hook_key();
     return {};
   }
+  /// Empties the current sequence.
   void reset() noexcept {
-    n_past_ = 0;
-    kv_key_ = hook_key();
+    if (cache_.truncate(seq_, 0).has_value()) {
+      n_past_ = 0;
+      kv_key_ = hook_key();
+    }
   }
 
-  /// Runs `tokens` at positions n_past() .. n_past() + size - 1, appends
-  /// their K and V, and writes vocab-sized logits: of the last token
-  /// (logits.size() >= n_vocab) or of every token, token-major
-  /// (logits.size() >= tokens.size() * n_vocab). Errors, with nothing
-  /// changed: an empty batch, a token id outside the vocabulary, a batch past
-  /// n_ctx, a logits span too small.
+  /// Runs `tokens` at positions n_past() .. n_past() + size - 1 of the
+  /// current sequence, appends their K and V, and writes vocab-sized logits:
+  /// of the last token (logits.size() >= n_vocab) or of every token,
+  /// token-major (logits.size() >= tokens.size() * n_vocab). Errors, with
+  /// nothing changed: an empty batch, a token id outside the vocabulary, a
+  /// batch past n_ctx, a logits span too small, KV blocks exhausted
+  /// (out_of_memory), a current sequence freed through kv_cache() (not_found).
   [[nodiscard]] result<void> eval(std::span<const token_id> tokens, std::span<float> logits,
                                   logits_for which = logits_for::last) {
     const llama_hparams& h = model_->hparams();
@@ -18004,15 +18371,30 @@ class llama_context {
       if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= h.n_vocab)
         return make_error(errc::out_of_range, "token id ", tokens[i], " at index ", i, " is outside the vocabulary of ",
                           h.n_vocab);
+    RUVLLM_TRY_ASSIGN(const std::size_t length, cache_.length(seq_));
+    if (length != n_past_) return make_error(errc::invalid_argument, "the current sequence changed outside eval");
+    // Count the blocks the whole batch needs first, so running out of them
+    // changes nothing even when the batch runs in several steps.
+    const std::size_t free_blocks = blocks_->capacity_blocks() - blocks_->blocks_in_use();
+    const std::size_t held = (n_past_ + tokens_per_block - 1) / tokens_per_block;
+    std::size_t need = (n_past_ + tokens.size() + tokens_per_block - 1) / tokens_per_block - held;
+    if (n_past_ % tokens_per_block != 0) {
+      // A partial last block shared with another sequence is copied first.
+      RUVLLM_TRY_ASSIGN(const auto table, cache_.block_table(seq_));
+      if (blocks_->ref_count(table[held - 1]) > 1) ++need;
+    }
+    if (need > free_blocks)
+      return make_error(errc::out_of_memory, "KV cache: ", tokens.size(), " tokens at position ", n_past_,
+                        " need up to ", need, " blocks, ", free_blocks, " free");
     if (tokens.size() == 1) {
-      decode(tokens[0], logits.data());
+      RUVLLM_TRY(decode(tokens[0], logits.data()));
       return {};
     }
     for (std::size_t begin = 0; begin < tokens.size(); begin += opt_.max_batch) {
       const std::size_t n = std::min(opt_.max_batch, tokens.size() - begin);
       const bool last_chunk = begin + n == tokens.size();
       float* out = which == logits_for::all ? logits.data() + begin * h.n_vocab : logits.data();
-      step(tokens.subspan(begin, n), which == logits_for::all || last_chunk ? out : nullptr, which);
+      RUVLLM_TRY(step(tokens.subspan(begin, n), which == logits_for::all || last_chunk ? out : nullptr, which));
     }
     return {};
   }
@@ -18036,6 +18418,33 @@ class llama_context {
     }
   }
 
+  // The hook keys of sequences other than the current one. Only contexts
+  // with a hook keep them; entries of sequences no longer live are dropped
+  // when the list outgrows the cache's sequence count.
+  void remember_key(kv::seq_id s, std::uint64_t key) {
+    if constexpr (Hook::enabled) {
+      for (auto& [seq, k] : seq_keys_)
+        if (seq == s) {
+          k = key;
+          return;
+        }
+      if (seq_keys_.size() >= opt_.kv_sequences)
+        std::erase_if(seq_keys_, [&](const auto& e) { return !cache_.length(e.first).has_value(); });
+      seq_keys_.emplace_back(s, key);
+    } else {
+      (void)s, (void)key;
+    }
+  }
+  [[nodiscard]] std::uint64_t recall_key(kv::seq_id s) const noexcept {
+    if constexpr (Hook::enabled) {
+      for (const auto& [seq, k] : seq_keys_)
+        if (seq == s) return k;
+    } else {
+      (void)s;
+    }
+    return hook_key();
+  }
+
   // y += the hook's addition for projection p of layer `layer` (nothing
   // without a hook).
   void adapt(std::size_t layer, projection p, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
@@ -18045,13 +18454,13 @@ class llama_context {
     }
   }
 
-  /// Every buffer of a context; allocate() makes them, nothing else does.
+  /// Every activation buffer of a context; allocate() makes them.
   struct buffers {
-    aligned_buffer<float> x, xn, q, attn, gate, up, rounded, k_cache, v_cache, qkv;
+    aligned_buffer<float> x, xn, q, attn, gate, up, rounded, qkv, k_new, v_new, k_dense, v_dense;
     aligned_buffer<f16> half;
     aligned_buffer<kernels::q8_0_quad> act_q8_0;
     aligned_buffer<block_q8_k> act_q8_k;
-    aligned_buffer<std::byte> workspace;
+    aligned_buffer<std::byte> workspace;  // per thread: prefill attention tiles, or a decode item's state
     std::size_t workspace_bytes = 0;
     kernels::rope_table rope;
   };
@@ -18061,23 +18470,36 @@ class llama_context {
   [[nodiscard]] result<void> allocate() {
     const llama_hparams& h = model_->hparams();
     const std::size_t nb = opt_.max_batch, d = h.n_embd, q_dim = h.n_head * h.head_dim,
-                      kv_dim = h.n_head_kv * h.head_dim;
+                      kv_dim = h.n_head_kv * h.head_dim, group = h.n_head / h.n_head_kv;
     const std::size_t widest = std::max({d, q_dim, h.n_ff});
+    // KV: the allocator is on the heap so the cache's pointer to it survives moves.
+    RUVLLM_TRY_ASSIGN(const kv::block_layout layout, cache_type::layout(h.n_layer, h.n_head_kv, h.head_dim));
+    RUVLLM_TRY_ASSIGN(auto blocks, kv::block_allocator::create(layout, opt_.kv_blocks));
+    blocks_ = std::make_unique<kv::block_allocator>(std::move(blocks));
+    RUVLLM_TRY_ASSIGN(cache_, cache_type::create(*blocks_, {static_cast<std::uint32_t>(opt_.kv_sequences),
+                                                            static_cast<std::uint32_t>(opt_.n_ctx)}));
+    ws_ = cache_.make_workspace(1);
+    RUVLLM_TRY_ASSIGN(seq_, cache_.add_sequence());
     buffers& b = buf_;
     RUVLLM_TRY_ASSIGN(b.x, aligned_buffer<float>::allocate(nb * d));
     RUVLLM_TRY_ASSIGN(b.xn, aligned_buffer<float>::allocate(nb * d));
     RUVLLM_TRY_ASSIGN(b.q, aligned_buffer<float>::allocate(nb * q_dim));
     RUVLLM_TRY_ASSIGN(b.attn, aligned_buffer<float>::allocate(nb * q_dim));
     RUVLLM_TRY_ASSIGN(b.gate, aligned_buffer<float>::allocate(nb * h.n_ff));
-    RUVLLM_TRY_ASSIGN(b.up, aligned_buffer<float>::allocate(nb * h.n_ff));
+    // Batches: n_ff per token; decode: n_ff per pool thread (decode_ffn_up).
+    RUVLLM_TRY_ASSIGN(b.up, aligned_buffer<float>::allocate(std::max(nb, pool_->size()) * h.n_ff));
     RUVLLM_TRY_ASSIGN(b.qkv, aligned_buffer<float>::allocate(q_dim + 2 * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.k_new, aligned_buffer<float>::allocate(nb * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.v_new, aligned_buffer<float>::allocate(nb * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.k_dense, aligned_buffer<float>::allocate(opt_.n_ctx * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.v_dense, aligned_buffer<float>::allocate(opt_.n_ctx * kv_dim));
     RUVLLM_TRY_ASSIGN(b.rounded, aligned_buffer<float>::allocate(nb * widest));
     RUVLLM_TRY_ASSIGN(b.half, aligned_buffer<f16>::allocate(widest));
     RUVLLM_TRY_ASSIGN(b.act_q8_0, aligned_buffer<kernels::q8_0_quad>::allocate(nb * kernels::q8_0_quads(widest)));
     RUVLLM_TRY_ASSIGN(b.act_q8_k, aligned_buffer<block_q8_k>::allocate(nb * (widest / qk_k + 1)));
-    RUVLLM_TRY_ASSIGN(b.k_cache, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
-    RUVLLM_TRY_ASSIGN(b.v_cache, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
-    b.workspace_bytes = (kernels::attention_prefill_workspace_bytes(h.head_dim) + 63) / 64 * 64;
+    const std::size_t decode_state = (2 * group + group * h.head_dim) * sizeof(float);
+    b.workspace_bytes =
+        (std::max(kernels::attention_prefill_workspace_bytes(h.head_dim), decode_state) + 127) / 64 * 64;
     RUVLLM_TRY_ASSIGN(b.workspace, aligned_buffer<std::byte>::allocate(b.workspace_bytes * pool_->size()));
     kernels::rope_params rp;
     rp.head_dim = h.head_dim;
@@ -18179,12 +18601,20 @@ class llama_context {
       }
       seg.end[i] = rows;
     }
+    // Any range of the stacked rows: one kernel call per matrix it touches
+    // (a caller running alone gets the whole range, and the kernels' software
+    // prefetch then runs through whole matrices).
     const std::size_t grain = detail::decode_grain(widest_row, gcd);
     pool_->run_replicated(rows, grain, y, 1,
                           [seg, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
-                            std::size_t i = 0, first = 0;
-                            while (begin >= seg.end[i]) first = seg.end[i++];
-                            detail::matrix_rows<B>(seg.m[i], in, begin - first, end - first, dst);
+                            std::size_t first = 0;
+                            for (std::size_t i = 0; i < 3 && begin < end; first = seg.end[i++]) {
+                              if (begin >= seg.end[i]) continue;
+                              const std::size_t stop = std::min(end, seg.end[i]);
+                              detail::matrix_rows<B>(seg.m[i], in, begin - first, stop - first, dst);
+                              dst += stop - begin;
+                              begin = stop;
+                            }
                           });
   }
 
@@ -18198,24 +18628,73 @@ class llama_context {
       return;
     }
     const detail::prepared_input in = prepare(x, l.gate.cols, {l.gate.type, l.up.type});
-    constexpr std::size_t max_grain = 256;
-    const std::size_t grain =
-        std::min(max_grain, detail::decode_grain(l.gate.row_bytes + l.up.row_bytes, std::gcd(l.gate.rows, max_grain)));
+    const std::size_t grain = detail::decode_grain(l.gate.row_bytes + l.up.row_bytes, l.gate.rows);
     const weight_matrix gate = l.gate, up = l.up;
-    pool_->run_replicated(l.gate.rows, grain, h_out, 1,
-                          [gate, up, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
-                            float u[max_grain];
-                            detail::matrix_rows<B>(gate, in, begin, end, dst);
-                            detail::matrix_rows<B>(up, in, begin, end, u);
-                            kops::swiglu(dst, u, dst, end - begin);
-                          });
+    // The up rows of a range go to the thread's own scratch (a late worker
+    // must write nothing shared): n_ff floats per thread in buf_.up.
+    float* scratch = buf_.up.data();
+    const std::size_t n_ff = l.gate.rows;
+    pool_->run_replicated(
+        l.gate.rows, grain, h_out, 1,
+        [gate, up, in, scratch, n_ff](std::size_t begin, std::size_t end, std::size_t thread, float* dst) noexcept {
+          float* u = scratch + thread * n_ff;
+          detail::matrix_rows<B>(gate, in, begin, end, dst);
+          detail::matrix_rows<B>(up, in, begin, end, u);
+          kops::swiglu(dst, u, dst, end - begin);
+        });
+  }
+
+  /// Decode attention of layer `layer` for the token just appended: one
+  /// replicated work item per KV head, each running the paged decode kernel
+  /// over the sequence's blocks into its thread's own state (so a late
+  /// worker never writes shared memory) and normalizing its group of heads
+  /// into attn.
+  void decode_attention(std::size_t layer, const float* q, float* attn) {
+    const llama_hparams& h = model_->hparams();
+    const std::size_t hd = h.head_dim, group = h.n_head / h.n_head_kv;
+    const kernels::paged_kv_desc kvd = cache_.view_unchecked(ws_, layer).desc();
+    kernels::attention_decode_plan base;
+    base.batch = 1;
+    base.n_items = 1;
+    base.n_heads = static_cast<std::uint32_t>(h.n_head);
+    base.n_kv_heads = static_cast<std::uint32_t>(h.n_head_kv);
+    base.head_dim = static_cast<std::uint32_t>(hd);
+    base.group = static_cast<std::uint32_t>(group);
+    base.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+    std::byte* ws = buf_.workspace.data();
+    const std::size_t ws_bytes = buf_.workspace_bytes;
+    pool_->run_replicated(
+        h.n_head_kv, 1, attn, group * hd,
+        [kvd, base, q, ws, ws_bytes](std::size_t begin, std::size_t end, std::size_t thread, float* dst) noexcept {
+          const std::size_t D = base.head_dim, G = base.group;
+          auto* state = reinterpret_cast<float*>(ws + thread * ws_bytes);
+          for (std::size_t kvh = begin; kvh < end; ++kvh) {
+            const kernels::attention_decode_item item{0, static_cast<std::uint32_t>(kvh), 0, kvd.pages(0)};
+            kernels::attention_decode_plan plan = base;
+            plan.items = &item;
+            plan.state_ml = state;
+            plan.state_acc = state + 2 * G;
+            kops::attention_decode(plan, kvd, q, 0, 1);
+            // One item per head group: its state is the whole softmax (as
+            // attention_decode_merge computes for a single item).
+            float* out = dst + (kvh - begin) * G * D;
+            for (std::size_t g = 0; g < G; ++g) {
+              const float m = plan.ml(0, g)[0], l = plan.ml(0, g)[1];
+              const float inv = m != -std::numeric_limits<float>::infinity() && l > 0.0f ? 1.0f / l : 0.0f;
+              const float* acc = plan.acc(0, g);
+              for (std::size_t c = 0; c < D; ++c) out[g * D + c] = acc[c] * inv;
+            }
+          }
+        });
   }
 
   /// One token at position n_past_, through every layer; logits to `out`.
-  void decode(token_id token, float* out) {
+  [[nodiscard]] result<void> decode(token_id token, float* out) {
     const llama_hparams& h = model_->hparams();
     const std::size_t d = h.n_embd, hd = h.head_dim, q_dim = h.n_head * hd, kv_dim = h.n_head_kv * hd;
-    const std::size_t group = h.n_head / h.n_head_kv, pos = n_past_;
+    const std::size_t pos = n_past_;
+    const kv::step_entry entry{seq_, 1};
+    RUVLLM_TRY(cache_.plan(std::span(&entry, 1), ws_));
     float* x = buf_.x.data();
     float* xn = buf_.xn.data();
     float* qkv = buf_.qkv.data();
@@ -18223,8 +18702,6 @@ class llama_context {
     embed(token, x);
     for (std::size_t il = 0; il < h.n_layer; ++il) {
       const llama_layer& l = model_->layers()[il];
-      float* k_layer = buf_.k_cache.data() + il * opt_.n_ctx * kv_dim;
-      float* v_layer = buf_.v_cache.data() + il * opt_.n_ctx * kv_dim;
       kops::rms_norm_rows(x, l.attn_norm, xn, 1, d, h.rms_eps);
       decode_product(xn, qkv, l.wq, &l.wk, &l.wv);
       float* q = qkv;
@@ -18240,29 +18717,8 @@ class llama_context {
       adapt(il, projection::v, xn, d, v, kv_dim, 1);
       kops::rope_apply(buf_.rope, h.rope_layout, q, 1, h.n_head, pos);
       kops::rope_apply(buf_.rope, h.rope_layout, k, 1, h.n_head_kv, pos);
-      std::memcpy(k_layer + pos * kv_dim, k, kv_dim * sizeof(float));
-      std::memcpy(v_layer + pos * kv_dim, v, kv_dim * sizeof(float));
-
-      // Attention: one work item per KV head, writing its group of heads.
-      kernels::attention_prefill_args args =
-          kernels::attention_prefill_args::dense(q, k_layer, v_layer, attn, 1, pos + 1, group, 1, hd);
-      args.k_stride = args.v_stride = kv_dim;
-      std::byte* ws = buf_.workspace.data();
-      const std::size_t ws_bytes = buf_.workspace_bytes;
-      pool_->run_replicated(
-          h.n_head_kv, 1, attn, group * hd,
-          [args, ws, ws_bytes, hd, group](std::size_t begin, std::size_t end, std::size_t thread, float* dst) noexcept {
-            for (std::size_t kvh = begin; kvh < end; ++kvh) {
-              kernels::attention_prefill_args a = args;
-              a.q += kvh * group * hd;
-              a.k += kvh * hd;
-              a.v += kvh * hd;
-              a.out = dst + (kvh - begin) * group * hd;
-              kops::attention_prefill(a, std::span<std::byte>(ws + thread * ws_bytes, ws_bytes), 0,
-                                      kernels::attention_prefill_work_items(a));
-            }
-          });
-
+      RUVLLM_TRY(cache_.append(ws_, il, 0, std::span<const float>(k, kv_dim), std::span<const float>(v, kv_dim)));
+      decode_attention(il, q, attn);
       decode_product(attn, xn, l.wo);
       adapt(il, projection::o, attn, q_dim, xn, d, 1);
       add_rows(x, xn, d);
@@ -18286,6 +18742,7 @@ class llama_context {
     n_past_ += 1;
     kops::rms_norm_rows(x, model_->output_norm(), xn, 1, d, h.rms_eps);
     decode_product(xn, out, model_->output());
+    return {};
   }
 
   // ------------------------------------------------------------ batches
@@ -18366,25 +18823,48 @@ class llama_context {
     }
   }
 
+  /// The sequence's keys and values of layer `layer`, positions [0, n), as
+  /// dense [position][kv_head][dim] floats in k_dense / v_dense (read from the
+  /// blocks, so in the stored precision), on every pool thread.
+  void gather_kv(std::size_t layer, std::size_t n) {
+    const llama_hparams& h = model_->hparams();
+    const kernels::paged_kv_desc kvd = cache_.view_unchecked(ws_, layer).desc();
+    const std::size_t hd = h.head_dim, kv_dim = h.n_head_kv * hd, pages = (n + tokens_per_block - 1) / tokens_per_block;
+    float* k = buf_.k_dense.data();
+    float* v = buf_.v_dense.data();
+    pool_->run(pages, 4, [&](std::size_t begin, std::size_t end, std::size_t) {
+      for (std::size_t p = begin; p < end; ++p) {
+        const std::size_t first = p * tokens_per_block, count = std::min(tokens_per_block, n - first);
+        for (std::size_t head = 0; head < h.n_head_kv; ++head) {
+          kops::kv_dequantize_page_head(kvd.k_format, kernels::kv_role::key,
+                                        kvd.k_head(0, static_cast<std::uint32_t>(p), head), 0, count, hd,
+                                        k + first * kv_dim + head * hd, kv_dim);
+          kops::kv_dequantize_page_head(kvd.v_format, kernels::kv_role::value,
+                                        kvd.v_head(0, static_cast<std::uint32_t>(p), head), 0, count, hd,
+                                        v + first * kv_dim + head * hd, kv_dim);
+        }
+      }
+    });
+  }
+
   /// One chunk of at most max_batch tokens; logits to `out` when non-null.
-  void step(std::span<const token_id> tokens, float* out, logits_for which) {
+  [[nodiscard]] result<void> step(std::span<const token_id> tokens, float* out, logits_for which) {
     const llama_hparams& h = model_->hparams();
     const std::size_t n = tokens.size(), d = h.n_embd, hd = h.head_dim;
     const std::size_t q_dim = h.n_head * hd, kv_dim = h.n_head_kv * hd;
     const std::size_t pos = n_past_;
+    const kv::step_entry entry{seq_, static_cast<std::uint32_t>(n)};
+    RUVLLM_TRY(cache_.plan(std::span(&entry, 1), ws_));
     float* x = buf_.x.data();
     float* xn = buf_.xn.data();
     float* q = buf_.q.data();
     float* attn = buf_.attn.data();
+    float* k_new = buf_.k_new.data();
+    float* v_new = buf_.v_new.data();
     for (std::size_t t = 0; t < n; ++t) embed(tokens[t], x + t * d);
 
     for (std::size_t il = 0; il < h.n_layer; ++il) {
       const llama_layer& l = model_->layers()[il];
-      float* k_layer = buf_.k_cache.data() + il * opt_.n_ctx * kv_dim;
-      float* v_layer = buf_.v_cache.data() + il * opt_.n_ctx * kv_dim;
-      float* k_new = k_layer + pos * kv_dim;
-      float* v_new = v_layer + pos * kv_dim;
-
       kops::rms_norm_rows(x, l.attn_norm, xn, n, d, h.rms_eps);
       matmul(l.wq, xn, d, q, q_dim, n);
       matmul(l.wk, xn, d, k_new, kv_dim, n);
@@ -18399,9 +18879,12 @@ class llama_context {
       adapt(il, projection::v, xn, d, v_new, kv_dim, n);
       kops::rope_apply(buf_.rope, h.rope_layout, q, n, h.n_head, pos);
       kops::rope_apply(buf_.rope, h.rope_layout, k_new, n, h.n_head_kv, pos);
+      RUVLLM_TRY(cache_.append(ws_, il, 0, std::span<const float>(k_new, n * kv_dim),
+                               std::span<const float>(v_new, n * kv_dim)));
+      gather_kv(il, pos + n);
 
-      const auto args =
-          kernels::attention_prefill_args::dense(q, k_layer, v_layer, attn, n, pos + n, h.n_head, h.n_head_kv, hd);
+      const auto args = kernels::attention_prefill_args::dense(q, buf_.k_dense.data(), buf_.v_dense.data(), attn, n,
+                                                               pos + n, h.n_head, h.n_head_kv, hd);
       const std::size_t items = kernels::attention_prefill_work_items(args);
       std::byte* ws = buf_.workspace.data();
       const std::size_t ws_bytes = buf_.workspace_bytes;
@@ -18424,12 +18907,13 @@ class llama_context {
       add_rows(x, xn, n * d);
     }
     n_past_ += n;
-    if (out == nullptr) return;
+    if (out == nullptr) return {};
     // Only the rows whose logits are wanted go through the output head.
     const std::size_t first = which == logits_for::all ? 0 : n - 1;
     const std::size_t rows = n - first;
     kops::rms_norm_rows(x + first * d, model_->output_norm(), xn, rows, d, h.rms_eps);
     matmul(model_->output(), xn, d, out, h.n_vocab, rows);
+    return {};
   }
 
   static void add_bias(float* y, const float* bias, std::size_t rows, std::size_t n) noexcept {
@@ -18443,9 +18927,14 @@ class llama_context {
   const llama_model* model_ = nullptr;
   thread_pool* pool_ = nullptr;
   const Hook* hook_ = nullptr;
-  std::uint64_t kv_key_ = 0;  // the hook key the cached positions were computed under
+  std::uint64_t kv_key_ = 0;  // the hook key the current sequence was computed under
+  std::vector<std::pair<kv::seq_id, std::uint64_t>> seq_keys_;
   options opt_{};
   std::size_t n_past_ = 0;
+  kv::seq_id seq_ = 0;
+  std::unique_ptr<kv::block_allocator> blocks_;
+  cache_type cache_;
+  kv::step_workspace ws_;
   buffers buf_;
 };
 
@@ -18801,8 +19290,8 @@ class stop_sequence_matcher {
 /// is called for each generated token (stop tokens excluded) and returns
 /// false to stop. Errors: an empty prompt, a prompt that does not fit the
 /// context, and the context's own errors.
-template <Backend B, ProjectionHook Hook, class OnToken>
-[[nodiscard]] result<generate_stats> generate(llama_context<B, Hook>& ctx, sampler& smp,
+template <Backend B, class Kv, ProjectionHook Hook, class OnToken>
+[[nodiscard]] result<generate_stats> generate(llama_context<B, Kv, Hook>& ctx, sampler& smp,
                                               std::span<const token_id> prompt, std::vector<token_id>& cached,
                                               const generate_options& o, OnToken&& on_token) {
   using clock = std::chrono::steady_clock;
@@ -27111,7 +27600,7 @@ class sona_loops {
 // A projection the policy leaves out costs one compile-time test.
 //
 // It is a ProjectionHook (model/projection_hook.hpp): attach it with
-// llama_context<B, lora_hook<...>>::set_hook(&hook). Its kv_key() combines
+// llama_context<B, KvConfig, lora_hook<...>>::set_hook(&hook). Its kv_key() combines
 // the hook's identity with every adapter's version, so the context drops KV
 // computed before an update or under another hook.
 //

@@ -161,10 +161,10 @@ struct format_case {
 };
 
 const format_case formats[] = {
-    {{k::kv_format::f16, 1}, "f16"},         {{k::kv_format::q8_0, 32}, "q8_0"},
-    {{k::kv_format::kivi4, 32}, "kivi4"},    {{k::kv_format::kivi2, 32}, "kivi2"},
-    {{k::kv_format::kivi2, 16}, "kivi2/16"}, {{k::kv_format::kivi4, 8}, "kivi4/8"},
-    {{k::kv_format::kivi2, 64}, "kivi2/64"},
+    {{k::kv_format::f32, 1}, "f32"},       {{k::kv_format::f16, 1}, "f16"},
+    {{k::kv_format::q8_0, 32}, "q8_0"},    {{k::kv_format::kivi4, 32}, "kivi4"},
+    {{k::kv_format::kivi2, 32}, "kivi2"},  {{k::kv_format::kivi2, 16}, "kivi2/16"},
+    {{k::kv_format::kivi4, 8}, "kivi4/8"}, {{k::kv_format::kivi2, 64}, "kivi2/64"},
 };
 
 /// Per-element reconstruction bound of format f for x, given the block the
@@ -172,7 +172,8 @@ const format_case formats[] = {
 /// possible, so use the loose form: half a step of the group's range).
 double element_bound(k::kv_format_desc f, double group_min, double group_max, double amax) {
   switch (f.format) {
-    case k::kv_format::f16: return amax * 0x1p-11;
+    case k::kv_format::f32: return 0.0;                       // exact
+    case k::kv_format::f16: return amax * 0x1p-11 + 0x1p-25;  // relative, or half the subnormal step
     case k::kv_format::q8_0: return amax / 127.0 * (1.0 + 0x1p-10) / 2 + 1e-7;
     default: {
       const double levels = (1u << k::kv_bits(f.format)) - 1;
@@ -194,8 +195,8 @@ TEST_CASE("page-heads round trip in every format and role", "[kernels][kv_quant]
         if (!k::kv_format_check(fc.f, role, T, D).has_value()) continue;
         const std::size_t head_bytes = k::kv_page_head_bytes(fc.f, role, T, D);
         // Write tokens [first, first + n) into a page pre-filled with 0xAB.
-        const bool kivi_key =
-            role == k::kv_role::key && fc.f.format != k::kv_format::f16 && fc.f.format != k::kv_format::q8_0;
+        const bool kivi_key = role == k::kv_role::key && fc.f.format != k::kv_format::f32 &&
+                              fc.f.format != k::kv_format::f16 && fc.f.format != k::kv_format::q8_0;
         const std::size_t first = !kivi_key ? 3 : (2 * fc.f.group <= T ? fc.f.group : 0), n = T - first - 5;
         const std::size_t stride = D + 7;
         std::vector<float> src(n * stride);

@@ -45,9 +45,9 @@ template <class Cache>
 ruvllm::result<void> step(Cache& cache, kv::step_workspace& ws, const std::vector<kv::step_entry>& batch,
                           const std::vector<std::vector<token_rows>>& tokens) {
   RUVLLM_TRY(cache.plan(batch, ws));
-  constexpr std::size_t r = Cache::row_floats;
+  const std::size_t r = cache.row_size();
   std::vector<float> kk, vv;
-  for (std::size_t layer = 0; layer < Cache::layers; ++layer)
+  for (std::size_t layer = 0; layer < cache.num_layers(); ++layer)
     for (std::size_t i = 0; i < batch.size(); ++i) {
       kk.clear();
       vv.clear();
@@ -63,7 +63,8 @@ ruvllm::result<void> step(Cache& cache, kv::step_workspace& ws, const std::vecto
 }
 
 // Whether every token of s reads back exactly as the model has it.
-bool matches(const cache_t& cache, kv::seq_id s, const std::vector<token_rows>& want) {
+template <class Cache>
+bool matches(const Cache& cache, kv::seq_id s, const std::vector<token_rows>& want) {
   if (cache.length(s).value() != want.size()) return false;
   std::vector<float> kk(row), vv(row);
   for (std::size_t layer = 0; layer < small_cfg::layers; ++layer)
@@ -241,7 +242,8 @@ namespace {
 
 // Counts every block reference held by the model's sequences and checks the
 // allocator agrees: nothing freed while referenced, nothing leaked.
-void check_refcounts(const cache_t& cache, const kv::block_allocator& blocks,
+template <class Cache>
+void check_refcounts(const Cache& cache, const kv::block_allocator& blocks,
                      const std::map<kv::seq_id, std::vector<token_rows>>& model) {
   std::map<std::uint32_t, std::uint32_t> refs;
   for (const auto& [s, toks] : model) {
@@ -255,11 +257,26 @@ void check_refcounts(const cache_t& cache, const kv::block_allocator& blocks,
 
 }  // namespace
 
-TEST_CASE("paged_kv_cache property: random add/fork/append/truncate/free against token vectors",
-          "[kv][paged][property]") {
-  ruvllm::test::check_property(910, 8, [](ruvllm::test::rng& gen, std::size_t) {
+namespace {
+// The shape of small_cfg with the dimensions given at run time.
+using runtime_cfg = kv::runtime_kv_config<p::f16, p::f16, 4>;
+using runtime_cache_t = kv::paged_kv_cache<runtime_cfg>;
+
+template <class Cache>
+kv::block_layout layout_of() {
+  if constexpr (Cache::runtime_shape) {
+    return Cache::layout(small_cfg::layers, small_cfg::kv_heads, small_cfg::head_dim).value();
+  } else {
+    return Cache::layout().value();
+  }
+}
+
+template <class Cache>
+void random_operations(std::uint64_t seed) {
+  ruvllm::test::check_property(seed, 8, [](ruvllm::test::rng& gen, std::size_t) {
+    using cache_t = Cache;
     const std::size_t capacity = gen.uniform_index(6, 40);
-    auto blocks = kv::block_allocator::create(cache_t::layout().value(), capacity).value();
+    auto blocks = kv::block_allocator::create(layout_of<Cache>(), capacity).value();
     std::map<kv::seq_id, std::vector<token_rows>> model;
     {
       auto cache = cache_t::create(blocks, {12, 48}).value();
@@ -320,4 +337,38 @@ TEST_CASE("paged_kv_cache property: random add/fork/append/truncate/free against
     REQUIRE(blocks.blocks_in_use() == 0);
     for (std::uint32_t b = 0; b < capacity; ++b) REQUIRE(blocks.ref_count(b) == 0);
   });
+}
+}  // namespace
+
+TEST_CASE("paged_kv_cache property: random add/fork/append/truncate/free against token vectors",
+          "[kv][paged][property]") {
+  random_operations<cache_t>(910);
+}
+
+TEST_CASE("a runtime-shaped paged_kv_cache takes its shape from the allocator and behaves as the static one",
+          "[kv][paged][property]") {
+  auto blocks = kv::block_allocator::create(layout_of<runtime_cache_t>(), 8).value();
+  auto cache = runtime_cache_t::create(blocks).value();
+  CHECK(cache.num_layers() == small_cfg::layers);
+  CHECK(cache.num_kv_heads() == small_cfg::kv_heads);
+  CHECK(cache.head_size() == small_cfg::head_dim);
+  CHECK(cache.row_size() == cache_t::row_floats);
+  // The same layout as the static Config's, so blocks are interchangeable.
+  const kv::block_layout a = layout_of<runtime_cache_t>(), b = layout_of<cache_t>();
+  CHECK((a.layers == b.layers && a.kv_heads == b.kv_heads && a.head_dim == b.head_dim &&
+         a.tokens_per_block == b.tokens_per_block && a.k_format == b.k_format && a.v_format == b.v_format));
+  // Formats or tokens per block that differ from the Config's are refused.
+  auto other = kv::block_allocator::create(
+                   kv::paged_kv_cache<kv::runtime_kv_config<p::q8_0, p::f16, 4>>::layout(2, 2, 32).value(), 4)
+                   .value();
+  CHECK_FALSE(runtime_cache_t::create(other).has_value());
+  auto wider = kv::block_allocator::create(
+                   kv::paged_kv_cache<kv::runtime_kv_config<p::f16, p::f16, 8>>::layout(2, 2, 32).value(), 4)
+                   .value();
+  CHECK_FALSE(runtime_cache_t::create(wider).has_value());
+  // Bad dimensions are refused when the layout is made.
+  CHECK_FALSE(runtime_cache_t::layout(0, 2, 32).has_value());
+  CHECK_FALSE(runtime_cache_t::layout(2, 2, 33).has_value());
+  // And it passes the static cache's property test.
+  random_operations<runtime_cache_t>(911);
 }

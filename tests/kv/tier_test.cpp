@@ -128,6 +128,7 @@ double group_bound(k::kv_format f, const float* x, std::size_t n, std::size_t st
     case k::kv_format::kivi4: return 0.5 * ((mx - mn) + slack) / 15.0 * (1 + 2e-3) + slack;
     case k::kv_format::kivi2: return 0.5 * ((mx - mn) + slack) / 3.0 * (1 + 2e-3) + slack;
     case k::kv_format::f16: return std::max(std::fabs(mn), std::fabs(mx)) * 1e-3 + 1e-7;
+    case k::kv_format::f32: return 0.0;
   }
   return 0.0;
 }

@@ -85,7 +85,7 @@ void check_against_merged(std::uint64_t seed) {
   randomize(hook, gen);
   auto merged = merged_model(base, hook);
 
-  auto hooked = md::llama_context<ruvllm::backend::highway, hook_t>::create(base, pool, {.n_ctx = 64}).value();
+  auto hooked = md::llama_context<ruvllm::backend::highway, md::default_kv, hook_t>::create(base, pool, {.n_ctx = 64}).value();
   hooked.set_hook(&hook);
   auto plain = md::llama_context<>::create(merged, pool, {.n_ctx = 64}).value();
   auto unadapted = md::llama_context<>::create(base, pool, {.n_ctx = 64}).value();
@@ -127,7 +127,7 @@ TEST_CASE("lora hook: fresh adapters change nothing; updates invalidate the cach
   using hook_t = sona::lora_hook<sona::lora_targets::qkvo>;
   auto hook = hook_t::create(model.hparams(), {.rank = 2}).value();
   CHECK(hook.adapter(md::projection::gate) == nullptr);
-  auto ctx = md::llama_context<ruvllm::backend::highway, hook_t>::create(model, pool, {.n_ctx = 64}).value();
+  auto ctx = md::llama_context<ruvllm::backend::highway, md::default_kv, hook_t>::create(model, pool, {.n_ctx = 64}).value();
   auto plain = md::llama_context<>::create(model, pool, {.n_ctx = 64}).value();
   const std::vector<md::token_id> prompt = {1, 5, 9, 22, 31};
   const std::size_t vocab = model.hparams().n_vocab;
@@ -158,4 +158,40 @@ TEST_CASE("lora hook: fresh adapters change nothing; updates invalidate the cach
   ctx.reset();
   REQUIRE(ctx.eval(prompt, a));
   CHECK(std::memcmp(a.data(), b.data(), vocab * sizeof(float)) == 0);
+}
+
+TEST_CASE("lora hook: every KV sequence keeps the key it was computed under", "[sona][lora_hook]") {
+  auto model = md::llama_model::open(ruvllm::test::conformance_path("tiny-f32.gguf")).value();
+  ruvllm::thread_pool pool(1);
+  using hook_t = sona::lora_hook<sona::lora_targets::qv>;
+  auto hook = hook_t::create(model.hparams(), {.rank = 2}).value();
+  auto ctx = md::llama_context<ruvllm::backend::highway, md::default_kv, hook_t>::create(
+                 model, pool, {.n_ctx = 64, .kv_sequences = 3})
+                 .value();
+  const std::vector<md::token_id> prompt = {1, 5, 9, 22, 31};
+  std::vector<float> logits(model.hparams().n_vocab);
+  ctx.set_hook(&hook);
+  REQUIRE(ctx.eval(prompt, logits));
+  const auto first = ctx.sequence();
+  const auto sibling = ctx.fork().value();  // computed under the same key
+
+  ruvllm::test::rng gen(804);
+  randomize(hook, gen);
+  // The current sequence is refreshed under the new key...
+  REQUIRE(ctx.truncate(0));
+  REQUIRE(ctx.eval(prompt, logits));
+  CHECK(ctx.n_past() == prompt.size());
+  // ...its fork still holds positions of the old weights and stays stale,
+  REQUIRE(ctx.use_sequence(sibling));
+  CHECK(ctx.n_past() == 0);
+  const md::token_id next = 4;
+  CHECK_FALSE(ctx.eval(std::span(&next, 1), logits));
+  // while switching back finds the refreshed one current.
+  REQUIRE(ctx.use_sequence(first));
+  CHECK(ctx.n_past() == prompt.size());
+  REQUIRE(ctx.eval(std::span(&next, 1), logits));
+  // A fork made now inherits the new key.
+  const auto fresh = ctx.fork().value();
+  REQUIRE(ctx.use_sequence(fresh));
+  CHECK(ctx.n_past() == prompt.size() + 1);
 }

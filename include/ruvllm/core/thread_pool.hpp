@@ -28,9 +28,17 @@
 //    computes it itself, and the late worker's result is discarded when it
 //    resumes. A step therefore never waits for a thread that is not running:
 //    a descheduled worker costs about one chunk of recomputation, and a
-//    worker that runs contributes whatever it finishes. This is what keeps a
-//    2-thread decode at least as fast as a 1-thread one when another process
-//    holds a core.
+//    worker that runs contributes whatever it finishes.
+//  * run_replicated() also checks that the workers pay for themselves: it
+//    measures the chunks completed per second over windows of jobs with the
+//    workers and without them (the caller alone, the workers asleep), keeps
+//    the faster way, and tests again from time to time (options::adaptive).
+//    A worker that only gets a sliver of a shared core, or that the OS packs
+//    onto the caller's core, then sleeps instead of slowing the caller down.
+//    Together this is what keeps a 2-thread decode at least as fast as a
+//    1-thread one when another process holds a core.
+//  * Idle workers yield the CPU while they spin, so a worker that shares a
+//    core with the caller does not take its time slice.
 //
 // Thread-safety: run() / run_replicated() may be called by one thread at a
 // time (the owner); concurrent calls from several threads are serialized by
@@ -82,7 +90,9 @@ namespace ruvllm {
 namespace detail {
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
+  // The builtin rather than _mm_pause: <immintrin.h> is left to the kernel
+  // headers, which read it with GCC 12's false warnings silenced.
+  __builtin_ia32_pause();
 #elif defined(__aarch64__)
   asm volatile("yield");
 #endif
@@ -105,6 +115,13 @@ struct thread_pool_options {
   std::chrono::microseconds replicate_after{20};
   /// run_replicated(): floats of staging per worker; bounds chunk * per_item.
   std::size_t staging_floats = 16384;
+  /// run_replicated(): measure whether the workers speed jobs up and run
+  /// without them when they do not (see the file comment).
+  bool adaptive = true;
+  /// run_replicated(): a measuring window is at least this many jobs ...
+  std::uint32_t probe_jobs = 64;
+  /// ... and this long.
+  std::chrono::microseconds probe_time{20000};
 };
 
 /// Counters for tests and diagnostics (monotonic, caller-owned).
@@ -115,6 +132,7 @@ struct thread_pool_stats {
   std::uint64_t straggler_waits = 0;    // run(): jobs where the caller waited past straggler_wait
   std::uint64_t exclusions = 0;         // run(): workers benched after a straggler wait
   std::uint64_t chunks_recomputed = 0;  // run_replicated(): claimed chunks the caller took over
+  std::uint64_t solo_jobs = 0;          // run_replicated(): jobs run without the workers (adaptive)
 };
 
 /// Persistent worker threads plus the caller; see the file comment.
@@ -185,8 +203,10 @@ class thread_pool {
   }
 
   /// Calls body(begin, end, thread, dst) over [0, n) in chunks of `grain`
-  /// items (the last may be shorter), where `thread` is as for run() (a chunk
-  /// the caller takes over runs as thread 0) and dst points at
+  /// items (the last may be shorter), or, when the caller runs the job alone
+  /// (a one-thread pool, or the workers benched by options::adaptive), once
+  /// over all of [0, n): bodies must accept any range. `thread` is as for
+  /// run() (a chunk the caller takes over runs as thread 0) and dst points at
   /// (end - begin) * per_item floats that end up as
   /// out[begin * per_item ...]: the caller's chunks
   /// write out directly, a worker's are staged and copied. Returns when out
@@ -206,13 +226,15 @@ class thread_pool {
     grain = std::max(grain, (n + max_replicated_chunks - 1) / max_replicated_chunks);
     const std::size_t chunks = (n + grain - 1) / grain;
     ++job_count_;
-    if (chunks == 1 || slots_.empty() || grain * per_item > options_.staging_floats) {
-      for (std::size_t c = 0; c < chunks; ++c) {
-        const std::size_t begin = c * grain, end = std::min(n, begin + grain);
-        body(begin, end, std::size_t{0}, out + begin * per_item);
-      }
+    const bool solo = !probe_.workers_on && !slots_.empty();
+    if (chunks == 1 || slots_.empty() || grain * per_item > options_.staging_floats || solo) {
+      // The caller alone: one call over the whole range (a kernel then
+      // streams its data in one go, prefetching across chunk boundaries).
+      body(std::size_t{0}, n, std::size_t{0}, out);
       stats_.jobs++;
       stats_.chunks_by_caller += chunks;
+      stats_.solo_jobs += solo;
+      if (!slots_.empty()) probe_job(chunks);
       return;
     }
     const auto invoke = [](const void* ctx, std::size_t begin, std::size_t end, std::size_t thread, float* dst) {
@@ -240,6 +262,7 @@ class thread_pool {
     stats_.chunks_by_caller += mine + recomputed;
     stats_.chunks_by_workers += chunks - mine - recomputed;
     stats_.chunks_recomputed += recomputed;
+    probe_job(chunks);
   }
 
   /// Waits until no worker is inside a body, e.g. a late run_replicated
@@ -273,6 +296,55 @@ class thread_pool {
     std::atomic<std::size_t> per_item{0};
     std::atomic<std::uint64_t> body[max_body_bytes / 8] = {};
   };
+
+  // The adaptive choice of run_replicated (caller-owned): windows of jobs
+  // alternate between measuring with the workers, measuring without them,
+  // and running a while the faster way; the comparison is the chunks
+  // completed per second of wall time, gaps between jobs included.
+  struct helper_probe {
+    enum class phase : std::uint8_t { measure_on, measure_off, settled };
+    phase stage = phase::measure_on;
+    bool workers_on = true;
+    std::uint64_t jobs = 0, chunks = 0;
+    std::chrono::steady_clock::time_point start{};
+    double rate_on = 0.0;
+    std::uint32_t settle_left = 0;  // windows left in the settled mode
+    std::uint32_t off_backoff = 1;  // settled windows after the workers lost, doubling
+  };
+
+  void probe_job(std::size_t chunks) noexcept {
+    if (!options_.adaptive) return;
+    helper_probe& p = probe_;
+    const auto now = std::chrono::steady_clock::now();
+    if (p.jobs == 0) p.start = now;
+    ++p.jobs;
+    p.chunks += chunks;
+    if (p.jobs < options_.probe_jobs || now - p.start < options_.probe_time) return;
+    const double rate = static_cast<double>(p.chunks) / std::chrono::duration<double>(now - p.start).count();
+    p.jobs = 0;
+    p.chunks = 0;
+    switch (p.stage) {
+      case helper_probe::phase::measure_on:
+        p.rate_on = rate;
+        p.stage = helper_probe::phase::measure_off;
+        p.workers_on = false;
+        return;
+      case helper_probe::phase::measure_off: {
+        // Keep the workers unless they are clearly (3%) slower than none.
+        const bool on = p.rate_on * 1.03 >= rate;
+        p.workers_on = on;
+        p.stage = helper_probe::phase::settled;
+        p.settle_left = on ? 16 : p.off_backoff;
+        p.off_backoff = on ? 1 : std::min<std::uint32_t>(p.off_backoff * 2, 64);
+        return;
+      }
+      case helper_probe::phase::settled:
+        if (--p.settle_left > 0) return;
+        p.stage = helper_probe::phase::measure_on;
+        p.workers_on = true;
+        return;
+    }
+  }
 
   // run_replicated chunk states: the job's epoch in the high bits, so a state
   // left by an older job reads as "not yet claimed by a worker".
@@ -463,14 +535,19 @@ class thread_pool {
       const std::uint64_t e = epoch_.load(std::memory_order_acquire);
       if (e != seen && (e & 1) == 0) return e;
       if (stop_.load(std::memory_order_relaxed)) return e;
-      if ((++spins & 63) == 0 && std::chrono::steady_clock::now() - start > options_.spin) {
-        sleepers_.fetch_add(1, std::memory_order_seq_cst);
-        // Re-check after announcing: a job published before the increment
-        // would otherwise be missed with no notify coming.
-        if (epoch_.load(std::memory_order_seq_cst) == e) epoch_.wait(e, std::memory_order_acquire);
-        sleepers_.fetch_sub(1, std::memory_order_acq_rel);
-        spins = 0;
-        continue;
+      if ((++spins & 63) == 0) {
+        if (std::chrono::steady_clock::now() - start > options_.spin) {
+          sleepers_.fetch_add(1, std::memory_order_seq_cst);
+          // Re-check after announcing: a job published before the increment
+          // would otherwise be missed with no notify coming.
+          if (epoch_.load(std::memory_order_seq_cst) == e) epoch_.wait(e, std::memory_order_acquire);
+          sleepers_.fetch_sub(1, std::memory_order_acq_rel);
+          spins = 0;
+          continue;
+        }
+        // A thread waiting for this CPU (the caller, if the OS put both
+        // here) runs now instead of after our time slice.
+        std::this_thread::yield();
       }
       detail::cpu_relax();
     }
@@ -488,6 +565,7 @@ class thread_pool {
   std::atomic<bool> stop_{false};
   std::uint64_t job_count_ = 0;  // caller-owned
   thread_pool_stats stats_{};    // caller-owned
+  helper_probe probe_{};         // caller-owned
 };
 
 }  // namespace ruvllm

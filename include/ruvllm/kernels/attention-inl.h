@@ -414,19 +414,29 @@ struct page_ctx {
 template <std::size_t HB>
 inline constexpr std::size_t tokens_per_step = HB >= 8 ? 1 : 8 / HB;
 
-// f16 keys, TB tokens from t0.
-template <std::size_t HB, std::size_t TB>
-HWY_INLINE void score_f16_step(const page_ctx& c, std::size_t t0) {
+/// One vector of a dense page row: E bytes per element (4: f32, 2: f16).
+template <std::size_t E, class D>
+HWY_INLINE hn::Vec<D> load_dense(D d, const std::byte* HWY_RESTRICT p) {
+  if constexpr (E == 4) {
+    return hn::LoadU(d, reinterpret_cast<const float*>(p));
+  } else {
+    return load_f16(d, p);
+  }
+}
+
+// f32 / f16 keys (E bytes per element), TB tokens from t0.
+template <std::size_t HB, std::size_t TB, std::size_t E>
+HWY_INLINE void score_dense_step(const page_ctx& c, std::size_t t0) {
   const DF d;
   const std::size_t L = hn::Lanes(d);
   using V = hn::Vec<DF>;
   V acc[HB][TB];
   for (std::size_t h = 0; h < HB; ++h)
     for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::Zero(d);
-  const std::byte* row = c.k + 2 * t0 * c.D;
+  const std::byte* row = c.k + E * t0 * c.D;
   for (std::size_t x = 0; x < c.D; x += L) {
     V k[TB];
-    for (std::size_t b = 0; b < TB; ++b) k[b] = load_f16(d, row + 2 * (b * c.D + x));
+    for (std::size_t b = 0; b < TB; ++b) k[b] = load_dense<E>(d, row + E * (b * c.D + x));
     for (std::size_t h = 0; h < HB; ++h) {
       const V qv = hn::LoadU(d, c.q + h * c.D + x);
       for (std::size_t b = 0; b < TB; ++b) acc[h][b] = hn::MulAdd(qv, k[b], acc[h][b]);
@@ -436,15 +446,15 @@ HWY_INLINE void score_f16_step(const page_ctx& c, std::size_t t0) {
     for (std::size_t b = 0; b < TB; ++b) c.s[h * score_stride + t0 + b] = reduce_sum(d, acc[h][b]);
 }
 
-template <std::size_t HB>
-HWY_INLINE void score_f16(const page_ctx& c) {
+template <std::size_t HB, std::size_t E>
+HWY_INLINE void score_dense(const page_ctx& c) {
   constexpr std::size_t TB = tokens_per_step<HB>;
   std::size_t t = 0;
   for (; t + TB <= c.n; t += TB) {
     c.values_ahead->until(t + TB, c.n);
-    score_f16_step<HB, TB>(c, t);
+    score_dense_step<HB, TB, E>(c, t);
   }
-  for (; t < c.n; ++t) score_f16_step<HB, 1>(c, t);
+  for (; t < c.n; ++t) score_dense_step<HB, 1, E>(c, t);
   c.values_ahead->until(1, 1);
 }
 
@@ -561,19 +571,19 @@ inline void score_kivi(DT dt, const page_ctx& c, unsigned bits, std::size_t G) {
 template <std::size_t HB>
 inline constexpr std::size_t channel_vectors = HB >= 8 ? 1 : (HB >= 4 ? 2 : 4);
 
-// f16 values, NV channel vectors from x.
-template <std::size_t HB, std::size_t NV>
-HWY_INLINE void accum_f16_pass(const page_ctx& c, std::size_t x) {
+// f32 / f16 values (E bytes per element), NV channel vectors from x.
+template <std::size_t HB, std::size_t NV, std::size_t E>
+HWY_INLINE void accum_dense_pass(const page_ctx& c, std::size_t x) {
   const DF d;
   const std::size_t L = hn::Lanes(d);
   using V = hn::Vec<DF>;
   V acc[HB][NV];
   for (std::size_t h = 0; h < HB; ++h)
     for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::LoadU(d, c.acc + h * c.D + x + b * L);
-  const std::byte* row = c.v + 2 * x;
-  for (std::size_t t = 0; t < c.n; ++t, row += 2 * c.D) {
+  const std::byte* row = c.v + E * x;
+  for (std::size_t t = 0; t < c.n; ++t, row += E * c.D) {
     V v[NV];
-    for (std::size_t b = 0; b < NV; ++b) v[b] = load_f16(d, row + 2 * b * L);
+    for (std::size_t b = 0; b < NV; ++b) v[b] = load_dense<E>(d, row + E * b * L);
     for (std::size_t h = 0; h < HB; ++h) {
       const V p = hn::Set(d, c.s[h * score_stride + t]);
       for (std::size_t b = 0; b < NV; ++b) acc[h][b] = hn::MulAdd(p, v[b], acc[h][b]);
@@ -583,16 +593,16 @@ HWY_INLINE void accum_f16_pass(const page_ctx& c, std::size_t x) {
     for (std::size_t b = 0; b < NV; ++b) hn::StoreU(acc[h][b], d, c.acc + h * c.D + x + b * L);
 }
 
-template <std::size_t HB>
-HWY_INLINE void accum_f16(const page_ctx& c) {
+template <std::size_t HB, std::size_t E>
+HWY_INLINE void accum_dense(const page_ctx& c) {
   constexpr std::size_t CV = channel_vectors<HB>;
   const std::size_t L = hn::Lanes(DF());
   std::size_t x = 0;
   for (; x + CV * L <= c.D; x += CV * L) {
     c.keys_ahead->until(x + CV * L, c.D);
-    accum_f16_pass<HB, CV>(c, x);
+    accum_dense_pass<HB, CV, E>(c, x);
   }
-  for (; x < c.D; x += L) accum_f16_pass<HB, 1>(c, x);
+  for (; x < c.D; x += L) accum_dense_pass<HB, 1, E>(c, x);
   c.keys_ahead->until(1, 1);
 }
 
@@ -747,7 +757,8 @@ inline void page_block(const paged_kv_desc& kv, const page_ctx& c, float scale, 
   const DF d;
   const std::size_t L = hn::Lanes(d);
   switch (kv.k_format.format) {
-    case kv_format::f16: score_f16<HB>(c); break;
+    case kv_format::f32: score_dense<HB, 4>(c); break;
+    case kv_format::f16: score_dense<HB, 2>(c); break;
     case kv_format::q8_0: score_q8_0<HB>(c); break;
     case kv_format::kivi4:
     case kv_format::kivi2: {
@@ -787,7 +798,8 @@ inline void page_block(const paged_kv_desc& kv, const page_ctx& c, float scale, 
     }
   }
   switch (kv.v_format.format) {
-    case kv_format::f16: accum_f16<HB>(c); break;
+    case kv_format::f32: accum_dense<HB, 4>(c); break;
+    case kv_format::f16: accum_dense<HB, 2>(c); break;
     case kv_format::q8_0: accum_q8_0<HB>(c); break;
     case kv_format::kivi4:
     case kv_format::kivi2: {

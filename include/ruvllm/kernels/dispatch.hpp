@@ -72,6 +72,20 @@
   RUVLLM_KV_QUANT_EXPORTED(X)
 
 #if RUVLLM_KERNELS_EXPAND
+// GCC 12's AVX-512 intrinsic headers start many operations from an
+// `_mm512_undefined_*()` value, which -Wmaybe-uninitialized reports wherever
+// such an intrinsic is inlined (GCC bug 105593, fixed in GCC 13). Warnings
+// are classified by the location they point to, inside the intrinsic
+// headers, so reading <immintrin.h> here first with them off (Highway reads
+// it next) keeps -Werror builds of the kernels clean without hiding anything
+// in other code.
+#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
 #if defined(RUVLLM_STATIC_DISPATCH) && !defined(HWY_COMPILE_ONLY_STATIC)
 #define HWY_COMPILE_ONLY_STATIC 1
 #endif

@@ -235,6 +235,10 @@ HWY_INLINE void kivi_key_group(unsigned bits, std::size_t G, const float* HWY_RE
 inline void quantize(kv_format_desc f, kv_role r, const float* src, std::size_t src_stride, std::size_t first_token,
                      std::size_t tokens, std::size_t D, std::byte* dst) {
   switch (f.format) {
+    case kv_format::f32:
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + 4 * (first_token + t) * D, src + t * src_stride, D * sizeof(float));
+      return;
     case kv_format::f16:
       for (std::size_t t = 0; t < tokens; ++t) narrow_f16(src + t * src_stride, D, dst + 2 * (first_token + t) * D);
       return;
@@ -268,6 +272,10 @@ inline void dequantize(kv_format_desc f, kv_role r, const std::byte* src, std::s
   const DF d;
   const std::size_t L = hn::Lanes(d);
   switch (f.format) {
+    case kv_format::f32:
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + t * dst_stride, src + 4 * (first_token + t) * D, D * sizeof(float));
+      return;
     case kv_format::f16:
       for (std::size_t t = 0; t < tokens; ++t)
         for (std::size_t c = 0; c < D; c += L)

@@ -37,6 +37,9 @@
 // T = TokensPerBlock, D = head_dim; offsets in bytes from the page-head start.
 // Every format stores whole tokens of whole channels; the page-head sizes are
 // kv_page_head_bytes().
+//  * f32 (precision::f32): T x D float, element (t, c) at 4 * (t * D + c).
+//    Exact; for callers whose attention must match float math (conformance
+//    with llama.cpp's F32 KV cache). D % 16 == 0.
 //  * f16 (precision::f16): T x D ruvllm::f16, element (t, c) at 2 * (t * D + c).
 //    Exact for every value an f16 holds. D % 16 == 0.
 //  * q8_0 (precision::q8_0): T x (D / 32) block_q8_0 (34 bytes: f16 d, int8
@@ -61,7 +64,7 @@
 //    widening load, a shift and a mask -- no shuffles. P % 4 == 0 (G * Bits
 //    a multiple of 32): 2-bit groups of 16, 32, 48, 64 ...; 4-bit of 8, 16, ...
 //
-// Bytes per token and KV head, K + V, at D = 128 and G = 32: f16 512,
+// Bytes per token and KV head, K + V, at D = 128 and G = 32: f32 1024, f16 512,
 // q8_0 272, KIVI-4 160, KIVI-2 96 (f16 / KIVI-2 = 5.3x).
 //
 // Thread-safety: a view is a value (pointers and sizes). Any number of
@@ -86,6 +89,7 @@ enum class kv_format : std::uint8_t {
   q8_0 = 2,   // precision::q8_0
   kivi4 = 3,  // precision::kivi<4, G>
   kivi2 = 4,  // precision::kivi<2, G>
+  f32 = 5,    // precision::f32
 };
 
 /// Which half of a block a page pool holds; KIVI groups keys per channel and
@@ -118,6 +122,7 @@ struct kv_format_desc {
     case kv_format::q8_0: return 8;
     case kv_format::kivi4: return 4;
     case kv_format::kivi2: return 2;
+    case kv_format::f32: return 32;
   }
   return 0;
 }
@@ -134,6 +139,7 @@ struct kv_format_desc {
                                                        std::size_t head_dim) noexcept {
   switch (f.format) {
     case kv_format::f16: return tokens * head_dim * sizeof(f16);
+    case kv_format::f32: return tokens * head_dim * sizeof(float);
     case kv_format::q8_0: return tokens * (head_dim / 32) * sizeof(block_q8_0);
     case kv_format::kivi4:
     case kv_format::kivi2: {
@@ -157,6 +163,9 @@ struct kv_format_desc {
   switch (f.format) {
     case kv_format::f16:
       if (f.group != 1) return make_error(errc::invalid_argument, "f16 KV group ", f.group, " must be 1");
+      return {};
+    case kv_format::f32:
+      if (f.group != 1) return make_error(errc::invalid_argument, "f32 KV group ", f.group, " must be 1");
       return {};
     case kv_format::q8_0:
       if (f.group != 32) return make_error(errc::invalid_argument, "q8_0 KV group ", f.group, " must be 32");
@@ -186,6 +195,11 @@ struct kv_precision_map {
   static constexpr bool supported = false;
 };
 template <>
+struct kv_precision_map<precision::f32> {
+  static constexpr bool supported = true;
+  static constexpr kv_format_desc desc{kv_format::f32, 1};
+};
+template <>
 struct kv_precision_map<precision::f16> {
   static constexpr bool supported = true;
   static constexpr kv_format_desc desc{kv_format::f16, 1};
@@ -203,8 +217,8 @@ struct kv_precision_map<precision::kivi<Bits, Group>> {
 };
 }  // namespace detail
 
-/// Precisions a KV page may be stored in: precision::f16, precision::q8_0,
-/// precision::kivi<4, G> and precision::kivi<2, G>.
+/// Precisions a KV page may be stored in: precision::f32, precision::f16,
+/// precision::q8_0, precision::kivi<4, G> and precision::kivi<2, G>.
 template <class P>
 concept KvPrecision = Precision<P> && detail::kv_precision_map<P>::supported;
 

@@ -81,6 +81,18 @@ struct kv_config {
   using v_precision = VPrecision;
 };
 
+/// A paged_kv_cache shape known only at run time (e.g. from a GGUF file's
+/// metadata): the cache takes layers, KV heads and head_dim from its
+/// block_allocator's layout at create(); the precisions and the tokens per
+/// block stay types and constants, since they pick the kernels.
+template <class KPrecision = precision::f16, class VPrecision = precision::f16, std::size_t TokensPerBlock = 16>
+struct runtime_kv_config {
+  static constexpr bool runtime_shape = true;
+  static constexpr std::size_t tokens_per_block = TokensPerBlock;
+  using k_precision = KPrecision;
+  using v_precision = VPrecision;
+};
+
 namespace detail {
 // Names every cache of every Config, so a workspace planned by one cache is
 // never taken for another's.
@@ -92,18 +104,44 @@ inline constexpr bool is_kivi_key = kernels::KvPrecision<P> &&
                                      kernels::kv_format_of<P>.format == kernels::kv_format::kivi4);
 }  // namespace detail
 
-/// A paged_kv_cache shape: layers, kv_heads, head_dim, tokens_per_block
-/// (constants) and k_precision, v_precision (KV precisions).
+namespace detail {
 template <class C>
-concept KvCacheConfig = requires {
+concept runtime_shaped_config = requires {
+  requires C::runtime_shape;
+};
+template <class C>
+concept static_shaped_config = requires {
   { C::layers } -> std::convertible_to<std::size_t>;
   { C::kv_heads } -> std::convertible_to<std::size_t>;
   { C::head_dim } -> std::convertible_to<std::size_t>;
+};
+
+// The compile-time shape constants of a static Config (none for a runtime one).
+template <class C, bool Static = !runtime_shaped_config<C>>
+struct static_kv_shape {};
+template <class C>
+struct static_kv_shape<C, true> {
+  static constexpr std::size_t layers = C::layers;
+  static constexpr std::size_t kv_heads = C::kv_heads;
+  static constexpr std::size_t head_dim = C::head_dim;
+  static constexpr std::size_t row_floats = kv_heads * head_dim;  // one token's K (or V), all heads
+  static_assert(layers >= 1 && kv_heads >= 1 && head_dim >= 1,
+                "paged_kv_cache: every Config dimension must be positive");
+};
+}  // namespace detail
+
+/// A paged_kv_cache shape: tokens_per_block (a constant), k_precision and
+/// v_precision (KV precisions), and either layers, kv_heads and head_dim
+/// (constants, kv_config) or runtime_shape = true (runtime_kv_config: the
+/// dimensions come from the block_allocator at run time).
+template <class C>
+concept KvCacheConfig = requires {
   { C::tokens_per_block } -> std::convertible_to<std::size_t>;
   typename C::k_precision;
   typename C::v_precision;
 }
-&&kernels::KvPrecision<typename C::k_precision>&& kernels::KvPrecision<typename C::v_precision>;
+&&(detail::static_shaped_config<C> || detail::runtime_shaped_config<C>)&&kernels::KvPrecision<
+    typename C::k_precision>&& kernels::KvPrecision<typename C::v_precision>;
 
 /// A sequence of a paged_kv_cache: slot and generation (stale ids are caught).
 using seq_id = std::uint64_t;
@@ -150,14 +188,13 @@ struct step_workspace {
 /// Movable; create() and make_workspace() allocate, nothing else does
 /// (except error messages). The block_allocator must outlive the cache.
 template <KvCacheConfig Config, Backend B = backend::highway>
-class paged_kv_cache {
+class paged_kv_cache : public detail::static_kv_shape<Config> {
  public:
   using config = Config;
   using k_precision = typename Config::k_precision;
   using v_precision = typename Config::v_precision;
-  static constexpr std::size_t layers = Config::layers;
-  static constexpr std::size_t kv_heads = Config::kv_heads;
-  static constexpr std::size_t head_dim = Config::head_dim;
+  /// Whether layers, KV heads and head_dim are run-time values (runtime_kv_config).
+  static constexpr bool runtime_shape = detail::runtime_shaped_config<Config>;
   static constexpr std::size_t tokens_per_block = Config::tokens_per_block;
   using view_type = kernels::paged_kv_view<k_precision, v_precision, tokens_per_block>;
   using block_id = block_allocator::block_id;
@@ -165,25 +202,43 @@ class paged_kv_cache {
   static_assert(!detail::is_kivi_key<k_precision>,
                 "paged_kv_cache: KIVI keys group tokens and cannot be appended one token at a time; store keys as "
                 "precision::f16 or precision::q8_0 (a KIVI key tier is filled by block migration)");
-  static_assert(layers >= 1 && kv_heads >= 1 && head_dim >= 1 && tokens_per_block >= 1,
-                "paged_kv_cache: every Config dimension must be positive");
+  static_assert(tokens_per_block >= 1, "paged_kv_cache: every Config dimension must be positive");
 
   static constexpr kernels::kv_format_desc k_format = kernels::kv_format_of<k_precision>;
   static constexpr kernels::kv_format_desc v_format = kernels::kv_format_of<v_precision>;
-  static constexpr std::size_t row_floats = kv_heads * head_dim;  // one token's K (or V), all heads
 
-  /// The block layout Config needs (for block_allocator::create).
-  [[nodiscard]] static result<block_layout> layout() {
+  /// The block layout a static Config needs (for block_allocator::create).
+  [[nodiscard]] static result<block_layout> layout() requires(!runtime_shape) {
+    return block_layout::of<k_precision, v_precision, tokens_per_block>(Config::layers, Config::kv_heads,
+                                                                        Config::head_dim);
+  }
+  /// The block layout of a runtime Config for a model's shape.
+  [[nodiscard]] static result<block_layout> layout(std::size_t layers, std::size_t kv_heads,
+                                                   std::size_t head_dim) requires runtime_shape {
     return block_layout::of<k_precision, v_precision, tokens_per_block>(layers, kv_heads, head_dim);
   }
 
+  /// The shape: layers, KV heads, head_dim, and one token's K (or V) floats
+  /// over all heads (the Config's constants, or the allocator's layout).
+  [[nodiscard]] std::size_t num_layers() const noexcept { return layers_; }
+  [[nodiscard]] std::size_t num_kv_heads() const noexcept { return kv_heads_; }
+  [[nodiscard]] std::size_t head_size() const noexcept { return head_dim_; }
+  [[nodiscard]] std::size_t row_size() const noexcept { return std::size_t{kv_heads_} * head_dim_; }
+
   paged_kv_cache() noexcept = default;
 
-  /// A cache over `blocks` (whose layout must equal layout()). Errors:
-  /// invalid_argument for a layout mismatch or options out of range.
+  /// A cache over `blocks`, whose layout must equal layout() (a runtime
+  /// Config takes its dimensions from it and checks the formats and tokens
+  /// per block). Errors: invalid_argument for a layout mismatch or options
+  /// out of range.
   [[nodiscard]] static result<paged_kv_cache> create(block_allocator& blocks, const cache_options& o = {}) {
-    RUVLLM_TRY_ASSIGN(const block_layout want, layout());
     const block_layout& have = blocks.layout();
+    block_layout want{};
+    if constexpr (runtime_shape) {
+      RUVLLM_TRY_ASSIGN(want, layout(have.layers, have.kv_heads, have.head_dim));
+    } else {
+      RUVLLM_TRY_ASSIGN(want, layout());
+    }
     if (have.layers != want.layers || have.kv_heads != want.kv_heads || have.head_dim != want.head_dim ||
         have.tokens_per_block != want.tokens_per_block || !(have.k_format == want.k_format) ||
         !(have.v_format == want.v_format))
@@ -198,6 +253,9 @@ class paged_kv_cache {
                         " must be in [1, 2^30]");
     paged_kv_cache c;
     c.blocks_ = &blocks;
+    c.layers_ = want.layers;
+    c.kv_heads_ = want.kv_heads;
+    c.head_dim_ = want.head_dim;
     c.max_seqs_ = o.max_sequences;
     c.max_tokens_ = o.max_tokens_per_sequence;
     c.max_blocks_ = static_cast<std::uint32_t>((o.max_tokens_per_sequence + tokens_per_block - 1) / tokens_per_block);
@@ -215,6 +273,9 @@ class paged_kv_cache {
     if (this != &o) {
       release_all();
       blocks_ = std::exchange(o.blocks_, nullptr);
+      layers_ = o.layers_;
+      kv_heads_ = o.kv_heads_;
+      head_dim_ = o.head_dim_;
       tables_ = std::move(o.tables_);
       seqs_ = std::move(o.seqs_);
       free_slots_ = std::move(o.free_slots_);
@@ -427,7 +488,7 @@ class paged_kv_cache {
   }
 
   /// Writes the new tokens of batch entry `entry` of the last plan in layer
-  /// `layer`: k and v hold count x kv_heads x head_dim values, token-major
+  /// `layer`: k and v hold count x row_size() values, token-major
   /// ([token][kv_head][dim]), count = the entry's new_tokens. Converted to
   /// the stored precision by B's KV quantizers; no allocation. Errors:
   /// invalid_argument (ws not from this cache's last plan, wrong sizes),
@@ -444,15 +505,15 @@ class paged_kv_cache {
                                     std::span<const f16> k, std::span<const f16> v) {
     RUVLLM_TRY(check_append(ws, layer, entry, k.size(), v.size()));
     const std::uint32_t n = ws.count[entry];
-    float kr[head_dim], vr[head_dim];
+    float kr[kernels::kv_max_head_dim], vr[kernels::kv_max_head_dim];
     for (std::uint32_t t = 0; t < n; ++t)
-      for (std::size_t h = 0; h < kv_heads; ++h) {
-        const std::size_t off = t * row_floats + h * head_dim;
-        for (std::size_t c = 0; c < head_dim; ++c) {
+      for (std::size_t h = 0; h < kv_heads_; ++h) {
+        const std::size_t off = t * row_size() + h * head_dim_;
+        for (std::size_t c = 0; c < head_dim_; ++c) {
           kr[c] = to_float(k[off + c]);
           vr[c] = to_float(v[off + c]);
         }
-        write_head(ws, layer, entry, t, 1, h, kr, vr, head_dim);
+        write_head(ws, layer, entry, t, 1, h, kr, vr, head_dim_);
       }
     return {};
   }
@@ -462,7 +523,7 @@ class paged_kv_cache {
   /// invalid_argument (ws not from this cache's last plan), out_of_range.
   [[nodiscard]] result<view_type> view(const step_workspace& ws, std::size_t layer) const {
     RUVLLM_TRY(check_ws(ws));
-    if (layer >= layers) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers);
+    if (layer >= layers_) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers_);
     return view_unchecked(ws, layer);
   }
 
@@ -475,35 +536,34 @@ class paged_kv_cache {
     vw.page_ids = ws.page_ids.get();
     vw.last_page_len = ws.last_page_len.get();
     vw.batch = ws.batch;
-    vw.n_kv_heads = static_cast<std::uint32_t>(kv_heads);
-    vw.head_dim = static_cast<std::uint32_t>(head_dim);
+    vw.n_kv_heads = kv_heads_;
+    vw.head_dim = head_dim_;
     return vw;
   }
 
   /// Reads token `pos` of s in layer `layer` back as floats (dequantized):
-  /// k_out and v_out receive kv_heads x head_dim values. For tests, tools
+  /// k_out and v_out receive row_size() values. For tests, tools
   /// and spilling. Errors: not_found, out_of_range (layer, pos >= length),
   /// invalid_argument (output sizes).
   result<void> read(seq_id s, std::size_t layer, std::size_t pos, std::span<float> k_out,
                     std::span<float> v_out) const {
     RUVLLM_TRY_ASSIGN(const std::uint32_t slot, find(s));
-    if (layer >= layers) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers);
+    if (layer >= layers_) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers_);
     if (pos >= seqs_[slot].length)
       return make_error(errc::out_of_range, "position ", pos, " >= sequence length ", seqs_[slot].length);
-    if (k_out.size() != row_floats || v_out.size() != row_floats)
-      return make_error(errc::invalid_argument, "read needs ", row_floats, " floats per output, got ", k_out.size(),
+    if (k_out.size() != row_size() || v_out.size() != row_size())
+      return make_error(errc::invalid_argument, "read needs ", row_size(), " floats per output, got ", k_out.size(),
                         " and ", v_out.size());
     const block_id b = table_of(slot)[pos / tokens_per_block];
     const std::size_t t = pos % tokens_per_block;
     const std::byte* kb = blocks_->k_block(layer, b);
     const std::byte* vb = blocks_->v_block(layer, b);
-    for (std::size_t h = 0; h < kv_heads; ++h) {
-      kernels::kv_quant_ops<B>::kv_dequantize_page_head(k_format, kernels::kv_role::key,
-                                                        kb + h * view_type::k_head_bytes(head_dim), t, 1, head_dim,
-                                                        k_out.data() + h * head_dim, head_dim);
-      kernels::kv_quant_ops<B>::kv_dequantize_page_head(v_format, kernels::kv_role::value,
-                                                        vb + h * view_type::v_head_bytes(head_dim), t, 1, head_dim,
-                                                        v_out.data() + h * head_dim, head_dim);
+    const std::size_t D = head_dim_;
+    for (std::size_t h = 0; h < kv_heads_; ++h) {
+      kernels::kv_quant_ops<B>::kv_dequantize_page_head(
+          k_format, kernels::kv_role::key, kb + h * view_type::k_head_bytes(D), t, 1, D, k_out.data() + h * D, D);
+      kernels::kv_quant_ops<B>::kv_dequantize_page_head(
+          v_format, kernels::kv_role::value, vb + h * view_type::v_head_bytes(D), t, 1, D, v_out.data() + h * D, D);
     }
     return {};
   }
@@ -589,9 +649,9 @@ class paged_kv_cache {
   [[nodiscard]] result<void> check_append(const step_workspace& ws, std::size_t layer, std::size_t entry,
                                           std::size_t k_size, std::size_t v_size) const {
     RUVLLM_TRY(check_ws(ws));
-    if (layer >= layers) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers);
+    if (layer >= layers_) return make_error(errc::out_of_range, "layer ", layer, " >= layers ", layers_);
     if (entry >= ws.batch) return make_error(errc::out_of_range, "batch entry ", entry, " >= batch ", ws.batch);
-    const std::size_t want = std::size_t{ws.count[entry]} * row_floats;
+    const std::size_t want = std::size_t{ws.count[entry]} * row_size();
     if (k_size != want || v_size != want)
       return make_error(errc::invalid_argument, "append of ", ws.count[entry], " tokens needs ", want,
                         " values for K and V, got ", k_size, " and ", v_size);
@@ -607,9 +667,9 @@ class paged_kv_cache {
       const std::size_t pos = ws.start[entry] + t;
       const auto run = static_cast<std::uint32_t>(
           std::min<std::size_t>(n - t, tokens_per_block - pos % tokens_per_block));  // within one block
-      for (std::size_t h = 0; h < kv_heads; ++h)
-        write_head(ws, layer, entry, t, run, h, k + t * row_floats + h * head_dim, v + t * row_floats + h * head_dim,
-                   row_floats);
+      const std::size_t row = row_size();
+      for (std::size_t h = 0; h < kv_heads_; ++h)
+        write_head(ws, layer, entry, t, run, h, k + t * row + h * head_dim_, v + t * row + h * head_dim_, row);
       t += run;
     }
   }
@@ -620,13 +680,18 @@ class paged_kv_cache {
     const std::size_t pos = ws.start[entry] + t;
     const block_id b = table_of(ws.slot[entry])[pos / tokens_per_block];
     const std::size_t first = pos % tokens_per_block;
-    kernels::kv_quant_ops<B>::kv_quantize_page_head(k_format, kernels::kv_role::key, k, stride, first, run, head_dim,
-                                                    blocks_->k_block(layer, b) + h * view_type::k_head_bytes(head_dim));
-    kernels::kv_quant_ops<B>::kv_quantize_page_head(v_format, kernels::kv_role::value, v, stride, first, run, head_dim,
-                                                    blocks_->v_block(layer, b) + h * view_type::v_head_bytes(head_dim));
+    kernels::kv_quant_ops<B>::kv_quantize_page_head(
+        k_format, kernels::kv_role::key, k, stride, first, run, head_dim_,
+        blocks_->k_block(layer, b) + h * view_type::k_head_bytes(head_dim_));
+    kernels::kv_quant_ops<B>::kv_quantize_page_head(
+        v_format, kernels::kv_role::value, v, stride, first, run, head_dim_,
+        blocks_->v_block(layer, b) + h * view_type::v_head_bytes(head_dim_));
   }
 
   block_allocator* blocks_ = nullptr;
+  std::uint32_t layers_ = 0;
+  std::uint32_t kv_heads_ = 0;
+  std::uint32_t head_dim_ = 0;
   std::unique_ptr<block_id[]> tables_;
   std::unique_ptr<seq_state[]> seqs_;
   std::unique_ptr<std::uint32_t[]> free_slots_;

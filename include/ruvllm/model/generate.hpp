@@ -121,8 +121,8 @@ class stop_sequence_matcher {
 /// is called for each generated token (stop tokens excluded) and returns
 /// false to stop. Errors: an empty prompt, a prompt that does not fit the
 /// context, and the context's own errors.
-template <Backend B, ProjectionHook Hook, class OnToken>
-[[nodiscard]] result<generate_stats> generate(llama_context<B, Hook>& ctx, sampler& smp,
+template <Backend B, class Kv, ProjectionHook Hook, class OnToken>
+[[nodiscard]] result<generate_stats> generate(llama_context<B, Kv, Hook>& ctx, sampler& smp,
                                               std::span<const token_id> prompt, std::vector<token_id>& cached,
                                               const generate_options& o, OnToken&& on_token) {
   using clock = std::chrono::steady_clock;

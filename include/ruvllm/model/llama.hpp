@@ -20,18 +20,21 @@
 // linear scaling from metadata), causal flash attention with GQA, SwiGLU.
 //
 // ------------------------------------------------------------- KV and memory
-// llama_context keeps one sequence's K and V in f32, per layer
-// [position][kv_head][head_dim] -- the dense layout the flash-attention kernel
-// reads, and appending a token is one contiguous row per layer. Every buffer
-// (KV, activations, quantized activations, attention workspaces, the RoPE
-// table) is allocated by create(); eval() allocates nothing except an error
-// message. Results are deterministic for a given thread count: every row of
-// every product and every attention tile is computed by one kernel call whose
-// arithmetic does not depend on how rows are split among threads.
+// llama_context keeps K and V in a kv::paged_kv_cache whose shape comes from
+// the GGUF metadata (kv::runtime_kv_config), in blocks shared between
+// sequences copy-on-write. Decode attention reads the blocks in place (the
+// paged decode kernel); a batch gathers its sequence's K/V into a dense
+// scratch for the flash-attention prefill kernel. Every buffer is allocated
+// by create(); eval() allocates nothing except an error message. Results are
+// deterministic for a given thread count: every row of every product and
+// every attention item is computed by one kernel call whose arithmetic does
+// not depend on how rows are split among threads.
 
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <limits>
+#include <memory>
 #include <numeric>
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +53,7 @@
 #include "ruvllm/core/thread_pool.hpp"
 #include "ruvllm/kernels/matmul.hpp"
 #include "ruvllm/kernels/ops.hpp"
+#include "ruvllm/kv/paged_kv_cache.hpp"
 #include "ruvllm/model/gguf.hpp"
 #include "ruvllm/model/projection_hook.hpp"
 
@@ -360,47 +364,100 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
 
 }  // namespace detail
 
-/// One sequence's inference state over a shared model: the KV cache, the
-/// activation buffers and the thread pool the products run on.
+/// The KV cache a llama_context keeps by default: F16 keys and values (as
+/// llama.cpp's default), 16 tokens per block, shape from the model.
+using default_kv = kv::runtime_kv_config<precision::f16, precision::f16, 16>;
+/// F32 keys and values: attention with float K/V, as llama.cpp's F32 KV cache.
+using f32_kv = kv::runtime_kv_config<precision::f32, precision::f32, 16>;
+
+/// One sequence's inference state over a shared model: its K and V in a
+/// paged KV cache (kv::paged_kv_cache), the activation buffers and the
+/// thread pool the products run on.
+///
+/// Template parameters: B, the kernel Backend; KvConfig, a
+/// kv::runtime_kv_config<KPrecision, VPrecision, TokensPerBlock> choosing how
+/// K and V are stored (default_kv: f16; f32_kv; q8_0 keys or values), the
+/// cache's shape (layers, KV heads, head_dim) coming from the model.
+///
+/// KV: the context owns a block_allocator and a paged_kv_cache over it
+/// (kv_cache()), and runs one of its sequences (sequence()). Positions live
+/// in blocks of TokensPerBlock tokens, so sequences can share prefixes: fork()
+/// makes a copy-on-write sibling of the current sequence, and blocks cached
+/// elsewhere (a radix cache hit) become a new sequence through
+/// kv_cache().add_sequence; use_sequence() switches to any live one.
+/// Decode attention reads the blocks in place with the paged decode kernel;
+/// a batch (prefill) gathers the sequence's K/V into a dense scratch for the
+/// flash-attention prefill kernel, so both see the stored precision.
 ///
 /// Decode (eval of one token) runs five pool jobs per layer (Q/K/V in one,
 /// attention, output projection, gate/up/SwiGLU in one, down projection),
 /// each through thread_pool::run_replicated, so a worker the OS deschedules
-/// mid-step never stalls the step. Batches (prefill) run the products as
-/// tiled GEMMs.
+/// mid-step never stalls the step. Batches run the products as tiled GEMMs.
+///
+/// Every buffer (KV blocks, activations, quantized activations, attention
+/// workspaces, the RoPE table) is allocated by create(); eval() allocates
+/// nothing except an error message. Results are deterministic for a given
+/// thread count and batch split.
 ///
 /// Hook (projection_hook.hpp) adds to projection outputs, e.g. LoRA
 /// adapters; set_hook() attaches one. The cached K and V are tied to the
 /// hook's kv_key() when they were computed: once the key changes (another
 /// adapter, an updated one, or none), n_past() reports 0 and eval() refuses
 /// to continue the stale positions until reset() or truncate(0), so no KV
-/// computed under other weights is ever reused.
+/// computed under other weights is ever reused. Each sequence keeps its own
+/// key: fork() inherits the current one, use_sequence() restores the one the
+/// sequence was computed under.
 ///
 /// Thread-safety: one thread calls a context at a time (it runs the pool);
 /// different contexts of one model may run concurrently on different pools.
-template <Backend B = backend::highway, ProjectionHook Hook = no_projection_hook>
+template <Backend B = backend::highway, class KvConfig = default_kv, ProjectionHook Hook = no_projection_hook>
 class llama_context {
+  static_assert(kv::KvCacheConfig<KvConfig> && kv::paged_kv_cache<KvConfig, B>::runtime_shape,
+                "llama_context<B, KvConfig>: KvConfig must be a kv::runtime_kv_config<KPrecision, VPrecision, "
+                "TokensPerBlock> (the cache's shape comes from the model)");
+
  public:
+  using cache_type = kv::paged_kv_cache<KvConfig, B>;
+  static constexpr std::size_t tokens_per_block = KvConfig::tokens_per_block;
+
   struct options {
-    std::size_t n_ctx = 0;        ///< positions held; 0 means the model's training context
-    std::size_t max_batch = 256;  ///< tokens per internal step of eval (longer inputs are chunked)
+    std::size_t n_ctx = 0;         ///< positions per sequence; 0 means the model's training context
+    std::size_t max_batch = 256;   ///< tokens per internal step of eval (longer inputs are chunked)
+    std::size_t kv_sequences = 1;  ///< live sequences the KV cache can hold (forks, shared prefixes)
+    std::size_t kv_blocks = 0;     ///< KV blocks; 0 means kv_sequences full contexts
   };
 
   llama_context(llama_context&& other) noexcept
       : model_(other.model_),
         pool_(std::exchange(other.pool_, nullptr)),
+        hook_(other.hook_),
+        kv_key_(other.kv_key_),
+        seq_keys_(std::move(other.seq_keys_)),
         opt_(other.opt_),
         n_past_(other.n_past_),
+        seq_(other.seq_),
+        blocks_(std::move(other.blocks_)),
+        cache_(std::move(other.cache_)),
+        ws_(std::move(other.ws_)),
         buf_(std::move(other.buf_)) {}
   /// Waits for late pool workers still reading this context's buffers
   /// (thread_pool::quiesce) before they are replaced.
   llama_context& operator=(llama_context&& other) noexcept {
     if (this != &other) {
       if (pool_ != nullptr) pool_->quiesce();
+      // The cache refers to the allocator: drop it first.
+      cache_ = cache_type{};
       model_ = other.model_;
       pool_ = std::exchange(other.pool_, nullptr);
+      hook_ = other.hook_;
+      kv_key_ = other.kv_key_;
+      seq_keys_ = std::move(other.seq_keys_);
       opt_ = other.opt_;
       n_past_ = other.n_past_;
+      seq_ = other.seq_;
+      blocks_ = std::move(other.blocks_);
+      cache_ = std::move(other.cache_);
+      ws_ = std::move(other.ws_);
       buf_ = std::move(other.buf_);
     }
     return *this;
@@ -412,9 +469,12 @@ class llama_context {
     if (pool_ != nullptr) pool_->quiesce();
   }
 
-  /// Allocates every buffer for n_ctx positions. `model` and `pool` must
-  /// outlive the context. Errors: n_ctx or max_batch 0 after defaults, or
-  /// beyond 2^24 positions; out_of_memory.
+  /// Allocates every buffer for n_ctx positions, and a KV cache of kv_blocks
+  /// blocks holding up to kv_sequences sequences, with one empty sequence
+  /// current. `model` and `pool` must outlive the context. Errors: n_ctx,
+  /// max_batch or kv_sequences 0 after defaults, n_ctx beyond 2^24
+  /// positions, a head_dim the KV format cannot store (kv::block_layout),
+  /// out_of_memory.
   [[nodiscard]] static result<llama_context> create(const llama_model& model, thread_pool& pool, options o = {}) {
     const llama_hparams& h = model.hparams();
     if (o.n_ctx == 0) o.n_ctx = h.n_ctx_train;
@@ -422,15 +482,19 @@ class llama_context {
       return make_error(errc::invalid_argument, "n_ctx ", o.n_ctx, " must be in [1, ", kernels::attention_max_positions,
                         "]");
     if (o.max_batch == 0) return make_error(errc::invalid_argument, "max_batch must be at least 1");
+    if (o.kv_sequences == 0 || o.kv_sequences > (1u << 24))
+      return make_error(errc::invalid_argument, "kv_sequences ", o.kv_sequences, " must be in [1, 2^24]");
     o.max_batch = std::min(o.max_batch, o.n_ctx);
+    const std::size_t per_sequence = (o.n_ctx + tokens_per_block - 1) / tokens_per_block;
+    if (o.kv_blocks == 0) o.kv_blocks = o.kv_sequences * per_sequence;
     llama_context c(model, pool, o);
     RUVLLM_TRY(c.allocate());
     return c;
   }
 
   [[nodiscard]] const llama_model& model() const noexcept { return *model_; }
-  /// Positions held in the KV cache (the next token's position); 0 when the
-  /// cached positions were computed under another hook key.
+  /// Positions of the current sequence (the next token's position); 0 when
+  /// they were computed under another hook key.
   [[nodiscard]] std::size_t n_past() const noexcept { return kv_current() ? n_past_ : 0; }
   [[nodiscard]] std::size_t n_ctx() const noexcept { return opt_.n_ctx; }
 
@@ -438,26 +502,61 @@ class llama_context {
   /// outlive its use. Positions cached under another key become stale.
   void set_hook(const Hook* hook) noexcept { hook_ = hook; }
 
-  /// Forgets positions n and later (n <= n_past()): the next eval continues
-  /// at position n, reusing the cached prefix.
+  /// The KV cache and the sequence eval() runs.
+  [[nodiscard]] cache_type& kv_cache() noexcept { return cache_; }
+  [[nodiscard]] const cache_type& kv_cache() const noexcept { return cache_; }
+  [[nodiscard]] kv::seq_id sequence() const noexcept { return seq_; }
+
+  /// A new sequence sharing every position of the current one (copy on
+  /// write), under the same hook key; the current sequence stays current.
+  /// Errors: out_of_memory when kv_sequences are live.
+  [[nodiscard]] result<kv::seq_id> fork() {
+    RUVLLM_TRY_ASSIGN(const kv::seq_id child, cache_.fork(seq_));
+    remember_key(child, kv_key_);
+    return child;
+  }
+
+  /// Makes `s`, a live sequence of kv_cache(), the one eval() continues. A
+  /// sequence this context never ran (added to kv_cache() from a prefix
+  /// cache, which keys on the adapter version) counts as computed under the
+  /// current hook key. Errors: not_found (s), out_of_range (s longer than
+  /// n_ctx).
+  [[nodiscard]] result<void> use_sequence(kv::seq_id s) {
+    RUVLLM_TRY_ASSIGN(const std::size_t length, cache_.length(s));
+    if (length > opt_.n_ctx)
+      return make_error(errc::out_of_range, "sequence of ", length, " positions exceeds the context of ", opt_.n_ctx);
+    remember_key(seq_, kv_key_);
+    kv_key_ = recall_key(s);
+    seq_ = s;
+    n_past_ = length;
+    return {};
+  }
+
+  /// Forgets positions n and later of the current sequence (n <= n_past()):
+  /// the next eval continues at position n, reusing the cached prefix.
   [[nodiscard]] result<void> truncate(std::size_t n) {
     if (n > n_past())
       return make_error(errc::out_of_range, "cannot truncate to ", n, " past the ", n_past(), " cached positions");
+    RUVLLM_TRY(cache_.truncate(seq_, n));
     n_past_ = n;
     if (n == 0) kv_key_ = hook_key();
     return {};
   }
+  /// Empties the current sequence.
   void reset() noexcept {
-    n_past_ = 0;
-    kv_key_ = hook_key();
+    if (cache_.truncate(seq_, 0).has_value()) {
+      n_past_ = 0;
+      kv_key_ = hook_key();
+    }
   }
 
-  /// Runs `tokens` at positions n_past() .. n_past() + size - 1, appends
-  /// their K and V, and writes vocab-sized logits: of the last token
-  /// (logits.size() >= n_vocab) or of every token, token-major
-  /// (logits.size() >= tokens.size() * n_vocab). Errors, with nothing
-  /// changed: an empty batch, a token id outside the vocabulary, a batch past
-  /// n_ctx, a logits span too small.
+  /// Runs `tokens` at positions n_past() .. n_past() + size - 1 of the
+  /// current sequence, appends their K and V, and writes vocab-sized logits:
+  /// of the last token (logits.size() >= n_vocab) or of every token,
+  /// token-major (logits.size() >= tokens.size() * n_vocab). Errors, with
+  /// nothing changed: an empty batch, a token id outside the vocabulary, a
+  /// batch past n_ctx, a logits span too small, KV blocks exhausted
+  /// (out_of_memory), a current sequence freed through kv_cache() (not_found).
   [[nodiscard]] result<void> eval(std::span<const token_id> tokens, std::span<float> logits,
                                   logits_for which = logits_for::last) {
     const llama_hparams& h = model_->hparams();
@@ -478,15 +577,30 @@ class llama_context {
       if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= h.n_vocab)
         return make_error(errc::out_of_range, "token id ", tokens[i], " at index ", i, " is outside the vocabulary of ",
                           h.n_vocab);
+    RUVLLM_TRY_ASSIGN(const std::size_t length, cache_.length(seq_));
+    if (length != n_past_) return make_error(errc::invalid_argument, "the current sequence changed outside eval");
+    // Count the blocks the whole batch needs first, so running out of them
+    // changes nothing even when the batch runs in several steps.
+    const std::size_t free_blocks = blocks_->capacity_blocks() - blocks_->blocks_in_use();
+    const std::size_t held = (n_past_ + tokens_per_block - 1) / tokens_per_block;
+    std::size_t need = (n_past_ + tokens.size() + tokens_per_block - 1) / tokens_per_block - held;
+    if (n_past_ % tokens_per_block != 0) {
+      // A partial last block shared with another sequence is copied first.
+      RUVLLM_TRY_ASSIGN(const auto table, cache_.block_table(seq_));
+      if (blocks_->ref_count(table[held - 1]) > 1) ++need;
+    }
+    if (need > free_blocks)
+      return make_error(errc::out_of_memory, "KV cache: ", tokens.size(), " tokens at position ", n_past_,
+                        " need up to ", need, " blocks, ", free_blocks, " free");
     if (tokens.size() == 1) {
-      decode(tokens[0], logits.data());
+      RUVLLM_TRY(decode(tokens[0], logits.data()));
       return {};
     }
     for (std::size_t begin = 0; begin < tokens.size(); begin += opt_.max_batch) {
       const std::size_t n = std::min(opt_.max_batch, tokens.size() - begin);
       const bool last_chunk = begin + n == tokens.size();
       float* out = which == logits_for::all ? logits.data() + begin * h.n_vocab : logits.data();
-      step(tokens.subspan(begin, n), which == logits_for::all || last_chunk ? out : nullptr, which);
+      RUVLLM_TRY(step(tokens.subspan(begin, n), which == logits_for::all || last_chunk ? out : nullptr, which));
     }
     return {};
   }
@@ -510,6 +624,33 @@ class llama_context {
     }
   }
 
+  // The hook keys of sequences other than the current one. Only contexts
+  // with a hook keep them; entries of sequences no longer live are dropped
+  // when the list outgrows the cache's sequence count.
+  void remember_key(kv::seq_id s, std::uint64_t key) {
+    if constexpr (Hook::enabled) {
+      for (auto& [seq, k] : seq_keys_)
+        if (seq == s) {
+          k = key;
+          return;
+        }
+      if (seq_keys_.size() >= opt_.kv_sequences)
+        std::erase_if(seq_keys_, [&](const auto& e) { return !cache_.length(e.first).has_value(); });
+      seq_keys_.emplace_back(s, key);
+    } else {
+      (void)s, (void)key;
+    }
+  }
+  [[nodiscard]] std::uint64_t recall_key(kv::seq_id s) const noexcept {
+    if constexpr (Hook::enabled) {
+      for (const auto& [seq, k] : seq_keys_)
+        if (seq == s) return k;
+    } else {
+      (void)s;
+    }
+    return hook_key();
+  }
+
   // y += the hook's addition for projection p of layer `layer` (nothing
   // without a hook).
   void adapt(std::size_t layer, projection p, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
@@ -519,13 +660,13 @@ class llama_context {
     }
   }
 
-  /// Every buffer of a context; allocate() makes them, nothing else does.
+  /// Every activation buffer of a context; allocate() makes them.
   struct buffers {
-    aligned_buffer<float> x, xn, q, attn, gate, up, rounded, k_cache, v_cache, qkv;
+    aligned_buffer<float> x, xn, q, attn, gate, up, rounded, qkv, k_new, v_new, k_dense, v_dense;
     aligned_buffer<f16> half;
     aligned_buffer<kernels::q8_0_quad> act_q8_0;
     aligned_buffer<block_q8_k> act_q8_k;
-    aligned_buffer<std::byte> workspace;
+    aligned_buffer<std::byte> workspace;  // per thread: prefill attention tiles, or a decode item's state
     std::size_t workspace_bytes = 0;
     kernels::rope_table rope;
   };
@@ -535,23 +676,36 @@ class llama_context {
   [[nodiscard]] result<void> allocate() {
     const llama_hparams& h = model_->hparams();
     const std::size_t nb = opt_.max_batch, d = h.n_embd, q_dim = h.n_head * h.head_dim,
-                      kv_dim = h.n_head_kv * h.head_dim;
+                      kv_dim = h.n_head_kv * h.head_dim, group = h.n_head / h.n_head_kv;
     const std::size_t widest = std::max({d, q_dim, h.n_ff});
+    // KV: the allocator is on the heap so the cache's pointer to it survives moves.
+    RUVLLM_TRY_ASSIGN(const kv::block_layout layout, cache_type::layout(h.n_layer, h.n_head_kv, h.head_dim));
+    RUVLLM_TRY_ASSIGN(auto blocks, kv::block_allocator::create(layout, opt_.kv_blocks));
+    blocks_ = std::make_unique<kv::block_allocator>(std::move(blocks));
+    RUVLLM_TRY_ASSIGN(cache_, cache_type::create(*blocks_, {static_cast<std::uint32_t>(opt_.kv_sequences),
+                                                            static_cast<std::uint32_t>(opt_.n_ctx)}));
+    ws_ = cache_.make_workspace(1);
+    RUVLLM_TRY_ASSIGN(seq_, cache_.add_sequence());
     buffers& b = buf_;
     RUVLLM_TRY_ASSIGN(b.x, aligned_buffer<float>::allocate(nb * d));
     RUVLLM_TRY_ASSIGN(b.xn, aligned_buffer<float>::allocate(nb * d));
     RUVLLM_TRY_ASSIGN(b.q, aligned_buffer<float>::allocate(nb * q_dim));
     RUVLLM_TRY_ASSIGN(b.attn, aligned_buffer<float>::allocate(nb * q_dim));
     RUVLLM_TRY_ASSIGN(b.gate, aligned_buffer<float>::allocate(nb * h.n_ff));
-    RUVLLM_TRY_ASSIGN(b.up, aligned_buffer<float>::allocate(nb * h.n_ff));
+    // Batches: n_ff per token; decode: n_ff per pool thread (decode_ffn_up).
+    RUVLLM_TRY_ASSIGN(b.up, aligned_buffer<float>::allocate(std::max(nb, pool_->size()) * h.n_ff));
     RUVLLM_TRY_ASSIGN(b.qkv, aligned_buffer<float>::allocate(q_dim + 2 * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.k_new, aligned_buffer<float>::allocate(nb * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.v_new, aligned_buffer<float>::allocate(nb * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.k_dense, aligned_buffer<float>::allocate(opt_.n_ctx * kv_dim));
+    RUVLLM_TRY_ASSIGN(b.v_dense, aligned_buffer<float>::allocate(opt_.n_ctx * kv_dim));
     RUVLLM_TRY_ASSIGN(b.rounded, aligned_buffer<float>::allocate(nb * widest));
     RUVLLM_TRY_ASSIGN(b.half, aligned_buffer<f16>::allocate(widest));
     RUVLLM_TRY_ASSIGN(b.act_q8_0, aligned_buffer<kernels::q8_0_quad>::allocate(nb * kernels::q8_0_quads(widest)));
     RUVLLM_TRY_ASSIGN(b.act_q8_k, aligned_buffer<block_q8_k>::allocate(nb * (widest / qk_k + 1)));
-    RUVLLM_TRY_ASSIGN(b.k_cache, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
-    RUVLLM_TRY_ASSIGN(b.v_cache, aligned_buffer<float>::allocate(h.n_layer * opt_.n_ctx * kv_dim));
-    b.workspace_bytes = (kernels::attention_prefill_workspace_bytes(h.head_dim) + 63) / 64 * 64;
+    const std::size_t decode_state = (2 * group + group * h.head_dim) * sizeof(float);
+    b.workspace_bytes =
+        (std::max(kernels::attention_prefill_workspace_bytes(h.head_dim), decode_state) + 127) / 64 * 64;
     RUVLLM_TRY_ASSIGN(b.workspace, aligned_buffer<std::byte>::allocate(b.workspace_bytes * pool_->size()));
     kernels::rope_params rp;
     rp.head_dim = h.head_dim;
@@ -653,12 +807,20 @@ class llama_context {
       }
       seg.end[i] = rows;
     }
+    // Any range of the stacked rows: one kernel call per matrix it touches
+    // (a caller running alone gets the whole range, and the kernels' software
+    // prefetch then runs through whole matrices).
     const std::size_t grain = detail::decode_grain(widest_row, gcd);
     pool_->run_replicated(rows, grain, y, 1,
                           [seg, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
-                            std::size_t i = 0, first = 0;
-                            while (begin >= seg.end[i]) first = seg.end[i++];
-                            detail::matrix_rows<B>(seg.m[i], in, begin - first, end - first, dst);
+                            std::size_t first = 0;
+                            for (std::size_t i = 0; i < 3 && begin < end; first = seg.end[i++]) {
+                              if (begin >= seg.end[i]) continue;
+                              const std::size_t stop = std::min(end, seg.end[i]);
+                              detail::matrix_rows<B>(seg.m[i], in, begin - first, stop - first, dst);
+                              dst += stop - begin;
+                              begin = stop;
+                            }
                           });
   }
 
@@ -672,24 +834,73 @@ class llama_context {
       return;
     }
     const detail::prepared_input in = prepare(x, l.gate.cols, {l.gate.type, l.up.type});
-    constexpr std::size_t max_grain = 256;
-    const std::size_t grain =
-        std::min(max_grain, detail::decode_grain(l.gate.row_bytes + l.up.row_bytes, std::gcd(l.gate.rows, max_grain)));
+    const std::size_t grain = detail::decode_grain(l.gate.row_bytes + l.up.row_bytes, l.gate.rows);
     const weight_matrix gate = l.gate, up = l.up;
-    pool_->run_replicated(l.gate.rows, grain, h_out, 1,
-                          [gate, up, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
-                            float u[max_grain];
-                            detail::matrix_rows<B>(gate, in, begin, end, dst);
-                            detail::matrix_rows<B>(up, in, begin, end, u);
-                            kops::swiglu(dst, u, dst, end - begin);
-                          });
+    // The up rows of a range go to the thread's own scratch (a late worker
+    // must write nothing shared): n_ff floats per thread in buf_.up.
+    float* scratch = buf_.up.data();
+    const std::size_t n_ff = l.gate.rows;
+    pool_->run_replicated(
+        l.gate.rows, grain, h_out, 1,
+        [gate, up, in, scratch, n_ff](std::size_t begin, std::size_t end, std::size_t thread, float* dst) noexcept {
+          float* u = scratch + thread * n_ff;
+          detail::matrix_rows<B>(gate, in, begin, end, dst);
+          detail::matrix_rows<B>(up, in, begin, end, u);
+          kops::swiglu(dst, u, dst, end - begin);
+        });
+  }
+
+  /// Decode attention of layer `layer` for the token just appended: one
+  /// replicated work item per KV head, each running the paged decode kernel
+  /// over the sequence's blocks into its thread's own state (so a late
+  /// worker never writes shared memory) and normalizing its group of heads
+  /// into attn.
+  void decode_attention(std::size_t layer, const float* q, float* attn) {
+    const llama_hparams& h = model_->hparams();
+    const std::size_t hd = h.head_dim, group = h.n_head / h.n_head_kv;
+    const kernels::paged_kv_desc kvd = cache_.view_unchecked(ws_, layer).desc();
+    kernels::attention_decode_plan base;
+    base.batch = 1;
+    base.n_items = 1;
+    base.n_heads = static_cast<std::uint32_t>(h.n_head);
+    base.n_kv_heads = static_cast<std::uint32_t>(h.n_head_kv);
+    base.head_dim = static_cast<std::uint32_t>(hd);
+    base.group = static_cast<std::uint32_t>(group);
+    base.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+    std::byte* ws = buf_.workspace.data();
+    const std::size_t ws_bytes = buf_.workspace_bytes;
+    pool_->run_replicated(
+        h.n_head_kv, 1, attn, group * hd,
+        [kvd, base, q, ws, ws_bytes](std::size_t begin, std::size_t end, std::size_t thread, float* dst) noexcept {
+          const std::size_t D = base.head_dim, G = base.group;
+          auto* state = reinterpret_cast<float*>(ws + thread * ws_bytes);
+          for (std::size_t kvh = begin; kvh < end; ++kvh) {
+            const kernels::attention_decode_item item{0, static_cast<std::uint32_t>(kvh), 0, kvd.pages(0)};
+            kernels::attention_decode_plan plan = base;
+            plan.items = &item;
+            plan.state_ml = state;
+            plan.state_acc = state + 2 * G;
+            kops::attention_decode(plan, kvd, q, 0, 1);
+            // One item per head group: its state is the whole softmax (as
+            // attention_decode_merge computes for a single item).
+            float* out = dst + (kvh - begin) * G * D;
+            for (std::size_t g = 0; g < G; ++g) {
+              const float m = plan.ml(0, g)[0], l = plan.ml(0, g)[1];
+              const float inv = m != -std::numeric_limits<float>::infinity() && l > 0.0f ? 1.0f / l : 0.0f;
+              const float* acc = plan.acc(0, g);
+              for (std::size_t c = 0; c < D; ++c) out[g * D + c] = acc[c] * inv;
+            }
+          }
+        });
   }
 
   /// One token at position n_past_, through every layer; logits to `out`.
-  void decode(token_id token, float* out) {
+  [[nodiscard]] result<void> decode(token_id token, float* out) {
     const llama_hparams& h = model_->hparams();
     const std::size_t d = h.n_embd, hd = h.head_dim, q_dim = h.n_head * hd, kv_dim = h.n_head_kv * hd;
-    const std::size_t group = h.n_head / h.n_head_kv, pos = n_past_;
+    const std::size_t pos = n_past_;
+    const kv::step_entry entry{seq_, 1};
+    RUVLLM_TRY(cache_.plan(std::span(&entry, 1), ws_));
     float* x = buf_.x.data();
     float* xn = buf_.xn.data();
     float* qkv = buf_.qkv.data();
@@ -697,8 +908,6 @@ class llama_context {
     embed(token, x);
     for (std::size_t il = 0; il < h.n_layer; ++il) {
       const llama_layer& l = model_->layers()[il];
-      float* k_layer = buf_.k_cache.data() + il * opt_.n_ctx * kv_dim;
-      float* v_layer = buf_.v_cache.data() + il * opt_.n_ctx * kv_dim;
       kops::rms_norm_rows(x, l.attn_norm, xn, 1, d, h.rms_eps);
       decode_product(xn, qkv, l.wq, &l.wk, &l.wv);
       float* q = qkv;
@@ -714,29 +923,8 @@ class llama_context {
       adapt(il, projection::v, xn, d, v, kv_dim, 1);
       kops::rope_apply(buf_.rope, h.rope_layout, q, 1, h.n_head, pos);
       kops::rope_apply(buf_.rope, h.rope_layout, k, 1, h.n_head_kv, pos);
-      std::memcpy(k_layer + pos * kv_dim, k, kv_dim * sizeof(float));
-      std::memcpy(v_layer + pos * kv_dim, v, kv_dim * sizeof(float));
-
-      // Attention: one work item per KV head, writing its group of heads.
-      kernels::attention_prefill_args args =
-          kernels::attention_prefill_args::dense(q, k_layer, v_layer, attn, 1, pos + 1, group, 1, hd);
-      args.k_stride = args.v_stride = kv_dim;
-      std::byte* ws = buf_.workspace.data();
-      const std::size_t ws_bytes = buf_.workspace_bytes;
-      pool_->run_replicated(
-          h.n_head_kv, 1, attn, group * hd,
-          [args, ws, ws_bytes, hd, group](std::size_t begin, std::size_t end, std::size_t thread, float* dst) noexcept {
-            for (std::size_t kvh = begin; kvh < end; ++kvh) {
-              kernels::attention_prefill_args a = args;
-              a.q += kvh * group * hd;
-              a.k += kvh * hd;
-              a.v += kvh * hd;
-              a.out = dst + (kvh - begin) * group * hd;
-              kops::attention_prefill(a, std::span<std::byte>(ws + thread * ws_bytes, ws_bytes), 0,
-                                      kernels::attention_prefill_work_items(a));
-            }
-          });
-
+      RUVLLM_TRY(cache_.append(ws_, il, 0, std::span<const float>(k, kv_dim), std::span<const float>(v, kv_dim)));
+      decode_attention(il, q, attn);
       decode_product(attn, xn, l.wo);
       adapt(il, projection::o, attn, q_dim, xn, d, 1);
       add_rows(x, xn, d);
@@ -760,6 +948,7 @@ class llama_context {
     n_past_ += 1;
     kops::rms_norm_rows(x, model_->output_norm(), xn, 1, d, h.rms_eps);
     decode_product(xn, out, model_->output());
+    return {};
   }
 
   // ------------------------------------------------------------ batches
@@ -840,25 +1029,48 @@ class llama_context {
     }
   }
 
+  /// The sequence's keys and values of layer `layer`, positions [0, n), as
+  /// dense [position][kv_head][dim] floats in k_dense / v_dense (read from the
+  /// blocks, so in the stored precision), on every pool thread.
+  void gather_kv(std::size_t layer, std::size_t n) {
+    const llama_hparams& h = model_->hparams();
+    const kernels::paged_kv_desc kvd = cache_.view_unchecked(ws_, layer).desc();
+    const std::size_t hd = h.head_dim, kv_dim = h.n_head_kv * hd, pages = (n + tokens_per_block - 1) / tokens_per_block;
+    float* k = buf_.k_dense.data();
+    float* v = buf_.v_dense.data();
+    pool_->run(pages, 4, [&](std::size_t begin, std::size_t end, std::size_t) {
+      for (std::size_t p = begin; p < end; ++p) {
+        const std::size_t first = p * tokens_per_block, count = std::min(tokens_per_block, n - first);
+        for (std::size_t head = 0; head < h.n_head_kv; ++head) {
+          kops::kv_dequantize_page_head(kvd.k_format, kernels::kv_role::key,
+                                        kvd.k_head(0, static_cast<std::uint32_t>(p), head), 0, count, hd,
+                                        k + first * kv_dim + head * hd, kv_dim);
+          kops::kv_dequantize_page_head(kvd.v_format, kernels::kv_role::value,
+                                        kvd.v_head(0, static_cast<std::uint32_t>(p), head), 0, count, hd,
+                                        v + first * kv_dim + head * hd, kv_dim);
+        }
+      }
+    });
+  }
+
   /// One chunk of at most max_batch tokens; logits to `out` when non-null.
-  void step(std::span<const token_id> tokens, float* out, logits_for which) {
+  [[nodiscard]] result<void> step(std::span<const token_id> tokens, float* out, logits_for which) {
     const llama_hparams& h = model_->hparams();
     const std::size_t n = tokens.size(), d = h.n_embd, hd = h.head_dim;
     const std::size_t q_dim = h.n_head * hd, kv_dim = h.n_head_kv * hd;
     const std::size_t pos = n_past_;
+    const kv::step_entry entry{seq_, static_cast<std::uint32_t>(n)};
+    RUVLLM_TRY(cache_.plan(std::span(&entry, 1), ws_));
     float* x = buf_.x.data();
     float* xn = buf_.xn.data();
     float* q = buf_.q.data();
     float* attn = buf_.attn.data();
+    float* k_new = buf_.k_new.data();
+    float* v_new = buf_.v_new.data();
     for (std::size_t t = 0; t < n; ++t) embed(tokens[t], x + t * d);
 
     for (std::size_t il = 0; il < h.n_layer; ++il) {
       const llama_layer& l = model_->layers()[il];
-      float* k_layer = buf_.k_cache.data() + il * opt_.n_ctx * kv_dim;
-      float* v_layer = buf_.v_cache.data() + il * opt_.n_ctx * kv_dim;
-      float* k_new = k_layer + pos * kv_dim;
-      float* v_new = v_layer + pos * kv_dim;
-
       kops::rms_norm_rows(x, l.attn_norm, xn, n, d, h.rms_eps);
       matmul(l.wq, xn, d, q, q_dim, n);
       matmul(l.wk, xn, d, k_new, kv_dim, n);
@@ -873,9 +1085,12 @@ class llama_context {
       adapt(il, projection::v, xn, d, v_new, kv_dim, n);
       kops::rope_apply(buf_.rope, h.rope_layout, q, n, h.n_head, pos);
       kops::rope_apply(buf_.rope, h.rope_layout, k_new, n, h.n_head_kv, pos);
+      RUVLLM_TRY(cache_.append(ws_, il, 0, std::span<const float>(k_new, n * kv_dim),
+                               std::span<const float>(v_new, n * kv_dim)));
+      gather_kv(il, pos + n);
 
-      const auto args =
-          kernels::attention_prefill_args::dense(q, k_layer, v_layer, attn, n, pos + n, h.n_head, h.n_head_kv, hd);
+      const auto args = kernels::attention_prefill_args::dense(q, buf_.k_dense.data(), buf_.v_dense.data(), attn, n,
+                                                               pos + n, h.n_head, h.n_head_kv, hd);
       const std::size_t items = kernels::attention_prefill_work_items(args);
       std::byte* ws = buf_.workspace.data();
       const std::size_t ws_bytes = buf_.workspace_bytes;
@@ -898,12 +1113,13 @@ class llama_context {
       add_rows(x, xn, n * d);
     }
     n_past_ += n;
-    if (out == nullptr) return;
+    if (out == nullptr) return {};
     // Only the rows whose logits are wanted go through the output head.
     const std::size_t first = which == logits_for::all ? 0 : n - 1;
     const std::size_t rows = n - first;
     kops::rms_norm_rows(x + first * d, model_->output_norm(), xn, rows, d, h.rms_eps);
     matmul(model_->output(), xn, d, out, h.n_vocab, rows);
+    return {};
   }
 
   static void add_bias(float* y, const float* bias, std::size_t rows, std::size_t n) noexcept {
@@ -917,9 +1133,14 @@ class llama_context {
   const llama_model* model_ = nullptr;
   thread_pool* pool_ = nullptr;
   const Hook* hook_ = nullptr;
-  std::uint64_t kv_key_ = 0;  // the hook key the cached positions were computed under
+  std::uint64_t kv_key_ = 0;  // the hook key the current sequence was computed under
+  std::vector<std::pair<kv::seq_id, std::uint64_t>> seq_keys_;
   options opt_{};
   std::size_t n_past_ = 0;
+  kv::seq_id seq_ = 0;
+  std::unique_ptr<kv::block_allocator> blocks_;
+  cache_type cache_;
+  kv::step_workspace ws_;
   buffers buf_;
 };
 

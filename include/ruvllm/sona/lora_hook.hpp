@@ -12,7 +12,7 @@
 // A projection the policy leaves out costs one compile-time test.
 //
 // It is a ProjectionHook (model/projection_hook.hpp): attach it with
-// llama_context<B, lora_hook<...>>::set_hook(&hook). Its kv_key() combines
+// llama_context<B, KvConfig, lora_hook<...>>::set_hook(&hook). Its kv_key() combines
 // the hook's identity with every adapter's version, so the context drops KV
 // computed before an update or under another hook.
 //

@@ -232,6 +232,11 @@ inline void quantize_page_head(kv_format_desc f, kv_role r, const float* src, st
   RUVLLM_ASSERT(d::page_args_ok(f, r, first_token, head_dim));
   const std::size_t D = head_dim;
   switch (f.format) {
+    case kv_format::f32: {
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + 4 * (first_token + t) * D, src + t * src_stride, D * sizeof(float));
+      return;
+    }
     case kv_format::f16: {
       for (std::size_t t = 0; t < tokens; ++t)
         for (std::size_t c = 0; c < D; ++c)
@@ -273,9 +278,15 @@ inline void dequantize_page_head(kv_format_desc f, kv_role r, const std::byte* s
                                  std::size_t tokens, std::size_t head_dim, float* dst,
                                  std::size_t dst_stride) noexcept {
   namespace d = kv_quant_detail;
-  RUVLLM_ASSERT(f.format == kv_format::f16 || f.format == kv_format::q8_0 || r == kv_role::value || f.group > 0);
+  RUVLLM_ASSERT(f.format == kv_format::f32 || f.format == kv_format::f16 || f.format == kv_format::q8_0 ||
+                r == kv_role::value || f.group > 0);
   const std::size_t D = head_dim;
   switch (f.format) {
+    case kv_format::f32: {
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + t * dst_stride, src + 4 * (first_token + t) * D, D * sizeof(float));
+      return;
+    }
     case kv_format::f16: {
       for (std::size_t t = 0; t < tokens; ++t)
         for (std::size_t c = 0; c < D; ++c)

@@ -233,7 +233,7 @@ inline void axpy(float w, const float* x, float* acc, std::size_t n) noexcept {
     ::xsimd::fma(wv, vf::load_unaligned(x + i), vf::load_unaligned(acc + i)).store_unaligned(acc + i);
 }
 
-/// Row t of a page-head in a per-token format (f16, q8_0, KIVI values) into dst.
+/// Row t of a page-head in a per-token format (f32, f16, q8_0, KIVI values) into dst.
 inline void value_row(kv_format_desc f, kv_role r, const std::byte* head, std::size_t t, std::size_t D,
                       float* dst) noexcept {
   if (f.format == kv_format::f16) {
@@ -249,7 +249,7 @@ inline void score_page(const paged_kv_desc& kv, const float* q, std::size_t G, c
   const std::size_t D = kv.head_dim;
   alignas(64) float row[kv_max_head_dim];
   const kv_format_desc f = kv.k_format;
-  if (f.format == kv_format::f16 || f.format == kv_format::q8_0) {
+  if (f.format == kv_format::f32 || f.format == kv_format::f16 || f.format == kv_format::q8_0) {
     for (std::size_t t = 0; t < n; ++t) {
       value_row(f, kv_role::key, kh, t, D, row);
       for (std::size_t h = 0; h < G; ++h) s[h * score_stride + t] = dot(q + h * D, row, D);

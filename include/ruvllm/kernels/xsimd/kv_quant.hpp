@@ -153,6 +153,10 @@ inline void kivi_key_group(unsigned bits, std::size_t G, const float* x, std::si
 inline void quantize(kv_format_desc f, kv_role r, const float* src, std::size_t src_stride, std::size_t first_token,
                      std::size_t tokens, std::size_t D, std::byte* dst) noexcept {
   switch (f.format) {
+    case kv_format::f32:
+      for (std::size_t t = 0; t < tokens; ++t)
+        std::memcpy(dst + 4 * (first_token + t) * D, src + t * src_stride, D * sizeof(float));
+      return;
     case kv_format::f16:
       for (std::size_t t = 0; t < tokens; ++t)
         for (std::size_t c = 0; c < D; ++c)
@@ -185,6 +189,11 @@ inline void quantize(kv_format_desc f, kv_role r, const float* src, std::size_t 
 
 inline void dequantize(kv_format_desc f, kv_role r, const std::byte* src, std::size_t first_token, std::size_t tokens,
                        std::size_t D, float* dst, std::size_t dst_stride) noexcept {
+  if (f.format == kv_format::f32) {
+    for (std::size_t t = 0; t < tokens; ++t)
+      std::memcpy(dst + t * dst_stride, src + 4 * (first_token + t) * D, D * sizeof(float));
+    return;
+  }
   if (f.format == kv_format::f16) {
     for (std::size_t t = 0; t < tokens; ++t) widen_f16(src + 2 * (first_token + t) * D, D, dst + t * dst_stride);
     return;
