@@ -1,19 +1,24 @@
 // The HNSW vector store against hnswlib (libhnswlib-dev, built -march=native
 // in its own unit) and FAISS IndexHNSWFlat (libfaiss-dev, when present) on
 // the same seeded clustered data, cosine on normalized vectors, with the same
-// M (16) and ef_construction (200):
+// M (16) and ef_construction (200). Our index runs in three configurations:
+// hnsw (f32 codes), hnsw_f16 (f16 codes, no originals) and hnsw_i8_rerank
+// (int8 codes plus f32 originals for exact re-ranking).
 //  * <sys>/build/<N>x<D>/threads:T: inserting every vector on T threads;
 //    speedup on our rows = hnswlib's time / ours; vectors_per_s
 //  * <sys>/search/<N>x<D>/ef:E for E in 16..256: one thread, all queries per
-//    iteration; counters qps and recall (recall@10 against an exact scan),
-//    and on our rows dists_per_query (distances computed per query: the
-//    work, free of the machine's noise; hnswlib and FAISS count no such thing)
+//    iteration; counters qps and recall (recall@10 against an exact f32
+//    scan, whatever the codes), and on our rows dists_per_query (distances
+//    computed per query: the work, free of the machine's noise; hnswlib and
+//    FAISS count no such thing)
 //  * <sys>/open/<N>x<D>: opening a saved index; open_ms, bytes_per_vector
 //    (the saved file's size / N)
 //  * hnsw/summary/<N>x<D>/recall:R: for R = 0.95 and 0.99, the first ef of
 //    the grid at which each system reaches recall R and its qps there
-//    (ef_<sys>, qps_<sys>; 0 when it never does), and speedup = our qps /
-//    the faster baseline's qps at that recall
+//    (ef_<sys>, qps_<sys>; 0 when it never does), our configurations' bytes
+//    per vector (bytes_<sys>), speedup_f32 = our f32 qps / the faster
+//    baseline's, and speedup = the same for our fastest configuration whose
+//    file is no bigger per vector than hnswlib's (named in the label)
 // Datasets: 100000x128 and 50000x768 (Gaussian clusters), scaled by the env
 // var RUVLLM_BENCH_HNSW_SCALE (default 1; e.g. 0.1 for a quick run). Every
 // index is built once per process: the threads:1 build row keeps what it
@@ -135,16 +140,22 @@ std::string shape_of(std::size_t which) {
 
 // ---- the three systems behind one interface -----------------------------
 
-using ours_t = st::hnsw_index<st::metric::cosine, ruvllm::precision::f32>;
-
+// Our index at one storage precision: f32, f16 (half the bytes per
+// distance, a smaller file than hnswlib's), and int8 keeping f32 originals
+// for exact re-ranking (a quarter of the bytes per distance, a bigger file).
+template <ruvllm::store::VectorPrecision P, bool KeepOriginals>
 struct ours_sys {
-  static constexpr const char* name = "hnsw";
-  using index = ours_t;
+  static constexpr const char* name = std::is_same_v<P, ruvllm::precision::f32>   ? "hnsw"
+                                      : std::is_same_v<P, ruvllm::precision::f16> ? "hnsw_f16"
+                                      : KeepOriginals                             ? "hnsw_i8_rerank"
+                                                                                  : "hnsw_i8";
+  using index = st::hnsw_index<st::metric::cosine, P>;
   static std::unique_ptr<index> build(const dataset& d, unsigned threads) {
-    auto ix = std::make_unique<index>(
-        index::create(st::hnsw_options{
-                          .dimension = static_cast<std::uint32_t>(d.dim), .m = m, .ef_construction = ef_construction})
-            .value());
+    auto ix = std::make_unique<index>(index::create(st::hnsw_options{.dimension = static_cast<std::uint32_t>(d.dim),
+                                                                     .m = m,
+                                                                     .ef_construction = ef_construction,
+                                                                     .keep_originals = KeepOriginals})
+                                          .value());
     std::vector<std::uint64_t> keys(d.n);
     for (std::size_t i = 0; i < d.n; ++i) keys[i] = i;
     std::unique_ptr<ruvllm::thread_pool> pool;
@@ -178,6 +189,9 @@ struct ours_sys {
     benchmark::DoNotOptimize(view->size());
   }
 };
+using ours_f32 = ours_sys<ruvllm::precision::f32, false>;
+using ours_f16 = ours_sys<ruvllm::precision::f16, false>;
+using ours_i8_rerank = ours_sys<st::i8, true>;
 
 struct hnswlib_sys {
   static constexpr const char* name = "hnswlib";
@@ -318,18 +332,40 @@ const std::filesystem::path& bench_dir() {
   return dir;
 }
 
+// The saved file of a system's index / N, measured once per process (by
+// its open row, or on first use by the summary).
+std::map<std::string, double>& file_sizes() {
+  static std::map<std::string, double> sizes;
+  return sizes;
+}
+
+template <class Sys>
+std::string saved_file(std::size_t which) {
+  std::filesystem::create_directories(bench_dir());
+  const std::string path = (bench_dir() / (std::string(Sys::name) + std::to_string(which))).string();
+  Sys::save(cached<Sys>(which), path);
+  file_sizes()[key_of(Sys::name, which, 0)] =
+      static_cast<double>(std::filesystem::file_size(path)) / static_cast<double>(data(which).n);
+  return path;
+}
+
+template <class Sys>
+double bytes_per_vector(std::size_t which) {
+  const auto it = file_sizes().find(key_of(Sys::name, which, 0));
+  if (it != file_sizes().end()) return it->second;
+  std::filesystem::remove(saved_file<Sys>(which));
+  return file_sizes()[key_of(Sys::name, which, 0)];
+}
+
 template <class Sys>
 void register_open(std::size_t which) {
   const std::string row = std::string(Sys::name) + "/open/" + shape_of(which);
   benchmark::RegisterBenchmark(row.c_str(), [which](benchmark::State& state) {
     const auto& d = data(which);
-    std::filesystem::create_directories(bench_dir());
-    const std::string path = (bench_dir() / (std::string(Sys::name) + std::to_string(which))).string();
-    Sys::save(cached<Sys>(which), path);
+    const std::string path = saved_file<Sys>(which);
     rb::timed_loop(state, [&] { Sys::open(path, d.dim); });
     state.counters["open_ms"] = rb::seconds_per_iteration(state) * 1e3;
-    state.counters["bytes_per_vector"] =
-        static_cast<double>(std::filesystem::file_size(path)) / static_cast<double>(d.n);
+    state.counters["bytes_per_vector"] = bytes_per_vector<Sys>(which);
     std::filesystem::remove(path);
   });
 }
@@ -346,6 +382,13 @@ std::pair<std::uint32_t, double> first_reaching(std::size_t which, double target
   return {0, 0.0};
 }
 
+// Per dataset and recall level: each system's first ef reaching it and its
+// qps there (ef_<sys>, qps_<sys>; 0 when it never does), our configurations'
+// bytes per vector (bytes_<sys>), and two speedups over the faster baseline:
+//  * speedup_f32: our f32 index, the like-for-like comparison;
+//  * speedup: our fastest configuration whose file is no bigger per vector
+//    than hnswlib's (the bytes-per-vector target), named in the label.
+template <class... Ours>
 void register_summary(std::size_t which) {
   for (const double target : recall_targets) {
     const std::string row =
@@ -353,22 +396,38 @@ void register_summary(std::size_t which) {
     benchmark::RegisterBenchmark(row.c_str(), [which, target](benchmark::State& state) {
       // The figures come from the search rows; the loop only satisfies the
       // framework (each pass is a few map lookups once they are cached).
-      std::pair<std::uint32_t, double> ours;
-      for (auto _ : state) ours = first_reaching<ours_sys>(which, target);
+      std::pair<std::uint32_t, double> f32;
+      for (auto _ : state) f32 = first_reaching<ours_f32>(which, target);
       const auto lib = first_reaching<hnswlib_sys>(which, target);
-      state.counters["ef_hnsw"] = ours.first;
-      state.counters["qps_hnsw"] = ours.second;
       state.counters["ef_hnswlib"] = lib.first;
       state.counters["qps_hnswlib"] = lib.second;
-      double best = lib.second;
+      double baseline = lib.second;
 #ifdef RUVLLM_BENCH_FAISS
       const auto fa = first_reaching<faiss_sys>(which, target);
       state.counters["ef_faiss"] = fa.first;
       state.counters["qps_faiss"] = fa.second;
-      best = std::max(best, fa.second);
+      baseline = std::max(baseline, fa.second);
 #endif
+      const double lib_bytes = bytes_per_vector<hnswlib_sys>(which);
+      state.counters["bytes_hnswlib"] = lib_bytes;
+      double best = 0.0;
+      std::string best_name = "none";
+      const auto consider = [&]<class Sys>(Sys*) {
+        const auto [ef, qps] = first_reaching<Sys>(which, target);
+        const double bytes = bytes_per_vector<Sys>(which);
+        state.counters[std::string("ef_") + Sys::name] = ef;
+        state.counters[std::string("qps_") + Sys::name] = qps;
+        state.counters[std::string("bytes_") + Sys::name] = bytes;
+        if (bytes <= lib_bytes && qps > best) {
+          best = qps;
+          best_name = Sys::name;
+        }
+      };
+      (consider(static_cast<Ours*>(nullptr)), ...);
       // A system that never reaches the target on the grid has qps 0 there.
-      state.counters["speedup"] = best > 0.0 ? ours.second / best : 0.0;
+      state.counters["speedup_f32"] = baseline > 0.0 ? f32.second / baseline : 0.0;
+      state.counters["speedup"] = baseline > 0.0 ? best / baseline : 0.0;
+      state.SetLabel("best: " + best_name);
     });
   }
 }
@@ -390,8 +449,10 @@ const bool registered = [] {
 #ifdef RUVLLM_BENCH_FAISS
     register_system<faiss_sys>(which);
 #endif
-    register_system<ours_sys>(which);
-    register_summary(which);
+    register_system<ours_f32>(which);
+    register_system<ours_f16>(which);
+    register_system<ours_i8_rerank>(which);
+    register_summary<ours_f32, ours_f16, ours_i8_rerank>(which);
   }
   return true;
 }();

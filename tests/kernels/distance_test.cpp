@@ -461,6 +461,18 @@ TEST_CASE("int8 results are exact up to the documented maximum lengths", "[kerne
     CHECK(ops<B>::l2sq(low.data(), high.data(), int8_l2sq_max_length) == 2147450625);  // 33025 * 255^2
     CHECK(ops<B>::l1(low.data(), high.data(), int8_l1_max_length) == 2147483520);      // 8421504 * 255
     CHECK(ops<B>::l1(high.data(), low.data(), int8_l1_max_length) == 2147483520);
+    // The one-to-many and gather forms (AVX3_DL computes the query's share
+    // of the VNNI bias once per call), with each operand order.
+    const i8* rows[2] = {low.data(), high.data()};
+    std::int32_t out[2] = {};
+    ops<B>::dot_gather(high.data(), rows, int8_dot_max_length, 2, out);
+    CHECK(out[0] == -2130690176);
+    CHECK(out[1] == 2114044159);  // 131071 * 127^2
+    ops<B>::dot_gather(low.data(), rows, int8_dot_max_length, 2, out);
+    CHECK(out[0] == 2147467264);
+    CHECK(out[1] == -2130690176);
+    ops<B>::dot_many(low.data(), high.data(), int8_dot_max_length, 1, int8_dot_max_length, out);
+    CHECK(out[0] == -2130690176);
   };
   check_all(scalar{});
   check_all(xsimd_backend{});

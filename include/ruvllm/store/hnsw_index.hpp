@@ -198,6 +198,8 @@ class hnsw_search_context {
   std::vector<std::uint32_t> bfs_;        // reaches()
   std::vector<std::byte> query_code_;
   std::vector<float> query_f32_;
+  std::vector<const float*> rerank_rows_;  // finish(): originals of the results
+  std::vector<float> rerank_distances_;
   search_stats stats_;
 };
 
@@ -1690,9 +1692,14 @@ class hnsw_index {
 
   std::size_t finish(std::span<search_hit> out, hnsw_search_context& ctx, bool rerank) const {
     auto& res = ctx.results_;
-    if (rerank && sec_.originals != nullptr) {
-      for (auto& [d, s] : res)
-        d = space::exact_distance(ctx.query_f32_.data(), sec_.originals + std::size_t{s} * dim_, dim_);
+    if (rerank && sec_.originals != nullptr && !res.empty()) {
+      auto& rows = ctx.rerank_rows_;
+      auto& dist = ctx.rerank_distances_;
+      rows.resize(res.size());
+      dist.resize(res.size());
+      for (std::size_t i = 0; i < res.size(); ++i) rows[i] = sec_.originals + std::size_t{res[i].second} * dim_;
+      space::exact_distances(ctx.query_f32_.data(), rows.data(), rows.size(), dim_, dist.data());
+      for (std::size_t i = 0; i < res.size(); ++i) res[i].first = dist[i];
     }
     std::sort(res.begin(), res.end());
     const std::size_t n = std::min(out.size(), res.size());

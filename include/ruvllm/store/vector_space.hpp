@@ -264,6 +264,20 @@ struct vector_space {
       return detail::finite_or_inf(1.0f - ops::dot(a, b, dim));
   }
 
+  /// out[r] = exact_distance(query, rows[r], dim) for r < count: one kernels
+  /// gather for all rows (re-ranking reads scattered f32 originals, which
+  /// the gather prefetches). Does not allocate.
+  static void exact_distances(const float* query, const float* const* rows, std::size_t count, std::size_t dim,
+                              float* out) noexcept {
+    if constexpr (std::same_as<M, metric::l2>) {
+      ops::l2sq_gather(query, rows, dim, count, out);
+      for (std::size_t r = 0; r < count; ++r) out[r] = detail::finite_or_inf(out[r]);
+    } else {
+      ops::dot_gather(query, rows, dim, count, out);
+      for (std::size_t r = 0; r < count; ++r) out[r] = detail::finite_or_inf(1.0f - out[r]);
+    }
+  }
+
   /// Normalizes in place for cosine (what encode does before quantizing); a
   /// no-op for the other metrics.
   static void prepare(float* v, std::size_t dim) noexcept {
