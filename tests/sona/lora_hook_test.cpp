@@ -85,7 +85,8 @@ void check_against_merged(std::uint64_t seed) {
   randomize(hook, gen);
   auto merged = merged_model(base, hook);
 
-  auto hooked = md::llama_context<ruvllm::backend::highway, md::default_kv, hook_t>::create(base, pool, {.n_ctx = 64}).value();
+  auto hooked =
+      md::llama_context<ruvllm::backend::highway, md::default_kv, hook_t>::create(base, pool, {.n_ctx = 64}).value();
   hooked.set_hook(&hook);
   auto plain = md::llama_context<>::create(merged, pool, {.n_ctx = 64}).value();
   auto unadapted = md::llama_context<>::create(base, pool, {.n_ctx = 64}).value();
@@ -127,7 +128,8 @@ TEST_CASE("lora hook: fresh adapters change nothing; updates invalidate the cach
   using hook_t = sona::lora_hook<sona::lora_targets::qkvo>;
   auto hook = hook_t::create(model.hparams(), {.rank = 2}).value();
   CHECK(hook.adapter(md::projection::gate) == nullptr);
-  auto ctx = md::llama_context<ruvllm::backend::highway, md::default_kv, hook_t>::create(model, pool, {.n_ctx = 64}).value();
+  auto ctx =
+      md::llama_context<ruvllm::backend::highway, md::default_kv, hook_t>::create(model, pool, {.n_ctx = 64}).value();
   auto plain = md::llama_context<>::create(model, pool, {.n_ctx = 64}).value();
   const std::vector<md::token_id> prompt = {1, 5, 9, 22, 31};
   const std::size_t vocab = model.hparams().n_vocab;

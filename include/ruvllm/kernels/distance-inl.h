@@ -349,7 +349,7 @@ RUVLLM_DISTANCE_ATTR HWY_INLINE std::uint32_t vnni_bias(const std::int8_t* HWY_R
 
 /// sum a[i] * (b[i] + 128), modulo 2^32.
 RUVLLM_DISTANCE_ATTR HWY_INLINE std::uint32_t vnni_biased_dot(const std::int8_t* HWY_RESTRICT a,
-                                                               const std::int8_t* HWY_RESTRICT b, std::size_t n) {
+                                                              const std::int8_t* HWY_RESTRICT b, std::size_t n) {
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   // Two accumulators: VPDPBUSD's latency is longer than its issue interval.
   __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();

@@ -61,9 +61,10 @@
 // Filtered search: a predicate over keys (the records layer maps keys to
 // attributes). The filter's selectivity is estimated from a fixed sample of
 // slots first: a tight filter is answered by an exact scan of the accepted
-// nodes (no recall collapse), a moderate one by a graph search whose ef is
-// widened by 1 / selectivity, falling back to the exact scan when the graph
-// search still finds fewer than k.
+// nodes (no recall collapse, and cheaper than a graph search wandering
+// through rejected nodes while share^2 * live <= 17 ef), a moderate one by a
+// graph search whose ef is widened by 1 / selectivity, falling back to the
+// exact scan when the graph search still finds fewer than k.
 //
 // Concurrency contract: many readers or one writer, through a shared_mutex
 // held by each call: search/contains/get_vector/size take it shared;
@@ -1645,9 +1646,16 @@ class hnsw_index {
       }
       const double p = live_seen == 0 ? 0.0 : static_cast<double>(passed) / static_cast<double>(live_seen);
       const double expected = p * static_cast<double>(live_);
-      // Tight filter: scanning the accepted nodes is cheaper than a graph
-      // search that would wander through mostly rejected nodes.
-      if (passed < 8 || expected <= static_cast<double>(std::max<std::size_t>(4 * ef, 1024)))
+      // The exact scan computes p * n distances; the widened graph search
+      // about graph_cost * ef / p (ef / p candidates, each expanding
+      // neighbours of which most are rejected). So the scan is cheaper while
+      // p^2 * n <= graph_cost * ef: at 10k policies and ef 64 that is a
+      // share below about 1/3 (measured with roles_bench's policy search,
+      // break-even near p^2 * n = 17 * ef), and any filter leaving at most
+      // max(4 ef, 1024) nodes.
+      constexpr double graph_cost = 17.0;
+      if (passed < 8 || expected <= static_cast<double>(std::max<std::size_t>(4 * ef, 1024)) ||
+          p * expected <= graph_cost * static_cast<double>(ef))
         return exact_scan(out, ctx, filter, params.rerank);
       ef = std::min<std::size_t>(static_cast<std::size_t>(static_cast<double>(ef) / p) + 1, live_);
     }
