@@ -29360,9 +29360,13 @@ class policy_store {
     std::vector<policy_hit> out;
     out.reserve(k);
     const auto group = type ? static_cast<std::uint64_t>(*type) : 0;
+    // Every stored policy has a confidence in [0, 1], so a threshold of 0 or
+    // less accepts them all without the attribute lookup (the filter runs on
+    // every candidate of the search, thousands for an exact scan).
+    const bool by_confidence = min_confidence > 0.0f;
     auto accept = [&](const record& r) {
       return r.kind == record_kind::policy && (!type || r.group == group) &&
-             r.number(confidence_attribute).value_or(-1.0) >= min_confidence;
+             (!by_confidence || r.number(confidence_attribute).value_or(-1.0) >= min_confidence);
     };
     auto emit = [&](const record& r, float d) {
       out.push_back(policy_hit{r.id, static_cast<policy_type>(r.group),
