@@ -50,6 +50,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -86,15 +88,25 @@ inline constexpr std::uint64_t max_dim = std::uint64_t{1} << 24;
 // (256 MiB of floats; the default bank uses 2 MiB).
 inline constexpr std::uint64_t max_sample_floats = std::uint64_t{1} << 26;
 
+// The router's shape and real-valued options in file order, by reference:
+// the one list both the writer and the reader walk.
+template <class Options>
+auto router_dims(Options& o) {
+  return std::tie(o.query_dim, o.extra_dim, o.hidden_dim, o.rank_w, o.rank_u, o.steps, o.models, o.context_buckets);
+}
+inline constexpr const char* router_dim_names[] = {"query_dim", "extra_dim", "hidden_dim", "rank_w",
+                                                   "rank_u",    "steps",     "models",     "buckets"};
+template <class Options>
+auto router_reals(Options& o) {
+  return std::tie(o.temperature_min, o.temperature_max, o.top_p_min, o.top_p_max, o.sparsity, o.zeta_init, o.nu_init,
+                  o.confidence_weight, o.optimizer.learning_rate, o.optimizer.beta1, o.optimizer.beta2,
+                  o.optimizer.epsilon);
+}
+
 inline void encode_router(const fastgrnn_router<float>& r, std::vector<std::byte>& out) {
   const router_options& o = r.options();
-  for (std::uint64_t v :
-       {o.query_dim, o.extra_dim, o.hidden_dim, o.rank_w, o.rank_u, o.steps, o.models, o.context_buckets})
-    append_value(out, v);
-  for (double v :
-       {o.temperature_min, o.temperature_max, o.top_p_min, o.top_p_max, o.sparsity, o.zeta_init, o.nu_init,
-        o.confidence_weight, o.optimizer.learning_rate, o.optimizer.beta1, o.optimizer.beta2, o.optimizer.epsilon})
-    append_value(out, v);
+  std::apply([&](const auto&... v) { (append_value(out, static_cast<std::uint64_t>(v)), ...); }, router_dims(o));
+  std::apply([&](const auto&... v) { (append_value(out, static_cast<double>(v)), ...); }, router_reals(o));
   append_value(out, std::uint64_t{o.optimizer.sgd ? 1u : 0u});
   for (double v : {o.ewc.lambda, o.ewc.gamma, o.ewc.task_decay}) append_value(out, v);
   append_value(out, std::uint64_t{o.seed});
@@ -172,35 +184,26 @@ template <class T>
 [[nodiscard]] inline result<fastgrnn_router<float>> decode_router(byte_reader r) {
   const std::uint64_t start = r.file_offset();
   router_options o;
-  std::uint64_t dims[8];
-  const char* names[8] = {"query_dim", "extra_dim", "hidden_dim", "rank_w", "rank_u", "steps", "models", "buckets"};
-  for (int i = 0; i < 8; ++i) {
-    RUVLLM_TRY_ASSIGN(dims[i], read_dim(r, names[i]));
-  }
-  o.query_dim = dims[0];
-  o.extra_dim = dims[1];
-  o.hidden_dim = dims[2];
-  o.rank_w = dims[3];
-  o.rank_u = dims[4];
-  o.steps = dims[5];
-  o.models = dims[6];
-  o.context_buckets = dims[7];
-  double f[12];
-  for (double& v : f) {
-    RUVLLM_TRY_ASSIGN(v, r.read<double>("router option"));
-  }
-  o.temperature_min = f[0];
-  o.temperature_max = f[1];
-  o.top_p_min = f[2];
-  o.top_p_max = f[3];
-  o.sparsity = f[4];
-  o.zeta_init = f[5];
-  o.nu_init = f[6];
-  o.confidence_weight = f[7];
-  o.optimizer.learning_rate = f[8];
-  o.optimizer.beta1 = f[9];
-  o.optimizer.beta2 = f[10];
-  o.optimizer.epsilon = f[11];
+  result<void> status;
+  std::size_t index = 0;
+  const auto read_field = [&](auto& field, auto read) {
+    if (!status) return;
+    auto v = read(index++);
+    if (!v) {
+      status = std::move(v).error();
+      return;
+    }
+    field = static_cast<std::remove_reference_t<decltype(field)>>(*v);
+  };
+  std::apply(
+      [&](auto&... field) {
+        (read_field(field, [&](std::size_t i) { return read_dim(r, router_dim_names[i]); }), ...);
+      },
+      router_dims(o));
+  std::apply(
+      [&](auto&... field) { (read_field(field, [&](std::size_t) { return r.read<double>("router option"); }), ...); },
+      router_reals(o));
+  RUVLLM_TRY(status);
   RUVLLM_TRY_ASSIGN(const auto sgd, r.read<std::uint64_t>("adam sgd flag"));
   o.optimizer.sgd = sgd != 0;
   RUVLLM_TRY_ASSIGN(o.ewc.lambda, r.read<double>("ewc lambda"));
