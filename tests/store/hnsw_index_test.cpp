@@ -428,6 +428,38 @@ TEST_CASE("hnsw recall and reachability survive rounds of 30% delete and re-inse
   churn_case<st::metric::l2>(6, 0.25, 103);     // compactions rebuild in between
 }
 
+// Many equal vectors (a witness log of repeated queries): every neighbour's
+// heuristic ties on distance and drops the newcomer, so each new node's
+// in-link is forced in; every copy must stay reachable and findable.
+TEST_CASE("hnsw keeps many copies of equal vectors reachable and findable", "[store][hnsw]") {
+  constexpr std::size_t dim = 32, n = 3000, distinct = 5;
+  auto index = st::hnsw_index<st::metric::cosine, p::f16>::create(
+                   st::hnsw_options{.dimension = dim, .m = 8, .ef_construction = 64})
+                   .value();
+  const auto vectors = random_vectors(distinct, dim, 131);
+  const auto vector_of = [&](std::size_t i) {
+    // Four in five inserts repeat vector 0; the rest cycle through 1 .. 4.
+    const std::size_t v = i % 5 == 0 ? 1 + (i / 5) % (distinct - 1) : 0;
+    return std::span<const float>(vectors.data() + v * dim, dim);
+  };
+  for (std::size_t i = 0; i < n; ++i) REQUIRE(index.insert(i, vector_of(i)));
+  REQUIRE(index.check_invariants());
+  CHECK(index.unreachable_count() == 0);
+  for (std::size_t v = 0; v < distinct; ++v) {
+    const auto hits = index.search(std::span<const float>(vectors.data() + v * dim, dim), 10).value();
+    REQUIRE(hits.size() == 10);
+    for (const auto& h : hits) {
+      CHECK(std::abs(h.distance) < 1e-3f);
+      CHECK(vector_of(h.key).data() == vectors.data() + v * dim);
+    }
+  }
+  // Removing most copies of vector 0 keeps the rest reachable too.
+  for (std::size_t i = 0; i < n; ++i)
+    if (i % 5 != 0 && i % 3 != 0) REQUIRE(index.remove(i));
+  REQUIRE(index.check_invariants());
+  CHECK(index.unreachable_count() == 0);
+}
+
 namespace {
 
 // Every byte of the saved index: a rejected call must leave all of it as it was.

@@ -1307,6 +1307,12 @@ class hnsw_index {
   // filled with the closest pruned candidates ("keep pruned connections"),
   // which gives a search more ways around a region. Each candidate's
   // distances to the kept ones are one kernels call.
+  // A candidate whose code equals a kept one's is pruned too: the distance
+  // rule alone ties on copies of the base's own vector and keeps them all,
+  // so among many equal vectors every list filled up with copies and a
+  // search that entered them could not leave (recall of other vectors
+  // collapsed). memcmp stops at the first differing byte, so the check costs
+  // little where codes differ.
   void select_neighbours(std::vector<entry_t>& sorted, std::uint32_t cap, std::vector<entry_t>& out) const {
     out.clear();
     const element_t* kept[max_links] = {};
@@ -1316,9 +1322,10 @@ class hnsw_index {
       const entry_t e = sorted[i];
       bool good = true;
       if (!out.empty()) {
-        space::distances(code(e.second), kept, out.size(), dim_, dist);
+        const std::byte* ce = code(e.second);
+        space::distances(ce, kept, out.size(), dim_, dist);
         for (std::size_t k = 0; k < out.size(); ++k)
-          if (dist[k] < e.first) {
+          if (dist[k] < e.first || std::memcmp(ce, code(out[k].second), code_bytes_) == 0) {
             good = false;
             break;
           }
@@ -1395,9 +1402,17 @@ class hnsw_index {
     }
   }
 
-  // Puts target into u's level-0 list: in a free place, or in place of u's
-  // farthest link whose target stays reachable from u. False when every
-  // such drop would strand its target.
+  // Puts target into u's level-0 list: in a free place, or in place of one of
+  // u's links z that stays reachable from u. Tried in order of cost, farthest
+  // z first within each:
+  //  1. z that target links to itself (u -> target -> z): no search;
+  //  2. when target's list has room, any z, which target then links to (the
+  //     same path, made): no search;
+  //  3. z that a bounded search from u still finds (reaches).
+  // The first two keep this O(M) where the search fails: among many equal
+  // vectors (repeated queries in a witness log) every neighbour's heuristic
+  // drops the newcomer, few paths exist, and failed searches made each
+  // insert cost O(n). False only when all three fail.
   bool force_link(hnsw_search_context& ctx, std::uint32_t u, std::uint32_t target) {
     std::uint32_t* links = mutable_links(u, 0);
     const std::uint32_t n = link_count(links, m0_);
@@ -1415,6 +1430,20 @@ class hnsw_index {
     }
     space::distances(code(u), rows, n, dim_, dist);
     std::sort(order, order + n, [&](std::uint32_t a, std::uint32_t b) { return dist[a] > dist[b]; });
+    std::uint32_t* target_links = mutable_links(target, 0);
+    for (std::uint32_t k = 0; k < n; ++k) {
+      const std::uint32_t i = order[k];
+      if (has_link(target_links, m0_, links[i])) {
+        links[i] = target;
+        return true;
+      }
+    }
+    if (const std::uint32_t room = link_count(target_links, m0_); room < m0_) {
+      const std::uint32_t i = order[0];
+      target_links[room] = links[i];
+      links[i] = target;
+      return true;
+    }
     for (std::uint32_t k = 0; k < n; ++k) {
       const std::uint32_t i = order[k], z = links[i];
       links[i] = target;
