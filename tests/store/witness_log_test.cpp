@@ -512,3 +512,59 @@ TEST_CASE("witness_log: producers, the writer and readers run concurrently", "[s
   CHECK(log.size() == n_accepted);
   CHECK(n_accepted > 0);
 }
+
+// close() while producers push: every push that was accepted is written,
+// every later one is refused as cancelled (close waits for claimed slots to
+// be published, not only for pushes that are still claiming).
+TEST_CASE("witness_log: close during pushes writes every accepted entry", "[store][roles][witness][concurrency]") {
+  const mem_support::scratch_dir dir("witness_close_race");
+  auto store = store_t::open(dir.path(), options(st::durability::none)).value();
+  auto log = witness_t::open(store, {.queue_capacity = 1024, .max_delay = 5ms}).value();
+  REQUIRE(log.start());
+  constexpr int producers = 2, per_producer = 600;
+  std::vector<std::vector<owned_entry>> entries(producers);
+  for (int p = 0; p < producers; ++p) {
+    ruvllm::test::rng gen(170 + p);
+    for (int i = 0; i < per_producer; ++i) entries[p].push_back(random_entry(gen, p * 100000 + i));
+  }
+  std::vector<std::vector<int>> outcome(producers, std::vector<int>(per_producer, -1));  // 1 accepted, 0 refused
+  std::atomic<int> started{0};
+  std::vector<std::thread> threads;
+  for (int p = 0; p < producers; ++p)
+    threads.emplace_back([&, p] {
+      started.fetch_add(1);
+      // Retry a full ring until accepted or cancelled, so pushes are still
+      // going on when close() comes.
+      for (int i = 0; i < per_producer; ++i) {
+        for (;;) {
+          auto r = log.push(entries[p][i].view());
+          if (r || r.error().code() != ruvllm::errc::budget_exceeded) {
+            outcome[p][i] = r ? 1 : 0;
+            if (!r) CHECK(r.error().code() == ruvllm::errc::cancelled);
+            break;
+          }
+          std::this_thread::yield();
+        }
+      }
+    });
+  while (started.load() < producers) std::this_thread::yield();
+  std::this_thread::sleep_for(2ms);
+  REQUIRE(log.close());
+  for (auto& t : threads) t.join();
+  std::size_t accepted = 0;
+  for (int p = 0; p < producers; ++p)
+    for (int i = 0; i < per_producer; ++i) {
+      INFO("producer " << p << " entry " << i);
+      if (outcome[p][i] == 1) {
+        ++accepted;
+        CHECK(log.get(entries[p][i].rec.request_id).value() == entries[p][i].rec);
+      } else {
+        CHECK(log.get(entries[p][i].rec.request_id).error().code() == ruvllm::errc::not_found);
+      }
+    }
+  const auto s = log.stats();
+  CHECK(s.pushed == accepted);
+  CHECK(s.written == accepted);
+  CHECK(log.size() == accepted);
+  CHECK(s.rejected_closed > 0);  // close() came while pushes went on
+}

@@ -293,16 +293,24 @@ class witness_log {
         pos = st.enqueue_pos.load(std::memory_order_relaxed);
       }
     }
-    st.fill(*s, static_cast<std::size_t>(pos & st.mask), e);
-    s->seq.store(pos + 1, std::memory_order_release);
-    st.in_flight.fetch_sub(1, std::memory_order_release);
     // Wake a sleeping background writer once the ring reaches wake_at;
-    // exchange lets exactly one pusher pay for the notification.
+    // exchange lets exactly one pusher pay for the notification. Before the
+    // copy: a writer woken now writes the ready entries ahead of this one and
+    // finds this one published by the time it gets here.
     if (pos + 1 - st.dequeue_pos.load(std::memory_order_relaxed) >= st.wake_at &&
         st.writer_waiting.load(std::memory_order_relaxed) && st.writer_waiting.exchange(false)) {
       { std::lock_guard lk(st.wake_mutex); }
       st.wake.notify_one();
     }
+    // Out of in_flight before the copy: close() waits for claimed slots to be
+    // published (wait_published), so in_flight only has to cover the claim.
+    // A locked instruction after the copy would wait for its ~6 KiB of
+    // stores to reach the cache (their lines were last read by the writer,
+    // ~1 us); ending on the plain release store below lets push return while
+    // they drain.
+    st.in_flight.fetch_sub(1, std::memory_order_release);
+    st.fill(*s, static_cast<std::size_t>(pos & st.mask), e);
+    s->seq.store(pos + 1, std::memory_order_release);
     return {};
   }
 
@@ -367,6 +375,7 @@ class witness_log {
     state& st = *st_;
     st.closed.store(true, std::memory_order_seq_cst);
     while (st.in_flight.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+    wait_published(st);
     stop();
     RUVLLM_TRY(flush());
     return st.store->sync();
@@ -701,6 +710,16 @@ class witness_log {
   };
 
   witness_log() = default;
+
+  // Waits until every claimed slot is published (or already taken): no push
+  // claims after close() saw in_flight at 0, so the claimed ones end at
+  // enqueue_pos, and a slot still holds its claim's position as seq only
+  // until its push publishes it.
+  static void wait_published(const state& st) noexcept {
+    const std::uint64_t end = st.enqueue_pos.load(std::memory_order_acquire);
+    for (std::uint64_t pos = st.dequeue_pos.load(std::memory_order_acquire); pos < end; ++pos)
+      while (st.slots[pos & st.mask].seq.load(std::memory_order_acquire) == pos) std::this_thread::yield();
+  }
 
   // Entries ready at the head of the ring (published, in order), up to limit.
   [[nodiscard]] static std::size_t ready(const state& st, std::size_t limit) noexcept {
