@@ -23682,7 +23682,9 @@ class hnsw_search_context {
   std::vector<entry> link_candidates_;  // add_link's buffers (the caller holds scratch_/selected_)
   std::vector<entry> link_kept_;
   std::vector<std::uint32_t> old_links_;  // replace_links0
-  std::vector<std::uint32_t> bfs_;        // reaches()
+  std::vector<std::uint32_t> bfs_;        // first_unreached()
+  std::vector<std::uint32_t> dropped_;    // replace_links0
+  std::vector<char> found_;               // first_unreached()
   std::vector<std::byte> query_code_;
   std::vector<float> query_f32_;
   std::vector<const float*> rerank_rows_;  // finish(): originals of the results
@@ -24669,6 +24671,7 @@ class hnsw_index {
   using entry_t = hnsw_search_context::entry;
   using element_t = typename space::element_type;
   static constexpr std::size_t max_links = 2 * detail::hnsw_max_m;
+  static constexpr std::size_t refill_slack = 4;  // see select_neighbours
 
   // The links of s at level l and their count: in place, or, in a parallel
   // batch (Locked), copied to buf under s's stripe lock.
@@ -24791,20 +24794,40 @@ class hnsw_index {
   // closer to the base than to every neighbour already kept, which spreads
   // links over directions; sorted ascending on input. Free places are then
   // filled with the closest pruned candidates ("keep pruned connections"),
-  // which gives a search more ways around a region. Each candidate's
-  // distances to the kept ones are one kernels call.
-  void select_neighbours(std::vector<entry_t>& sorted, std::uint32_t cap, std::vector<entry_t>& out) const {
+  // which gives a search more ways around a region: up to cap with
+  // fill_pruned (a new node's own list, a repair after a removal), and up to
+  // cap - refill_slack for the re-selection of a full list that gains a
+  // back-link (add_link). A list refilled to cap is full again at once, so
+  // every later back-link re-ran the heuristic over the whole list (2.3x the
+  // heuristic's distances of a 768-d build); not refilling at all lost
+  // recall at a given ef (100k x 128: 0.9866 at ef 64, against 0.9907).
+  // Four free places keep that recall (0.9895) and most of the saving.
+  // A candidate whose code equals a kept one's is pruned too: the distance
+  // rule alone ties on copies of the base's own vector and keeps them all,
+  // so among many equal vectors every list filled up with copies and a
+  // search that entered them could not leave (recall of other vectors
+  // collapsed). memcmp stops at the first differing byte, so the check costs
+  // little where codes differ.
+  // The kept ones are compared closest first, a few per kernels call, and
+  // the first that prunes ends the candidate's comparisons (as hnswlib's
+  // heuristic does): 0.7x the heuristic's distances of comparing each
+  // candidate against all kept.
+  void select_neighbours(std::vector<entry_t>& sorted, std::uint32_t cap, std::vector<entry_t>& out,
+                         bool fill_pruned) const {
+    constexpr std::size_t per_call = 4;
     out.clear();
     const element_t* kept[max_links] = {};
-    float dist[max_links];
+    float dist[per_call];
     std::size_t pruned = 0;
     for (std::size_t i = 0; i < sorted.size() && out.size() < cap; ++i) {
       const entry_t e = sorted[i];
       bool good = true;
-      if (!out.empty()) {
-        space::distances(code(e.second), kept, out.size(), dim_, dist);
-        for (std::size_t k = 0; k < out.size(); ++k)
-          if (dist[k] < e.first) {
+      const std::byte* ce = code(e.second);
+      for (std::size_t first = 0; good && first < out.size(); first += per_call) {
+        const std::size_t count = std::min(per_call, out.size() - first);
+        space::distances(ce, kept + first, count, dim_, dist);
+        for (std::size_t k = 0; k < count; ++k)
+          if (dist[k] < e.first || std::memcmp(ce, code(out[first + k].second), code_bytes_) == 0) {
             good = false;
             break;
           }
@@ -24816,7 +24839,8 @@ class hnsw_index {
         sorted[pruned++] = e;  // pruned ones compact to the front, in order
       }
     }
-    for (std::size_t i = 0; i < pruned && out.size() < cap; ++i) out.push_back(sorted[i]);
+    const std::size_t fill_to = fill_pruned ? cap : cap - std::min<std::size_t>(cap, refill_slack);
+    for (std::size_t i = 0; i < pruned && out.size() < fill_to; ++i) out.push_back(sorted[i]);
   }
 
   static void write_list(std::uint32_t* links, std::uint32_t cap, const std::vector<entry_t>& sel) noexcept {
@@ -24830,60 +24854,93 @@ class hnsw_index {
     return false;
   }
 
-  // Whether a breadth-first search from `from` along level-0 links, bounded
-  // to reach_budget expansions, finds target. True means reachable; false
-  // may be a miss of the bound (callers then keep a link, which is safe).
+  // The first of `targets` (in their order) that a breadth-first search from
+  // `from` along level-0 links, bounded to reach_budget expansions, does not
+  // find; targets.size() when it finds them all. Not found may be a miss of
+  // the bound (callers then keep a link, which is safe). One search serves
+  // every target: a search per dropped link was a quarter of a 768-d build.
   static constexpr std::size_t reach_budget = 256;
-  bool reaches(hnsw_search_context& ctx, std::uint32_t from, std::uint32_t target) const {
-    if (from == target) return true;
-    ctx.begin(static_cast<std::size_t>(sec_.count));
-    auto& queue = ctx.bfs_;
-    queue.clear();
-    queue.push_back(from);
-    ctx.visit(from);
-    for (std::size_t head = 0; head < queue.size() && head < reach_budget; ++head) {
-      const std::uint32_t* links = links_at(queue[head], 0);
-      for (std::uint32_t i = 0, n = link_count(links, m0_); i < n; ++i) {
-        const std::uint32_t y = links[i];
-        if (y == target) return true;
-        if (y < sec_.count && ctx.visit(y)) queue.push_back(y);
+  std::size_t first_unreached(hnsw_search_context& ctx, std::uint32_t from,
+                              std::span<const std::uint32_t> targets) const {
+    auto& found = ctx.found_;
+    found.assign(targets.size(), 0);
+    std::size_t left = targets.size();
+    std::uint64_t filter = 0;  // one bit per target id mod 64: most ids skip the scan
+    for (const std::uint32_t t : targets) filter |= std::uint64_t{1} << (t & 63);
+    const auto see = [&](std::uint32_t y) {
+      if (((filter >> (y & 63)) & 1) == 0) return;
+      for (std::size_t k = 0; k < targets.size(); ++k)
+        if (targets[k] == y && found[k] == 0) {
+          found[k] = 1;
+          --left;
+        }
+    };
+    see(from);
+    if (left != 0) {
+      ctx.begin(static_cast<std::size_t>(sec_.count));
+      auto& queue = ctx.bfs_;
+      queue.clear();
+      queue.push_back(from);
+      ctx.visit(from);
+      for (std::size_t head = 0; left != 0 && head < queue.size() && head < reach_budget; ++head) {
+        const std::uint32_t* links = links_at(queue[head], 0);
+        for (std::uint32_t i = 0, n = link_count(links, m0_); i < n; ++i) {
+          const std::uint32_t y = links[i];
+          see(y);
+          if (y < sec_.count && ctx.visit(y)) queue.push_back(y);
+        }
       }
     }
-    return false;
+    for (std::size_t k = 0; k < targets.size(); ++k)
+      if (found[k] == 0) return k;
+    return targets.size();
+  }
+  bool reaches(hnsw_search_context& ctx, std::uint32_t from, std::uint32_t target) const {
+    return first_unreached(ctx, from, std::span(&target, 1)) == 1;
   }
 
   // Sets owner's level-0 list to `chosen` without stranding anything: each
   // old target the new list drops must stay reachable from owner, or it goes
   // back in place of a target the new list added (there always is one, or a
-  // free place: a list that only lost targets has room).
+  // free place: a list that only lost targets has room). After a put-back
+  // every drop is checked again: the removed addition may have been another
+  // drop's path.
   void replace_links0(hnsw_search_context& ctx, std::uint32_t owner, const std::vector<entry_t>& chosen) {
     std::uint32_t* links = mutable_links(owner, 0);
     auto& old = ctx.old_links_;
     old.assign(links, links + link_count(links, m0_));
     write_list(links, m0_, chosen);
     const auto in_old = [&](std::uint32_t y) { return std::find(old.begin(), old.end(), y) != old.end(); };
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (const std::uint32_t y : old) {
-        if (y == owner || has_link(links, m0_, y) || reaches(ctx, owner, y)) continue;
-        const std::uint32_t n = link_count(links, m0_);
-        if (n < m0_) {
-          links[n] = y;
-        } else {
-          std::uint32_t i = n;
-          while (i > 0 && in_old(links[i - 1])) --i;
-          if (i == 0) continue;  // unreachable: a full list of old targets dropped nothing
-          links[i - 1] = y;
-        }
-        changed = true;  // a removed addition may have been another drop's path: check them again
-        break;
+    auto& dropped = ctx.dropped_;
+    for (;;) {
+      dropped.clear();
+      for (const std::uint32_t y : old)
+        if (y != owner && !has_link(links, m0_, y)) dropped.push_back(y);
+      const std::size_t k = first_unreached(ctx, owner, dropped);
+      if (k == dropped.size()) return;
+      const std::uint32_t n = link_count(links, m0_);
+      if (n < m0_) {
+        links[n] = dropped[k];
+      } else {
+        std::uint32_t i = n;
+        while (i > 0 && in_old(links[i - 1])) --i;
+        if (i == 0) return;  // unreachable: a full list of old targets dropped nothing
+        links[i - 1] = dropped[k];
       }
     }
   }
 
-  // Puts target into u's level-0 list: in a free place, or in place of u's
-  // farthest link whose target stays reachable from u. False when every
-  // such drop would strand its target.
+  // Puts target into u's level-0 list: in a free place, or in place of one of
+  // u's links z that stays reachable from u. Tried in order of cost, farthest
+  // z first within each:
+  //  1. z that target links to itself (u -> target -> z): no search;
+  //  2. when target's list has room, any z, which target then links to (the
+  //     same path, made): no search;
+  //  3. z that a bounded search from u still finds (reaches).
+  // The first two keep this O(M) where the search fails: among many equal
+  // vectors (repeated queries in a witness log) every neighbour's heuristic
+  // drops the newcomer, few paths exist, and failed searches made each
+  // insert cost O(n). False only when all three fail.
   bool force_link(hnsw_search_context& ctx, std::uint32_t u, std::uint32_t target) {
     std::uint32_t* links = mutable_links(u, 0);
     const std::uint32_t n = link_count(links, m0_);
@@ -24901,6 +24958,20 @@ class hnsw_index {
     }
     space::distances(code(u), rows, n, dim_, dist);
     std::sort(order, order + n, [&](std::uint32_t a, std::uint32_t b) { return dist[a] > dist[b]; });
+    std::uint32_t* target_links = mutable_links(target, 0);
+    for (std::uint32_t k = 0; k < n; ++k) {
+      const std::uint32_t i = order[k];
+      if (has_link(target_links, m0_, links[i])) {
+        links[i] = target;
+        return true;
+      }
+    }
+    if (const std::uint32_t room = link_count(target_links, m0_); room < m0_) {
+      const std::uint32_t i = order[0];
+      target_links[room] = links[i];
+      links[i] = target;
+      return true;
+    }
     for (std::uint32_t k = 0; k < n; ++k) {
       const std::uint32_t i = order[k], z = links[i];
       links[i] = target;
@@ -24946,7 +25017,7 @@ class hnsw_index {
       auto& found = ctx.scratch_;
       found.assign(ctx.results_.begin(), ctx.results_.end());
       std::sort(found.begin(), found.end());
-      select_neighbours(found, m_, ctx.selected_);
+      select_neighbours(found, m_, ctx.selected_, true);
       if constexpr (!Locked) {
         if (ul == 0 && !batch_)
           replace_links0(ctx, s, ctx.selected_);
@@ -25009,7 +25080,7 @@ class hnsw_index {
     for (std::uint32_t i = 0; i < valid; ++i) cand[i].first = dist[i];
     cand.emplace_back(dx, x);
     std::sort(cand.begin(), cand.end());
-    select_neighbours(cand, cap, ctx.link_kept_);
+    select_neighbours(cand, cap, ctx.link_kept_, false);
     if constexpr (!Locked) {
       if (l == 0 && !batch_) {
         replace_links0(ctx, base, ctx.link_kept_);
@@ -25049,7 +25120,7 @@ class hnsw_index {
         for (std::uint32_t i = 0, n = link_count(nl, cap); i < n; ++i) consider(nl[i]);
         for (const std::uint32_t c : mine) consider(c);
         std::sort(cand.begin(), cand.end());
-        select_neighbours(cand, cap, kept);
+        select_neighbours(cand, cap, kept, true);
         if (l == 0)
           replace_links0(*ctx, nb, kept);
         else
@@ -29781,16 +29852,24 @@ class witness_log {
         pos = st.enqueue_pos.load(std::memory_order_relaxed);
       }
     }
-    st.fill(*s, static_cast<std::size_t>(pos & st.mask), e);
-    s->seq.store(pos + 1, std::memory_order_release);
-    st.in_flight.fetch_sub(1, std::memory_order_release);
     // Wake a sleeping background writer once the ring reaches wake_at;
-    // exchange lets exactly one pusher pay for the notification.
+    // exchange lets exactly one pusher pay for the notification. Before the
+    // copy: a writer woken now writes the ready entries ahead of this one and
+    // finds this one published by the time it gets here.
     if (pos + 1 - st.dequeue_pos.load(std::memory_order_relaxed) >= st.wake_at &&
         st.writer_waiting.load(std::memory_order_relaxed) && st.writer_waiting.exchange(false)) {
       { std::lock_guard lk(st.wake_mutex); }
       st.wake.notify_one();
     }
+    // Out of in_flight before the copy: close() waits for claimed slots to be
+    // published (wait_published), so in_flight only has to cover the claim.
+    // A locked instruction after the copy would wait for its ~6 KiB of
+    // stores to reach the cache (their lines were last read by the writer,
+    // ~1 us); ending on the plain release store below lets push return while
+    // they drain.
+    st.in_flight.fetch_sub(1, std::memory_order_release);
+    st.fill(*s, static_cast<std::size_t>(pos & st.mask), e);
+    s->seq.store(pos + 1, std::memory_order_release);
     return {};
   }
 
@@ -29855,6 +29934,7 @@ class witness_log {
     state& st = *st_;
     st.closed.store(true, std::memory_order_seq_cst);
     while (st.in_flight.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+    wait_published(st);
     stop();
     RUVLLM_TRY(flush());
     return st.store->sync();
@@ -30189,6 +30269,16 @@ class witness_log {
   };
 
   witness_log() = default;
+
+  // Waits until every claimed slot is published (or already taken): no push
+  // claims after close() saw in_flight at 0, so the claimed ones end at
+  // enqueue_pos, and a slot still holds its claim's position as seq only
+  // until its push publishes it.
+  static void wait_published(const state& st) noexcept {
+    const std::uint64_t end = st.enqueue_pos.load(std::memory_order_acquire);
+    for (std::uint64_t pos = st.dequeue_pos.load(std::memory_order_acquire); pos < end; ++pos)
+      while (st.slots[pos & st.mask].seq.load(std::memory_order_acquire) == pos) std::this_thread::yield();
+  }
 
   // Entries ready at the head of the ring (published, in order), up to limit.
   [[nodiscard]] static std::size_t ready(const state& st, std::size_t limit) noexcept {
