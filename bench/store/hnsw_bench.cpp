@@ -3,7 +3,9 @@
 // the same seeded clustered data, cosine on normalized vectors, with the same
 // M (16) and ef_construction (200). Our index runs in three configurations:
 // hnsw (f32 codes), hnsw_f16 (f16 codes, no originals) and hnsw_i8_rerank
-// (int8 codes plus f32 originals for exact re-ranking).
+// (int8 codes plus f16 originals for re-ranking: half_originals, so that
+// the file stays smaller than hnswlib's; f32 originals would make it bigger
+// and change no ranking at these recalls).
 //  * <sys>/build/<N>x<D>/threads:T: inserting every vector on T threads;
 //    speedup on our rows = hnswlib's time / ours; vectors_per_s
 //  * <sys>/search/<N>x<D>/ef:E for E in 16..256: one thread, all queries per
@@ -141,8 +143,8 @@ std::string shape_of(std::size_t which) {
 // ---- the three systems behind one interface -----------------------------
 
 // Our index at one storage precision: f32, f16 (half the bytes per
-// distance, a smaller file than hnswlib's), and int8 keeping f32 originals
-// for exact re-ranking (a quarter of the bytes per distance, a bigger file).
+// distance, a smaller file than hnswlib's), and int8 keeping f16 originals
+// for re-ranking (a quarter of the bytes per distance).
 template <ruvllm::store::VectorPrecision P, bool KeepOriginals>
 struct ours_sys {
   static constexpr const char* name = std::is_same_v<P, ruvllm::precision::f32>   ? "hnsw"
@@ -154,7 +156,8 @@ struct ours_sys {
     auto ix = std::make_unique<index>(index::create(st::hnsw_options{.dimension = static_cast<std::uint32_t>(d.dim),
                                                                      .m = m,
                                                                      .ef_construction = ef_construction,
-                                                                     .keep_originals = KeepOriginals})
+                                                                     .keep_originals = KeepOriginals,
+                                                                     .half_originals = KeepOriginals})
                                           .value());
     std::vector<std::uint64_t> keys(d.n);
     for (std::size_t i = 0; i < d.n; ++i) keys[i] = i;

@@ -22989,7 +22989,8 @@ namespace detail {
 //     0   magic "RUVHNSW1"
 //     8   u32 version (2)            12  u32 header bytes (128)
 //     16  u32 dimension              20  u8 metric id, u8 precision id,
-//                                        u8 flags (bit 0: originals), u8 0
+//                                        u8 flags (bit 0: originals, bit 1:
+//                                        they are f16), u8 0
 //     24  u32 m                      28  u32 m0 (2 m)
 //     32  u32 ef_construction        36  u32 ef_search
 //     40  u32 slot bytes             44  u32 code bytes
@@ -23015,7 +23016,8 @@ namespace detail {
 //                  units into upper_links
 //     7 upper_links   u32 * n: per upper level of a slot, u32 links[m]
 //                  (0xffffffff-padded like level 0)
-//     8 originals  slot count * dimension * f32 (flag bit 0 only)
+//     8 originals  slot count * dimension * f32, or * f16 with flag bit 1
+//                  (flag bit 0 only; for cosine, normalized)
 //     9 key_order  live count * u32: the live slots sorted by key, so a
 //                  read-only view finds a key by binary search
 //
@@ -23524,8 +23526,12 @@ struct vector_space {
 //     parallel arrays by slot; key -> slot is a hash map in an owned index
 //     and a binary search over the file's key-order section (live slots
 //     sorted by key) in a read-only view.
-//   * Optional f32 originals (keep_originals) for exact re-ranking of f16 and
-//     i8 indexes live in their own array, read only for the final top-ef.
+//   * Optional originals (keep_originals) for re-ranking f16 and i8
+//     indexes live in their own array, read only for the final top-ef: f32
+//     (exact), or f16 (half_originals). An i8 index with f16 originals is
+//     the compact fast configuration at high dimension: its graph search
+//     reads a quarter of f32's bytes per distance, and its file is still
+//     smaller than hnswlib's f32 one (768-d: ~2.4 KiB a vector against 3.2).
 //   Links are u32 slot numbers; every link read is bounds-checked against the
 //   slot count, and no list is read past its capacity M0 / M, so a corrupt
 //   mapped file can mislead a search but never make it read out of bounds.
@@ -23615,6 +23621,10 @@ struct hnsw_options {
   std::uint32_t ef_search = 64;
   /// Keep f32 copies of the vectors for exact re-ranking (f16 and i8 codes).
   bool keep_originals = false;
+  /// With keep_originals: keep the copies as f16 (half their bytes). The
+  /// re-ranking then measures distances to f16-rounded vectors (relative
+  /// error ~1e-3 per component), which reorders only near-ties.
+  bool half_originals = false;
   /// Rebuild from live nodes when tombstones exceed this share of slots (0: never).
   double compact_ratio = 0.5;
   /// Seed of the level generator (builds are reproducible).
@@ -23625,7 +23635,7 @@ struct hnsw_options {
 struct search_params {
   /// Candidate list size; 0 uses the index's ef_search.
   std::uint32_t ef = 0;
-  /// Re-rank the candidates with the stored f32 originals (when kept).
+  /// Re-rank the candidates with the stored originals (when kept).
   bool rerank = true;
 };
 
@@ -23690,8 +23700,9 @@ class hnsw_search_context {
   std::vector<std::uint32_t> dropped_;    // replace_links0
   std::vector<char> found_;               // first_unreached()
   std::vector<std::byte> query_code_;
-  std::vector<float> query_f32_;
-  std::vector<const float*> rerank_rows_;  // finish(): originals of the results
+  std::vector<std::byte> query_original_;    // the query as a code of the originals' space
+  std::vector<const float*> rerank_rows_;    // finish(): f32 originals of the results
+  std::vector<const f16*> rerank_rows_f16_;  // finish(): f16 originals of the results
   std::vector<float> rerank_distances_;
   search_stats stats_;
 };
@@ -23716,8 +23727,8 @@ struct hnsw_sections {
   const std::uint64_t* upper_offsets = nullptr;  // per upper slot, in u32 units into upper
   std::uint64_t upper_count = 0;
   const std::uint32_t* upper = nullptr;
-  std::uint64_t upper_size = 0;  // u32 elements
-  const float* originals = nullptr;
+  std::uint64_t upper_size = 0;              // u32 elements
+  const std::byte* originals = nullptr;      // codes of the originals' space, original_bytes each
   const std::uint32_t* key_order = nullptr;  // views: live slots sorted by key
   std::uint64_t key_order_count = 0;
   std::uint64_t count = 0;  // slots
@@ -23800,6 +23811,9 @@ template <Metric M, VectorPrecision P, Backend B = backend::highway>
 class hnsw_index {
  public:
   using space = vector_space<M, P, B>;
+  // The spaces of the originals (keep_originals, half_originals).
+  using full_space = vector_space<M, precision::f32, B>;
+  using half_space = vector_space<M, precision::f16, B>;
   using metric_type = M;
   using precision_type = P;
 
@@ -23855,10 +23869,7 @@ class hnsw_index {
     std::shared_lock lock(*mutex_);
     const std::uint32_t s = find_slot(key);
     if (s == detail::no_slot) return make_error(errc::not_found, "key ", key, " is not in the index");
-    if (sec_.originals != nullptr)
-      std::memcpy(out.data(), sec_.originals + std::size_t{s} * dim_, dim_ * sizeof(float));
-    else
-      space::decode(code(s), dim_, out.data());
+    decode_vector(s, out.data());
     return {};
   }
 
@@ -24011,10 +24022,7 @@ class hnsw_index {
     std::vector<float> v(dim_);
     for (std::uint64_t s = 0; s < sec_.count; ++s) {
       if (sec_.states[s] != detail::slot_live) continue;
-      if (sec_.originals != nullptr)
-        std::memcpy(v.data(), sec_.originals + s * dim_, dim_ * sizeof(float));
-      else
-        space::decode(code(static_cast<std::uint32_t>(s)), dim_, v.data());
+      decode_vector(static_cast<std::uint32_t>(s), v.data());
       fn(sec_.keys[s], std::span<const float>(v));
     }
   }
@@ -24176,7 +24184,7 @@ class hnsw_index {
         {hnsw_section::upper_offsets, sec_.upper_offsets, sec_.upper_count * 8},
         {hnsw_section::upper_links, sec_.upper, sec_.upper_size * 4},
         {hnsw_section::key_order, key_order, std::uint64_t{live_} * 4},
-        {hnsw_section::originals, sec_.originals, n * dim_ * 4},
+        {hnsw_section::originals, sec_.originals, n * original_bytes_},
     };
     const std::uint32_t count = sec_.originals != nullptr ? 9 : 8;
     hnsw_file_header h{};
@@ -24186,7 +24194,7 @@ class hnsw_index {
     h.dimension = dim_;
     h.metric = space::metric_id;
     h.precision = space::precision_id;
-    h.flags = sec_.originals != nullptr ? 1 : 0;
+    h.flags = sec_.originals == nullptr ? 0 : opts_.half_originals ? 3 : 1;
     h.m = m_;
     h.m0 = m0_;
     h.ef_construction = opts_.ef_construction;
@@ -24253,9 +24261,10 @@ class hnsw_index {
     o.ef_construction = h.ef_construction;
     o.ef_search = h.ef_search;
     o.keep_originals = (h.flags & 1u) != 0;
+    o.half_originals = (h.flags & 2u) != 0;
     o.seed = h.seed;
     if (auto ok = validate(o); !ok) return bad(16, "header parameters: ", ok.error().message());
-    if ((h.flags & ~1u) != 0) return bad(22, "unknown flags ", h.flags);
+    if ((h.flags & ~3u) != 0) return bad(22, "unknown flags ", h.flags);
     init_params(o);
     if (h.m0 != m0_ || h.slot_bytes != slot_bytes_ || h.code_bytes != code_bytes_)
       return bad(28, "derived sizes m0 ", h.m0, " slot ", h.slot_bytes, " code ", h.code_bytes, " != expected ", m0_,
@@ -24277,7 +24286,7 @@ class hnsw_index {
       return file.data() + e->offset;
     };
     RUVLLM_TRY_ASSIGN(auto level0_bytes, checked_mul(n, slot_bytes_, "level-0 section size"));
-    RUVLLM_TRY_ASSIGN(auto originals_bytes, checked_mul(n, std::uint64_t{dim_} * 4, "originals section size"));
+    RUVLLM_TRY_ASSIGN(auto originals_bytes, checked_mul(n, std::uint64_t{original_bytes_}, "originals section size"));
     RUVLLM_TRY_ASSIGN(sec_.level0, expect(hnsw_section::level0, level0_bytes));
     RUVLLM_TRY_ASSIGN(auto keys, expect(hnsw_section::keys, n * 8));
     RUVLLM_TRY_ASSIGN(auto states, expect(hnsw_section::states, n));
@@ -24302,7 +24311,7 @@ class hnsw_index {
     sec_.originals = nullptr;
     if (o.keep_originals) {
       RUVLLM_TRY_ASSIGN(auto orig, expect(hnsw_section::originals, originals_bytes));
-      sec_.originals = reinterpret_cast<const float*>(orig);
+      sec_.originals = orig;
     } else if (layout.find(hnsw_section::originals) != nullptr) {
       return bad(22, "originals section present without its flag");
     }
@@ -24327,7 +24336,7 @@ class hnsw_index {
     upper_slots_.assign(sec_.upper_slots, sec_.upper_slots + sec_.upper_count);
     upper_offsets_.assign(sec_.upper_offsets, sec_.upper_offsets + sec_.upper_count);
     upper_.assign(sec_.upper, sec_.upper + sec_.upper_size);
-    if (sec_.originals != nullptr) originals_.assign(sec_.originals, sec_.originals + n * dim_);
+    if (sec_.originals != nullptr) originals_.assign(sec_.originals, sec_.originals + n * original_bytes_);
     refresh_sections();  // an owned index keeps a hash map instead of the key order
     slot_of_.reserve(live_);
     for (std::uint64_t s = 0; s < n; ++s) {
@@ -24386,6 +24395,8 @@ class hnsw_index {
       return make_error(errc::invalid_argument, "ef_construction ", o.ef_construction, " is outside m..65536");
     if (o.ef_search == 0 || o.ef_search > 65536)
       return make_error(errc::invalid_argument, "ef_search ", o.ef_search, " is outside 1..65536");
+    if (o.half_originals && !o.keep_originals)
+      return make_error(errc::invalid_argument, "half_originals needs keep_originals");
     if (!(o.compact_ratio >= 0.0 && o.compact_ratio < 1.0))
       return make_error(errc::invalid_argument, "compact_ratio ", o.compact_ratio, " is outside [0, 1)");
     return {};
@@ -24399,6 +24410,9 @@ class hnsw_index {
     code_bytes_ = space::code_bytes(dim_);
     links_offset_ = detail::round_up(code_bytes_, 4);
     slot_bytes_ = links_offset_ + 4 * std::size_t{m0_};
+    original_bytes_ = !o.keep_originals  ? 0
+                      : o.half_originals ? half_space::code_bytes(dim_)
+                                         : full_space::code_bytes(dim_);
     level_mult_ = 1.0 / std::log(static_cast<double>(m_));
     rng_.seed(o.seed);
   }
@@ -24407,6 +24421,17 @@ class hnsw_index {
 
   [[nodiscard]] const std::byte* code(std::uint32_t s) const noexcept {
     return sec_.level0 + std::size_t{s} * slot_bytes_;
+  }
+
+  // The stored vector of slot s as floats: its original when kept, else its
+  // decoded code.
+  void decode_vector(std::uint32_t s, float* out) const noexcept {
+    if (sec_.originals == nullptr) return space::decode(code(s), dim_, out);
+    const std::byte* o = sec_.originals + std::size_t{s} * original_bytes_;
+    if (opts_.half_originals)
+      half_space::decode(o, dim_, out);
+    else
+      full_space::decode(o, dim_, out);
   }
   [[nodiscard]] std::byte* mutable_code(std::uint32_t s) noexcept {
     return level0_.data() + std::size_t{s} * slot_bytes_;
@@ -24513,17 +24538,18 @@ class hnsw_index {
       upper_offsets_.push_back(upper_.size());
       upper_.resize(upper_.size() + std::size_t{level} * m_, detail::no_slot);
     }
-    if (opts_.keep_originals) originals_.resize(originals_.size() + dim_);
+    originals_.resize(originals_.size() + original_bytes_);
     return s;
   }
 
   void write_vector(std::uint32_t s, const float* v) {
     space::encode(v, dim_, mutable_code(s));
-    if (opts_.keep_originals) {
-      float* o = originals_.data() + std::size_t{s} * dim_;
-      std::memcpy(o, v, dim_ * sizeof(float));
-      space::prepare(o, dim_);
-    }
+    if (original_bytes_ == 0) return;
+    std::byte* o = originals_.data() + std::size_t{s} * original_bytes_;
+    if (opts_.half_originals)
+      half_space::encode(v, dim_, o);
+    else
+      full_space::encode(v, dim_, o);
   }
 
   void insert_locked(std::uint64_t key, const float* v) {
@@ -24579,7 +24605,7 @@ class hnsw_index {
     upper_slots_.reserve(upper_slots_.size() + upper_nodes);
     upper_offsets_.reserve(upper_offsets_.size() + upper_nodes);
     upper_.reserve(upper_.size() + upper_total);
-    if (opts_.keep_originals) originals_.reserve(originals_.size() + n * dim_);
+    originals_.reserve(originals_.size() + n * original_bytes_);
     for (std::size_t i = 0; i < n; ++i) append_slot(keys[i], levels[i]);
     refresh_sections();
     for (std::size_t i = 0; i < n; ++i) {
@@ -24626,12 +24652,8 @@ class hnsw_index {
     for (std::uint64_t s = 0; s < sec_.count; ++s) {
       if (sec_.states[s] != detail::slot_live) continue;
       keys.push_back(sec_.keys[s]);
-      if (sec_.originals != nullptr)
-        vectors.insert(vectors.end(), sec_.originals + s * dim_, sec_.originals + (s + 1) * dim_);
-      else {
-        space::decode(code(static_cast<std::uint32_t>(s)), dim_, v.data());
-        vectors.insert(vectors.end(), v.begin(), v.end());
-      }
+      decode_vector(static_cast<std::uint32_t>(s), v.data());
+      vectors.insert(vectors.end(), v.begin(), v.end());
     }
     level0_.clear();
     keys_.clear();
@@ -25182,8 +25204,11 @@ class hnsw_index {
     ctx.query_code_.resize(code_bytes_);
     space::encode(query.data(), dim_, ctx.query_code_.data());
     if (sec_.originals != nullptr) {
-      ctx.query_f32_.assign(query.begin(), query.end());
-      space::prepare(ctx.query_f32_.data(), dim_);
+      ctx.query_original_.resize(original_bytes_);
+      if (opts_.half_originals)
+        half_space::encode(query.data(), dim_, ctx.query_original_.data());
+      else
+        full_space::encode(query.data(), dim_, ctx.query_original_.data());
     }
   }
 
@@ -25259,16 +25284,27 @@ class hnsw_index {
     return finish(out, ctx, rerank);
   }
 
+  // The distances of ctx.results_ replaced by the ones to their originals
+  // (codes of Space), one kernels gather for all.
+  template <class Space>
+  void rerank_with(hnsw_search_context& ctx, std::vector<const typename Space::element_type*>& rows) const {
+    auto& res = ctx.results_;
+    auto& dist = ctx.rerank_distances_;
+    rows.resize(res.size());
+    dist.resize(res.size());
+    for (std::size_t i = 0; i < res.size(); ++i)
+      rows[i] = Space::elements(sec_.originals + std::size_t{res[i].second} * original_bytes_);
+    Space::distances(ctx.query_original_.data(), rows.data(), rows.size(), dim_, dist.data());
+    for (std::size_t i = 0; i < res.size(); ++i) res[i].first = dist[i];
+  }
+
   std::size_t finish(std::span<search_hit> out, hnsw_search_context& ctx, bool rerank) const {
     auto& res = ctx.results_;
     if (rerank && sec_.originals != nullptr && !res.empty()) {
-      auto& rows = ctx.rerank_rows_;
-      auto& dist = ctx.rerank_distances_;
-      rows.resize(res.size());
-      dist.resize(res.size());
-      for (std::size_t i = 0; i < res.size(); ++i) rows[i] = sec_.originals + std::size_t{res[i].second} * dim_;
-      space::exact_distances(ctx.query_f32_.data(), rows.data(), rows.size(), dim_, dist.data());
-      for (std::size_t i = 0; i < res.size(); ++i) res[i].first = dist[i];
+      if (opts_.half_originals)
+        rerank_with<half_space>(ctx, ctx.rerank_rows_f16_);
+      else
+        rerank_with<full_space>(ctx, ctx.rerank_rows_);
     }
     std::sort(res.begin(), res.end());
     const std::size_t n = std::min(out.size(), res.size());
@@ -25298,6 +25334,7 @@ class hnsw_index {
   std::uint32_t m_ = 0;
   std::uint32_t m0_ = 0;
   std::size_t code_bytes_ = 0;
+  std::size_t original_bytes_ = 0;  // per slot: 0 without originals
   std::size_t links_offset_ = 0;
   std::size_t slot_bytes_ = 0;
   double level_mult_ = 0.0;
@@ -25321,7 +25358,7 @@ class hnsw_index {
   std::vector<std::uint32_t> upper_slots_;
   std::vector<std::uint64_t> upper_offsets_;
   std::vector<std::uint32_t> upper_;
-  std::vector<float> originals_;
+  std::vector<std::byte, detail::cache_line_allocator<std::byte>> originals_;
   std::unordered_map<std::uint64_t, std::uint32_t> slot_of_;
   std::vector<std::uint32_t> free_slots_;
   mapped_file map_;  // the mapping of a read-only view
@@ -28918,7 +28955,10 @@ class memory_store {
       if (metric != space_type::metric_id || precision != space_type::precision_id)
         return r.fail(errc::invalid_argument, "the store's metric/precision ids (", metric, ", ", precision,
                       ") differ from this store type's (", space_type::metric_id, ", ", space_type::precision_id, ")");
-      sp.keep_originals = originals != 0;
+      // The flags of an hnsw file's header: bit 0 originals, bit 1 as f16.
+      if ((originals & ~3u) != 0) return r.fail(errc::corrupt_data, "unknown space flags ", originals);
+      sp.keep_originals = (originals & 1u) != 0;
+      sp.half_originals = (originals & 2u) != 0;
       RUVLLM_TRY_ASSIGN(sp.m, r.read<std::uint32_t>("m"));
       RUVLLM_TRY_ASSIGN(sp.ef_construction, r.read<std::uint32_t>("ef_construction"));
       RUVLLM_TRY_ASSIGN(sp.ef_search, r.read<std::uint32_t>("ef_search"));
@@ -28955,7 +28995,7 @@ class memory_store {
       detail::put_bytes(out, sp.dimension);
       detail::put_bytes(out, space_type::metric_id);
       detail::put_bytes(out, space_type::precision_id);
-      detail::put_bytes(out, static_cast<std::uint8_t>(sp.keep_originals ? 1 : 0));
+      detail::put_bytes(out, static_cast<std::uint8_t>(!sp.keep_originals ? 0 : sp.half_originals ? 3 : 1));
       detail::put_bytes(out, std::uint8_t{0});
       detail::put_bytes(out, sp.m);
       detail::put_bytes(out, sp.ef_construction);

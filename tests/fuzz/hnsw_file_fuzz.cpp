@@ -59,7 +59,8 @@ int write_seeds(const char* dir) {
     auto index = index_t::create(st::hnsw_options{.dimension = dim,
                                                   .m = 2 + static_cast<std::uint32_t>(variant),
                                                   .ef_construction = 8,
-                                                  .keep_originals = variant % 2 == 1})
+                                                  .keep_originals = variant % 2 == 1,
+                                                  .half_originals = variant == 3})
                      .value();
     const int n = variant == 0 ? 0 : 6 * variant;
     for (int i = 0; i < n; ++i) {

@@ -43,12 +43,13 @@ void write_file(const std::string& path, const std::vector<char>& bytes, std::si
 }
 
 template <class Index>
-Index build(std::size_t n, std::size_t dim, bool originals, std::uint64_t seed) {
-  auto index =
-      Index::create(
-          st::hnsw_options{
-              .dimension = static_cast<std::uint32_t>(dim), .m = 8, .ef_construction = 64, .keep_originals = originals})
-          .value();
+Index build(std::size_t n, std::size_t dim, bool originals, std::uint64_t seed, bool half_originals = false) {
+  auto index = Index::create(st::hnsw_options{.dimension = static_cast<std::uint32_t>(dim),
+                                              .m = 8,
+                                              .ef_construction = 64,
+                                              .keep_originals = originals,
+                                              .half_originals = half_originals})
+                   .value();
   auto data = random_vectors(n, dim, seed);
   for (std::size_t i = 0; i < n; ++i)
     REQUIRE(index.insert(i * 7 + 1, std::span<const float>(data.data() + i * dim, dim)));
@@ -64,7 +65,10 @@ TEMPLATE_TEST_CASE("hnsw save, load and open_view agree with the original", "[st
   const auto dir = temp_dir("roundtrip");
   const std::string path = dir + "/index.hnsw";
   constexpr std::size_t dim = 16;
-  auto index = build<TestType>(600, dim, std::is_same_v<typename TestType::precision_type, st::i8>, 51);
+  // i8 keeps f32 originals, f16 keeps f16 ones (half_originals).
+  constexpr bool f32_codes = std::is_same_v<typename TestType::precision_type, p::f32>;
+  constexpr bool f16_codes = std::is_same_v<typename TestType::precision_type, p::f16>;
+  auto index = build<TestType>(600, dim, !f32_codes, 51, f16_codes);
   REQUIRE(index.save(path, 42));
   CHECK(!std::filesystem::exists(path + ".tmp"));
   auto view = TestType::open_view(path);

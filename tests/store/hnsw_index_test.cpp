@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -93,6 +94,63 @@ TEST_CASE("hnsw recall@10 against brute force, f16 and i8", "[store][hnsw]") {
   recall_case<st::metric::l2, st::i8>(true, 128, 0.95);
   // Without re-ranking the int8 codes alone still find most true neighbours.
   recall_case<st::metric::cosine, st::i8>(false, 128, 0.85, 2000);
+}
+
+TEST_CASE("hnsw i8 codes re-ranked against f16 originals", "[store][hnsw]") {
+  // half_originals keeps the originals as f16: recall as with f32 originals,
+  // half their bytes, and every returned distance is the one between the
+  // f16-rounded normalized query and vector (a scalar reference here).
+  constexpr std::size_t n = 3000, dim = 48, nq = 60;
+  auto data = clustered_vectors(n + nq, dim, 40, 71);
+  const std::vector<float> queries(data.begin() + n * dim, data.end());
+  data.resize(n * dim);
+  std::vector<std::uint64_t> keys(n);
+  for (std::size_t i = 0; i < n; ++i) keys[i] = i;
+  const auto make = [&](bool half) {
+    auto index = st::hnsw_index<st::metric::cosine, st::i8>::create(
+                     st::hnsw_options{.dimension = dim, .m = 12, .keep_originals = true, .half_originals = half})
+                     .value();
+    REQUIRE(index.insert_batch(keys, data));
+    return index;
+  };
+  auto full = make(false), half = make(true);
+  const auto normalized_f16 = [](std::span<const float> v) {
+    double ss = 0.0;
+    for (float x : v) ss += static_cast<double>(x) * x;
+    const float scale = static_cast<float>(1.0 / std::sqrt(ss));
+    std::vector<float> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = ruvllm::to_float(ruvllm::to_f16(v[i] * scale));
+    return out;
+  };
+  double recall_full = 0.0, recall_half = 0.0;
+  for (std::size_t q = 0; q < nq; ++q) {
+    std::span<const float> query(queries.data() + q * dim, dim);
+    const auto truth = brute_force<st::metric::cosine>(data, n, dim, query, 10);
+    const auto a = full.search(query, 10, st::search_params{.ef = 64}).value();
+    const auto b = half.search(query, 10, st::search_params{.ef = 64}).value();
+    recall_full += recall_at(a, truth);
+    recall_half += recall_at(b, truth);
+    const auto qh = normalized_f16(query);
+    for (const auto& hit : b) {
+      const auto vh = normalized_f16(std::span<const float>(data.data() + hit.key * dim, dim));
+      double dot = 0.0;
+      for (std::size_t i = 0; i < dim; ++i) dot += static_cast<double>(qh[i]) * vh[i];
+      CHECK(hit.distance == Approx(1.0 - dot).margin(1e-5));
+    }
+  }
+  INFO("recall@10 f32 originals " << recall_full / nq << ", f16 originals " << recall_half / nq);
+  CHECK(recall_half / nq >= 0.95);
+  CHECK(recall_half >= recall_full - 0.01 * nq);
+  // get_vector returns the f16 original (normalized, as cosine stores it).
+  std::vector<float> got(dim);
+  REQUIRE(half.get_vector(7, got));
+  const auto want = normalized_f16(std::span<const float>(data.data() + 7 * dim, dim));
+  for (std::size_t i = 0; i < dim; ++i) CHECK(got[i] == Approx(want[i]).margin(1e-6));
+  // f16 originals without originals is a contradiction, refused up front.
+  const auto bad = st::hnsw_index<st::metric::cosine, st::i8>::create(
+      st::hnsw_options{.dimension = dim, .keep_originals = false, .half_originals = true});
+  REQUIRE(!bad);
+  CHECK(bad.error().code() == ruvllm::errc::invalid_argument);
 }
 
 TEST_CASE("hnsw recall@10 sweep over metrics and precisions", "[store][hnsw][slow]") {

@@ -506,3 +506,38 @@ TEST_CASE("memory_store readers see whole batches while a writer commits", "[sto
   CHECK(failures.load() == 0);
   REQUIRE(store.verify());
 }
+
+TEST_CASE("memory_store keeps a space's f16 originals across checkpoints and reopening", "[store][memory]") {
+  // The manifest carries the originals' precision: a reopened i8 space still
+  // re-ranks against (and returns) f16 originals, not its int8 codes.
+  using i8_store = st::memory_store<st::metric::cosine, st::i8>;
+  const mem_support::scratch_dir dir("memory_half_originals");
+  constexpr std::uint32_t dim = 24;
+  st::memory_store_options o;
+  o.spaces.push_back(st::hnsw_options{.dimension = dim, .m = 8, .keep_originals = true, .half_originals = true});
+  ruvllm::test::rng gen(115);
+  std::vector<std::pair<uuid, std::vector<float>>> written;
+  {
+    auto store = i8_store::open(dir.path(), o).value();
+    for (int i = 0; i < 40; ++i) {
+      st::record r;
+      r.id = random_id(gen);
+      r.time = i;
+      written.emplace_back(r.id, gen.uniform_vector(dim));
+      REQUIRE(store.insert(r, {{0, written.back().second}}));
+      if (i == 20) REQUIRE(store.checkpoint());
+    }
+  }
+  auto store = i8_store::open(dir.path(), st::memory_store_options{}).value();
+  std::vector<float> got(dim);
+  for (const auto& [id, v] : written) {
+    REQUIRE(store.embedding(0, id, got));
+    double ss = 0.0;
+    for (float x : v) ss += static_cast<double>(x) * x;
+    const float scale = static_cast<float>(1.0 / std::sqrt(ss));
+    for (std::size_t i = 0; i < dim; ++i) CHECK(got[i] == ruvllm::to_float(ruvllm::to_f16(v[i] * scale)));
+    const auto hits = store.search(0, v, 1).value();
+    REQUIRE(hits.size() == 1);
+    CHECK(hits[0].rec.id == id);
+  }
+}

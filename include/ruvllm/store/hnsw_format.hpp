@@ -12,7 +12,8 @@
 //     0   magic "RUVHNSW1"
 //     8   u32 version (2)            12  u32 header bytes (128)
 //     16  u32 dimension              20  u8 metric id, u8 precision id,
-//                                        u8 flags (bit 0: originals), u8 0
+//                                        u8 flags (bit 0: originals, bit 1:
+//                                        they are f16), u8 0
 //     24  u32 m                      28  u32 m0 (2 m)
 //     32  u32 ef_construction        36  u32 ef_search
 //     40  u32 slot bytes             44  u32 code bytes
@@ -38,7 +39,8 @@
 //                  units into upper_links
 //     7 upper_links   u32 * n: per upper level of a slot, u32 links[m]
 //                  (0xffffffff-padded like level 0)
-//     8 originals  slot count * dimension * f32 (flag bit 0 only)
+//     8 originals  slot count * dimension * f32, or * f16 with flag bit 1
+//                  (flag bit 0 only; for cosine, normalized)
 //     9 key_order  live count * u32: the live slots sorted by key, so a
 //                  read-only view finds a key by binary search
 //

@@ -693,7 +693,10 @@ class memory_store {
       if (metric != space_type::metric_id || precision != space_type::precision_id)
         return r.fail(errc::invalid_argument, "the store's metric/precision ids (", metric, ", ", precision,
                       ") differ from this store type's (", space_type::metric_id, ", ", space_type::precision_id, ")");
-      sp.keep_originals = originals != 0;
+      // The flags of an hnsw file's header: bit 0 originals, bit 1 as f16.
+      if ((originals & ~3u) != 0) return r.fail(errc::corrupt_data, "unknown space flags ", originals);
+      sp.keep_originals = (originals & 1u) != 0;
+      sp.half_originals = (originals & 2u) != 0;
       RUVLLM_TRY_ASSIGN(sp.m, r.read<std::uint32_t>("m"));
       RUVLLM_TRY_ASSIGN(sp.ef_construction, r.read<std::uint32_t>("ef_construction"));
       RUVLLM_TRY_ASSIGN(sp.ef_search, r.read<std::uint32_t>("ef_search"));
@@ -730,7 +733,7 @@ class memory_store {
       detail::put_bytes(out, sp.dimension);
       detail::put_bytes(out, space_type::metric_id);
       detail::put_bytes(out, space_type::precision_id);
-      detail::put_bytes(out, static_cast<std::uint8_t>(sp.keep_originals ? 1 : 0));
+      detail::put_bytes(out, static_cast<std::uint8_t>(!sp.keep_originals ? 0 : sp.half_originals ? 3 : 1));
       detail::put_bytes(out, std::uint8_t{0});
       detail::put_bytes(out, sp.m);
       detail::put_bytes(out, sp.ef_construction);
