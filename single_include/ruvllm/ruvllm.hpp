@@ -5990,9 +5990,10 @@ struct ops<backend::scalar> : distance_ops<backend::scalar>,
 // Each included file carries its own per-target toggle guard.
 
 // ---- ruvllm/kernels/target-inl.h (per-target kernel bodies)
-// Per-target identification, compiled once per SIMD target like every
-// kernel. Highway 1.0.3 has no DispatchedTarget(), so the dispatched function
-// itself reports which target it was compiled for.
+// Per-target identification and the helpers every kernel file shares,
+// compiled once per SIMD target like every kernel. Highway 1.0.3 has no
+// DispatchedTarget(), so the dispatched function itself reports which target
+// it was compiled for.
 
 #if defined(RUVLLM_KERNELS_TARGET_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RUVLLM_KERNELS_TARGET_INL_H_
@@ -6001,12 +6002,56 @@ struct ops<backend::scalar> : distance_ops<backend::scalar>,
 #define RUVLLM_KERNELS_TARGET_INL_H_
 #endif
 
+#include <cstddef>
+
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace ruvllm::kernels::HWY_NAMESPACE {
 
 inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
+
+/// Software prefetch of a weight-streaming call's bytes, in two sequential
+/// streams kept ahead of an estimate of the bytes consumed so far: into L2
+/// ~48 KiB ahead (L2 tracks more misses in flight than L1, and bandwidth x
+/// latency is tens of KiB), then into L1 ~4 KiB ahead, one cache line per
+/// instruction. GEMV kernels read groups of rows side by side, and four
+/// interleaved row streams lose the hardware prefetchers: on Zen 5 a Q4_0
+/// GEMV streamed from DRAM at ~45-55% of the bandwidth on the hardware
+/// prefetchers alone, ~65% with one stream into L1, ~75-85% with both.
+/// Distances beyond these (24 to 192 KiB into L2) measured the same.
+struct weight_prefetcher {
+  const char* next_far;
+  const char* next_near;
+  const char* end;
+  std::size_t far, near;
+
+  HWY_INLINE void advance(const void* consumed_at) {
+    const char* consumed = static_cast<const char*>(consumed_at);
+    const char* to_far = consumed + far < end ? consumed + far : end;
+    for (; next_far < to_far; next_far += 64) prefetch_l2(next_far);
+    const char* to_near = consumed + near < end ? consumed + near : end;
+    for (; next_near < to_near; next_near += 64) hwy::Prefetch(next_near);
+  }
+  static HWY_INLINE void prefetch_l2(const char* p) {
+#if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
+    __builtin_prefetch(p, 0, 2);
+#else
+    hwy::Prefetch(p);
+#endif
+  }
+};
+
+/// The prefetcher of a call over [base, base + bytes) that reads groups of
+/// `group_bytes` (rows side by side): the distances are the measured ones
+/// plus a group's span, since a group's last row is read that far ahead of
+/// the bytes-consumed estimate.
+HWY_INLINE weight_prefetcher make_weight_prefetcher(const void* base, std::size_t bytes, std::size_t group_bytes) {
+  const char* first = static_cast<const char*>(base);
+  const std::size_t far = (std::size_t{48} << 10) + group_bytes, near = (std::size_t{4} << 10) + group_bytes;
+  return weight_prefetcher{first + far, first + near, first + bytes, far, near};
+}
 
 }  // namespace ruvllm::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -6852,31 +6897,6 @@ HWY_INLINE hn::Vec<D> load_as_f32(D d, const ruvllm::bf16* p) {
   return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(p)));
 }
 
-/// Software prefetch of a call's weight bytes up to `end`, kept ahead of an
-/// estimate of the bytes consumed by `far` bytes (into L2) and `near` (into
-/// L1): four interleaved row streams lose the hardware prefetchers, two
-/// sequential software streams do not (measured on Zen 5; the quantized GEMV
-/// in quant-inl.h does the same, with the numbers).
-struct row_prefetcher {
-  const char* next_far;
-  const char* next_near;
-  const char* end;
-  std::size_t far, near;
-  HWY_INLINE void advance(const char* consumed) {
-    const char* to_far = consumed + far < end ? consumed + far : end;
-    for (; next_far < to_far; next_far += 64) prefetch_l2(next_far);
-    const char* to_near = consumed + near < end ? consumed + near : end;
-    for (; next_near < to_near; next_near += 64) hwy::Prefetch(next_near);
-  }
-  static HWY_INLINE void prefetch_l2(const char* p) {
-#if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
-    __builtin_prefetch(p, 0, 2);
-#else
-    hwy::Prefetch(p);
-#endif
-  }
-};
-
 // Four rows per pass share each load of x (x stays in L1, the weights stream
 // from memory once); two vectors per row per step give eight independent FMA
 // chains, enough to cover FMA latency. Columns past the last full vector are
@@ -6890,8 +6910,7 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
   const std::size_t pairs = cols / (2 * lanes) * (2 * lanes);
   const auto* bytes = reinterpret_cast<const char*>(w);
   const std::size_t row_bytes = row_stride * sizeof(W);
-  const std::size_t far = (std::size_t{48} << 10) + 4 * row_bytes, near = (std::size_t{4} << 10) + 4 * row_bytes;
-  row_prefetcher pf{bytes + far, bytes + near, bytes + rows * row_bytes, far, near};
+  weight_prefetcher pf = make_weight_prefetcher(bytes, rows * row_bytes, 4 * row_bytes);
   std::size_t r = 0;
   for (; r + 4 <= rows; r += 4) {
     const W* w0 = w + r * row_stride;
@@ -7985,12 +8004,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    plus two integer ops (f16_scales below) to ~55;
 //  * the 8 bytes past a Q4_0 quad's first 64 come in by a broadcast load: a
 //    byte-masked load there halved the streaming rate;
-//  * rows stream from DRAM at ~45-55% of the bandwidth with only the hardware
-//    prefetchers, which lose track of four interleaved row streams; software
-//    prefetches running sequentially through the call's bytes bring that to
-//    ~75-85%: into L2 ~48 KiB ahead (L2 tracks more misses in flight than
-//    L1, and the bandwidth x latency product is tens of KiB), then into L1
-//    ~4 KiB ahead (one stream into L1 alone reached ~65%).
+//  * four rows read side by side lose the hardware prefetchers, so the
+//    rows come in by software prefetch (weight_prefetcher, target-inl.h,
+//    with the numbers).
 namespace vnni {
 
 /// Bytes of the four blocks one quad step reads.
@@ -8148,39 +8164,11 @@ RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
 }
 
-/// Software prefetch of a call's weight bytes up to `end`, in two streams
-/// kept ahead of the bytes consumed so far by `far` (into L2) and `near`
-/// (into L1) bytes, one cache line per instruction.
-struct prefetcher {
-  const std::uint8_t* next_far;
-  const std::uint8_t* next_near;
-  const std::uint8_t* end;
-  std::size_t far, near;
-
-  RUVLLM_QUANT_ATTR HWY_INLINE void advance(const std::uint8_t* consumed) {
-    const std::uint8_t* to_far = consumed + far < end ? consumed + far : end;
-    for (; next_far < to_far; next_far += 64) _mm_prefetch(reinterpret_cast<const char*>(next_far), _MM_HINT_T1);
-    const std::uint8_t* to_near = consumed + near < end ? consumed + near : end;
-    for (; next_near < to_near; next_near += 64) _mm_prefetch(reinterpret_cast<const char*>(next_near), _MM_HINT_T0);
-  }
-};
-
-/// The prefetcher of a call over [base, base + rows * row_stride) read in
-/// groups of rows_per_group rows: the distances are the measured ones plus
-/// the span of a group, whose last row is read that far ahead of the
-/// bytes-consumed estimate.
-RUVLLM_QUANT_ATTR HWY_INLINE prefetcher make_prefetcher(const std::uint8_t* base, std::size_t rows,
-                                                        std::size_t row_stride, std::size_t rows_per_group) {
-  const std::size_t group = rows_per_group * row_stride;
-  const std::size_t far = (std::size_t{48} << 10) + group, near = (std::size_t{4} << 10) + group;
-  return prefetcher{base + far, base + near, base + rows * row_stride, far, near};
-}
-
 /// out[k] = dot(row k, a) for R rows (row 0 at w).
 template <std::size_t R, bool Q4>
 RUVLLM_QUANT_ATTR HWY_INLINE void quad_rows(const std::uint8_t* HWY_RESTRICT w, std::size_t row_stride,
                                             const q8_0_quad* HWY_RESTRICT a, std::size_t nb, float* HWY_RESTRICT out,
-                                            const constants& c, prefetcher& pf) {
+                                            const constants& c, weight_prefetcher& pf) {
   constexpr std::size_t step = quad_bytes<Q4>;
   const std::size_t whole = nb / 4, rest = nb % 4;
   __m512 acc[R];
@@ -8205,7 +8193,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
                                                 const q8_0_quad* a, std::size_t n, float* out) {
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<Q4>();
-  prefetcher pf = make_prefetcher(base, rows, row_stride, 4);
+  weight_prefetcher pf = make_weight_prefetcher(base, rows * row_stride, 4 * row_stride);
   std::size_t r = 0;
   for (; r + 4 <= rows; r += 4) quad_rows<4, Q4>(base + r * row_stride, row_stride, a, n / 32, out + r, c, pf);
   for (; r < rows; ++r) quad_rows<1, Q4>(base + r * row_stride, row_stride, a, n / 32, out + r, c, pf);

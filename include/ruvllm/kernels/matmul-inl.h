@@ -34,31 +34,6 @@ HWY_INLINE hn::Vec<D> load_as_f32(D d, const ruvllm::bf16* p) {
   return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(p)));
 }
 
-/// Software prefetch of a call's weight bytes up to `end`, kept ahead of an
-/// estimate of the bytes consumed by `far` bytes (into L2) and `near` (into
-/// L1): four interleaved row streams lose the hardware prefetchers, two
-/// sequential software streams do not (measured on Zen 5; the quantized GEMV
-/// in quant-inl.h does the same, with the numbers).
-struct row_prefetcher {
-  const char* next_far;
-  const char* next_near;
-  const char* end;
-  std::size_t far, near;
-  HWY_INLINE void advance(const char* consumed) {
-    const char* to_far = consumed + far < end ? consumed + far : end;
-    for (; next_far < to_far; next_far += 64) prefetch_l2(next_far);
-    const char* to_near = consumed + near < end ? consumed + near : end;
-    for (; next_near < to_near; next_near += 64) hwy::Prefetch(next_near);
-  }
-  static HWY_INLINE void prefetch_l2(const char* p) {
-#if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
-    __builtin_prefetch(p, 0, 2);
-#else
-    hwy::Prefetch(p);
-#endif
-  }
-};
-
 // Four rows per pass share each load of x (x stays in L1, the weights stream
 // from memory once); two vectors per row per step give eight independent FMA
 // chains, enough to cover FMA latency. Columns past the last full vector are
@@ -72,8 +47,7 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
   const std::size_t pairs = cols / (2 * lanes) * (2 * lanes);
   const auto* bytes = reinterpret_cast<const char*>(w);
   const std::size_t row_bytes = row_stride * sizeof(W);
-  const std::size_t far = (std::size_t{48} << 10) + 4 * row_bytes, near = (std::size_t{4} << 10) + 4 * row_bytes;
-  row_prefetcher pf{bytes + far, bytes + near, bytes + rows * row_bytes, far, near};
+  weight_prefetcher pf = make_weight_prefetcher(bytes, rows * row_bytes, 4 * row_bytes);
   std::size_t r = 0;
   for (; r + 4 <= rows; r += 4) {
     const W* w0 = w + r * row_stride;

@@ -359,12 +359,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    plus two integer ops (f16_scales below) to ~55;
 //  * the 8 bytes past a Q4_0 quad's first 64 come in by a broadcast load: a
 //    byte-masked load there halved the streaming rate;
-//  * rows stream from DRAM at ~45-55% of the bandwidth with only the hardware
-//    prefetchers, which lose track of four interleaved row streams; software
-//    prefetches running sequentially through the call's bytes bring that to
-//    ~75-85%: into L2 ~48 KiB ahead (L2 tracks more misses in flight than
-//    L1, and the bandwidth x latency product is tens of KiB), then into L1
-//    ~4 KiB ahead (one stream into L1 alone reached ~65%).
+//  * four rows read side by side lose the hardware prefetchers, so the
+//    rows come in by software prefetch (weight_prefetcher, target-inl.h,
+//    with the numbers).
 namespace vnni {
 
 /// Bytes of the four blocks one quad step reads.
@@ -522,39 +519,11 @@ RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
 }
 
-/// Software prefetch of a call's weight bytes up to `end`, in two streams
-/// kept ahead of the bytes consumed so far by `far` (into L2) and `near`
-/// (into L1) bytes, one cache line per instruction.
-struct prefetcher {
-  const std::uint8_t* next_far;
-  const std::uint8_t* next_near;
-  const std::uint8_t* end;
-  std::size_t far, near;
-
-  RUVLLM_QUANT_ATTR HWY_INLINE void advance(const std::uint8_t* consumed) {
-    const std::uint8_t* to_far = consumed + far < end ? consumed + far : end;
-    for (; next_far < to_far; next_far += 64) _mm_prefetch(reinterpret_cast<const char*>(next_far), _MM_HINT_T1);
-    const std::uint8_t* to_near = consumed + near < end ? consumed + near : end;
-    for (; next_near < to_near; next_near += 64) _mm_prefetch(reinterpret_cast<const char*>(next_near), _MM_HINT_T0);
-  }
-};
-
-/// The prefetcher of a call over [base, base + rows * row_stride) read in
-/// groups of rows_per_group rows: the distances are the measured ones plus
-/// the span of a group, whose last row is read that far ahead of the
-/// bytes-consumed estimate.
-RUVLLM_QUANT_ATTR HWY_INLINE prefetcher make_prefetcher(const std::uint8_t* base, std::size_t rows,
-                                                        std::size_t row_stride, std::size_t rows_per_group) {
-  const std::size_t group = rows_per_group * row_stride;
-  const std::size_t far = (std::size_t{48} << 10) + group, near = (std::size_t{4} << 10) + group;
-  return prefetcher{base + far, base + near, base + rows * row_stride, far, near};
-}
-
 /// out[k] = dot(row k, a) for R rows (row 0 at w).
 template <std::size_t R, bool Q4>
 RUVLLM_QUANT_ATTR HWY_INLINE void quad_rows(const std::uint8_t* HWY_RESTRICT w, std::size_t row_stride,
                                             const q8_0_quad* HWY_RESTRICT a, std::size_t nb, float* HWY_RESTRICT out,
-                                            const constants& c, prefetcher& pf) {
+                                            const constants& c, weight_prefetcher& pf) {
   constexpr std::size_t step = quad_bytes<Q4>;
   const std::size_t whole = nb / 4, rest = nb % 4;
   __m512 acc[R];
@@ -579,7 +548,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
                                                 const q8_0_quad* a, std::size_t n, float* out) {
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<Q4>();
-  prefetcher pf = make_prefetcher(base, rows, row_stride, 4);
+  weight_prefetcher pf = make_weight_prefetcher(base, rows * row_stride, 4 * row_stride);
   std::size_t r = 0;
   for (; r + 4 <= rows; r += 4) quad_rows<4, Q4>(base + r * row_stride, row_stride, a, n / 32, out + r, c, pf);
   for (; r < rows; ++r) quad_rows<1, Q4>(base + r * row_stride, row_stride, a, n / 32, out + r, c, pf);
