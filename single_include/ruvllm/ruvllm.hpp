@@ -6019,20 +6019,23 @@ inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 /// instruction. GEMV kernels read groups of rows side by side, and four
 /// interleaved row streams lose the hardware prefetchers: on Zen 5 a Q4_0
 /// GEMV streamed from DRAM at ~45-55% of the bandwidth on the hardware
-/// prefetchers alone, ~65% with one stream into L1, ~75-85% with both.
-/// Distances beyond these (24 to 192 KiB into L2) measured the same.
+/// prefetchers alone, ~65% with one stream into L1, ~75-85% with both; L2
+/// distances from 24 to 192 KiB measured alike. Positions are offsets into
+/// the call's bytes, so no pointer is ever formed past them (a matrix may be
+/// smaller than the distances).
 struct weight_prefetcher {
-  const char* next_far;
-  const char* next_near;
-  const char* end;
+  const char* base;
+  std::size_t bytes;
   std::size_t far, near;
+  std::size_t next_far, next_near;
 
+  /// `consumed_at` points into the call's bytes (or one past them).
   HWY_INLINE void advance(const void* consumed_at) {
-    const char* consumed = static_cast<const char*>(consumed_at);
-    const char* to_far = consumed + far < end ? consumed + far : end;
-    for (; next_far < to_far; next_far += 64) prefetch_l2(next_far);
-    const char* to_near = consumed + near < end ? consumed + near : end;
-    for (; next_near < to_near; next_near += 64) hwy::Prefetch(next_near);
+    const auto consumed = static_cast<std::size_t>(static_cast<const char*>(consumed_at) - base);
+    const std::size_t to_far = consumed + far < bytes ? consumed + far : bytes;
+    for (; next_far < to_far; next_far += 64) prefetch_l2(base + next_far);
+    const std::size_t to_near = consumed + near < bytes ? consumed + near : bytes;
+    for (; next_near < to_near; next_near += 64) hwy::Prefetch(base + next_near);
   }
   static HWY_INLINE void prefetch_l2(const char* p) {
 #if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
@@ -6048,9 +6051,8 @@ struct weight_prefetcher {
 /// plus a group's span, since a group's last row is read that far ahead of
 /// the bytes-consumed estimate.
 HWY_INLINE weight_prefetcher make_weight_prefetcher(const void* base, std::size_t bytes, std::size_t group_bytes) {
-  const char* first = static_cast<const char*>(base);
   const std::size_t far = (std::size_t{48} << 10) + group_bytes, near = (std::size_t{4} << 10) + group_bytes;
-  return weight_prefetcher{first + far, first + near, first + bytes, far, near};
+  return weight_prefetcher{static_cast<const char*>(base), bytes, far, near, far, near};
 }
 
 }  // namespace ruvllm::kernels::HWY_NAMESPACE
