@@ -6012,48 +6012,40 @@ namespace ruvllm::kernels::HWY_NAMESPACE {
 
 inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 
-/// Software prefetch of a weight-streaming call's bytes, in two sequential
-/// streams kept ahead of an estimate of the bytes consumed so far: into L2
-/// ~48 KiB ahead (L2 tracks more misses in flight than L1, and bandwidth x
-/// latency is tens of KiB), then into L1 ~4 KiB ahead, one cache line per
-/// instruction. GEMV kernels read groups of rows side by side, and four
-/// interleaved row streams lose the hardware prefetchers: on Zen 5 a Q4_0
-/// GEMV streamed from DRAM at ~45-55% of the bandwidth on the hardware
-/// prefetchers alone, ~65% with one stream into L1, ~75-85% with both; L2
-/// distances from 24 to 192 KiB measured alike. Positions are offsets into
-/// the call's bytes, so no pointer is ever formed past them (a matrix may be
-/// smaller than the distances).
+/// Software prefetch of a weight-streaming call's bytes into L1, one cache
+/// line per instruction, kept a fixed distance ahead of the bytes consumed so
+/// far. GEMV kernels read one row at a time, so the weights are one
+/// sequential stream: the hardware prefetchers follow it, and this stream
+/// runs far enough ahead of them to overlap DRAM latency with the kernels'
+/// arithmetic. Measured on Zen 5, GEMV over a 1 GiB matrix of 2048 columns
+/// (a plain AVX-512 read of it: ~30 GB/s at one thread, ~50-58 at two):
+///   * Q4_0 one row at a time, 8 KiB ahead: 24-26.5 GB/s at one thread,
+///     48-50 at two (4 and 16 KiB within noise of 8); the hardware
+///     prefetchers alone 23-24 at one thread;
+///   * Q4_0 four rows side by side, which loses the hardware prefetchers,
+///     with 48 KiB (L2) and 4 KiB (L1) software streams: 18-19 and 35-36;
+///     even a bare read of four side-by-side rows stays near 24 at one
+///     thread with those streams;
+///   * Q8_0 one row at a time 23.5-24.4 at one thread, four rows 16-18.
+/// Positions are offsets into the call's bytes, so no pointer is ever formed
+/// past them (a matrix may be smaller than the distance).
 struct weight_prefetcher {
+  static constexpr std::size_t distance = std::size_t{8} << 10;
+
   const char* base;
   std::size_t bytes;
-  std::size_t far, near;
-  std::size_t next_far, next_near;
+  std::size_t next = distance;
+
+  weight_prefetcher(const void* call_bytes, std::size_t size)
+      : base(static_cast<const char*>(call_bytes)), bytes(size) {}
 
   /// `consumed_at` points into the call's bytes (or one past them).
   HWY_INLINE void advance(const void* consumed_at) {
     const auto consumed = static_cast<std::size_t>(static_cast<const char*>(consumed_at) - base);
-    const std::size_t to_far = consumed + far < bytes ? consumed + far : bytes;
-    for (; next_far < to_far; next_far += 64) prefetch_l2(base + next_far);
-    const std::size_t to_near = consumed + near < bytes ? consumed + near : bytes;
-    for (; next_near < to_near; next_near += 64) hwy::Prefetch(base + next_near);
-  }
-  static HWY_INLINE void prefetch_l2(const char* p) {
-#if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
-    __builtin_prefetch(p, 0, 2);
-#else
-    hwy::Prefetch(p);
-#endif
+    const std::size_t to = consumed + distance < bytes ? consumed + distance : bytes;
+    for (; next < to; next += 64) hwy::Prefetch(base + next);
   }
 };
-
-/// The prefetcher of a call over [base, base + bytes) that reads groups of
-/// `group_bytes` (rows side by side): the distances are the measured ones
-/// plus a group's span, since a group's last row is read that far ahead of
-/// the bytes-consumed estimate.
-HWY_INLINE weight_prefetcher make_weight_prefetcher(const void* base, std::size_t bytes, std::size_t group_bytes) {
-  const std::size_t far = (std::size_t{48} << 10) + group_bytes, near = (std::size_t{4} << 10) + group_bytes;
-  return weight_prefetcher{static_cast<const char*>(base), bytes, far, near, far, near};
-}
 
 }  // namespace ruvllm::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -6899,108 +6891,25 @@ HWY_INLINE hn::Vec<D> load_as_f32(D d, const ruvllm::bf16* p) {
   return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(p)));
 }
 
-// Four rows per pass share each load of x (x stays in L1, the weights stream
-// from memory once); two vectors per row per step give eight independent FMA
-// chains, enough to cover FMA latency. Columns past the last full vector are
-// summed in scalar code, so no load reads beyond a row.
+// One row at a time, so the weights are a single sequential stream (see
+// weight_prefetcher); x stays in L1 and is reloaded for every row. Four
+// vectors per step give four independent FMA chains, enough to cover FMA
+// latency. Columns past the last full vector are summed in scalar code, so no
+// load reads beyond a row.
 template <class W>
 HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const float* HWY_RESTRICT x,
                      float* HWY_RESTRICT y, std::size_t rows, std::size_t cols) {
   const hn::ScalableTag<float> d;
   const std::size_t lanes = hn::Lanes(d);
   const std::size_t full = cols / lanes * lanes;
-  const std::size_t pairs = cols / (2 * lanes) * (2 * lanes);
-  const auto* bytes = reinterpret_cast<const char*>(w);
-  const std::size_t row_bytes = row_stride * sizeof(W);
-  weight_prefetcher pf = make_weight_prefetcher(bytes, rows * row_bytes, 4 * row_bytes);
-  std::size_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    const W* w0 = w + r * row_stride;
-    const W* w1 = w0 + row_stride;
-    const W* w2 = w1 + row_stride;
-    const W* w3 = w2 + row_stride;
-    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
-    auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
-    std::size_t c = 0;
-    for (; c < pairs; c += 2 * lanes) {
-      pf.advance(bytes + r * row_bytes + 4 * (c + 2 * lanes) * sizeof(W));
-      const auto xa = hn::LoadU(d, x + c);
-      const auto xb = hn::LoadU(d, x + c + lanes);
-      a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
-      a1 = hn::MulAdd(load_as_f32(d, w1 + c), xa, a1);
-      a2 = hn::MulAdd(load_as_f32(d, w2 + c), xa, a2);
-      a3 = hn::MulAdd(load_as_f32(d, w3 + c), xa, a3);
-      b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), xb, b0);
-      b1 = hn::MulAdd(load_as_f32(d, w1 + c + lanes), xb, b1);
-      b2 = hn::MulAdd(load_as_f32(d, w2 + c + lanes), xb, b2);
-      b3 = hn::MulAdd(load_as_f32(d, w3 + c + lanes), xb, b3);
-    }
-    for (; c < full; c += lanes) {
-      const auto xa = hn::LoadU(d, x + c);
-      a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
-      a1 = hn::MulAdd(load_as_f32(d, w1 + c), xa, a1);
-      a2 = hn::MulAdd(load_as_f32(d, w2 + c), xa, a2);
-      a3 = hn::MulAdd(load_as_f32(d, w3 + c), xa, a3);
-    }
-    float s0 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, b0)));
-    float s1 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a1, b1)));
-    float s2 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a2, b2)));
-    float s3 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a3, b3)));
-    for (; c < cols; ++c) {
-      s0 += scalar::detail::widen(w0[c]) * x[c];
-      s1 += scalar::detail::widen(w1[c]) * x[c];
-      s2 += scalar::detail::widen(w2[c]) * x[c];
-      s3 += scalar::detail::widen(w3[c]) * x[c];
-    }
-    y[r] = s0;
-    y[r + 1] = s1;
-    y[r + 2] = s2;
-    y[r + 3] = s3;
-  }
-  // Leftover rows: a pair shares each load of x (a rank-2 LoRA factor is
-  // such a pair), then single rows; four FMA chains per row so a short
-  // matrix is not bound by FMA latency.
   const std::size_t quads = cols / (4 * lanes) * (4 * lanes);
-  if (r + 2 <= rows) {
-    const W* w0 = w + r * row_stride;
-    const W* w1 = w0 + row_stride;
-    auto a0 = hn::Zero(d), a1 = hn::Zero(d), b0 = hn::Zero(d), b1 = hn::Zero(d);
-    auto c0 = hn::Zero(d), c1 = hn::Zero(d), e0 = hn::Zero(d), e1 = hn::Zero(d);
-    std::size_t c = 0;
-    for (; c < quads; c += 4 * lanes) {
-      const auto xa = hn::LoadU(d, x + c);
-      const auto xb = hn::LoadU(d, x + c + lanes);
-      const auto xc = hn::LoadU(d, x + c + 2 * lanes);
-      const auto xe = hn::LoadU(d, x + c + 3 * lanes);
-      a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
-      a1 = hn::MulAdd(load_as_f32(d, w1 + c), xa, a1);
-      b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), xb, b0);
-      b1 = hn::MulAdd(load_as_f32(d, w1 + c + lanes), xb, b1);
-      c0 = hn::MulAdd(load_as_f32(d, w0 + c + 2 * lanes), xc, c0);
-      c1 = hn::MulAdd(load_as_f32(d, w1 + c + 2 * lanes), xc, c1);
-      e0 = hn::MulAdd(load_as_f32(d, w0 + c + 3 * lanes), xe, e0);
-      e1 = hn::MulAdd(load_as_f32(d, w1 + c + 3 * lanes), xe, e1);
-    }
-    for (; c < full; c += lanes) {
-      const auto xa = hn::LoadU(d, x + c);
-      a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
-      a1 = hn::MulAdd(load_as_f32(d, w1 + c), xa, a1);
-    }
-    float s0 = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, b0), hn::Add(c0, e0))));
-    float s1 = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a1, b1), hn::Add(c1, e1))));
-    for (; c < cols; ++c) {
-      s0 += scalar::detail::widen(w0[c]) * x[c];
-      s1 += scalar::detail::widen(w1[c]) * x[c];
-    }
-    y[r] = s0;
-    y[r + 1] = s1;
-    r += 2;
-  }
-  for (; r < rows; ++r) {
+  weight_prefetcher pf(w, rows == 0 ? 0 : ((rows - 1) * row_stride + cols) * sizeof(W));
+  for (std::size_t r = 0; r < rows; ++r) {
     const W* w0 = w + r * row_stride;
     auto a0 = hn::Zero(d), b0 = hn::Zero(d), c0 = hn::Zero(d), e0 = hn::Zero(d);
     std::size_t c = 0;
     for (; c < quads; c += 4 * lanes) {
+      pf.advance(w0 + c + 4 * lanes);
       a0 = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), a0);
       b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), hn::LoadU(d, x + c + lanes), b0);
       c0 = hn::MulAdd(load_as_f32(d, w0 + c + 2 * lanes), hn::LoadU(d, x + c + 2 * lanes), c0);
@@ -7997,8 +7906,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 // each quad. Per row and quad the arithmetic is fixed (integer dot from the
 // quad's offset term, then acc += float(dot) * (d_w * d_a) lane-wise, then one
 // horizontal sum at the end), so a row's result depends on nothing but the
-// row and the activations: not on how many rows share a call, nor on the
-// GEMM's tiling (quad_gemm computes every (row, token) the same way).
+// row and the activations: not on which rows share a call, nor on the GEMM's
+// tiling (quad_gemm computes every (row, token) the same way).
 //
 // Measured on Zen 5 (why the code looks as it does):
 //  * the f16 scales cost more than the quants: VPERMW + VCVTPH2PS per quad
@@ -8006,9 +7915,10 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    plus two integer ops (f16_scales below) to ~55;
 //  * the 8 bytes past a Q4_0 quad's first 64 come in by a broadcast load: a
 //    byte-masked load there halved the streaming rate;
-//  * four rows read side by side lose the hardware prefetchers, so the
-//    rows come in by software prefetch (weight_prefetcher, target-inl.h,
-//    with the numbers).
+//  * the GEMV reads one row at a time: the activations are reloaded from L1
+//    for every row, but the weights stay one sequential stream, which
+//    streams from DRAM ~30% faster than four rows side by side and is no
+//    slower from L2 (weight_prefetcher, target-inl.h, has the numbers).
 namespace vnni {
 
 /// Bytes of the four blocks one quad step reads.
@@ -8122,11 +8032,25 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked unpack(const std::uint8_t* p, const consta
     u.d = f16_scales(_mm512_maskz_permutexvar_epi8(upper_halves, c.d_index, z0), c);
   } else {
     // 136 bytes: values 0-15 of each block lie in bytes [0, 128), values
-    // 16-31 in [8, 136), each range read as two registers.
-    const __m512i z0 = Whole ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes_below(0, valid), p);
-    const __m512i z1 = Whole ? _mm512_loadu_si512(p + 64) : _mm512_maskz_loadu_epi8(bytes_below(64, valid), p + 64);
-    const __m512i z2 = Whole ? _mm512_loadu_si512(p + 8) : _mm512_maskz_loadu_epi8(bytes_below(8, valid), p + 8);
-    const __m512i z3 = Whole ? _mm512_loadu_si512(p + 72) : _mm512_maskz_loadu_epi8(bytes_below(72, valid), p + 72);
+    // 16-31 in [8, 136), each range taken as two registers. A whole quad is
+    // read once, as [0, 64), [64, 128) and a broadcast of the last 8 bytes,
+    // and the [8, 136) registers are shifted out of those by a quadword:
+    // reading [8, 72) and [72, 136) again cost a quarter of the DRAM
+    // streaming rate on Zen 5.
+    __m512i z0, z1, z2, z3;
+    if constexpr (Whole) {
+      std::int64_t tail;
+      std::memcpy(&tail, p + 128, sizeof tail);
+      z0 = _mm512_loadu_si512(p);
+      z1 = _mm512_loadu_si512(p + 64);
+      z2 = _mm512_alignr_epi64(z1, z0, 1);
+      z3 = _mm512_alignr_epi64(_mm512_set1_epi64(tail), z1, 1);
+    } else {
+      z0 = _mm512_maskz_loadu_epi8(bytes_below(0, valid), p);
+      z1 = _mm512_maskz_loadu_epi8(bytes_below(64, valid), p + 64);
+      z2 = _mm512_maskz_loadu_epi8(bytes_below(8, valid), p + 8);
+      z3 = _mm512_maskz_loadu_epi8(bytes_below(72, valid), p + 72);
+    }
     u.lo = _mm512_xor_si512(_mm512_permutex2var_epi8(z0, c.qs_lo, z1), c.sign_bit);
     u.hi = _mm512_xor_si512(_mm512_permutex2var_epi8(z2, c.qs_hi, z3), c.sign_bit);
     u.d = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.d_index, z1), c);
@@ -8166,28 +8090,21 @@ RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
 }
 
-/// out[k] = dot(row k, a) for R rows (row 0 at w).
-template <std::size_t R, bool Q4>
-RUVLLM_QUANT_ATTR HWY_INLINE void quad_rows(const std::uint8_t* HWY_RESTRICT w, std::size_t row_stride,
-                                            const q8_0_quad* HWY_RESTRICT a, std::size_t nb, float* HWY_RESTRICT out,
-                                            const constants& c, weight_prefetcher& pf) {
+/// *out = dot(the row at w, a).
+template <bool Q4>
+RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, const q8_0_quad* HWY_RESTRICT a,
+                                           std::size_t nb, float* HWY_RESTRICT out, const constants& c,
+                                           weight_prefetcher& pf) {
   constexpr std::size_t step = quad_bytes<Q4>;
   const std::size_t whole = nb / 4, rest = nb % 4;
-  __m512 acc[R];
-  for (std::size_t k = 0; k < R; ++k) acc[k] = _mm512_setzero_ps();
+  __m512 acc = _mm512_setzero_ps();
   for (std::size_t q = 0; q < whole; ++q) {
-    pf.advance(w + R * (q + 1) * step);
-    const quad_regs act = load_quad<Q4>(a[q]);
-    for (std::size_t k = 0; k < R; ++k)
-      acc[k] = quad_dot(unpack<Q4, true>(w + k * row_stride + q * step, c, step), act, acc[k]);
+    pf.advance(w + (q + 1) * step);
+    acc = quad_dot(unpack<Q4, true>(w + q * step, c, step), load_quad<Q4>(a[q]), acc);
   }
-  if (rest != 0) {
-    const quad_regs act = load_quad<Q4>(a[whole]);
-    const std::size_t valid = rest * (step / 4);
-    for (std::size_t k = 0; k < R; ++k)
-      acc[k] = quad_dot(unpack<Q4, false>(w + k * row_stride + whole * step, c, valid), act, acc[k]);
-  }
-  for (std::size_t k = 0; k < R; ++k) out[k] = sum_lanes(acc[k]);
+  if (rest != 0)
+    acc = quad_dot(unpack<Q4, false>(w + whole * step, c, rest * (step / 4)), load_quad<Q4>(a[whole]), acc);
+  *out = sum_lanes(acc);
 }
 
 template <bool Q4>
@@ -8195,10 +8112,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
                                                 const q8_0_quad* a, std::size_t n, float* out) {
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<Q4>();
-  weight_prefetcher pf = make_weight_prefetcher(base, rows * row_stride, 4 * row_stride);
-  std::size_t r = 0;
-  for (; r + 4 <= rows; r += 4) quad_rows<4, Q4>(base + r * row_stride, row_stride, a, n / 32, out + r, c, pf);
-  for (; r < rows; ++r) quad_rows<1, Q4>(base + r * row_stride, row_stride, a, n / 32, out + r, c, pf);
+  weight_prefetcher pf(base, rows == 0 ? 0 : (rows - 1) * row_stride + n / 32 * (quad_bytes<Q4> / 4));
+  for (std::size_t r = 0; r < rows; ++r) quad_row<Q4>(base + r * row_stride, a, n / 32, out + r, c, pf);
 }
 
 /// Y[t][r] for a tile of rows x tokens. Four rows at a time are unpacked

@@ -34,108 +34,25 @@ HWY_INLINE hn::Vec<D> load_as_f32(D d, const ruvllm::bf16* p) {
   return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(p)));
 }
 
-// Four rows per pass share each load of x (x stays in L1, the weights stream
-// from memory once); two vectors per row per step give eight independent FMA
-// chains, enough to cover FMA latency. Columns past the last full vector are
-// summed in scalar code, so no load reads beyond a row.
+// One row at a time, so the weights are a single sequential stream (see
+// weight_prefetcher); x stays in L1 and is reloaded for every row. Four
+// vectors per step give four independent FMA chains, enough to cover FMA
+// latency. Columns past the last full vector are summed in scalar code, so no
+// load reads beyond a row.
 template <class W>
 HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const float* HWY_RESTRICT x,
                      float* HWY_RESTRICT y, std::size_t rows, std::size_t cols) {
   const hn::ScalableTag<float> d;
   const std::size_t lanes = hn::Lanes(d);
   const std::size_t full = cols / lanes * lanes;
-  const std::size_t pairs = cols / (2 * lanes) * (2 * lanes);
-  const auto* bytes = reinterpret_cast<const char*>(w);
-  const std::size_t row_bytes = row_stride * sizeof(W);
-  weight_prefetcher pf = make_weight_prefetcher(bytes, rows * row_bytes, 4 * row_bytes);
-  std::size_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    const W* w0 = w + r * row_stride;
-    const W* w1 = w0 + row_stride;
-    const W* w2 = w1 + row_stride;
-    const W* w3 = w2 + row_stride;
-    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
-    auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
-    std::size_t c = 0;
-    for (; c < pairs; c += 2 * lanes) {
-      pf.advance(bytes + r * row_bytes + 4 * (c + 2 * lanes) * sizeof(W));
-      const auto xa = hn::LoadU(d, x + c);
-      const auto xb = hn::LoadU(d, x + c + lanes);
-      a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
-      a1 = hn::MulAdd(load_as_f32(d, w1 + c), xa, a1);
-      a2 = hn::MulAdd(load_as_f32(d, w2 + c), xa, a2);
-      a3 = hn::MulAdd(load_as_f32(d, w3 + c), xa, a3);
-      b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), xb, b0);
-      b1 = hn::MulAdd(load_as_f32(d, w1 + c + lanes), xb, b1);
-      b2 = hn::MulAdd(load_as_f32(d, w2 + c + lanes), xb, b2);
-      b3 = hn::MulAdd(load_as_f32(d, w3 + c + lanes), xb, b3);
-    }
-    for (; c < full; c += lanes) {
-      const auto xa = hn::LoadU(d, x + c);
-      a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
-      a1 = hn::MulAdd(load_as_f32(d, w1 + c), xa, a1);
-      a2 = hn::MulAdd(load_as_f32(d, w2 + c), xa, a2);
-      a3 = hn::MulAdd(load_as_f32(d, w3 + c), xa, a3);
-    }
-    float s0 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, b0)));
-    float s1 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a1, b1)));
-    float s2 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a2, b2)));
-    float s3 = hn::GetLane(hn::SumOfLanes(d, hn::Add(a3, b3)));
-    for (; c < cols; ++c) {
-      s0 += scalar::detail::widen(w0[c]) * x[c];
-      s1 += scalar::detail::widen(w1[c]) * x[c];
-      s2 += scalar::detail::widen(w2[c]) * x[c];
-      s3 += scalar::detail::widen(w3[c]) * x[c];
-    }
-    y[r] = s0;
-    y[r + 1] = s1;
-    y[r + 2] = s2;
-    y[r + 3] = s3;
-  }
-  // Leftover rows: a pair shares each load of x (a rank-2 LoRA factor is
-  // such a pair), then single rows; four FMA chains per row so a short
-  // matrix is not bound by FMA latency.
   const std::size_t quads = cols / (4 * lanes) * (4 * lanes);
-  if (r + 2 <= rows) {
-    const W* w0 = w + r * row_stride;
-    const W* w1 = w0 + row_stride;
-    auto a0 = hn::Zero(d), a1 = hn::Zero(d), b0 = hn::Zero(d), b1 = hn::Zero(d);
-    auto c0 = hn::Zero(d), c1 = hn::Zero(d), e0 = hn::Zero(d), e1 = hn::Zero(d);
-    std::size_t c = 0;
-    for (; c < quads; c += 4 * lanes) {
-      const auto xa = hn::LoadU(d, x + c);
-      const auto xb = hn::LoadU(d, x + c + lanes);
-      const auto xc = hn::LoadU(d, x + c + 2 * lanes);
-      const auto xe = hn::LoadU(d, x + c + 3 * lanes);
-      a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
-      a1 = hn::MulAdd(load_as_f32(d, w1 + c), xa, a1);
-      b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), xb, b0);
-      b1 = hn::MulAdd(load_as_f32(d, w1 + c + lanes), xb, b1);
-      c0 = hn::MulAdd(load_as_f32(d, w0 + c + 2 * lanes), xc, c0);
-      c1 = hn::MulAdd(load_as_f32(d, w1 + c + 2 * lanes), xc, c1);
-      e0 = hn::MulAdd(load_as_f32(d, w0 + c + 3 * lanes), xe, e0);
-      e1 = hn::MulAdd(load_as_f32(d, w1 + c + 3 * lanes), xe, e1);
-    }
-    for (; c < full; c += lanes) {
-      const auto xa = hn::LoadU(d, x + c);
-      a0 = hn::MulAdd(load_as_f32(d, w0 + c), xa, a0);
-      a1 = hn::MulAdd(load_as_f32(d, w1 + c), xa, a1);
-    }
-    float s0 = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, b0), hn::Add(c0, e0))));
-    float s1 = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a1, b1), hn::Add(c1, e1))));
-    for (; c < cols; ++c) {
-      s0 += scalar::detail::widen(w0[c]) * x[c];
-      s1 += scalar::detail::widen(w1[c]) * x[c];
-    }
-    y[r] = s0;
-    y[r + 1] = s1;
-    r += 2;
-  }
-  for (; r < rows; ++r) {
+  weight_prefetcher pf(w, rows == 0 ? 0 : ((rows - 1) * row_stride + cols) * sizeof(W));
+  for (std::size_t r = 0; r < rows; ++r) {
     const W* w0 = w + r * row_stride;
     auto a0 = hn::Zero(d), b0 = hn::Zero(d), c0 = hn::Zero(d), e0 = hn::Zero(d);
     std::size_t c = 0;
     for (; c < quads; c += 4 * lanes) {
+      pf.advance(w0 + c + 4 * lanes);
       a0 = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), a0);
       b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), hn::LoadU(d, x + c + lanes), b0);
       c0 = hn::MulAdd(load_as_f32(d, w0 + c + 2 * lanes), hn::LoadU(d, x + c + 2 * lanes), c0);

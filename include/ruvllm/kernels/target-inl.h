@@ -20,48 +20,40 @@ namespace ruvllm::kernels::HWY_NAMESPACE {
 
 inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 
-/// Software prefetch of a weight-streaming call's bytes, in two sequential
-/// streams kept ahead of an estimate of the bytes consumed so far: into L2
-/// ~48 KiB ahead (L2 tracks more misses in flight than L1, and bandwidth x
-/// latency is tens of KiB), then into L1 ~4 KiB ahead, one cache line per
-/// instruction. GEMV kernels read groups of rows side by side, and four
-/// interleaved row streams lose the hardware prefetchers: on Zen 5 a Q4_0
-/// GEMV streamed from DRAM at ~45-55% of the bandwidth on the hardware
-/// prefetchers alone, ~65% with one stream into L1, ~75-85% with both; L2
-/// distances from 24 to 192 KiB measured alike. Positions are offsets into
-/// the call's bytes, so no pointer is ever formed past them (a matrix may be
-/// smaller than the distances).
+/// Software prefetch of a weight-streaming call's bytes into L1, one cache
+/// line per instruction, kept a fixed distance ahead of the bytes consumed so
+/// far. GEMV kernels read one row at a time, so the weights are one
+/// sequential stream: the hardware prefetchers follow it, and this stream
+/// runs far enough ahead of them to overlap DRAM latency with the kernels'
+/// arithmetic. Measured on Zen 5, GEMV over a 1 GiB matrix of 2048 columns
+/// (a plain AVX-512 read of it: ~30 GB/s at one thread, ~50-58 at two):
+///   * Q4_0 one row at a time, 8 KiB ahead: 24-26.5 GB/s at one thread,
+///     48-50 at two (4 and 16 KiB within noise of 8); the hardware
+///     prefetchers alone 23-24 at one thread;
+///   * Q4_0 four rows side by side, which loses the hardware prefetchers,
+///     with 48 KiB (L2) and 4 KiB (L1) software streams: 18-19 and 35-36;
+///     even a bare read of four side-by-side rows stays near 24 at one
+///     thread with those streams;
+///   * Q8_0 one row at a time 23.5-24.4 at one thread, four rows 16-18.
+/// Positions are offsets into the call's bytes, so no pointer is ever formed
+/// past them (a matrix may be smaller than the distance).
 struct weight_prefetcher {
+  static constexpr std::size_t distance = std::size_t{8} << 10;
+
   const char* base;
   std::size_t bytes;
-  std::size_t far, near;
-  std::size_t next_far, next_near;
+  std::size_t next = distance;
+
+  weight_prefetcher(const void* call_bytes, std::size_t size)
+      : base(static_cast<const char*>(call_bytes)), bytes(size) {}
 
   /// `consumed_at` points into the call's bytes (or one past them).
   HWY_INLINE void advance(const void* consumed_at) {
     const auto consumed = static_cast<std::size_t>(static_cast<const char*>(consumed_at) - base);
-    const std::size_t to_far = consumed + far < bytes ? consumed + far : bytes;
-    for (; next_far < to_far; next_far += 64) prefetch_l2(base + next_far);
-    const std::size_t to_near = consumed + near < bytes ? consumed + near : bytes;
-    for (; next_near < to_near; next_near += 64) hwy::Prefetch(base + next_near);
-  }
-  static HWY_INLINE void prefetch_l2(const char* p) {
-#if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
-    __builtin_prefetch(p, 0, 2);
-#else
-    hwy::Prefetch(p);
-#endif
+    const std::size_t to = consumed + distance < bytes ? consumed + distance : bytes;
+    for (; next < to; next += 64) hwy::Prefetch(base + next);
   }
 };
-
-/// The prefetcher of a call over [base, base + bytes) that reads groups of
-/// `group_bytes` (rows side by side): the distances are the measured ones
-/// plus a group's span, since a group's last row is read that far ahead of
-/// the bytes-consumed estimate.
-HWY_INLINE weight_prefetcher make_weight_prefetcher(const void* base, std::size_t bytes, std::size_t group_bytes) {
-  const std::size_t far = (std::size_t{48} << 10) + group_bytes, near = (std::size_t{4} << 10) + group_bytes;
-  return weight_prefetcher{static_cast<const char*>(base), bytes, far, near, far, near};
-}
 
 }  // namespace ruvllm::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
