@@ -6036,8 +6036,10 @@ struct weight_prefetcher {
   std::size_t bytes;
   std::size_t next = distance;
 
-  weight_prefetcher(const void* call_bytes, std::size_t size)
-      : base(static_cast<const char*>(call_bytes)), bytes(size) {}
+  /// Over `rows` rows of `row_bytes` bytes, `stride_bytes` apart from
+  /// `first_row`: the call's bytes end with the last row's last byte.
+  weight_prefetcher(const void* first_row, std::size_t rows, std::size_t stride_bytes, std::size_t row_bytes)
+      : base(static_cast<const char*>(first_row)), bytes(rows == 0 ? 0 : (rows - 1) * stride_bytes + row_bytes) {}
 
   /// `consumed_at` points into the call's bytes (or one past them).
   HWY_INLINE void advance(const void* consumed_at) {
@@ -6903,7 +6905,7 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
   const std::size_t lanes = hn::Lanes(d);
   const std::size_t full = cols / lanes * lanes;
   const std::size_t quads = cols / (4 * lanes) * (4 * lanes);
-  weight_prefetcher pf(w, rows == 0 ? 0 : ((rows - 1) * row_stride + cols) * sizeof(W));
+  weight_prefetcher pf(w, rows, row_stride * sizeof(W), cols * sizeof(W));
   for (std::size_t r = 0; r < rows; ++r) {
     const W* w0 = w + r * row_stride;
     auto a0 = hn::Zero(d), b0 = hn::Zero(d), c0 = hn::Zero(d), e0 = hn::Zero(d);
@@ -8112,7 +8114,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
                                                 const q8_0_quad* a, std::size_t n, float* out) {
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<Q4>();
-  weight_prefetcher pf(base, rows == 0 ? 0 : (rows - 1) * row_stride + n / 32 * (quad_bytes<Q4> / 4));
+  weight_prefetcher pf(base, rows, row_stride, n / 32 * (quad_bytes<Q4> / 4));
   for (std::size_t r = 0; r < rows; ++r) quad_row<Q4>(base + r * row_stride, a, n / 32, out + r, c, pf);
 }
 
@@ -18188,11 +18190,14 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
 /// bytes per row: up to ~512 KiB of weights, as a power of two dividing
 /// every matrix of the job (`rows_gcd`), so no item straddles two matrices.
 /// Each item restarts the kernel's software prefetch, whose first lines
-/// arrive cold (~0.6 us an item), so small items cost bandwidth: 2-thread
-/// 1B q4_0 decode read 0.55 of the probe's bandwidth with 64 KiB items, 0.60
-/// with 256 KiB and 0.64 with 512 KiB (medians of three interleaved runs).
-/// Half a megabyte is still ~30 us of streaming, so a chunk the caller takes
-/// over from a descheduled worker costs little.
+/// arrive cold, and costs a claim and a publish in the pool, so small items
+/// cost bandwidth: 2-thread 1B q4_0 decode read 0.55 of the probe's bandwidth
+/// with 64 KiB items, 0.60 with 256 KiB and 0.64 with 512 KiB (medians of
+/// three interleaved runs). With the one-row GEMVs, items of an eighth of a
+/// thread's share (64-512 KiB) ran 110M q4_0 2-thread decode at 456-488
+/// tok/s against 555-573 with 512 KiB, and 1 MiB items were no faster there
+/// and slower on 1B. Half a megabyte is still ~20 us of streaming, so a chunk
+/// the caller takes over from a descheduled worker costs little.
 [[nodiscard]] inline std::size_t decode_grain(std::size_t row_bytes, std::size_t rows_gcd) noexcept {
   const std::size_t want = std::max<std::size_t>(1, (std::size_t{512} << 10) / std::max<std::size_t>(row_bytes, 1));
   std::size_t g = 1;

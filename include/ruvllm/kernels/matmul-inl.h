@@ -46,7 +46,7 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
   const std::size_t lanes = hn::Lanes(d);
   const std::size_t full = cols / lanes * lanes;
   const std::size_t quads = cols / (4 * lanes) * (4 * lanes);
-  weight_prefetcher pf(w, rows == 0 ? 0 : ((rows - 1) * row_stride + cols) * sizeof(W));
+  weight_prefetcher pf(w, rows, row_stride * sizeof(W), cols * sizeof(W));
   for (std::size_t r = 0; r < rows; ++r) {
     const W* w0 = w + r * row_stride;
     auto a0 = hn::Zero(d), b0 = hn::Zero(d), c0 = hn::Zero(d), e0 = hn::Zero(d);

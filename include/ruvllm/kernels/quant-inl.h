@@ -556,7 +556,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
                                                 const q8_0_quad* a, std::size_t n, float* out) {
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<Q4>();
-  weight_prefetcher pf(base, rows == 0 ? 0 : (rows - 1) * row_stride + n / 32 * (quad_bytes<Q4> / 4));
+  weight_prefetcher pf(base, rows, row_stride, n / 32 * (quad_bytes<Q4> / 4));
   for (std::size_t r = 0; r < rows; ++r) quad_row<Q4>(base + r * row_stride, a, n / 32, out + r, c, pf);
 }
 

@@ -44,8 +44,10 @@ struct weight_prefetcher {
   std::size_t bytes;
   std::size_t next = distance;
 
-  weight_prefetcher(const void* call_bytes, std::size_t size)
-      : base(static_cast<const char*>(call_bytes)), bytes(size) {}
+  /// Over `rows` rows of `row_bytes` bytes, `stride_bytes` apart from
+  /// `first_row`: the call's bytes end with the last row's last byte.
+  weight_prefetcher(const void* first_row, std::size_t rows, std::size_t stride_bytes, std::size_t row_bytes)
+      : base(static_cast<const char*>(first_row)), bytes(rows == 0 ? 0 : (rows - 1) * stride_bytes + row_bytes) {}
 
   /// `consumed_at` points into the call's bytes (or one past them).
   HWY_INLINE void advance(const void* consumed_at) {

@@ -354,11 +354,14 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
 /// bytes per row: up to ~512 KiB of weights, as a power of two dividing
 /// every matrix of the job (`rows_gcd`), so no item straddles two matrices.
 /// Each item restarts the kernel's software prefetch, whose first lines
-/// arrive cold (~0.6 us an item), so small items cost bandwidth: 2-thread
-/// 1B q4_0 decode read 0.55 of the probe's bandwidth with 64 KiB items, 0.60
-/// with 256 KiB and 0.64 with 512 KiB (medians of three interleaved runs).
-/// Half a megabyte is still ~30 us of streaming, so a chunk the caller takes
-/// over from a descheduled worker costs little.
+/// arrive cold, and costs a claim and a publish in the pool, so small items
+/// cost bandwidth: 2-thread 1B q4_0 decode read 0.55 of the probe's bandwidth
+/// with 64 KiB items, 0.60 with 256 KiB and 0.64 with 512 KiB (medians of
+/// three interleaved runs). With the one-row GEMVs, items of an eighth of a
+/// thread's share (64-512 KiB) ran 110M q4_0 2-thread decode at 456-488
+/// tok/s against 555-573 with 512 KiB, and 1 MiB items were no faster there
+/// and slower on 1B. Half a megabyte is still ~20 us of streaming, so a chunk
+/// the caller takes over from a descheduled worker costs little.
 [[nodiscard]] inline std::size_t decode_grain(std::size_t row_bytes, std::size_t rows_gcd) noexcept {
   const std::size_t want = std::max<std::size_t>(1, (std::size_t{512} << 10) / std::max<std::size_t>(row_bytes, 1));
   std::size_t g = 1;
