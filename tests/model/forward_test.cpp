@@ -16,6 +16,7 @@
 #include "ruvllm/kv/radix_cache.hpp"
 #include "ruvllm/model/llama.hpp"
 #include "support/json.hpp"
+#include "support/property.hpp"
 
 namespace {
 
@@ -177,6 +178,62 @@ TEST_CASE("forward pass: a cached prefix, chunked batches and thread counts give
   double worst = 0.0;
   for (std::size_t i = 0; i < vocab; ++i) worst = std::max(worst, std::fabs(static_cast<double>(cached[i]) - whole[i]));
   CHECK(worst <= 1e-4);
+}
+
+TEST_CASE("forward pass: decode steps give the same logits at every thread count", "[model][forward]") {
+  // Decode products split their stacked rows into as many work items as
+  // balance the pool, so items straddle the Q/K/V matrices differently at
+  // each thread count; every row must still come out bit for bit the same.
+  for (const char* name : {"tiny-f32.gguf", "tiny-q8_0.gguf", "tiny-q4_0.gguf"}) {
+    INFO(name);
+    auto model = llama_model::open(ruvllm::test::conformance_path(name));
+    REQUIRE(model.has_value());
+    const std::size_t vocab = model->hparams().n_vocab;
+    const std::vector<token_id> prompt = {1, 15, 27, 300, 9, 44};
+    const auto steps = [&](std::size_t threads) {
+      ruvllm::thread_pool pool(threads);
+      auto ctx = llama_context<>::create(*model, pool, {.n_ctx = 64, .max_batch = 8});
+      REQUIRE(ctx.has_value());
+      std::vector<float> logits(vocab), all;
+      REQUIRE(ctx->eval(prompt, logits).has_value());
+      for (const token_id t : {token_id{3}, token_id{200}, token_id{41}, token_id{7}}) {
+        REQUIRE(ctx->eval(std::span(&t, 1), logits).has_value());
+        all.insert(all.end(), logits.begin(), logits.end());
+      }
+      return all;
+    };
+    const std::vector<float> one = steps(1);
+    CHECK(steps(2) == one);
+    CHECK(steps(3) == one);
+  }
+}
+
+TEST_CASE("decode work items are at most ~512 KiB and balance the pool", "[model][forward]") {
+  using ruvllm::model::detail::decode_grain;
+  // A 110M q4_0 model's output projection (768 rows of 432 bytes) and down
+  // projection (768 rows of 1152 bytes): one item alone, two on two threads,
+  // not three items of 256 rows.
+  CHECK(decode_grain(768, 768 * 432, 1) == 768);
+  CHECK(decode_grain(768, 768 * 432, 2) == 384);
+  CHECK(decode_grain(768, 768 * 1152, 2) == 384);
+  CHECK(decode_grain(768, 768 * 1152, 3) == 256);
+  // A 1B q4_0 output projection (2048 rows of 1152 bytes): 4.5 items of
+  // 512 KiB make 5 alone, 6 on two threads and 8 on four.
+  CHECK(decode_grain(2048, 2048 * 1152, 1) == 410);
+  CHECK(decode_grain(2048, 2048 * 1152, 2) == 342);
+  CHECK(decode_grain(2048, 2048 * 1152, 4) == 256);
+  CHECK(decode_grain(0, 0, 2) == 1);
+  ruvllm::test::check_property(83, 500, [](ruvllm::test::rng& gen, std::size_t) {
+    const std::size_t rows = gen.uniform_index(1, 200000), row_bytes = gen.uniform_index(1, 40000);
+    const std::size_t threads = gen.uniform_index(1, 8);
+    const std::size_t g = decode_grain(rows, rows * row_bytes, threads);
+    REQUIRE(g >= 1);
+    REQUIRE(g <= rows);
+    REQUIRE(g * row_bytes <= (std::size_t{512} << 10) + row_bytes);  // ~512 KiB, or one row
+    const std::size_t items = (rows + g - 1) / g;
+    // Every thread gets an item when there are rows enough.
+    if (rows >= threads) REQUIRE(items >= threads);
+  });
 }
 
 TEST_CASE("forward pass: bad input is an error and changes nothing", "[model][forward]") {

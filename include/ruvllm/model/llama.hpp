@@ -35,7 +35,6 @@
 #include <initializer_list>
 #include <limits>
 #include <memory>
-#include <numeric>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -350,9 +349,11 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
   }
 }
 
-/// Rows per work item of a decode product over matrices of `row_bytes`
-/// bytes per row: up to ~512 KiB of weights, as a power of two dividing
-/// every matrix of the job (`rows_gcd`), so no item straddles two matrices.
+/// Rows per work item of a decode product of `rows` rows and `bytes` bytes
+/// of weights on a pool of `threads` threads: items of up to ~512 KiB, their
+/// count rounded up to a multiple of the thread count so that every thread
+/// gets the same share. Items may straddle the matrices of a stacked job
+/// (the bodies make one kernel call per matrix they touch).
 /// Each item restarts the kernel's software prefetch, whose first lines
 /// arrive cold, and costs a claim and a publish in the pool, so small items
 /// cost bandwidth: 2-thread 1B q4_0 decode read 0.55 of the probe's bandwidth
@@ -361,12 +362,16 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
 /// thread's share (64-512 KiB) ran 110M q4_0 2-thread decode at 456-488
 /// tok/s against 555-573 with 512 KiB, and 1 MiB items were no faster there
 /// and slower on 1B. Half a megabyte is still ~20 us of streaming, so a chunk
-/// the caller takes over from a descheduled worker costs little.
-[[nodiscard]] inline std::size_t decode_grain(std::size_t row_bytes, std::size_t rows_gcd) noexcept {
-  const std::size_t want = std::max<std::size_t>(1, (std::size_t{512} << 10) / std::max<std::size_t>(row_bytes, 1));
-  std::size_t g = 1;
-  while (g * 2 <= want && rows_gcd % (g * 2) == 0) g *= 2;
-  return g;
+/// the caller takes over from a descheduled worker costs little. A count
+/// that is not a multiple of the threads idles one of them for the last
+/// item: a 110M q4_0 model's output and down projections (332 and 884 KiB) made
+/// three items, two for one thread and one for the other.
+[[nodiscard]] inline std::size_t decode_grain(std::size_t rows, std::size_t bytes, std::size_t threads) noexcept {
+  constexpr std::size_t item_bytes = std::size_t{512} << 10;
+  threads = std::max<std::size_t>(threads, 1);
+  const std::size_t items = std::max<std::size_t>(1, (bytes + item_bytes - 1) / item_bytes);
+  const std::size_t balanced = (items + threads - 1) / threads * threads;
+  return std::max<std::size_t>(1, (rows + balanced - 1) / balanced);
 }
 
 }  // namespace detail
@@ -803,21 +808,20 @@ class llama_context {
       weight_matrix m[3];
       std::size_t end[3];  // cumulative row counts
     } seg{};
-    std::size_t rows = 0, gcd = 0, widest_row = 0;
+    std::size_t rows = 0, bytes = 0;
     for (std::size_t i = 0; i < 3; ++i) {
       const weight_matrix* m = ms[i] != nullptr ? ms[i] : &m0;
       seg.m[i] = *m;
       if (ms[i] != nullptr) {
         rows += m->rows;
-        gcd = std::gcd(gcd, m->rows);
-        widest_row = std::max(widest_row, m->row_bytes);
+        bytes += m->rows * m->row_bytes;
       }
       seg.end[i] = rows;
     }
     // Any range of the stacked rows: one kernel call per matrix it touches
     // (a caller running alone gets the whole range, and the kernels' software
     // prefetch then runs through whole matrices).
-    const std::size_t grain = detail::decode_grain(widest_row, gcd);
+    const std::size_t grain = detail::decode_grain(rows, bytes, pool_->size());
     pool_->run_replicated(rows, grain, y, 1,
                           [seg, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
                             std::size_t first = 0;
@@ -841,7 +845,8 @@ class llama_context {
       return;
     }
     const detail::prepared_input in = prepare(x, l.gate.cols, {l.gate.type, l.up.type});
-    const std::size_t grain = detail::decode_grain(l.gate.row_bytes + l.up.row_bytes, l.gate.rows);
+    const std::size_t grain =
+        detail::decode_grain(l.gate.rows, l.gate.rows * (l.gate.row_bytes + l.up.row_bytes), pool_->size());
     const weight_matrix gate = l.gate, up = l.up;
     // The up rows of a range go to the thread's own scratch (a late worker
     // must write nothing shared): n_ff floats per thread in buf_.up.
