@@ -215,6 +215,7 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
       if (!ctx->eval(prompt, logits)) rb::detail::fail("prefill failed");
       const token_id next = 17;
       const cotenant busy;
+      const ruvllm::thread_pool_stats before = pool(threads).stats();
       // Wall clock at any thread count: see the file comment.
       rb::timed_loop(
           state,
@@ -225,6 +226,17 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
           2);
       const double seconds = rb::seconds_per_iteration(state);
       state.counters["tok_s"] = benchmark::Counter(1.0 / seconds);
+      if (threads > 1) {
+        // How the pool coped: the share of jobs it ran without the workers
+        // (adaptive), and chunks per token the caller took over from a
+        // descheduled worker.
+        const ruvllm::thread_pool_stats after = pool(threads).stats();
+        const double jobs = static_cast<double>(after.jobs - before.jobs);
+        state.counters["solo_frac"] = benchmark::Counter(jobs > 0 ? (after.solo_jobs - before.solo_jobs) / jobs : 0.0);
+        state.counters["taken_per_tok"] =
+            benchmark::Counter(static_cast<double>(after.chunks_recomputed - before.chunks_recomputed) /
+                               static_cast<double>(state.iterations()));
+      }
       if (threads == 1) {
         cotenant_single()[single_key] = seconds;
       } else if (const auto it = cotenant_single().find(single_key); it != cotenant_single().end()) {

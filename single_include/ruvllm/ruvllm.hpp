@@ -1556,7 +1556,8 @@ class mapped_file {
 //  * run_replicated() also checks that the workers pay for themselves: it
 //    measures the chunks completed per second over windows of jobs with the
 //    workers and without them (the caller alone, the workers asleep), keeps
-//    the faster way, and tests again from time to time (options::adaptive).
+//    the workers only when they are clearly faster, and tests again from
+//    time to time (options::adaptive).
 //    A worker that only gets a sliver of a shared core, or that the OS packs
 //    onto the caller's core, then sleeps instead of slowing the caller down.
 //    Together this is what keeps a 2-thread decode at least as fast as a
@@ -1638,7 +1639,7 @@ struct thread_pool_options {
   /// run_replicated(): floats of staging per worker; bounds chunk * per_item.
   std::size_t staging_floats = 16384;
   /// run_replicated(): measure whether the workers speed jobs up and run
-  /// without them when they do not (see the file comment).
+  /// without them when they do not (see the file comment and helper_probe).
   bool adaptive = true;
   /// run_replicated(): a measuring window is at least this many jobs ...
   std::uint32_t probe_jobs = 64;
@@ -1819,19 +1820,26 @@ class thread_pool {
     std::atomic<std::uint64_t> body[max_body_bytes / 8] = {};
   };
 
-  // The adaptive choice of run_replicated (caller-owned): windows of jobs
-  // alternate between measuring with the workers, measuring without them,
-  // and running a while the faster way; the comparison is the chunks
-  // completed per second of wall time, gaps between jobs included.
+  // The adaptive choice of run_replicated (caller-owned). A measurement is
+  // four windows in the order with, without, without, with the workers
+  // (ABBA), so a bandwidth or scheduling drift that is linear over the four
+  // cancels out of the comparison instead of deciding it; the comparison is
+  // the chunks completed per second of wall time, gaps between jobs
+  // included. The workers are kept only when they are clearly (3%) faster:
+  // on a tie the caller alone is as fast and leaves the other core to
+  // whoever holds it. Then the chosen way runs a while (32 windows with the
+  // workers; 1, 2, 4 ... 64 without, doubling while they keep losing) before
+  // the next measurement.
   struct helper_probe {
-    enum class phase : std::uint8_t { measure_on, measure_off, settled };
-    phase stage = phase::measure_on;
+    static constexpr std::uint8_t measuring_windows = 4;
+    bool measuring = true;
     bool workers_on = true;
+    std::uint8_t window = 0;  // within a measurement
     std::uint64_t jobs = 0, chunks = 0;
     std::chrono::steady_clock::time_point start{};
-    double rate_on = 0.0;
-    std::uint32_t settle_left = 0;  // windows left in the settled mode
-    std::uint32_t off_backoff = 1;  // settled windows after the workers lost, doubling
+    double chunks_of[2] = {}, seconds_of[2] = {};  // [workers_on]
+    std::uint32_t settle_left = 0;                 // windows left in the settled mode
+    std::uint32_t off_backoff = 1;                 // settled windows after the workers lost, doubling
   };
 
   void probe_job(std::size_t chunks) noexcept {
@@ -1842,30 +1850,30 @@ class thread_pool {
     ++p.jobs;
     p.chunks += chunks;
     if (p.jobs < options_.probe_jobs || now - p.start < options_.probe_time) return;
-    const double rate = static_cast<double>(p.chunks) / std::chrono::duration<double>(now - p.start).count();
+    const double seconds = std::chrono::duration<double>(now - p.start).count();
+    const std::uint64_t window_chunks = p.chunks;
     p.jobs = 0;
     p.chunks = 0;
-    switch (p.stage) {
-      case helper_probe::phase::measure_on:
-        p.rate_on = rate;
-        p.stage = helper_probe::phase::measure_off;
-        p.workers_on = false;
-        return;
-      case helper_probe::phase::measure_off: {
-        // Keep the workers unless they are clearly (3%) slower than none.
-        const bool on = p.rate_on * 1.03 >= rate;
-        p.workers_on = on;
-        p.stage = helper_probe::phase::settled;
-        p.settle_left = on ? 16 : p.off_backoff;
-        p.off_backoff = on ? 1 : std::min<std::uint32_t>(p.off_backoff * 2, 64);
-        return;
-      }
-      case helper_probe::phase::settled:
-        if (--p.settle_left > 0) return;
-        p.stage = helper_probe::phase::measure_on;
-        p.workers_on = true;
-        return;
+    if (!p.measuring) {
+      if (--p.settle_left > 0) return;
+      p.measuring = true;
+      p.window = 0;
+      p.chunks_of[0] = p.chunks_of[1] = p.seconds_of[0] = p.seconds_of[1] = 0.0;
+      p.workers_on = true;
+      return;
     }
+    p.chunks_of[p.workers_on] += static_cast<double>(window_chunks);
+    p.seconds_of[p.workers_on] += seconds;
+    if (++p.window < helper_probe::measuring_windows) {
+      p.workers_on = p.window == 3;  // with, without, without, with
+      return;
+    }
+    const double rate_on = p.chunks_of[1] / p.seconds_of[1], rate_off = p.chunks_of[0] / p.seconds_of[0];
+    const bool on = rate_on >= 1.03 * rate_off;
+    p.workers_on = on;
+    p.measuring = false;
+    p.settle_left = on ? 32 : p.off_backoff;
+    p.off_backoff = on ? 1 : std::min<std::uint32_t>(p.off_backoff * 2, 64);
   }
 
   // run_replicated chunk states: the job's epoch in the high bits, so a state
@@ -17882,7 +17890,6 @@ concept ProjectionHook = std::is_class_v<H> &&(!H::enabled || requires(const H& 
 #include <initializer_list>
 #include <limits>
 #include <memory>
-#include <numeric>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -18186,9 +18193,11 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
   }
 }
 
-/// Rows per work item of a decode product over matrices of `row_bytes`
-/// bytes per row: up to ~512 KiB of weights, as a power of two dividing
-/// every matrix of the job (`rows_gcd`), so no item straddles two matrices.
+/// Rows per work item of a decode product of `rows` rows and `bytes` bytes
+/// of weights on a pool of `threads` threads: items of up to ~512 KiB, their
+/// count rounded up to a multiple of the thread count so that every thread
+/// gets the same share. Items may straddle the matrices of a stacked job
+/// (the bodies make one kernel call per matrix they touch).
 /// Each item restarts the kernel's software prefetch, whose first lines
 /// arrive cold, and costs a claim and a publish in the pool, so small items
 /// cost bandwidth: 2-thread 1B q4_0 decode read 0.55 of the probe's bandwidth
@@ -18197,12 +18206,16 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
 /// thread's share (64-512 KiB) ran 110M q4_0 2-thread decode at 456-488
 /// tok/s against 555-573 with 512 KiB, and 1 MiB items were no faster there
 /// and slower on 1B. Half a megabyte is still ~20 us of streaming, so a chunk
-/// the caller takes over from a descheduled worker costs little.
-[[nodiscard]] inline std::size_t decode_grain(std::size_t row_bytes, std::size_t rows_gcd) noexcept {
-  const std::size_t want = std::max<std::size_t>(1, (std::size_t{512} << 10) / std::max<std::size_t>(row_bytes, 1));
-  std::size_t g = 1;
-  while (g * 2 <= want && rows_gcd % (g * 2) == 0) g *= 2;
-  return g;
+/// the caller takes over from a descheduled worker costs little. A count
+/// that is not a multiple of the threads idles one of them for the last
+/// item: a 110M q4_0 model's output and down projections (332 and 884 KiB) made
+/// three items, two for one thread and one for the other.
+[[nodiscard]] inline std::size_t decode_grain(std::size_t rows, std::size_t bytes, std::size_t threads) noexcept {
+  constexpr std::size_t item_bytes = std::size_t{512} << 10;
+  threads = std::max<std::size_t>(threads, 1);
+  const std::size_t items = std::max<std::size_t>(1, (bytes + item_bytes - 1) / item_bytes);
+  const std::size_t balanced = (items + threads - 1) / threads * threads;
+  return std::max<std::size_t>(1, (rows + balanced - 1) / balanced);
 }
 
 }  // namespace detail
@@ -18639,21 +18652,20 @@ class llama_context {
       weight_matrix m[3];
       std::size_t end[3];  // cumulative row counts
     } seg{};
-    std::size_t rows = 0, gcd = 0, widest_row = 0;
+    std::size_t rows = 0, bytes = 0;
     for (std::size_t i = 0; i < 3; ++i) {
       const weight_matrix* m = ms[i] != nullptr ? ms[i] : &m0;
       seg.m[i] = *m;
       if (ms[i] != nullptr) {
         rows += m->rows;
-        gcd = std::gcd(gcd, m->rows);
-        widest_row = std::max(widest_row, m->row_bytes);
+        bytes += m->rows * m->row_bytes;
       }
       seg.end[i] = rows;
     }
     // Any range of the stacked rows: one kernel call per matrix it touches
     // (a caller running alone gets the whole range, and the kernels' software
     // prefetch then runs through whole matrices).
-    const std::size_t grain = detail::decode_grain(widest_row, gcd);
+    const std::size_t grain = detail::decode_grain(rows, bytes, pool_->size());
     pool_->run_replicated(rows, grain, y, 1,
                           [seg, in](std::size_t begin, std::size_t end, std::size_t, float* dst) noexcept {
                             std::size_t first = 0;
@@ -18677,7 +18689,8 @@ class llama_context {
       return;
     }
     const detail::prepared_input in = prepare(x, l.gate.cols, {l.gate.type, l.up.type});
-    const std::size_t grain = detail::decode_grain(l.gate.row_bytes + l.up.row_bytes, l.gate.rows);
+    const std::size_t grain =
+        detail::decode_grain(l.gate.rows, l.gate.rows * (l.gate.row_bytes + l.up.row_bytes), pool_->size());
     const weight_matrix gate = l.gate, up = l.up;
     // The up rows of a range go to the thread's own scratch (a late worker
     // must write nothing shared): n_ff floats per thread in buf_.up.

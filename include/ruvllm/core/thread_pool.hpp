@@ -32,7 +32,8 @@
 //  * run_replicated() also checks that the workers pay for themselves: it
 //    measures the chunks completed per second over windows of jobs with the
 //    workers and without them (the caller alone, the workers asleep), keeps
-//    the faster way, and tests again from time to time (options::adaptive).
+//    the workers only when they are clearly faster, and tests again from
+//    time to time (options::adaptive).
 //    A worker that only gets a sliver of a shared core, or that the OS packs
 //    onto the caller's core, then sleeps instead of slowing the caller down.
 //    Together this is what keeps a 2-thread decode at least as fast as a
@@ -116,7 +117,7 @@ struct thread_pool_options {
   /// run_replicated(): floats of staging per worker; bounds chunk * per_item.
   std::size_t staging_floats = 16384;
   /// run_replicated(): measure whether the workers speed jobs up and run
-  /// without them when they do not (see the file comment).
+  /// without them when they do not (see the file comment and helper_probe).
   bool adaptive = true;
   /// run_replicated(): a measuring window is at least this many jobs ...
   std::uint32_t probe_jobs = 64;
@@ -297,19 +298,26 @@ class thread_pool {
     std::atomic<std::uint64_t> body[max_body_bytes / 8] = {};
   };
 
-  // The adaptive choice of run_replicated (caller-owned): windows of jobs
-  // alternate between measuring with the workers, measuring without them,
-  // and running a while the faster way; the comparison is the chunks
-  // completed per second of wall time, gaps between jobs included.
+  // The adaptive choice of run_replicated (caller-owned). A measurement is
+  // four windows in the order with, without, without, with the workers
+  // (ABBA), so a bandwidth or scheduling drift that is linear over the four
+  // cancels out of the comparison instead of deciding it; the comparison is
+  // the chunks completed per second of wall time, gaps between jobs
+  // included. The workers are kept only when they are clearly (3%) faster:
+  // on a tie the caller alone is as fast and leaves the other core to
+  // whoever holds it. Then the chosen way runs a while (32 windows with the
+  // workers; 1, 2, 4 ... 64 without, doubling while they keep losing) before
+  // the next measurement.
   struct helper_probe {
-    enum class phase : std::uint8_t { measure_on, measure_off, settled };
-    phase stage = phase::measure_on;
+    static constexpr std::uint8_t measuring_windows = 4;
+    bool measuring = true;
     bool workers_on = true;
+    std::uint8_t window = 0;  // within a measurement
     std::uint64_t jobs = 0, chunks = 0;
     std::chrono::steady_clock::time_point start{};
-    double rate_on = 0.0;
-    std::uint32_t settle_left = 0;  // windows left in the settled mode
-    std::uint32_t off_backoff = 1;  // settled windows after the workers lost, doubling
+    double chunks_of[2] = {}, seconds_of[2] = {};  // [workers_on]
+    std::uint32_t settle_left = 0;                 // windows left in the settled mode
+    std::uint32_t off_backoff = 1;                 // settled windows after the workers lost, doubling
   };
 
   void probe_job(std::size_t chunks) noexcept {
@@ -320,30 +328,30 @@ class thread_pool {
     ++p.jobs;
     p.chunks += chunks;
     if (p.jobs < options_.probe_jobs || now - p.start < options_.probe_time) return;
-    const double rate = static_cast<double>(p.chunks) / std::chrono::duration<double>(now - p.start).count();
+    const double seconds = std::chrono::duration<double>(now - p.start).count();
+    const std::uint64_t window_chunks = p.chunks;
     p.jobs = 0;
     p.chunks = 0;
-    switch (p.stage) {
-      case helper_probe::phase::measure_on:
-        p.rate_on = rate;
-        p.stage = helper_probe::phase::measure_off;
-        p.workers_on = false;
-        return;
-      case helper_probe::phase::measure_off: {
-        // Keep the workers unless they are clearly (3%) slower than none.
-        const bool on = p.rate_on * 1.03 >= rate;
-        p.workers_on = on;
-        p.stage = helper_probe::phase::settled;
-        p.settle_left = on ? 16 : p.off_backoff;
-        p.off_backoff = on ? 1 : std::min<std::uint32_t>(p.off_backoff * 2, 64);
-        return;
-      }
-      case helper_probe::phase::settled:
-        if (--p.settle_left > 0) return;
-        p.stage = helper_probe::phase::measure_on;
-        p.workers_on = true;
-        return;
+    if (!p.measuring) {
+      if (--p.settle_left > 0) return;
+      p.measuring = true;
+      p.window = 0;
+      p.chunks_of[0] = p.chunks_of[1] = p.seconds_of[0] = p.seconds_of[1] = 0.0;
+      p.workers_on = true;
+      return;
     }
+    p.chunks_of[p.workers_on] += static_cast<double>(window_chunks);
+    p.seconds_of[p.workers_on] += seconds;
+    if (++p.window < helper_probe::measuring_windows) {
+      p.workers_on = p.window == 3;  // with, without, without, with
+      return;
+    }
+    const double rate_on = p.chunks_of[1] / p.seconds_of[1], rate_off = p.chunks_of[0] / p.seconds_of[0];
+    const bool on = rate_on >= 1.03 * rate_off;
+    p.workers_on = on;
+    p.measuring = false;
+    p.settle_left = on ? 32 : p.off_backoff;
+    p.off_backoff = on ? 1 : std::min<std::uint32_t>(p.off_backoff * 2, 64);
   }
 
   // run_replicated chunk states: the job's epoch in the high bits, so a state
