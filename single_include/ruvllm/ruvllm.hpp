@@ -1591,6 +1591,7 @@ class mapped_file {
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <thread>
 #include <type_traits>
@@ -1831,7 +1832,7 @@ class thread_pool {
   // workers; 1, 2, 4 ... 64 without, doubling while they keep losing) before
   // the next measurement.
   struct helper_probe {
-    static constexpr std::uint8_t measuring_windows = 4;
+    static constexpr bool measuring_order[] = {true, false, false, true};  // workers_on per window
     bool measuring = true;
     bool workers_on = true;
     std::uint8_t window = 0;  // within a measurement
@@ -1859,13 +1860,13 @@ class thread_pool {
       p.measuring = true;
       p.window = 0;
       p.chunks_of[0] = p.chunks_of[1] = p.seconds_of[0] = p.seconds_of[1] = 0.0;
-      p.workers_on = true;
+      p.workers_on = helper_probe::measuring_order[0];
       return;
     }
     p.chunks_of[p.workers_on] += static_cast<double>(window_chunks);
     p.seconds_of[p.workers_on] += seconds;
-    if (++p.window < helper_probe::measuring_windows) {
-      p.workers_on = p.window == 3;  // with, without, without, with
+    if (++p.window < std::size(helper_probe::measuring_order)) {
+      p.workers_on = helper_probe::measuring_order[p.window];
       return;
     }
     const double rate_on = p.chunks_of[1] / p.seconds_of[1], rate_off = p.chunks_of[0] / p.seconds_of[0];
@@ -18211,11 +18212,10 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
 /// item: a 110M q4_0 model's output and down projections (332 and 884 KiB) made
 /// three items, two for one thread and one for the other.
 [[nodiscard]] inline std::size_t decode_grain(std::size_t rows, std::size_t bytes, std::size_t threads) noexcept {
+  using kernels::attention_detail::ceil_div, kernels::attention_detail::round_up;
   constexpr std::size_t item_bytes = std::size_t{512} << 10;
-  threads = std::max<std::size_t>(threads, 1);
-  const std::size_t items = std::max<std::size_t>(1, (bytes + item_bytes - 1) / item_bytes);
-  const std::size_t balanced = (items + threads - 1) / threads * threads;
-  return std::max<std::size_t>(1, (rows + balanced - 1) / balanced);
+  const std::size_t items = std::max<std::size_t>(1, ceil_div(bytes, item_bytes));
+  return std::max<std::size_t>(1, ceil_div(rows, round_up(items, std::max<std::size_t>(threads, 1))));
 }
 
 }  // namespace detail

@@ -67,6 +67,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <thread>
 #include <type_traits>
@@ -309,7 +310,7 @@ class thread_pool {
   // workers; 1, 2, 4 ... 64 without, doubling while they keep losing) before
   // the next measurement.
   struct helper_probe {
-    static constexpr std::uint8_t measuring_windows = 4;
+    static constexpr bool measuring_order[] = {true, false, false, true};  // workers_on per window
     bool measuring = true;
     bool workers_on = true;
     std::uint8_t window = 0;  // within a measurement
@@ -337,13 +338,13 @@ class thread_pool {
       p.measuring = true;
       p.window = 0;
       p.chunks_of[0] = p.chunks_of[1] = p.seconds_of[0] = p.seconds_of[1] = 0.0;
-      p.workers_on = true;
+      p.workers_on = helper_probe::measuring_order[0];
       return;
     }
     p.chunks_of[p.workers_on] += static_cast<double>(window_chunks);
     p.seconds_of[p.workers_on] += seconds;
-    if (++p.window < helper_probe::measuring_windows) {
-      p.workers_on = p.window == 3;  // with, without, without, with
+    if (++p.window < std::size(helper_probe::measuring_order)) {
+      p.workers_on = helper_probe::measuring_order[p.window];
       return;
     }
     const double rate_on = p.chunks_of[1] / p.seconds_of[1], rate_off = p.chunks_of[0] / p.seconds_of[0];

@@ -367,11 +367,10 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
 /// item: a 110M q4_0 model's output and down projections (332 and 884 KiB) made
 /// three items, two for one thread and one for the other.
 [[nodiscard]] inline std::size_t decode_grain(std::size_t rows, std::size_t bytes, std::size_t threads) noexcept {
+  using kernels::attention_detail::ceil_div, kernels::attention_detail::round_up;
   constexpr std::size_t item_bytes = std::size_t{512} << 10;
-  threads = std::max<std::size_t>(threads, 1);
-  const std::size_t items = std::max<std::size_t>(1, (bytes + item_bytes - 1) / item_bytes);
-  const std::size_t balanced = (items + threads - 1) / threads * threads;
-  return std::max<std::size_t>(1, (rows + balanced - 1) / balanced);
+  const std::size_t items = std::max<std::size_t>(1, ceil_div(bytes, item_bytes));
+  return std::max<std::size_t>(1, ceil_div(rows, round_up(items, std::max<std::size_t>(threads, 1))));
 }
 
 }  // namespace detail
