@@ -926,14 +926,17 @@ void check_quad_layout(const block_q8_0* blocks, std::size_t nb, const q8_0_quad
 /// covered, rows unaligned: quantize_q8_0_quads gives the quad layout of
 /// quantize_q8_0's blocks on every backend; the scalar quad rows equal the
 /// scalar block rows exactly; every backend's quad rows are within the bound
-/// of the exact dot, the same for one row as in a batch of 7, and its GEMM
-/// tile equals its rows row by row and token by token, bit for bit.
+/// of the exact dot, the same for one row as in a batch of 19, and its GEMM
+/// tile equals its rows row by row and token by token, bit for bit. Rows of
+/// 61 and more Q8_0 blocks (229 and more Q4_0 blocks) are long enough for
+/// the AVX-512 VNNI rows to go eight at a time: 19 rows are two such groups
+/// and three single rows.
 template <class Pair>
 void check_quad_dots(std::uint64_t seed) {
   using W = typename Pair::weight;
   ruvllm::test::rng gen(seed);
-  for (const std::size_t nb : std::vector<std::size_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 33, 130}) {
-    const std::size_t n = 32 * nb, rows = 7, tokens = 5, nq = q8_0_quads(n);
+  for (const std::size_t nb : std::vector<std::size_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 33, 61, 130, 229, 256}) {
+    const std::size_t n = 32 * nb, rows = 19, tokens = 5, nq = q8_0_quads(n);
     const std::size_t stride = (nb + 1) * sizeof(W) + 2;
     std::vector<unsigned char> storage(rows * stride + 64);
     const auto base = reinterpret_cast<std::uintptr_t>(storage.data());

@@ -10,6 +10,7 @@
 #define RUVLLM_KERNELS_TARGET_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstddef>
 
 #include "hwy/cache_control.h"
@@ -22,7 +23,8 @@ inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 
 /// Software prefetch of a weight-streaming call's bytes into L1, one cache
 /// line per instruction, kept a fixed distance ahead of the bytes consumed so
-/// far. GEMV kernels read one row at a time, so the weights are one
+/// far. GEMV kernels read one row at a time (the quantized ones with long
+/// rows excepted, vnni::group_row in quant-inl.h), so the weights are one
 /// sequential stream: the hardware prefetchers follow it, and this stream
 /// runs far enough ahead of them to overlap DRAM latency with the kernels'
 /// arithmetic. Measured on Zen 5, GEMV over a 1 GiB matrix of 2048 columns
@@ -46,8 +48,11 @@ struct weight_prefetcher {
 
   /// Over `rows` rows of `row_bytes` bytes, `stride_bytes` apart from
   /// `first_row`: the call's bytes end with the last row's last byte.
-  weight_prefetcher(const void* first_row, std::size_t rows, std::size_t stride_bytes, std::size_t row_bytes)
-      : base(static_cast<const char*>(first_row)), bytes(rows == 0 ? 0 : (rows - 1) * stride_bytes + row_bytes) {}
+  /// With `limit`, only the call's first `limit` bytes are prefetched.
+  weight_prefetcher(const void* first_row, std::size_t rows, std::size_t stride_bytes, std::size_t row_bytes,
+                    std::size_t limit = ~std::size_t{0})
+      : base(static_cast<const char*>(first_row)),
+        bytes(std::min(rows == 0 ? 0 : (rows - 1) * stride_bytes + row_bytes, limit)) {}
 
   /// `consumed_at` points into the call's bytes (or one past them).
   HWY_INLINE void advance(const void* consumed_at) {
