@@ -28044,8 +28044,9 @@ class lora_hook {
 //   group_commit fdatasync once group_records appends or group_interval have
 //                accumulated, and on sync(); a crash loses at most that group
 //   none         the OS decides; sync() still forces
-// reset() starts a new empty log after a checkpoint with the same
-// write-temporary, fsync, rename sequence as every full save.
+// A new log (the first of a store, or reset()'s after a checkpoint) is
+// written with the same write-temporary, fsync, rename sequence as every
+// full save.
 //
 // A failed write is cut off the file before append() returns its error; a
 // failed fdatasync (or a failed cut) leaves the log refusing further
@@ -28227,9 +28228,7 @@ class write_ahead_log {
   /// holding every record up to base was saved): atomic like every save.
   [[nodiscard]] result<void> reset(std::uint64_t base) {
     RUVLLM_TRY(sync());
-    const std::string tmp = path_ + ".tmp";
-    RUVLLM_TRY(create_empty(tmp, base));
-    RUVLLM_TRY(replace_file(tmp, path_));
+    RUVLLM_TRY(create_empty(path_, base));
     RUVLLM_TRY_ASSIGN(file_, open_file(path_, O_WRONLY | O_APPEND));
     base_ = base;
     last_ = base;
@@ -28247,6 +28246,10 @@ class write_ahead_log {
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
 
  private:
+  /// Writes an empty log at path atomically (write_file_atomically), for a
+  /// new log as for reset(): a crash while the first log of a store is being
+  /// created must leave no log at all, which the next open creates again,
+  /// rather than a file with half a header, which it must refuse.
   [[nodiscard]] static result<void> create_empty(std::string_view path, std::uint64_t base) {
     std::array<std::byte, wal_header_bytes> h{};
     std::memcpy(h.data(), wal_magic.data(), 8);
@@ -28254,10 +28257,7 @@ class write_ahead_log {
     std::memcpy(h.data() + 16, &base, 8);
     const std::uint32_t crc = crc32c(std::span<const std::byte>(h).first(28));
     std::memcpy(h.data() + 28, &crc, 4);
-    RUVLLM_TRY_ASSIGN(auto f, open_file(path, O_WRONLY | O_CREAT | O_TRUNC));
-    RUVLLM_TRY(write_all(f, h, path));
-    RUVLLM_TRY(sync_file(f, path));
-    return sync_directory(detail::parent_directory(path));
+    return write_file_atomically(path, h);
   }
 
   std::string path_;
