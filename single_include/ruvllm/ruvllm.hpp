@@ -6040,6 +6040,13 @@ inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 ///   * Q8_0 one row at a time 23.5-24.4 at one thread, four rows 16-18.
 /// Positions are offsets into the call's bytes, so no pointer is ever formed
 /// past them (a matrix may be smaller than the distance).
+/// Bytes a call over `rows` rows of `row_bytes` bytes, `stride_bytes` apart,
+/// spans: from the first row's first byte to the last row's last.
+[[nodiscard]] constexpr std::size_t call_bytes(std::size_t rows, std::size_t stride_bytes,
+                                               std::size_t row_bytes) noexcept {
+  return rows == 0 ? 0 : (rows - 1) * stride_bytes + row_bytes;
+}
+
 struct weight_prefetcher {
   static constexpr std::size_t distance = std::size_t{8} << 10;
 
@@ -6052,8 +6059,7 @@ struct weight_prefetcher {
   /// With `limit`, only the call's first `limit` bytes are prefetched.
   weight_prefetcher(const void* first_row, std::size_t rows, std::size_t stride_bytes, std::size_t row_bytes,
                     std::size_t limit = ~std::size_t{0})
-      : base(static_cast<const char*>(first_row)),
-        bytes(std::min(rows == 0 ? 0 : (rows - 1) * stride_bytes + row_bytes, limit)) {}
+      : base(static_cast<const char*>(first_row)), bytes(std::min(call_bytes(rows, stride_bytes, row_bytes), limit)) {}
 
   /// `consumed_at` points into the call's bytes (or one past them).
   HWY_INLINE void advance(const void* consumed_at) {
@@ -8168,12 +8174,11 @@ template <bool Q4>
 /// a row's result does not depend on the path. Each row is a stream of its
 /// own: its software prefetch runs group_prefetch_ahead bytes ahead of it and
 /// past its end into the row group_rows further on, the same stream's next
-/// row, while that row lies within the call's `call_bytes` from `base`.
+/// row, while that row lies within the call's `extent` bytes from `base`.
 template <bool Q4>
 RUVLLM_QUANT_ATTR HWY_INLINE void group_row(const std::uint8_t* HWY_RESTRICT base, std::size_t first_row,
-                                            std::size_t row_stride, std::size_t call_bytes,
-                                            const q8_0_quad* HWY_RESTRICT a, std::size_t nb, float* HWY_RESTRICT out,
-                                            const constants& c) {
+                                            std::size_t row_stride, std::size_t extent, const q8_0_quad* HWY_RESTRICT a,
+                                            std::size_t nb, float* HWY_RESTRICT out, const constants& c) {
   constexpr std::size_t R = group_rows, step = quad_bytes<Q4>;
   const std::size_t whole = nb / 4, rest = nb % 4, row_bytes = nb * (step / 4);
   const std::size_t row0 = first_row * row_stride, next_group = R * row_stride;
@@ -8184,7 +8189,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void group_row(const std::uint8_t* HWY_RESTRICT bas
     for (const std::size_t to = (q + 1) * step + group_prefetch_ahead; ahead < to; ahead += 64) {
       const std::size_t offset = ahead < row_bytes ? row0 + ahead : row0 + next_group + (ahead - row_bytes);
       for (std::size_t k = 0; k < R; ++k)
-        if (offset + k * row_stride < call_bytes) hwy::Prefetch(base + offset + k * row_stride);
+        if (offset + k * row_stride < extent) hwy::Prefetch(base + offset + k * row_stride);
     }
     const quad_regs act = load_quad<Q4>(a[q]);
     for (std::size_t k = 0; k < R; ++k)
@@ -8207,8 +8212,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
   const std::size_t nb = n / 32, row_bytes = nb * (quad_bytes<Q4> / 4);
   std::size_t r = 0;
   if (grouped<Q4>(row_bytes)) {
-    const std::size_t call_bytes = rows == 0 ? 0 : (rows - 1) * row_stride + row_bytes;
-    for (; r + group_rows <= rows; r += group_rows) group_row<Q4>(base, r, row_stride, call_bytes, a, nb, out + r, c);
+    const std::size_t extent = call_bytes(rows, row_stride, row_bytes);
+    for (; r + group_rows <= rows; r += group_rows) group_row<Q4>(base, r, row_stride, extent, a, nb, out + r, c);
   }
   weight_prefetcher pf(base + r * row_stride, rows - r, row_stride, row_bytes);
   for (; r < rows; ++r) quad_row<Q4>(base + r * row_stride, a, nb, out + r, c, pf);

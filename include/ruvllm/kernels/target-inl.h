@@ -39,6 +39,13 @@ inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 ///   * Q8_0 one row at a time 23.5-24.4 at one thread, four rows 16-18.
 /// Positions are offsets into the call's bytes, so no pointer is ever formed
 /// past them (a matrix may be smaller than the distance).
+/// Bytes a call over `rows` rows of `row_bytes` bytes, `stride_bytes` apart,
+/// spans: from the first row's first byte to the last row's last.
+[[nodiscard]] constexpr std::size_t call_bytes(std::size_t rows, std::size_t stride_bytes,
+                                               std::size_t row_bytes) noexcept {
+  return rows == 0 ? 0 : (rows - 1) * stride_bytes + row_bytes;
+}
+
 struct weight_prefetcher {
   static constexpr std::size_t distance = std::size_t{8} << 10;
 
@@ -51,8 +58,7 @@ struct weight_prefetcher {
   /// With `limit`, only the call's first `limit` bytes are prefetched.
   weight_prefetcher(const void* first_row, std::size_t rows, std::size_t stride_bytes, std::size_t row_bytes,
                     std::size_t limit = ~std::size_t{0})
-      : base(static_cast<const char*>(first_row)),
-        bytes(std::min(rows == 0 ? 0 : (rows - 1) * stride_bytes + row_bytes, limit)) {}
+      : base(static_cast<const char*>(first_row)), bytes(std::min(call_bytes(rows, stride_bytes, row_bytes), limit)) {}
 
   /// `consumed_at` points into the call's bytes (or one past them).
   HWY_INLINE void advance(const void* consumed_at) {
