@@ -62,6 +62,8 @@
 //   bandwidth of the STREAM-like probe at the same thread count (see
 //   stream_probe.hpp: measured once per process and thread count, on first
 //   use, outside any timed loop). bw_frac > 1 means the data came from caches.
+//   set_bracketed_bandwidth_counters divides by probes taken just before and
+//   just after the row's own loop instead.
 //
 // Inputs: random_floats(n, seed), aligned and reproducible.
 //
@@ -261,6 +263,23 @@ inline void set_bandwidth_counters(benchmark::State& state, double bytes_moved_p
   const double gbps = bytes_moved_per_iteration / seconds_per_iteration(state) / 1e9;
   state.counters["GBps"] = benchmark::Counter(gbps);
   state.counters["bw_frac"] = benchmark::Counter(gbps / stream_probe(threads).read_gbps);
+}
+
+/// As set_bandwidth_counters, but against the read bandwidth of the row's own
+/// seconds: `read_before` is stream_read_now(threads) taken just before the
+/// row's timed_loop, a second probe is taken now, and bw_frac divides by
+/// their mean (exported as probe_GBps). On a shared host the probe moves by
+/// a third between minutes (25-39 GB/s at one thread within ten minutes on
+/// the 2-vCPU guest we measure on), more than the changes a row is meant to
+/// judge, so rows read against a target (model decode) pay ~0.4 s per call
+/// for a denominator from the same seconds.
+inline void set_bracketed_bandwidth_counters(benchmark::State& state, double bytes_moved_per_iteration,
+                                             unsigned threads, double read_before) {
+  const double gbps = bytes_moved_per_iteration / seconds_per_iteration(state) / 1e9;
+  const double probe = (read_before + stream_read_now(threads)) / 2.0;
+  state.counters["GBps"] = benchmark::Counter(gbps);
+  state.counters["probe_GBps"] = benchmark::Counter(probe);
+  state.counters["bw_frac"] = benchmark::Counter(gbps / probe);
 }
 
 // ------------------------------------------------------------------ context

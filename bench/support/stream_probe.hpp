@@ -236,6 +236,18 @@ inline double stream_triad_pass(unsigned threads) {
   });
 }
 
+/// The read bandwidth at `threads` threads measured now, in GB/s: warm-up
+/// passes, then the best of stream_timed_passes passes (about 0.2 s). The
+/// probe's read figure, and the one rows that bracket their timed loop take
+/// (bench.hpp, set_bracketed_bandwidth_counters).
+[[nodiscard]] inline double stream_read_now(unsigned threads) {
+  for (int pass = 0; pass < detail::stream_warmup_passes; ++pass) (void)stream_read_best_pass(threads);
+  double seconds = stream_read_best_pass(threads);
+  for (int pass = 1; pass < detail::stream_timed_passes; ++pass)
+    seconds = std::min(seconds, stream_read_best_pass(threads));
+  return stream_read_bytes() / seconds / 1e9;
+}
+
 /// The probe at `threads` threads: measured on the first call for that count
 /// (about a second), then reused until it is older than probe_max_age.
 [[nodiscard]] inline stream_bandwidth stream_probe(unsigned threads) {
@@ -249,17 +261,12 @@ inline double stream_triad_pass(unsigned threads) {
   const auto now = std::chrono::steady_clock::now();
   if (const auto it = cache.find(threads); it != cache.end() && now - it->second.measured < detail::probe_max_age)
     return it->second.bandwidth;
-  for (int pass = 0; pass < detail::stream_warmup_passes; ++pass) {
-    (void)stream_read_best_pass(threads);
-    (void)stream_triad_pass(threads);
-  }
-  double read_seconds = stream_read_best_pass(threads);
+  const double read_gbps = stream_read_now(threads);
+  for (int pass = 0; pass < detail::stream_warmup_passes; ++pass) (void)stream_triad_pass(threads);
   double triad_seconds = stream_triad_pass(threads);
-  for (int pass = 1; pass < detail::stream_timed_passes; ++pass) {
-    read_seconds = std::min(read_seconds, stream_read_best_pass(threads));
+  for (int pass = 1; pass < detail::stream_timed_passes; ++pass)
     triad_seconds = std::min(triad_seconds, stream_triad_pass(threads));
-  }
-  const stream_bandwidth result{stream_read_bytes() / read_seconds / 1e9, stream_triad_bytes() / triad_seconds / 1e9};
+  const stream_bandwidth result{read_gbps, stream_triad_bytes() / triad_seconds / 1e9};
   cache[threads] = entry{result, std::chrono::steady_clock::now()};
   return result;
 }
