@@ -327,3 +327,58 @@ TEST_CASE("thread_pool run_replicated keeps workers that speed jobs up", "[core]
   CHECK(stats.chunks_by_workers > 0);
   CHECK(stats.solo_jobs == 16);  // the two measuring windows alone, no more
 }
+
+TEST_CASE("thread_pool end_step closes the adaptive probe's windows at step ends", "[core][thread_pool]") {
+  // A model of the probe's windows: with marks after every step of 5 jobs
+  // and windows of at least 8 jobs, each window holds two whole steps, so
+  // the first measurement (with, without, without, with the workers) runs 20
+  // of its first 40 jobs alone, where windows cut after any job ran 16 of
+  // the first 32 alone and none of jobs 33 to 40 (the start of the settled
+  // period, whose mode depends on timing, is never reached here).
+  ruvllm::thread_pool_options options;
+  options.probe_jobs = 8;
+  options.probe_time = std::chrono::microseconds(0);
+  std::vector<float> out(64);
+  const auto job = [&out](ruvllm::thread_pool& pool) {
+    pool.run_replicated(out.size(), 8, out.data(), 1, [](std::size_t begin, std::size_t end, std::size_t, float* dst) {
+      for (std::size_t i = begin; i < end; ++i) dst[i - begin] = replicated_value(i, 0);
+    });
+    for (std::size_t i = 0; i < out.size(); ++i) REQUIRE(out[i] == replicated_value(i, 0));
+  };
+  SECTION("marked steps") {
+    ruvllm::thread_pool pool(2, options);
+    for (int step = 0; step < 8; ++step) {
+      for (int j = 0; j < 5; ++j) job(pool);
+      pool.end_step();
+      // Solo jobs so far: window 0 (steps 0-1) with the workers, windows 1
+      // and 2 (steps 2-5) alone, window 3 (steps 6-7) with them.
+      const std::uint64_t expected = step < 2 ? 0 : step < 6 ? 5 * static_cast<std::uint64_t>(step - 1) : 20;
+      CHECK(pool.stats().solo_jobs == expected);
+    }
+    pool.quiesce();
+  }
+  SECTION("a caller that stops marking still gets its windows closed") {
+    // One mark, then none: windows close after thread_pool::max_unmarked_window
+    // times probe_jobs jobs (128 here), so jobs 129 to 384 run alone.
+    ruvllm::thread_pool pool(2, options);
+    pool.end_step();
+    const std::uint64_t window = ruvllm::thread_pool::max_unmarked_window * options.probe_jobs;
+    for (std::uint64_t j = 0; j < 4 * window; ++j) job(pool);
+    CHECK(pool.stats().solo_jobs == 2 * window);
+    pool.quiesce();
+  }
+  SECTION("marks on a one-thread pool or with adaptive off change nothing") {
+    ruvllm::thread_pool one(1, options);
+    one.end_step();
+    job(one);
+    CHECK(one.stats().solo_jobs == 0);
+    options.adaptive = false;
+    ruvllm::thread_pool fixed(2, options);
+    for (int j = 0; j < 100; ++j) {
+      job(fixed);
+      fixed.end_step();
+    }
+    CHECK(fixed.stats().solo_jobs == 0);
+    fixed.quiesce();
+  }
+}

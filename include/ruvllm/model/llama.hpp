@@ -959,6 +959,9 @@ class llama_context {
     n_past_ += 1;
     kops::rms_norm_rows(x, model_->output_norm(), xn, 1, d, h.rms_eps);
     decode_product(xn, out, model_->output());
+    // Every decode step runs the same jobs: the pool's adaptive probe then
+    // compares whole steps with and without its workers.
+    pool_->end_step();
     return {};
   }
 
