@@ -187,6 +187,22 @@ std::vector<token_id> tokens(std::size_t n, std::size_t vocab) {
   return t;
 }
 
+/// A context on pool(threads) holding a 128-token prompt: decode steps then
+/// run at position 128.
+llama_context<> decoding_context(built_model& m, const model_shape& sh, unsigned threads, std::vector<float>& logits) {
+  auto ctx = llama_context<>::create(*m.model, pool(threads), {.n_ctx = context_len, .max_batch = 512});
+  if (!ctx) rb::detail::fail(ctx.error().describe());
+  if (!ctx->eval(tokens(128, sh.vocab), logits)) rb::detail::fail("prefill failed");
+  return std::move(*ctx);
+}
+
+/// One decode step at position 128 (the position is given back afterwards).
+void decode_step(llama_context<>& ctx, std::vector<float>& logits) {
+  const token_id next = 17;
+  if (!ctx.eval(std::span(&next, 1), logits) || !ctx.truncate(128)) rb::detail::fail("decode failed");
+  benchmark::DoNotOptimize(logits.data());
+}
+
 /// The paired co-tenant row runs window_pairs pairs of one 1-thread and one
 /// 2-thread window, each paired_window long.
 constexpr int window_pairs = 12;
@@ -194,12 +210,11 @@ constexpr std::chrono::milliseconds paired_window{250};
 
 /// Tokens per second of `ctx` decoding for one window of wall time.
 double decode_rate(llama_context<>& ctx, std::vector<float>& logits) {
-  const token_id next = 17;
   const auto start = std::chrono::steady_clock::now();
   std::size_t tokens = 0;
   std::chrono::duration<double> elapsed{};
   do {
-    if (!ctx.eval(std::span(&next, 1), logits) || !ctx.truncate(128)) rb::detail::fail("decode failed");
+    decode_step(ctx, logits);
     ++tokens;
     elapsed = std::chrono::steady_clock::now() - start;
   } while (elapsed < paired_window);
@@ -214,39 +229,35 @@ double median_of(std::vector<double> v) {
 
 void register_paired_cotenant_row(gguf_type type, const char* precision, const model_shape& sh) {
   const std::string name = rb::join_name({"model", "decode_cotenant_paired", precision, sh.name}, 2);
-  benchmark::RegisterBenchmark(
-      name.c_str(),
-      [type, &sh](benchmark::State& state) {
-        built_model& m = model_of(type, sh);
-        std::vector<float> logits(sh.vocab);
-        const std::vector<token_id> prompt = tokens(128, sh.vocab);
-        auto one = llama_context<>::create(*m.model, pool(1), {.n_ctx = context_len, .max_batch = 512});
-        auto two = llama_context<>::create(*m.model, pool(2), {.n_ctx = context_len, .max_batch = 512});
-        if (!one || !two) rb::detail::fail("cannot create the decode contexts");
-        if (!one->eval(prompt, logits) || !two->eval(prompt, logits)) rb::detail::fail("prefill failed");
-        const cotenant busy;
-        // Both pools see the co-tenant before anything counts: the 2-thread
-        // pool's adaptive probe decides with the co-tenant present.
-        (void)decode_rate(*one, logits);
-        (void)decode_rate(*two, logits);
-        std::vector<double> rate1, rate2, ratio;
-        for (auto _ : state) {
-          for (int pair = 0; pair < window_pairs; ++pair) {
-            // Alternating which goes first cancels a drift within a pair.
-            const bool one_first = pair % 2 == 0;
-            const double first = decode_rate(one_first ? *one : *two, logits);
-            const double second = decode_rate(one_first ? *two : *one, logits);
-            rate1.push_back(one_first ? first : second);
-            rate2.push_back(one_first ? second : first);
-            ratio.push_back(rate2.back() / rate1.back());
-          }
-        }
-        state.counters["tok_s_threads1"] = benchmark::Counter(median_of(rate1));
-        state.counters["tok_s_threads2"] = benchmark::Counter(median_of(rate2));
-        state.counters["vs_threads1"] = benchmark::Counter(median_of(ratio));
-        std::sort(ratio.begin(), ratio.end());
-        state.counters["vs_threads1_min"] = benchmark::Counter(ratio.front());
-      })
+  benchmark::RegisterBenchmark(name.c_str(),
+                               [type, &sh](benchmark::State& state) {
+                                 built_model& m = model_of(type, sh);
+                                 std::vector<float> logits(sh.vocab);
+                                 llama_context<> one = decoding_context(m, sh, 1, logits);
+                                 llama_context<> two = decoding_context(m, sh, 2, logits);
+                                 const cotenant busy;
+                                 // Both pools see the co-tenant before anything counts: the 2-thread
+                                 // pool's adaptive probe decides with the co-tenant present.
+                                 (void)decode_rate(one, logits);
+                                 (void)decode_rate(two, logits);
+                                 std::vector<double> rate1, rate2, ratio;
+                                 for (auto _ : state) {
+                                   for (int pair = 0; pair < window_pairs; ++pair) {
+                                     // Alternating which goes first cancels a drift within a pair.
+                                     const bool one_first = pair % 2 == 0;
+                                     const double first = decode_rate(one_first ? one : two, logits);
+                                     const double second = decode_rate(one_first ? two : one, logits);
+                                     rate1.push_back(one_first ? first : second);
+                                     rate2.push_back(one_first ? second : first);
+                                     ratio.push_back(rate2.back() / rate1.back());
+                                   }
+                                 }
+                                 state.counters["tok_s_threads1"] = benchmark::Counter(median_of(rate1));
+                                 state.counters["tok_s_threads2"] = benchmark::Counter(median_of(rate2));
+                                 state.counters["vs_threads1"] = benchmark::Counter(median_of(ratio));
+                                 std::sort(ratio.begin(), ratio.end());
+                                 state.counters["vs_threads1_min"] = benchmark::Counter(ratio.front());
+                               })
       ->Iterations(1)
       ->Unit(benchmark::kMillisecond);
 }
@@ -256,42 +267,24 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
     const std::string decode = rb::row_name("model", "decode", precision, sh.name, threads);
     benchmark::RegisterBenchmark(decode.c_str(), [type, &sh, threads](benchmark::State& state) {
       built_model& m = model_of(type, sh);
-      auto ctx = llama_context<>::create(*m.model, pool(threads), {.n_ctx = context_len, .max_batch = 512});
-      if (!ctx) rb::detail::fail(ctx.error().describe());
       std::vector<float> logits(sh.vocab);
-      const std::vector<token_id> prompt = tokens(128, sh.vocab);
-      if (!ctx->eval(prompt, logits)) rb::detail::fail("prefill failed");
-      const token_id next = 17;
+      llama_context<> ctx = decoding_context(m, sh, threads, logits);
       const double read_before = rb::stream_read_now(threads);
       rb::timed_loop(
-          state,
-          [&] {
-            if (!ctx->eval(std::span(&next, 1), logits) || !ctx->truncate(128)) rb::detail::fail("decode failed");
-            benchmark::DoNotOptimize(logits.data());
-          },
-          threads);
+          state, [&] { decode_step(ctx, logits); }, threads);
       state.counters["tok_s"] = benchmark::Counter(1.0 / rb::seconds_per_iteration(state));
       rb::set_bracketed_bandwidth_counters(state, m.weight_bytes, threads, read_before);
     });
     const std::string cotenant_row = rb::row_name("model", "decode_cotenant", precision, sh.name, threads);
     benchmark::RegisterBenchmark(cotenant_row.c_str(), [type, &sh, threads](benchmark::State& state) {
       built_model& m = model_of(type, sh);
-      auto ctx = llama_context<>::create(*m.model, pool(threads), {.n_ctx = context_len, .max_batch = 512});
-      if (!ctx) rb::detail::fail(ctx.error().describe());
       std::vector<float> logits(sh.vocab);
-      const std::vector<token_id> prompt = tokens(128, sh.vocab);
-      if (!ctx->eval(prompt, logits)) rb::detail::fail("prefill failed");
-      const token_id next = 17;
+      llama_context<> ctx = decoding_context(m, sh, threads, logits);
       const cotenant busy;
       const ruvllm::thread_pool_stats before = pool(threads).stats();
       // Wall clock at any thread count: see the file comment.
       rb::timed_loop(
-          state,
-          [&] {
-            if (!ctx->eval(std::span(&next, 1), logits) || !ctx->truncate(128)) rb::detail::fail("decode failed");
-            benchmark::DoNotOptimize(logits.data());
-          },
-          2);
+          state, [&] { decode_step(ctx, logits); }, 2);
       const double seconds = rb::seconds_per_iteration(state);
       state.counters["tok_s"] = benchmark::Counter(1.0 / seconds);
       if (threads > 1) {
