@@ -257,12 +257,19 @@ void set_speedup(benchmark::State& state, std::string_view baseline_name, Body&&
 
 // ---------------------------------------------------------------- bandwidth
 
+namespace detail {
+/// GBps and bw_frac against `read_gbps`.
+inline void export_bandwidth(benchmark::State& state, double bytes_moved_per_iteration, double read_gbps) {
+  const double gbps = bytes_moved_per_iteration / seconds_per_iteration(state) / 1e9;
+  state.counters["GBps"] = benchmark::Counter(gbps);
+  state.counters["bw_frac"] = benchmark::Counter(gbps / read_gbps);
+}
+}  // namespace detail
+
 /// Exports GBps and bw_frac (see the top of this file) for a row whose
 /// iterations move bytes_moved_per_iteration bytes on `threads` threads.
 inline void set_bandwidth_counters(benchmark::State& state, double bytes_moved_per_iteration, unsigned threads) {
-  const double gbps = bytes_moved_per_iteration / seconds_per_iteration(state) / 1e9;
-  state.counters["GBps"] = benchmark::Counter(gbps);
-  state.counters["bw_frac"] = benchmark::Counter(gbps / stream_probe(threads).read_gbps);
+  detail::export_bandwidth(state, bytes_moved_per_iteration, stream_probe(threads).read_gbps);
 }
 
 /// As set_bandwidth_counters, but against the read bandwidth of the row's own
@@ -275,11 +282,9 @@ inline void set_bandwidth_counters(benchmark::State& state, double bytes_moved_p
 /// for a denominator from the same seconds.
 inline void set_bracketed_bandwidth_counters(benchmark::State& state, double bytes_moved_per_iteration,
                                              unsigned threads, double read_before) {
-  const double gbps = bytes_moved_per_iteration / seconds_per_iteration(state) / 1e9;
   const double probe = (read_before + stream_read_now(threads)) / 2.0;
-  state.counters["GBps"] = benchmark::Counter(gbps);
+  detail::export_bandwidth(state, bytes_moved_per_iteration, probe);
   state.counters["probe_GBps"] = benchmark::Counter(probe);
-  state.counters["bw_frac"] = benchmark::Counter(gbps / probe);
 }
 
 // ------------------------------------------------------------------ context

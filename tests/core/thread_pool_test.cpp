@@ -367,18 +367,4 @@ TEST_CASE("thread_pool end_step closes the adaptive probe's windows at step ends
     CHECK(pool.stats().solo_jobs == 2 * window);
     pool.quiesce();
   }
-  SECTION("marks on a one-thread pool or with adaptive off change nothing") {
-    ruvllm::thread_pool one(1, options);
-    one.end_step();
-    job(one);
-    CHECK(one.stats().solo_jobs == 0);
-    options.adaptive = false;
-    ruvllm::thread_pool fixed(2, options);
-    for (int j = 0; j < 100; ++j) {
-      job(fixed);
-      fixed.end_step();
-    }
-    CHECK(fixed.stats().solo_jobs == 0);
-    fixed.quiesce();
-  }
 }

@@ -287,7 +287,7 @@ class thread_pool {
   void end_step() noexcept {
     if (!options_.adaptive || slots_.empty()) return;
     probe_.steps = true;
-    if (probe_.due) close_window(std::chrono::steady_clock::now());
+    if (const auto now = std::chrono::steady_clock::now(); window_full(now)) close_window(now);
   }
 
   /// Waits until no worker is inside a body, e.g. a late run_replicated
@@ -343,7 +343,6 @@ class thread_pool {
     std::uint32_t settle_left = 0;                 // windows left in the settled mode
     std::uint32_t off_backoff = 1;                 // settled windows after the workers lost, doubling
     bool steps = false;                            // end_step() was called: windows close at marks
-    bool due = false;                              // the window is long enough and waits for a mark
   };
 
   // A window runs from the start of its first job to the end of its last, so
@@ -355,14 +354,15 @@ class thread_pool {
     if (p.jobs == 0) p.start = job_start;
     ++p.jobs;
     p.chunks += chunks;
-    if (p.jobs < options_.probe_jobs || now - p.start < options_.probe_time) return;
+    if (!window_full(now)) return;
     // With step marks the window waits for the step's end; a caller that
     // stopped marking still gets its windows closed after many more jobs.
-    if (p.steps && p.jobs < max_unmarked_window * options_.probe_jobs) {
-      p.due = true;
-      return;
-    }
+    if (p.steps && p.jobs < max_unmarked_window * options_.probe_jobs) return;
     close_window(now);
+  }
+
+  [[nodiscard]] bool window_full(std::chrono::steady_clock::time_point now) const noexcept {
+    return probe_.jobs >= options_.probe_jobs && now - probe_.start >= options_.probe_time;
   }
 
   void close_window(std::chrono::steady_clock::time_point now) noexcept {
@@ -371,7 +371,6 @@ class thread_pool {
     const std::uint64_t window_chunks = p.chunks;
     p.jobs = 0;
     p.chunks = 0;
-    p.due = false;
     if (!p.measuring) {
       if (--p.settle_left > 0) return;
       p.measuring = true;
