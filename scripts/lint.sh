@@ -3,7 +3,8 @@
 #   scripts/lint.sh            clang-format check of every C++ file
 #   scripts/lint.sh --fix      reformat in place
 #   scripts/lint.sh --tidy     also clang-tidy (.clang-tidy) over the tests,
-#                              using build/release/compile_commands.json
+#                              with the compile commands of build/tidy (the
+#                              release preset with one unit per test file)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +25,9 @@ else
 fi
 
 if [ "$tidy" = 1 ]; then
-  [ -f build/release/compile_commands.json ] || cmake --preset release >/dev/null
+  # The presets compile each test executable as one unity unit, whose
+  # compile commands name the generated unit, not the test files.
+  [ -f build/tidy/compile_commands.json ] || cmake --preset release -B build/tidy -DRUVLLM_UNITY_TESTS=OFF >/dev/null
   mapfile -t units < <(git ls-files 'tests/*.cpp' ':!tests/consumers/*')
-  clang-tidy -p build/release --quiet "${units[@]}"
+  clang-tidy -p build/tidy --quiet "${units[@]}"
 fi

@@ -9,6 +9,8 @@
 
 #include "ruvllm/ruvllm.hpp"
 
+namespace no_polymorphism_test {
+
 namespace {
 
 namespace ev = ruvllm::eviction;
@@ -165,3 +167,5 @@ TEST_CASE("no public ruvllm type is polymorphic", "[api]") {
   STATIC_REQUIRE(none_polymorphic(static_cast<public_types*>(nullptr)));
   STATIC_REQUIRE_FALSE(none_polymorphic(static_cast<std::tuple<ruvllm::error, with_vtable>*>(nullptr)));
 }
+
+}  // namespace no_polymorphism_test

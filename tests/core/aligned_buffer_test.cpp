@@ -4,6 +4,8 @@
 
 #include "ruvllm/core/aligned_buffer.hpp"
 
+namespace aligned_buffer_test {
+
 TEST_CASE("aligned_buffer allocates zeroed, aligned storage", "[core][aligned_buffer]") {
   auto r = ruvllm::aligned_buffer<float>::allocate(1000);
   REQUIRE(r);
@@ -32,3 +34,5 @@ TEST_CASE("aligned_buffer refuses impossible sizes with an error", "[core][align
   CHECK(r.error().code() == ruvllm::errc::out_of_memory);
   CHECK(r.error().message().find("exceeds the limit") != std::string::npos);
 }
+
+}  // namespace aligned_buffer_test

@@ -8,6 +8,8 @@
 #include "ruvllm/core/byte_reader.hpp"
 #include "support/rng.hpp"
 
+namespace byte_reader_test {
+
 namespace {
 std::vector<std::byte> bytes_of(std::initializer_list<int> values) {
   std::vector<std::byte> out;
@@ -99,3 +101,5 @@ TEST_CASE("byte_reader never reads out of bounds on random operations", "[core][
     }
   }
 }
+
+}  // namespace byte_reader_test

@@ -7,6 +7,8 @@
 #include "ruvllm/core/checksum.hpp"
 #include "support/rng.hpp"
 
+namespace checksum_test {
+
 namespace {
 // Bit-at-a-time CRC-32C: the definition, independent of the table and the
 // instruction paths under test.
@@ -43,3 +45,5 @@ TEST_CASE("crc32c hardware, table and bitwise paths agree", "[core][checksum]") 
     CHECK(ruvllm::crc32c(all.subspan(cut), ruvllm::crc32c(all.first(cut))) == want);
   }
 }
+
+}  // namespace checksum_test

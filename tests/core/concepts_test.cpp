@@ -9,6 +9,8 @@
 #include "ruvllm/core/eviction.hpp"
 #include "ruvllm/core/precision.hpp"
 
+namespace concepts_test {
+
 namespace {
 
 namespace p = ruvllm::precision;
@@ -118,3 +120,5 @@ TEST_CASE("EvictionPolicy accepts lru, lfu and hysteresis", "[core][concepts]") 
   STATIC_REQUIRE_FALSE(ruvllm::EvictionPolicy<incomplete_queue_policy>);
   STATIC_REQUIRE_FALSE(ruvllm::EvictionPolicy<int>);
 }
+
+}  // namespace concepts_test

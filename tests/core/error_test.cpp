@@ -5,6 +5,8 @@
 
 #include "ruvllm/core/error.hpp"
 
+namespace error_test {
+
 namespace {
 
 ruvllm::result<int> parse_positive(int x) {
@@ -82,3 +84,5 @@ TEST_CASE("result works with move-only values and void", "[core][error]") {
   ruvllm::result<void> failed = ruvllm::make_error(ruvllm::errc::cancelled, "stop");
   CHECK(failed.error().code() == ruvllm::errc::cancelled);
 }
+
+}  // namespace error_test

@@ -10,6 +10,8 @@
 #include "ruvllm/core/eviction.hpp"
 #include "support/property.hpp"
 
+namespace eviction_test {
+
 namespace {
 
 namespace ev = ruvllm::eviction;
@@ -167,3 +169,5 @@ TEST_CASE("lru and lfu agree with a reference model on random operations", "[cor
     while (auto* v = lfu.pick_victim()) lfu.erase(*v);
   });
 }
+
+}  // namespace eviction_test

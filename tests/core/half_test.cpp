@@ -35,6 +35,8 @@
 #define RUVLLM_HALF_TEST_X86 0
 #endif
 
+namespace half_test {
+
 using ruvllm::bf16;
 using ruvllm::f16;
 
@@ -629,3 +631,5 @@ TEST_CASE("to_f16 and to_bf16 on all 2^32 floats", "[core][half][slow]") {
   REQUIRE(f16_all.count == 0);
   REQUIRE(bf16_all.count == 0);
 }
+
+}  // namespace half_test

@@ -7,6 +7,8 @@
 
 #include "ruvllm/core/mapped_file.hpp"
 
+namespace mapped_file_test {
+
 namespace {
 std::string temp_path(const char* name) {
   const char* dir = std::getenv("TMPDIR");
@@ -49,3 +51,5 @@ TEST_CASE("mapped_file reports missing files and directories", "[core][mapped_fi
   REQUIRE_FALSE(dir);
   CHECK(dir.error().code() == ruvllm::errc::invalid_argument);
 }
+
+}  // namespace mapped_file_test

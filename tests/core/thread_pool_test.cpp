@@ -14,6 +14,8 @@
 #include "ruvllm/core/thread_pool.hpp"
 #include "support/property.hpp"
 
+namespace thread_pool_test {
+
 TEST_CASE("thread_pool runs every item exactly once", "[core][thread_pool]") {
   for (std::size_t threads : {1u, 2u, 3u}) {
     ruvllm::thread_pool pool(threads);
@@ -368,3 +370,5 @@ TEST_CASE("thread_pool end_step closes the adaptive probe's windows at step ends
     pool.quiesce();
   }
 }
+
+}  // namespace thread_pool_test

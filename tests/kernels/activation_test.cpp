@@ -33,6 +33,8 @@
 #include "support/per_target.hpp"
 #include "support/rng.hpp"
 
+namespace activation_test {
+
 namespace {
 
 using ruvllm::backend::highway;
@@ -443,3 +445,5 @@ TEST_CASE("silu and gelu limits", "[kernels][activation]") {
   run(scalar{}, "scalar");
   for_each_simd_backend(run);
 }
+
+}  // namespace activation_test

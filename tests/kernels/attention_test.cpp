@@ -29,6 +29,8 @@
 #include "support/per_target.hpp"
 #include "support/rng.hpp"
 
+namespace attention_test {
+
 namespace {
 
 namespace k = ruvllm::kernels;
@@ -600,3 +602,5 @@ TEST_CASE("paged view and decode plan validate at the boundary", "[kernels][atte
   STATIC_REQUIRE(k::paged_kv_view<p::kivi<2>, p::q8_0, 64>::k_head_bytes(128) == 2 * 128 * 12);
   STATIC_REQUIRE(k::paged_kv_view<p::kivi<2>, p::q8_0, 64>::v_head_bytes(128) == 64 * 4 * 34);
 }
+
+}  // namespace attention_test

@@ -24,6 +24,8 @@
 #include "support/per_target.hpp"
 #include "support/rng.hpp"
 
+namespace distance_test {
+
 namespace {
 
 using ruvllm::bf16;
@@ -596,3 +598,5 @@ TEST_CASE("scalar dot is close to the exact sum", "[kernels][distance]") {
           ruvllm::test::dot_error_bound(a.data(), b.data(), n));
   }
 }
+
+}  // namespace distance_test

@@ -19,6 +19,8 @@
 #include "support/per_target.hpp"
 #include "support/rng.hpp"
 
+namespace kv_quant_test {
+
 namespace {
 
 namespace k = ruvllm::kernels;
@@ -300,3 +302,5 @@ TEST_CASE("KV quantizers of every backend match the scalar reference", "[kernels
   run(xsimd_backend{}, "xsimd");
   ruvllm::test::for_each_highway_target([&](const std::string& target) { run(highway{}, "highway " + target); });
 }
+
+}  // namespace kv_quant_test

@@ -16,6 +16,8 @@
 #include "support/per_target.hpp"
 #include "support/rng.hpp"
 
+namespace matmul_test {
+
 namespace {
 
 namespace k = ruvllm::kernels;
@@ -327,3 +329,5 @@ TEST_CASE("quantized gemv: q8_0 weights", "[kernels][gemv]") { check_quantized_g
 TEST_CASE("quantized gemv: q4_0 weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q4_0>(72, 130, 256); }
 TEST_CASE("quantized gemv: q4_k weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q4_k>(73, 33, 1024); }
 TEST_CASE("quantized gemv: q6_k weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q6_k>(74, 9, 512); }
+
+}  // namespace matmul_test

@@ -25,6 +25,8 @@
 #include "support/per_target.hpp"
 #include "support/rng.hpp"
 
+namespace norm_test {
+
 namespace {
 
 using ruvllm::backend::highway;
@@ -373,3 +375,5 @@ TEST_CASE("norms of zero length write nothing", "[kernels][norm]") {
     CHECK(y.tail_intact());
   });
 }
+
+}  // namespace norm_test

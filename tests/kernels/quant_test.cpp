@@ -29,6 +29,8 @@
 #include "support/per_target.hpp"
 #include "support/rng.hpp"
 
+namespace quant_test {
+
 namespace {
 
 using ruvllm::bf16;
@@ -1357,3 +1359,5 @@ TEST_CASE("checked wrappers name n and the block size, and pass good input throu
   CHECK(out[0] == ops<scalar>::dot_q8_0_q8_0(y8.data(), plain.data(), 256));
   CHECK(out[1] == ops<scalar>::dot_q8_0_q8_0(y8.data() + 8, plain.data(), 256));
 }
+
+}  // namespace quant_test

@@ -23,6 +23,8 @@
 #include "support/per_target.hpp"
 #include "support/rng.hpp"
 
+namespace rope_test {
+
 namespace {
 
 namespace k = ruvllm::kernels;
@@ -374,3 +376,5 @@ TEST_CASE("rope backends agree with the scalar reference", "[kernels][rope]") {
     }
   }
 }
+
+}  // namespace rope_test

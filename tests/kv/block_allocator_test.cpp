@@ -14,6 +14,8 @@
 #include "ruvllm/memory/unified_pool.hpp"
 #include "support/property.hpp"
 
+namespace block_allocator_test {
+
 namespace {
 
 namespace kv = ruvllm::kv;
@@ -208,3 +210,5 @@ TEST_CASE("block_allocator property: random allocate/retain/release/copy against
     REQUIRE(a.blocks_in_use() == 0);
   });
 }
+
+}  // namespace block_allocator_test

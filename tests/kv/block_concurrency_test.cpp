@@ -16,6 +16,8 @@
 #include "ruvllm/memory/unified_pool.hpp"
 #include "support/rng.hpp"
 
+namespace block_concurrency_test {
+
 namespace {
 
 namespace kv = ruvllm::kv;
@@ -138,3 +140,5 @@ TEST_CASE("block_allocator shared by two caches on two threads", "[kv][block][th
   blocks = kv::block_allocator{};  // returns the region to the pool
   CHECK(pool.used_bytes() == 0);
 }
+
+}  // namespace block_concurrency_test

@@ -16,6 +16,8 @@
 #include "ruvllm/kv/paged_kv_cache.hpp"
 #include "support/rng.hpp"
 
+namespace paged_kv_attention_test {
+
 namespace {
 
 namespace kv = ruvllm::kv;
@@ -153,3 +155,5 @@ TEST_CASE("highway decode attention over the paged cache equals naive attention"
   check_decode_over_cache<kv::kv_config<2, 2, 64, p::f16, p::kivi<4>, 32>>(952, 8, 0.25);
   check_decode_over_cache<kv::kv_config<1, 4, 32, p::q8_0, p::kivi<2, 16>, 8>>(953, 4, 0.9);
 }
+
+}  // namespace paged_kv_attention_test

@@ -15,6 +15,8 @@
 #include "ruvllm/kv/paged_kv_cache.hpp"
 #include "support/property.hpp"
 
+namespace paged_kv_cache_test {
+
 namespace {
 
 namespace kv = ruvllm::kv;
@@ -372,3 +374,5 @@ TEST_CASE("a runtime-shaped paged_kv_cache takes its shape from the allocator an
   // And it passes the static cache's property test.
   random_operations<runtime_cache_t>(911);
 }
+
+}  // namespace paged_kv_cache_test

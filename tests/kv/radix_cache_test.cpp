@@ -20,6 +20,8 @@
 #include "ruvllm/kv/radix_cache.hpp"
 #include "support/property.hpp"
 
+namespace radix_cache_test {
+
 namespace {
 
 namespace kv = ruvllm::kv;
@@ -503,3 +505,5 @@ TEST_CASE("radix_cache peek_prefix_len from two threads", "[kv][radix][threads]"
     for (std::size_t i = 0; i < got[w].size(); ++i) REQUIRE(got[w][i] == expected[i % queries.size()]);
   }
 }
+
+}  // namespace radix_cache_test

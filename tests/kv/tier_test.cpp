@@ -14,6 +14,8 @@
 #include "ruvllm/kv/tiered_kv.hpp"
 #include "support/rng.hpp"
 
+namespace tier_test {
+
 namespace {
 
 namespace kv = ruvllm::kv;
@@ -393,3 +395,5 @@ TEST_CASE("the radix cache serves prefixes that live in colder tiers", "[kv][tie
   radix.clear();
   CHECK(c.blocks_in_use() == 0);
 }
+
+}  // namespace tier_test

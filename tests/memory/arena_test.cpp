@@ -9,6 +9,8 @@
 #include "ruvllm/memory/arena.hpp"
 #include "support/property.hpp"
 
+namespace arena_test {
+
 namespace mem = ruvllm::memory;
 
 TEST_CASE("arena allocations are aligned, disjoint and within capacity", "[memory][arena]") {
@@ -71,3 +73,5 @@ TEST_CASE("arena spans, marks and errors", "[memory][arena]") {
   CHECK(a.remaining() == 256);
   CHECK(a.high_water() >= 140);
 }
+
+}  // namespace arena_test

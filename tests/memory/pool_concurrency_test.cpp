@@ -14,6 +14,8 @@
 #include "ruvllm/memory/unified_pool.hpp"
 #include "support/rng.hpp"
 
+namespace pool_concurrency_test {
+
 namespace {
 
 namespace mem = ruvllm::memory;
@@ -122,3 +124,5 @@ TEST_CASE("unified_pool under two allocating threads and a statistics reader", "
   CHECK(pool.hooks().count == pool.stats().evictions);
   CHECK(pool.stats().evictions > 0);
 }
+
+}  // namespace pool_concurrency_test

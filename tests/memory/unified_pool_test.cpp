@@ -15,6 +15,8 @@
 #include "ruvllm/memory/unified_pool.hpp"
 #include "support/property.hpp"
 
+namespace unified_pool_test {
+
 namespace {
 
 namespace mem = ruvllm::memory;
@@ -358,3 +360,5 @@ TEST_CASE("unified_pool property, long", "[memory][pool][property][slow]") {
   run_pool_property<ev::lru>(111, 40, 3000);
   run_pool_property<ev::hysteresis<ev::lfu>>(112, 40, 3000);
 }
+
+}  // namespace unified_pool_test

@@ -18,6 +18,8 @@
 #include "support/json.hpp"
 #include "support/property.hpp"
 
+namespace forward_test {
+
 namespace {
 
 using ruvllm::model::f32_kv;
@@ -427,3 +429,5 @@ TEST_CASE("forward pass: KV blocks running out is an error that changes nothing"
   REQUIRE(ctx->eval(std::span(tokens).first(8), logits).has_value());
   CHECK(ctx->n_past() == 48);
 }
+
+}  // namespace forward_test

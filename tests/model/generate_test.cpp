@@ -12,6 +12,8 @@
 #include "ruvllm/model/generate.hpp"
 #include "support/json.hpp"
 
+namespace generate_test {
+
 namespace {
 
 using namespace ruvllm::model;
@@ -120,3 +122,5 @@ TEST_CASE("stop_sequence_matcher holds back possible stop prefixes", "[model][ge
   stop_sequence_matcher none;
   CHECK(none.feed("anything") == "anything");
 }
+
+}  // namespace generate_test

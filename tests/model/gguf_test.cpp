@@ -22,6 +22,8 @@
 #include "ruvllm/model/gguf_writer.hpp"
 #include "support/rng.hpp"
 
+namespace gguf_test {
+
 namespace {
 
 using namespace ruvllm::model;
@@ -715,3 +717,5 @@ TEST_CASE("gguf: llama.cpp's Q4_K tensors dequantize in place", "[model][gguf][q
   }
   CHECK(tensors == 2 * 7 + 2);
 }
+
+}  // namespace gguf_test

@@ -10,6 +10,8 @@
 
 #include "ruvllm/model/sampler.hpp"
 
+namespace sampler_test {
+
 namespace {
 
 using ruvllm::model::sampler;
@@ -149,3 +151,5 @@ TEST_CASE("sampler: bad settings are errors naming the value", "[model][sampler]
   p.repeat_penalty = 0.0f;
   fails(p, 3, "repeat_penalty");
 }
+
+}  // namespace sampler_test

@@ -19,6 +19,8 @@
 #include "support/json.hpp"
 #include "support/rng.hpp"
 
+namespace tokenizer_test {
+
 namespace {
 
 using namespace ruvllm::model;
@@ -528,3 +530,5 @@ TEST_CASE("tokenizer: llama.cpp's space clean-up on request", "[model][tokenizer
   CHECK(llama3.tok.decode(llama3.tok.encode("a ' b ' c"), {.clean_spaces = true}).value() == "a'b'c");
   CHECK(llama3.tok.decode(llama3.tok.encode("x  ' ' y"), {.clean_spaces = true}).value() == "x '' y");
 }
+
+}  // namespace tokenizer_test

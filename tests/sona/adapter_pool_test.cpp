@@ -14,6 +14,8 @@
 #include "ruvllm/sona/adapter_pool.hpp"
 #include "support/rng.hpp"
 
+namespace adapter_pool_test {
+
 namespace {
 
 namespace sona = ruvllm::sona;
@@ -149,3 +151,5 @@ TEST_CASE("pooled adapters: a seeded operation sequence agrees with a model", "[
   }
   CHECK(reg.backing().saves() > 10);  // the budget forced many evictions
 }
+
+}  // namespace adapter_pool_test

@@ -10,6 +10,8 @@
 #include "ruvllm/sona/ewc.hpp"
 #include "support/rng.hpp"
 
+namespace ewc_test {
+
 namespace sona = ruvllm::sona;
 
 TEST_CASE("ewc running Fisher follows F <- gamma F + (1 - gamma) g^2", "[sona][ewc]") {
@@ -84,3 +86,5 @@ TEST_CASE("adam minimizes a quadratic; sgd takes exact steps", "[sona][adam]") {
   s.step(y, gy, 0.5);
   CHECK(y[0] == Approx(0.9));
 }
+
+}  // namespace ewc_test

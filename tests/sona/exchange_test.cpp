@@ -22,6 +22,8 @@
 #include "ruvllm/sona/exchange.hpp"
 #include "sona/routing_task.hpp"
 
+namespace exchange_test {
+
 namespace {
 
 namespace sona = ruvllm::sona;
@@ -302,3 +304,5 @@ TEST_CASE("exchange: a failed import leaves the learned state untouched", "[sona
   CHECK(bank.patterns().empty());
   CHECK_FALSE(sona::import_learning((dir.path / "missing.sona").string(), router, bank));
 }
+
+}  // namespace exchange_test

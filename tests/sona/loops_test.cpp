@@ -21,6 +21,8 @@
 #include "ruvllm/sona/loops.hpp"
 #include "sona/routing_task.hpp"
 
+namespace loops_test {
+
 namespace sona = ruvllm::sona;
 
 TEST_CASE("sona loops: instant, background and deep phases on a simulated clock", "[sona][loops]") {
@@ -403,3 +405,5 @@ TEST_CASE("sona loops: the router learns from routing features when the query al
   INFO("accuracy from routing features alone: " << hits / 500.0);
   CHECK(hits >= 450);
 }
+
+}  // namespace loops_test

@@ -20,6 +20,8 @@
 #include "ruvllm/sona/lora_hook.hpp"
 #include "support/rng.hpp"
 
+namespace lora_hook_test {
+
 namespace {
 
 namespace sona = ruvllm::sona;
@@ -197,3 +199,5 @@ TEST_CASE("lora hook: every KV sequence keeps the key it was computed under", "[
   REQUIRE(ctx.use_sequence(fresh));
   CHECK(ctx.n_past() == prompt.size() + 1);
 }
+
+}  // namespace lora_hook_test

@@ -11,6 +11,8 @@
 #include "ruvllm/sona/lora.hpp"
 #include "support/rng.hpp"
 
+namespace lora_test {
+
 namespace {
 
 namespace sona = ruvllm::sona;
@@ -160,3 +162,5 @@ TEST_CASE("adapter registry hot-swaps named base adapters", "[sona][lora]") {
   CHECK(id_again != id_code);  // a new id: cached KV of the old adapter cannot alias
   CHECK(reg.size() == 2);
 }
+
+}  // namespace lora_test

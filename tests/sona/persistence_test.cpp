@@ -23,6 +23,8 @@
 #include "ruvllm/store/memory_store.hpp"
 #include "sona/routing_task.hpp"
 
+namespace persistence_test {
+
 namespace {
 
 namespace sona = ruvllm::sona;
@@ -241,3 +243,5 @@ TEST_CASE("sona persistence: the deep loop removes witness entries past their re
   CHECK(log.size() == 6);
   CHECK(loops.sink().stats().witness_removed == 4);
 }
+
+}  // namespace persistence_test

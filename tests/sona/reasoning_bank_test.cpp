@@ -16,6 +16,8 @@
 #include "sona/routing_task.hpp"
 #include "support/property.hpp"
 
+namespace reasoning_bank_test {
+
 namespace {
 
 namespace sona = ruvllm::sona;
@@ -269,3 +271,5 @@ TEST_CASE("reasoning bank: pattern ids are stable across consolidations that mer
   CHECK(first == second);
   CHECK(bank.find(ruvllm::store::uuid{1, 2}) == sona::reasoning_bank<>::npos);
 }
+
+}  // namespace reasoning_bank_test

@@ -14,6 +14,8 @@
 #include "sona/routing_task.hpp"
 #include "support/rng.hpp"
 
+namespace router_test {
+
 namespace {
 
 namespace sona = ruvllm::sona;
@@ -224,3 +226,5 @@ TEST_CASE("EWC++ keeps the first task after a second one; without it the router 
   CHECK(ewc >= 0.85);
   CHECK(plain < ewc - 0.05);
 }
+
+}  // namespace router_test

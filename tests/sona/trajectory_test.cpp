@@ -12,6 +12,8 @@
 #include "ruvllm/sona/trajectory.hpp"
 #include "support/property.hpp"
 
+namespace trajectory_test {
+
 namespace {
 
 namespace sona = ruvllm::sona;
@@ -156,3 +158,5 @@ TEST_CASE("trajectory ring: two producers, one consumer, per-producer order kept
     REQUIRE(seen_b[k] == 1'000'000 + k);
   }
 }
+
+}  // namespace trajectory_test

@@ -20,6 +20,8 @@
 #include "store/store_test_support.hpp"
 #include "support/rng.hpp"
 
+namespace hnsw_file_test {
+
 namespace {
 
 namespace st = ruvllm::store;
@@ -292,3 +294,5 @@ TEST_CASE("hnsw files of another format version are refused by name", "[store][h
   }
   std::filesystem::remove_all(dir);
 }
+
+}  // namespace hnsw_file_test

@@ -25,6 +25,8 @@
 #include "support/rng.hpp"
 #include "store/store_test_support.hpp"
 
+namespace hnsw_index_test {
+
 namespace {
 
 namespace st = ruvllm::store;
@@ -587,3 +589,5 @@ TEST_CASE("hnsw rejected calls leave the index unchanged", "[store][hnsw]") {
   CHECK(snapshot(index, path) == before);
   std::filesystem::remove(path);
 }
+
+}  // namespace hnsw_index_test

@@ -24,6 +24,8 @@
 #include "store/store_test_support.hpp"
 #include "support/rng.hpp"
 
+namespace hnsw_store_test {
+
 namespace {
 
 namespace st = ruvllm::store;
@@ -252,3 +254,5 @@ TEST_CASE("hnsw_store: a log cut short while being created is made again; a torn
   }
   std::filesystem::remove_all(dir);
 }
+
+}  // namespace hnsw_store_test

@@ -28,6 +28,8 @@
 #include "support/property.hpp"
 #include "support/rng.hpp"
 
+namespace memory_store_test {
+
 namespace {
 
 namespace st = ruvllm::store;
@@ -541,3 +543,5 @@ TEST_CASE("memory_store keeps a space's f16 originals across checkpoints and reo
     CHECK(hits[0].rec.id == id);
   }
 }
+
+}  // namespace memory_store_test

@@ -19,6 +19,8 @@
 #include "store/store_test_support.hpp"
 #include "support/rng.hpp"
 
+namespace policy_store_test {
+
 namespace {
 
 namespace st = ruvllm::store;
@@ -244,3 +246,5 @@ TEST_CASE("policy_store: concurrent updates of one policy are not lost", "[store
   CHECK(got.confidence == 1.0f);
   CHECK(got.parameters == std::vector<float>(4, static_cast<float>(steps)));
 }
+
+}  // namespace policy_store_test

@@ -27,6 +27,8 @@
 #include "support/property.hpp"
 #include "support/rng.hpp"
 
+namespace records_test {
+
 namespace {
 
 namespace st = ruvllm::store;
@@ -334,3 +336,5 @@ TEST_CASE("record snapshots: truncations and flips fail cleanly", "[store][recor
     CHECK(r.error().has_offset());
   }
 }
+
+}  // namespace records_test

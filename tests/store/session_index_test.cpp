@@ -26,6 +26,8 @@
 #include "store/store_test_support.hpp"
 #include "support/rng.hpp"
 
+namespace session_index_test {
+
 namespace {
 
 namespace st = ruvllm::store;
@@ -327,3 +329,5 @@ TEST_CASE("session_index: concurrent turns of one session are all counted", "[st
   CHECK(failures.load() == 0);
   CHECK(sessions.get(s.id).value().turn_count == 2 * turns);
 }
+
+}  // namespace session_index_test

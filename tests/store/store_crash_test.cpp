@@ -34,6 +34,8 @@
 #include "store/memory_test_support.hpp"
 #include "support/rng.hpp"
 
+namespace store_crash_test {
+
 namespace {
 
 namespace st = ruvllm::store;
@@ -553,3 +555,5 @@ TEST_CASE("memory_store and roles keep every acknowledged write across kill -9",
 }
 
 TEST_CASE("memory_store and roles across kill -9, 60 trials", "[store][crash][slow]") { run_crash_trials(60, 162); }
+
+}  // namespace store_crash_test

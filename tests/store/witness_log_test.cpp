@@ -32,6 +32,8 @@
 #include "store/store_test_support.hpp"
 #include "support/rng.hpp"
 
+namespace witness_log_test {
+
 namespace {
 
 namespace st = ruvllm::store;
@@ -596,3 +598,5 @@ TEST_CASE("witness_log: close during pushes writes every accepted entry", "[stor
   CHECK(log.size() == n_accepted);
   CHECK(s.rejected_closed == std::size_t{producers});  // each producer stops at its first refusal
 }
+
+}  // namespace witness_log_test
