@@ -1,12 +1,15 @@
-// The main of every benchmark executable, compiled into each one with that
-// executable's flags, so the context names the SIMD targets of the very code
+// The main of every benchmark executable, compiled with the flags of the
+// executables it is linked into (one object for the default ones, one for the
+// -march=native ones), so the context names the SIMD targets of the very code
 // that was measured. -march=native executables (RUVLLM_BENCH_NATIVE) must not
 // see Highway: under -march it switches to static dispatch of one target, and
 // its inline per-target code would differ from the other executables'.
 
 #include "ruvllm/kernels/xsimd.hpp"
 #ifndef RUVLLM_BENCH_NATIVE
-#include "ruvllm/ruvllm.hpp"
+// Only the declaration: the default executables link ruvllm_kernels, which
+// defines it.
+#include "ruvllm/core/backend.hpp"
 #endif
 
 #include <benchmark/benchmark.h>
