@@ -316,6 +316,8 @@ TEST_CASE("witness_log: the background writer writes full and aged batches by it
   auto store = store_t::open(dir.path(), options()).value();
   std::vector<owned_entry> entries;
   for (int i = 0; i < 150; ++i) entries.push_back(random_entry(gen, i));
+  // stats() counts a batch after its commit returns (its records are
+  // visible a moment earlier), so the wait is on the counter.
   const auto wait_for = [](const witness_t& log, std::size_t n, std::chrono::steady_clock::time_point t0) {
     while (log.stats().written < n && std::chrono::steady_clock::now() - t0 < 60s) std::this_thread::sleep_for(1ms);
     return std::chrono::steady_clock::now() - t0;
