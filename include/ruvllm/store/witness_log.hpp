@@ -711,13 +711,15 @@ class witness_log {
 
   witness_log() = default;
 
-  // Waits until every claimed slot is published (or already taken): no push
-  // claims after close() saw in_flight at 0, so the claimed ones end at
-  // enqueue_pos, and a slot still holds its claim's position as seq only
-  // until its push publishes it.
-  static void wait_published(const state& st) noexcept {
-    const std::uint64_t end = st.enqueue_pos.load(std::memory_order_acquire);
-    for (std::uint64_t pos = st.dequeue_pos.load(std::memory_order_acquire); pos < end; ++pos)
+  // Waits until the first `limit` slots claimed now are published (or
+  // already taken). A push that won its claim always publishes it (nothing
+  // between the CAS and the release store can fail), and a slot holds its
+  // claim's position as seq only until then, so the wait ends. close() waits
+  // for every claim: no push claims after it saw in_flight at 0.
+  static void wait_published(const state& st, std::uint64_t limit = ~std::uint64_t{0}) noexcept {
+    const std::uint64_t head = st.dequeue_pos.load(std::memory_order_acquire);
+    const std::uint64_t end = head + std::min(limit, st.enqueue_pos.load(std::memory_order_acquire) - head);
+    for (std::uint64_t pos = head; pos < end; ++pos)
       while (st.slots[pos & st.mask].seq.load(std::memory_order_acquire) == pos) std::this_thread::yield();
   }
 
@@ -879,10 +881,18 @@ class witness_log {
       total += n;
     }
     for (;;) {
-      const std::size_t n = ready(st, st.options.batch_max);
-      if (n == 0) break;
+      std::size_t n = ready(st, st.options.batch_max);
       const bool crowded =
           st.enqueue_pos.load(std::memory_order_relaxed) - st.dequeue_pos.load(std::memory_order_relaxed) >= st.wake_at;
+      if (crowded && n < st.options.batch_max) {
+        // The push that crowded the ring (and woke this writer) may still be
+        // copying its entry: its claim is published within microseconds, so
+        // wait for the claims of a full batch rather than commit a short one
+        // (a commit costs a log append and possibly an fsync).
+        wait_published(st, st.options.batch_max);
+        n = ready(st, st.options.batch_max);
+      }
+      if (n == 0) break;
       if (n < st.options.batch_max && !everything && !crowded) {
         const std::int64_t waited = detail::steady_now_ns() -
                                     st.slots[st.dequeue_pos.load() & st.mask].pushed_ns.load(std::memory_order_relaxed);
