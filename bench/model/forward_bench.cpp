@@ -8,7 +8,8 @@
 //    (all of them, the output matrix included) against the STREAM-like read
 //    probe taken just before and just after the row (probe_GBps, their
 //    mean) -- decode is memory-bound, so bw_frac is its efficiency against
-//    the bandwidth limit of the same seconds;
+//    the bandwidth limit of the same seconds; the 2-thread row also exports
+//    solo_frac and taken_per_tok (below);
 //  * model/pp128 and model/pp512/<type>/<shape>/threads:N: a 128- or
 //    512-token prompt in one call, tok_s;
 //  * model/decode_cotenant/<type>/<shape>/threads:N: decode while a child
@@ -262,6 +263,19 @@ void register_paired_cotenant_row(gguf_type type, const char* precision, const m
       ->Unit(benchmark::kMillisecond);
 }
 
+/// How a multi-thread pool coped since `before`: the share of jobs it ran
+/// without the workers (adaptive: measuring windows, or the workers lost),
+/// and chunks per token the caller took over from a descheduled worker.
+void set_pool_counters(benchmark::State& state, unsigned threads, const ruvllm::thread_pool_stats& before) {
+  if (threads < 2) return;
+  const ruvllm::thread_pool_stats after = pool(threads).stats();
+  const double jobs = static_cast<double>(after.jobs - before.jobs);
+  state.counters["solo_frac"] = benchmark::Counter(jobs > 0 ? (after.solo_jobs - before.solo_jobs) / jobs : 0.0);
+  state.counters["taken_per_tok"] =
+      benchmark::Counter(static_cast<double>(after.chunks_recomputed - before.chunks_recomputed) /
+                         static_cast<double>(state.iterations()));
+}
+
 void register_rows(gguf_type type, const char* precision, const model_shape& sh) {
   for (const unsigned threads : {1u, 2u}) {
     const std::string decode = rb::row_name("model", "decode", precision, sh.name, threads);
@@ -270,10 +284,12 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
       std::vector<float> logits(sh.vocab);
       llama_context<> ctx = decoding_context(m, sh, threads, logits);
       const double read_before = rb::stream_read_now(threads);
+      const ruvllm::thread_pool_stats before = pool(threads).stats();
       rb::timed_loop(
           state, [&] { decode_step(ctx, logits); }, threads);
       state.counters["tok_s"] = benchmark::Counter(1.0 / rb::seconds_per_iteration(state));
       rb::set_bracketed_bandwidth_counters(state, m.weight_bytes, threads, read_before);
+      set_pool_counters(state, threads, before);
     });
     const std::string cotenant_row = rb::row_name("model", "decode_cotenant", precision, sh.name, threads);
     benchmark::RegisterBenchmark(cotenant_row.c_str(), [type, &sh, threads](benchmark::State& state) {
@@ -287,17 +303,7 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
           state, [&] { decode_step(ctx, logits); }, 2);
       const double seconds = rb::seconds_per_iteration(state);
       state.counters["tok_s"] = benchmark::Counter(1.0 / seconds);
-      if (threads > 1) {
-        // How the pool coped: the share of jobs it ran without the workers
-        // (adaptive), and chunks per token the caller took over from a
-        // descheduled worker.
-        const ruvllm::thread_pool_stats after = pool(threads).stats();
-        const double jobs = static_cast<double>(after.jobs - before.jobs);
-        state.counters["solo_frac"] = benchmark::Counter(jobs > 0 ? (after.solo_jobs - before.solo_jobs) / jobs : 0.0);
-        state.counters["taken_per_tok"] =
-            benchmark::Counter(static_cast<double>(after.chunks_recomputed - before.chunks_recomputed) /
-                               static_cast<double>(state.iterations()));
-      }
+      set_pool_counters(state, threads, before);
     });
     for (const std::size_t n : {std::size_t{128}, std::size_t{512}}) {
       const std::string prefill = rb::row_name("model", n == 128 ? "pp128" : "pp512", precision, sh.name, threads);

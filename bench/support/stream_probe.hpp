@@ -11,9 +11,13 @@
 //  * read: the sum of a 512 MiB buffer (larger than the L3 of the machines
 //    we measure on: 32 MiB on the EPYCs, and an Intel VM that reports 300
 //    MiB), one contiguous slice per thread, with the widest vector loads the
-//    CPU runs (AVX-512, AVX2, else the baseline), once with software
-//    prefetches 48 KiB ahead into L2 and once without; the better of the
-//    two counts. The figure must be the memory's, not the loop's: an
+//    CPU runs (AVX-512, AVX2, else the baseline), once without software
+//    prefetch, once prefetching 48 KiB ahead into L2, and once with the
+//    GEMV kernels' two streams (weight_prefetcher: 8 KiB ahead into L1 and
+//    16 KiB into L2); the best of the three counts. (On a Zen 4 guest the
+//    three read within 3% of each other, ~23.5 GB/s at one thread, while a
+//    1B Q8_0 decode step read ~27: there the probe understates the limit
+//    and bw_frac can exceed 1.) The figure must be the memory's, not the loop's: an
 //    SSE2 loop of eight double accumulators read only 10 GB/s on one
 //    Sapphire Rapids core where AVX-512 loads with prefetches read 16.5
 //    (and a quantized GEMV read 14), which made every bw_frac there look
@@ -44,6 +48,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <latch>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -67,7 +72,13 @@ namespace detail {
 inline constexpr std::size_t stream_buffer_bytes = std::size_t{512} << 20;
 inline constexpr int stream_warmup_passes = 1;
 inline constexpr int stream_timed_passes = 5;
-inline constexpr std::size_t stream_prefetch_bytes = std::size_t{48} << 10;
+
+/// Software prefetch of a read pass: bytes ahead of the loads into L1 and
+/// into L2 (0: no such stream).
+struct read_prefetch {
+  std::size_t l1 = 0, l2 = 0;
+};
+inline constexpr read_prefetch read_prefetch_plans[] = {{0, 0}, {0, std::size_t{48} << 10}, {8 << 10, 16 << 10}};
 inline constexpr std::chrono::seconds probe_max_age{30};
 
 class stream_buffer {
@@ -126,16 +137,18 @@ double run_sliced(unsigned threads, std::size_t count, Fn fn) {
   return *std::max_element(ends.begin(), ends.end()) - *std::min_element(starts.begin(), starts.end());
 }
 
-// Sums of the bytes [p, p + 8 n) as 64-bit lanes, `ahead` bytes of software
-// prefetch into L2 in front of the loads (0: none). Independent
+// Sums of the bytes [p, p + 8 n) as 64-bit lanes, with the software prefetch
+// of `ahead` in front of the loads (the baseline prefetches into L2 only, at
+// the larger of the two distances). Independent
 // accumulators (eight here, four vectors below) keep the add latency out of
 // the figure.
-inline std::uint64_t sum_baseline(const double* p, std::size_t n, std::size_t ahead) noexcept {
+inline std::uint64_t sum_baseline(const double* p, std::size_t n, read_prefetch ahead) noexcept {
   const auto* w = reinterpret_cast<const std::uint64_t*>(p);
+  const std::size_t far = std::max(ahead.l1, ahead.l2);
   std::uint64_t s[8] = {};
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    if (ahead != 0) __builtin_prefetch(w + i + ahead / 8, 0, 2);
+    if (far != 0) __builtin_prefetch(w + i + far / 8, 0, 2);
     for (std::size_t k = 0; k < 8; ++k) s[k] += w[i + k];
   }
   for (; i < n; ++i) s[0] += w[i];
@@ -144,32 +157,36 @@ inline std::uint64_t sum_baseline(const double* p, std::size_t n, std::size_t ah
 
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx512f"))) inline std::uint64_t sum_avx512(const double* p, std::size_t n,
-                                                                   std::size_t ahead) noexcept {
+                                                                   read_prefetch ahead) noexcept {
   const auto* c = reinterpret_cast<const char*>(p);
   const std::size_t bytes = n * 8, whole = bytes / 256 * 256;
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
   for (std::size_t i = 0; i < whole; i += 256) {
-    if (ahead != 0)
-      for (std::size_t o = 0; o < 256; o += 64) _mm_prefetch(c + i + ahead + o, _MM_HINT_T1);
+    if (ahead.l1 != 0)
+      for (std::size_t o = 0; o < 256; o += 64) _mm_prefetch(c + i + ahead.l1 + o, _MM_HINT_T0);
+    if (ahead.l2 != 0)
+      for (std::size_t o = 0; o < 256; o += 64) _mm_prefetch(c + i + ahead.l2 + o, _MM_HINT_T1);
     a0 = _mm512_add_epi64(a0, _mm512_load_si512(c + i));
     a1 = _mm512_add_epi64(a1, _mm512_load_si512(c + i + 64));
     a2 = _mm512_add_epi64(a2, _mm512_load_si512(c + i + 128));
     a3 = _mm512_add_epi64(a3, _mm512_load_si512(c + i + 192));
   }
-  const std::uint64_t rest = sum_baseline(p + whole / 8, n - whole / 8, 0);
+  const std::uint64_t rest = sum_baseline(p + whole / 8, n - whole / 8, {});
   return static_cast<std::uint64_t>(
              _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)))) +
          rest;
 }
 
 __attribute__((target("avx2"))) inline std::uint64_t sum_avx2(const double* p, std::size_t n,
-                                                              std::size_t ahead) noexcept {
+                                                              read_prefetch ahead) noexcept {
   const auto* c = reinterpret_cast<const char*>(p);
   const std::size_t bytes = n * 8, whole = bytes / 128 * 128;
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
   for (std::size_t i = 0; i < whole; i += 128) {
-    if (ahead != 0)
-      for (std::size_t o = 0; o < 128; o += 64) _mm_prefetch(c + i + ahead + o, _MM_HINT_T1);
+    if (ahead.l1 != 0)
+      for (std::size_t o = 0; o < 128; o += 64) _mm_prefetch(c + i + ahead.l1 + o, _MM_HINT_T0);
+    if (ahead.l2 != 0)
+      for (std::size_t o = 0; o < 128; o += 64) _mm_prefetch(c + i + ahead.l2 + o, _MM_HINT_T1);
     a0 = _mm256_add_epi64(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(c + i)));
     a1 = _mm256_add_epi64(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(c + i + 32)));
     a2 = _mm256_add_epi64(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(c + i + 64)));
@@ -178,12 +195,12 @@ __attribute__((target("avx2"))) inline std::uint64_t sum_avx2(const double* p, s
   alignas(32) std::uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
                      _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
-  return lanes[0] + lanes[1] + lanes[2] + lanes[3] + sum_baseline(p + whole / 8, n - whole / 8, 0);
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3] + sum_baseline(p + whole / 8, n - whole / 8, {});
 }
 #endif
 
 /// The sum with the widest loads this CPU runs.
-inline std::uint64_t sum(const double* p, std::size_t n, std::size_t ahead) noexcept {
+inline std::uint64_t sum(const double* p, std::size_t n, read_prefetch ahead) noexcept {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const int width = __builtin_cpu_supports("avx512f") ? 512 : __builtin_cpu_supports("avx2") ? 256 : 0;
   if (width == 512) return sum_avx512(p, n, ahead);
@@ -208,9 +225,9 @@ inline void triad(double* a, const double* b, const double* c, double scalar, st
   return static_cast<double>(3 * detail::stream_buffer::get().triad_size() * sizeof(double));
 }
 
-/// One read pass on `threads` threads, with software prefetch `ahead` bytes
-/// in front of the loads (0: none); returns its seconds on the bench clock.
-inline double stream_read_pass(unsigned threads, std::size_t ahead) {
+/// One read pass on `threads` threads, with the software prefetch `ahead`
+/// in front of the loads; returns its seconds on the bench clock.
+inline double stream_read_pass(unsigned threads, detail::read_prefetch ahead) {
   detail::stream_buffer& buffer = detail::stream_buffer::get();
   const double* data = buffer.data();
   return detail::run_sliced(threads, buffer.size(), [data, ahead](std::size_t begin, std::size_t end) {
@@ -218,9 +235,12 @@ inline double stream_read_pass(unsigned threads, std::size_t ahead) {
   });
 }
 
-/// A read pass with and without prefetch; returns the faster one's seconds.
+/// A read pass with each of read_prefetch_plans; returns the fastest one's seconds.
 inline double stream_read_best_pass(unsigned threads) {
-  return std::min(stream_read_pass(threads, 0), stream_read_pass(threads, detail::stream_prefetch_bytes));
+  double best = std::numeric_limits<double>::infinity();
+  for (const detail::read_prefetch& plan : detail::read_prefetch_plans)
+    best = std::min(best, stream_read_pass(threads, plan));
+  return best;
 }
 
 /// One triad pass on `threads` threads; returns its seconds on the bench clock.

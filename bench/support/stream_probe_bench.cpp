@@ -30,10 +30,17 @@ void register_rows(std::string_view what, double (*pass)(unsigned), double (*byt
 }
 
 [[maybe_unused]] const bool registered = [] {
-  // The read row shows the prefetched pass, which the probe picks on every
-  // machine measured so far.
+  // One row per prefetch plan the probe tries ("read": the GEMV kernels'
+  // two streams), so the results show which one the probe's figure is.
   register_rows(
-      "read", [](unsigned threads) { return rb::stream_read_pass(threads, rb::detail::stream_prefetch_bytes); },
+      "read_no_prefetch",
+      [](unsigned threads) { return rb::stream_read_pass(threads, rb::detail::read_prefetch_plans[0]); },
+      rb::stream_read_bytes);
+  register_rows(
+      "read_l2_48k", [](unsigned threads) { return rb::stream_read_pass(threads, rb::detail::read_prefetch_plans[1]); },
+      rb::stream_read_bytes);
+  register_rows(
+      "read", [](unsigned threads) { return rb::stream_read_pass(threads, rb::detail::read_prefetch_plans[2]); },
       rb::stream_read_bytes);
   register_rows("triad", rb::stream_triad_pass, rb::stream_triad_bytes);
   return true;

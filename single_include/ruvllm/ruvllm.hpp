@@ -1623,6 +1623,52 @@ inline void cpu_relax() noexcept {
   asm volatile("yield");
 #endif
 }
+
+/// How long run_replicated's adaptive probe keeps the way it chose before it
+/// measures again, in windows (see thread_pool's helper_probe). Each
+/// measurement spends two of its four windows without the workers, so on a
+/// quiet machine, where they win every time, re-measuring after 32 windows
+/// ran ~6% of a 2-thread decode at the speed of one thread. A decisive win
+/// (the workers at least 25% faster) therefore doubles the next settled run,
+/// up to 128 windows (2.6 s at the default 20 ms windows): the probe's cost
+/// falls below 1%, and a co-tenant arriving during a long settled run is
+/// still caught within seconds, while run_replicated's take-over keeps the
+/// caller from waiting on a descheduled worker meanwhile. A narrow win
+/// settles 32 windows and starts the doubling over; losses back off 1, 2, 4 ... 64 windows without the
+/// workers, as the workers stay close to useless while a co-tenant stays.
+class probe_schedule {
+ public:
+  static constexpr double keep_ratio = 1.03;      // workers kept when at least this much faster
+  static constexpr double decisive_ratio = 1.25;  // ... and the next settled run doubles at this
+  static constexpr std::uint32_t on_first = 32, on_max = 128, off_max = 64;
+
+  /// After a measurement of `rate_on` and `rate_off` (work per second with
+  /// and without the workers): whether the workers run, for settle() windows.
+  bool decide(double rate_on, double rate_off) noexcept {
+    on_ = rate_on >= keep_ratio * rate_off;
+    if (!on_) {
+      settle_ = off_next_;
+      off_next_ = std::min(off_next_ * 2, off_max);
+      on_next_ = on_first;
+    } else if (rate_on >= decisive_ratio * rate_off) {
+      settle_ = on_next_;
+      on_next_ = std::min(on_next_ * 2, on_max);
+      off_next_ = 1;
+    } else {
+      settle_ = on_first;
+      on_next_ = on_first;
+      off_next_ = 1;
+    }
+    return on_;
+  }
+  [[nodiscard]] bool workers_on() const noexcept { return on_; }
+  [[nodiscard]] std::uint32_t settle() const noexcept { return settle_; }
+
+ private:
+  bool on_ = true;
+  std::uint32_t settle_ = 0;
+  std::uint32_t on_next_ = on_first, off_next_ = 1;
+};
 }  // namespace detail
 
 /// Tuning of thread_pool; the defaults suit decode-step kernels of 10 µs to 10 ms.
@@ -1851,9 +1897,9 @@ class thread_pool {
   // the chunks completed per second of wall time, gaps between jobs
   // included. The workers are kept only when they are clearly (3%) faster:
   // on a tie the caller alone is as fast and leaves the other core to
-  // whoever holds it. Then the chosen way runs a while (32 windows with the
-  // workers; 1, 2, 4 ... 64 without, doubling while they keep losing) before
-  // the next measurement.
+  // whoever holds it. Then the chosen way runs a while (detail::probe_schedule:
+  // 32 .. 128 windows with the workers, 1 .. 64 without) before the next
+  // measurement.
   struct helper_probe {
     static constexpr bool measuring_order[] = {true, false, false, true};  // workers_on per window
     bool measuring = true;
@@ -1863,8 +1909,8 @@ class thread_pool {
     std::chrono::steady_clock::time_point start{};
     double chunks_of[2] = {}, seconds_of[2] = {};  // [workers_on]
     std::uint32_t settle_left = 0;                 // windows left in the settled mode
-    std::uint32_t off_backoff = 1;                 // settled windows after the workers lost, doubling
-    bool steps = false;                            // end_step() was called: windows close at marks
+    detail::probe_schedule schedule;
+    bool steps = false;  // end_step() was called: windows close at marks
   };
 
   // A window runs from the start of its first job to the end of its last, so
@@ -1908,11 +1954,9 @@ class thread_pool {
       return;
     }
     const double rate_on = p.chunks_of[1] / p.seconds_of[1], rate_off = p.chunks_of[0] / p.seconds_of[0];
-    const bool on = rate_on >= 1.03 * rate_off;
-    p.workers_on = on;
+    p.workers_on = p.schedule.decide(rate_on, rate_off);
     p.measuring = false;
-    p.settle_left = on ? 32 : p.off_backoff;
-    p.off_backoff = on ? 1 : std::min<std::uint32_t>(p.off_backoff * 2, 64);
+    p.settle_left = p.schedule.settle();
   }
 
   // run_replicated chunk states: the job's epoch in the high bits, so a state
@@ -6060,24 +6104,28 @@ namespace ruvllm::kernels::HWY_NAMESPACE {
 
 inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 
-/// Software prefetch of a weight-streaming call's bytes into L1, one cache
-/// line per instruction, kept a fixed distance ahead of the bytes consumed so
-/// far. GEMV kernels read one row at a time (the quantized ones with long
-/// rows excepted, vnni::group_row in quant-inl.h), so the weights are one
-/// sequential stream: the hardware prefetchers follow it, and this stream
-/// runs far enough ahead of them to overlap DRAM latency with the kernels'
-/// arithmetic. Measured on Zen 5, GEMV over a 1 GiB matrix of 2048 columns
-/// (a plain AVX-512 read of it: ~30 GB/s at one thread, ~50-58 at two):
-///   * Q4_0 one row at a time, 8 KiB ahead: 24-26.5 GB/s at one thread,
-///     48-50 at two (4 and 16 KiB within noise of 8); the hardware
-///     prefetchers alone 23-24 at one thread;
-///   * Q4_0 four rows side by side, which loses the hardware prefetchers,
-///     with 48 KiB (L2) and 4 KiB (L1) software streams: 18-19 and 35-36;
-///     even a bare read of four side-by-side rows stays near 24 at one
-///     thread with those streams;
-///   * Q8_0 one row at a time 23.5-24.4 at one thread, four rows 16-18.
+/// Software prefetch of a weight-streaming call's bytes, one cache line per
+/// instruction, in two streams kept fixed distances ahead of the bytes
+/// consumed so far: into L1 8 KiB ahead, and into L2 (prefetcht1 on x86)
+/// 16 KiB ahead. GEMV kernels read one row at a time, so the weights are one
+/// sequential stream: the hardware prefetchers follow it, and these streams
+/// run far enough ahead of them to overlap DRAM latency with the kernels'
+/// arithmetic.
+///   * The L2 stream keeps more lines in flight than L1's miss buffers
+///     allow. In 110M / 1B decode steps on a Zen 4 EPYC guest at one thread
+///     (a plain AVX-512 read ~23 GB/s there), against the L1 stream alone:
+///     Q4_0 +25% / +27%, Q8_0 +14%; at two threads 110M Q4_0 +23%, Q8_0 +15%.
+///     Prefetching into L1 32 KiB ahead instead lost 10%, and an L2 stream
+///     24 or 32 KiB ahead was within noise of 16.
+///   * The L1 stream alone, on Zen 5, GEMV over a 1 GiB matrix of 2048
+///     columns (a plain AVX-512 read ~30 GB/s at one thread, ~50-58 at
+///     two): Q4_0 24-26.5 GB/s at one thread, 48-50 at two (4 and 16 KiB
+///     within noise of 8); the hardware prefetchers alone 23-24 at one
+///     thread. Four rows side by side (which loses the hardware
+///     prefetchers) with 48 KiB (L2) and 4 KiB (L1) streams read only 18-19
+///     and 35-36.
 /// Positions are offsets into the call's bytes, so no pointer is ever formed
-/// past them (a matrix may be smaller than the distance).
+/// past them (a matrix may be smaller than the distances).
 /// Bytes a call over `rows` rows of `row_bytes` bytes, `stride_bytes` apart,
 /// spans: from the first row's first byte to the last row's last.
 [[nodiscard]] constexpr std::size_t call_bytes(std::size_t rows, std::size_t stride_bytes,
@@ -6086,11 +6134,13 @@ inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 }
 
 struct weight_prefetcher {
-  static constexpr std::size_t distance = std::size_t{8} << 10;
+  static constexpr std::size_t l1_distance = std::size_t{8} << 10;
+  static constexpr std::size_t l2_distance = std::size_t{16} << 10;
 
   const char* base;
   std::size_t bytes;
-  std::size_t next = distance;
+  std::size_t next_l1 = l1_distance;
+  std::size_t next_l2 = l2_distance;
 
   /// Over `rows` rows of `row_bytes` bytes, `stride_bytes` apart from
   /// `first_row`: the call's bytes end with the last row's last byte.
@@ -6102,8 +6152,11 @@ struct weight_prefetcher {
   /// `consumed_at` points into the call's bytes (or one past them).
   HWY_INLINE void advance(const void* consumed_at) {
     const auto consumed = static_cast<std::size_t>(static_cast<const char*>(consumed_at) - base);
-    const std::size_t to = consumed + distance < bytes ? consumed + distance : bytes;
-    for (; next < to; next += 64) hwy::Prefetch(base + next);
+    const std::size_t to_l1 = consumed + l1_distance < bytes ? consumed + l1_distance : bytes;
+    for (; next_l1 < to_l1; next_l1 += 64) hwy::Prefetch(base + next_l1);
+    const std::size_t to_l2 = consumed + l2_distance < bytes ? consumed + l2_distance : bytes;
+    // Locality 2: prefetcht1 on x86, PLDL2KEEP on Arm.
+    for (; next_l2 < to_l2; next_l2 += 64) __builtin_prefetch(base + next_l2, 0, 2);
   }
 };
 
@@ -7988,12 +8041,16 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    plus two integer ops (f16_scales below) to ~55;
 //  * the 8 bytes past a Q4_0 quad's first 64 come in by a broadcast load: a
 //    byte-masked load there halved the streaming rate;
-//  * the GEMV reads short rows one at a time: the activations are reloaded
-//    from L1 for every row, but the weights stay one sequential stream,
-//    which streams from DRAM ~30% faster than four rows side by side under
-//    one call-wide prefetch stream (weight_prefetcher, target-inl.h, has the
-//    numbers); long rows go eight at a time, each with its own prefetch
-//    stream (grouped, below).
+//  * the GEMV reads rows one at a time: the activations are reloaded from
+//    L1 for every row, but the weights stay one sequential stream, which
+//    streams from DRAM ~30% faster than four rows side by side under one
+//    call-wide prefetch stream (weight_prefetcher, target-inl.h, has the
+//    numbers). Long rows used to go eight at a time, each row with its own
+//    L1 prefetch stream, which shared the activation loads among eight rows
+//    and was 11% faster on a 1B Q8_0 decode on Zen 5 than one row at a time
+//    under the L1 stream alone; on Zen 4, one row at a time under both of
+//    weight_prefetcher's streams decodes 1B Q8_0 2.1x and 1B Q4_0 1.12x
+//    as fast as the groups of eight.
 namespace vnni {
 
 /// Bytes of the four blocks one quad step reads.
@@ -8182,79 +8239,14 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
   *out = sum_lanes(acc);
 }
 
-/// Rows side by side in group_rows, and how far ahead of each row's
-/// position its software prefetch runs.
-inline constexpr std::size_t group_rows = 8;
-inline constexpr std::size_t group_prefetch_ahead = 1024;
-
-/// Whether rows of `row_bytes` go through group_row below rather than one at
-/// a time through quad_row. Measured on Zen 5 at one thread over 1 GiB of
-/// weights (GB/s, one row at a time with weight_prefetcher / groups of 8):
-///   * Q8_0: 816-byte rows (768 columns) 25.8 / 21.1; 2176-byte rows 24.7 /
-///     28.9; 4352-byte rows 22.0 / 26.3; 8704-byte rows 21.2 / 27.8; and at
-///     two threads 43.0 / 49.2 (2176 bytes) and 43.5 / 57.1 (8704);
-///   * Q4_0: 1152-byte rows 25.0 / 20.5; 2304-byte rows 23.9 / 21.9;
-///     4608-byte rows 22.4 / 25.8.
-/// A Q8_0 quad of one row costs four activation loads besides its three
-/// weight loads; a group shares them among eight rows, which pays once rows
-/// are long enough that eight streams run ahead of the hardware prefetchers.
-/// In decode steps measured within one process, alternating the two paths
-/// every 200 ms (medians of 16 pairs): 1B q8_0 +11% at one thread and +9% at
-/// two, 1B q4_0 (only its 8192-column down projection is grouped) +2% and
-/// +3%, 110M q8_0 (likewise its down projection) unchanged.
-template <bool Q4>
-[[nodiscard]] constexpr bool grouped(std::size_t row_bytes) noexcept {
-  return row_bytes >= (Q4 ? std::size_t{4096} : std::size_t{2048});
-}
-
-/// out[k] = dot(row k, a) for group_rows rows `row_stride` bytes apart, each
-/// row with the arithmetic of quad_row (one accumulator, quads in order), so
-/// a row's result does not depend on the path. Each row is a stream of its
-/// own: its software prefetch runs group_prefetch_ahead bytes ahead of it and
-/// past its end into the row group_rows further on, the same stream's next
-/// row, while that row lies within the call's `extent` bytes from `base`.
-template <bool Q4>
-RUVLLM_QUANT_ATTR HWY_INLINE void group_row(const std::uint8_t* HWY_RESTRICT base, std::size_t first_row,
-                                            std::size_t row_stride, std::size_t extent, const q8_0_quad* HWY_RESTRICT a,
-                                            std::size_t nb, float* HWY_RESTRICT out, const constants& c) {
-  constexpr std::size_t R = group_rows, step = quad_bytes<Q4>;
-  const std::size_t whole = nb / 4, rest = nb % 4, row_bytes = nb * (step / 4);
-  const std::size_t row0 = first_row * row_stride, next_group = R * row_stride;
-  __m512 acc[R];
-  for (std::size_t k = 0; k < R; ++k) acc[k] = _mm512_setzero_ps();
-  std::size_t ahead = group_prefetch_ahead;  // offset within each row of the next line to prefetch
-  for (std::size_t q = 0; q < whole; ++q) {
-    for (const std::size_t to = (q + 1) * step + group_prefetch_ahead; ahead < to; ahead += 64) {
-      const std::size_t offset = ahead < row_bytes ? row0 + ahead : row0 + next_group + (ahead - row_bytes);
-      for (std::size_t k = 0; k < R; ++k)
-        if (offset + k * row_stride < extent) hwy::Prefetch(base + offset + k * row_stride);
-    }
-    const quad_regs act = load_quad<Q4>(a[q]);
-    for (std::size_t k = 0; k < R; ++k)
-      acc[k] = quad_dot(unpack<Q4, true>(base + row0 + k * row_stride + q * step, c, step), act, acc[k]);
-  }
-  if (rest != 0) {
-    const quad_regs act = load_quad<Q4>(a[whole]);
-    for (std::size_t k = 0; k < R; ++k)
-      acc[k] =
-          quad_dot(unpack<Q4, false>(base + row0 + k * row_stride + whole * step, c, rest * (step / 4)), act, acc[k]);
-  }
-  for (std::size_t k = 0; k < R; ++k) out[k] = sum_lanes(acc[k]);
-}
-
 template <bool Q4>
 RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_stride, std::size_t rows,
                                                 const q8_0_quad* a, std::size_t n, float* out) {
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<Q4>();
   const std::size_t nb = n / 32, row_bytes = nb * (quad_bytes<Q4> / 4);
-  std::size_t r = 0;
-  if (grouped<Q4>(row_bytes)) {
-    const std::size_t extent = call_bytes(rows, row_stride, row_bytes);
-    for (; r + group_rows <= rows; r += group_rows) group_row<Q4>(base, r, row_stride, extent, a, nb, out + r, c);
-  }
-  weight_prefetcher pf(base + r * row_stride, rows - r, row_stride, row_bytes);
-  for (; r < rows; ++r) quad_row<Q4>(base + r * row_stride, a, nb, out + r, c, pf);
+  weight_prefetcher pf(base, rows, row_stride, row_bytes);
+  for (std::size_t r = 0; r < rows; ++r) quad_row<Q4>(base + r * row_stride, a, nb, out + r, c, pf);
 }
 
 /// Y[t][r] for a tile of rows x tokens. Four rows at a time are unpacked

@@ -377,4 +377,38 @@ TEST_CASE("thread_pool end_step closes the adaptive probe's windows at step ends
   }
 }
 
+TEST_CASE("thread_pool's adaptive probe settles longer while the workers win decisively", "[core][thread_pool]") {
+  using schedule_t = ruvllm::detail::probe_schedule;
+  schedule_t s;
+  // Decisive wins double the settled run up to on_max; the first run after
+  // any measurement outcome but a decisive win is on_first.
+  const std::uint32_t decisive[] = {32, 64, 128, 128, 128};
+  for (const std::uint32_t want : decisive) {
+    CHECK(s.decide(1.8, 1.0));
+    CHECK(s.settle() == want);
+  }
+  // A narrow win keeps the workers for on_first windows and starts over.
+  CHECK(s.decide(1.1, 1.0));
+  CHECK(s.settle() == 32);
+  CHECK(s.decide(1.8, 1.0));
+  CHECK(s.settle() == 32);
+  CHECK(s.decide(1.8, 1.0));
+  CHECK(s.settle() == 64);
+  // Losses (a tie included) bench the workers for 1, 2, 4 ... 64 windows.
+  const std::uint32_t losing[] = {1, 2, 4, 8, 16, 32, 64, 64};
+  for (const std::uint32_t want : losing) {
+    CHECK(!s.decide(1.02, 1.0));
+    CHECK(!s.workers_on());
+    CHECK(s.settle() == want);
+  }
+  // A win after losses settles on_first windows and resets the losing backoff.
+  CHECK(s.decide(1.3, 1.0));
+  CHECK(s.settle() == schedule_t::on_first);
+  CHECK(!s.decide(0.5, 1.0));
+  CHECK(s.settle() == 1);
+  // A loss also resets the winning run: the next decisive win settles on_first.
+  CHECK(s.decide(2.0, 1.0));
+  CHECK(s.settle() == schedule_t::on_first);
+}
+
 }  // namespace thread_pool_test

@@ -929,10 +929,9 @@ void check_quad_layout(const block_q8_0* blocks, std::size_t nb, const q8_0_quad
 /// quantize_q8_0's blocks on every backend; the scalar quad rows equal the
 /// scalar block rows exactly; every backend's quad rows are within the bound
 /// of the exact dot, the same for one row as in a batch of 19, and its GEMM
-/// tile equals its rows row by row and token by token, bit for bit. Rows of
-/// 61 and more Q8_0 blocks (229 and more Q4_0 blocks) are long enough for
-/// the AVX-512 VNNI rows to go eight at a time: 19 rows are two such groups
-/// and three single rows.
+/// tile equals its rows row by row and token by token, bit for bit. Row
+/// lengths run from a partial quad to 256 blocks (8 KiB of Q8_0, past the
+/// kernels' L1 prefetch distance), with a stride that misaligns the rows.
 template <class Pair>
 void check_quad_dots(std::uint64_t seed) {
   using W = typename Pair::weight;

@@ -101,6 +101,52 @@ inline void cpu_relax() noexcept {
   asm volatile("yield");
 #endif
 }
+
+/// How long run_replicated's adaptive probe keeps the way it chose before it
+/// measures again, in windows (see thread_pool's helper_probe). Each
+/// measurement spends two of its four windows without the workers, so on a
+/// quiet machine, where they win every time, re-measuring after 32 windows
+/// ran ~6% of a 2-thread decode at the speed of one thread. A decisive win
+/// (the workers at least 25% faster) therefore doubles the next settled run,
+/// up to 128 windows (2.6 s at the default 20 ms windows): the probe's cost
+/// falls below 1%, and a co-tenant arriving during a long settled run is
+/// still caught within seconds, while run_replicated's take-over keeps the
+/// caller from waiting on a descheduled worker meanwhile. A narrow win
+/// settles 32 windows and starts the doubling over; losses back off 1, 2, 4 ... 64 windows without the
+/// workers, as the workers stay close to useless while a co-tenant stays.
+class probe_schedule {
+ public:
+  static constexpr double keep_ratio = 1.03;      // workers kept when at least this much faster
+  static constexpr double decisive_ratio = 1.25;  // ... and the next settled run doubles at this
+  static constexpr std::uint32_t on_first = 32, on_max = 128, off_max = 64;
+
+  /// After a measurement of `rate_on` and `rate_off` (work per second with
+  /// and without the workers): whether the workers run, for settle() windows.
+  bool decide(double rate_on, double rate_off) noexcept {
+    on_ = rate_on >= keep_ratio * rate_off;
+    if (!on_) {
+      settle_ = off_next_;
+      off_next_ = std::min(off_next_ * 2, off_max);
+      on_next_ = on_first;
+    } else if (rate_on >= decisive_ratio * rate_off) {
+      settle_ = on_next_;
+      on_next_ = std::min(on_next_ * 2, on_max);
+      off_next_ = 1;
+    } else {
+      settle_ = on_first;
+      on_next_ = on_first;
+      off_next_ = 1;
+    }
+    return on_;
+  }
+  [[nodiscard]] bool workers_on() const noexcept { return on_; }
+  [[nodiscard]] std::uint32_t settle() const noexcept { return settle_; }
+
+ private:
+  bool on_ = true;
+  std::uint32_t settle_ = 0;
+  std::uint32_t on_next_ = on_first, off_next_ = 1;
+};
 }  // namespace detail
 
 /// Tuning of thread_pool; the defaults suit decode-step kernels of 10 µs to 10 ms.
@@ -329,9 +375,9 @@ class thread_pool {
   // the chunks completed per second of wall time, gaps between jobs
   // included. The workers are kept only when they are clearly (3%) faster:
   // on a tie the caller alone is as fast and leaves the other core to
-  // whoever holds it. Then the chosen way runs a while (32 windows with the
-  // workers; 1, 2, 4 ... 64 without, doubling while they keep losing) before
-  // the next measurement.
+  // whoever holds it. Then the chosen way runs a while (detail::probe_schedule:
+  // 32 .. 128 windows with the workers, 1 .. 64 without) before the next
+  // measurement.
   struct helper_probe {
     static constexpr bool measuring_order[] = {true, false, false, true};  // workers_on per window
     bool measuring = true;
@@ -341,8 +387,8 @@ class thread_pool {
     std::chrono::steady_clock::time_point start{};
     double chunks_of[2] = {}, seconds_of[2] = {};  // [workers_on]
     std::uint32_t settle_left = 0;                 // windows left in the settled mode
-    std::uint32_t off_backoff = 1;                 // settled windows after the workers lost, doubling
-    bool steps = false;                            // end_step() was called: windows close at marks
+    detail::probe_schedule schedule;
+    bool steps = false;  // end_step() was called: windows close at marks
   };
 
   // A window runs from the start of its first job to the end of its last, so
@@ -386,11 +432,9 @@ class thread_pool {
       return;
     }
     const double rate_on = p.chunks_of[1] / p.seconds_of[1], rate_off = p.chunks_of[0] / p.seconds_of[0];
-    const bool on = rate_on >= 1.03 * rate_off;
-    p.workers_on = on;
+    p.workers_on = p.schedule.decide(rate_on, rate_off);
     p.measuring = false;
-    p.settle_left = on ? 32 : p.off_backoff;
-    p.off_backoff = on ? 1 : std::min<std::uint32_t>(p.off_backoff * 2, 64);
+    p.settle_left = p.schedule.settle();
   }
 
   // run_replicated chunk states: the job's epoch in the high bits, so a state

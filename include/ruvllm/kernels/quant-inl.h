@@ -359,12 +359,16 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    plus two integer ops (f16_scales below) to ~55;
 //  * the 8 bytes past a Q4_0 quad's first 64 come in by a broadcast load: a
 //    byte-masked load there halved the streaming rate;
-//  * the GEMV reads short rows one at a time: the activations are reloaded
-//    from L1 for every row, but the weights stay one sequential stream,
-//    which streams from DRAM ~30% faster than four rows side by side under
-//    one call-wide prefetch stream (weight_prefetcher, target-inl.h, has the
-//    numbers); long rows go eight at a time, each with its own prefetch
-//    stream (grouped, below).
+//  * the GEMV reads rows one at a time: the activations are reloaded from
+//    L1 for every row, but the weights stay one sequential stream, which
+//    streams from DRAM ~30% faster than four rows side by side under one
+//    call-wide prefetch stream (weight_prefetcher, target-inl.h, has the
+//    numbers). Long rows used to go eight at a time, each row with its own
+//    L1 prefetch stream, which shared the activation loads among eight rows
+//    and was 11% faster on a 1B Q8_0 decode on Zen 5 than one row at a time
+//    under the L1 stream alone; on Zen 4, one row at a time under both of
+//    weight_prefetcher's streams decodes 1B Q8_0 2.1x and 1B Q4_0 1.12x
+//    as fast as the groups of eight.
 namespace vnni {
 
 /// Bytes of the four blocks one quad step reads.
@@ -553,79 +557,14 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
   *out = sum_lanes(acc);
 }
 
-/// Rows side by side in group_rows, and how far ahead of each row's
-/// position its software prefetch runs.
-inline constexpr std::size_t group_rows = 8;
-inline constexpr std::size_t group_prefetch_ahead = 1024;
-
-/// Whether rows of `row_bytes` go through group_row below rather than one at
-/// a time through quad_row. Measured on Zen 5 at one thread over 1 GiB of
-/// weights (GB/s, one row at a time with weight_prefetcher / groups of 8):
-///   * Q8_0: 816-byte rows (768 columns) 25.8 / 21.1; 2176-byte rows 24.7 /
-///     28.9; 4352-byte rows 22.0 / 26.3; 8704-byte rows 21.2 / 27.8; and at
-///     two threads 43.0 / 49.2 (2176 bytes) and 43.5 / 57.1 (8704);
-///   * Q4_0: 1152-byte rows 25.0 / 20.5; 2304-byte rows 23.9 / 21.9;
-///     4608-byte rows 22.4 / 25.8.
-/// A Q8_0 quad of one row costs four activation loads besides its three
-/// weight loads; a group shares them among eight rows, which pays once rows
-/// are long enough that eight streams run ahead of the hardware prefetchers.
-/// In decode steps measured within one process, alternating the two paths
-/// every 200 ms (medians of 16 pairs): 1B q8_0 +11% at one thread and +9% at
-/// two, 1B q4_0 (only its 8192-column down projection is grouped) +2% and
-/// +3%, 110M q8_0 (likewise its down projection) unchanged.
-template <bool Q4>
-[[nodiscard]] constexpr bool grouped(std::size_t row_bytes) noexcept {
-  return row_bytes >= (Q4 ? std::size_t{4096} : std::size_t{2048});
-}
-
-/// out[k] = dot(row k, a) for group_rows rows `row_stride` bytes apart, each
-/// row with the arithmetic of quad_row (one accumulator, quads in order), so
-/// a row's result does not depend on the path. Each row is a stream of its
-/// own: its software prefetch runs group_prefetch_ahead bytes ahead of it and
-/// past its end into the row group_rows further on, the same stream's next
-/// row, while that row lies within the call's `extent` bytes from `base`.
-template <bool Q4>
-RUVLLM_QUANT_ATTR HWY_INLINE void group_row(const std::uint8_t* HWY_RESTRICT base, std::size_t first_row,
-                                            std::size_t row_stride, std::size_t extent, const q8_0_quad* HWY_RESTRICT a,
-                                            std::size_t nb, float* HWY_RESTRICT out, const constants& c) {
-  constexpr std::size_t R = group_rows, step = quad_bytes<Q4>;
-  const std::size_t whole = nb / 4, rest = nb % 4, row_bytes = nb * (step / 4);
-  const std::size_t row0 = first_row * row_stride, next_group = R * row_stride;
-  __m512 acc[R];
-  for (std::size_t k = 0; k < R; ++k) acc[k] = _mm512_setzero_ps();
-  std::size_t ahead = group_prefetch_ahead;  // offset within each row of the next line to prefetch
-  for (std::size_t q = 0; q < whole; ++q) {
-    for (const std::size_t to = (q + 1) * step + group_prefetch_ahead; ahead < to; ahead += 64) {
-      const std::size_t offset = ahead < row_bytes ? row0 + ahead : row0 + next_group + (ahead - row_bytes);
-      for (std::size_t k = 0; k < R; ++k)
-        if (offset + k * row_stride < extent) hwy::Prefetch(base + offset + k * row_stride);
-    }
-    const quad_regs act = load_quad<Q4>(a[q]);
-    for (std::size_t k = 0; k < R; ++k)
-      acc[k] = quad_dot(unpack<Q4, true>(base + row0 + k * row_stride + q * step, c, step), act, acc[k]);
-  }
-  if (rest != 0) {
-    const quad_regs act = load_quad<Q4>(a[whole]);
-    for (std::size_t k = 0; k < R; ++k)
-      acc[k] =
-          quad_dot(unpack<Q4, false>(base + row0 + k * row_stride + whole * step, c, rest * (step / 4)), act, acc[k]);
-  }
-  for (std::size_t k = 0; k < R; ++k) out[k] = sum_lanes(acc[k]);
-}
-
 template <bool Q4>
 RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_stride, std::size_t rows,
                                                 const q8_0_quad* a, std::size_t n, float* out) {
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<Q4>();
   const std::size_t nb = n / 32, row_bytes = nb * (quad_bytes<Q4> / 4);
-  std::size_t r = 0;
-  if (grouped<Q4>(row_bytes)) {
-    const std::size_t extent = call_bytes(rows, row_stride, row_bytes);
-    for (; r + group_rows <= rows; r += group_rows) group_row<Q4>(base, r, row_stride, extent, a, nb, out + r, c);
-  }
-  weight_prefetcher pf(base + r * row_stride, rows - r, row_stride, row_bytes);
-  for (; r < rows; ++r) quad_row<Q4>(base + r * row_stride, a, nb, out + r, c, pf);
+  weight_prefetcher pf(base, rows, row_stride, row_bytes);
+  for (std::size_t r = 0; r < rows; ++r) quad_row<Q4>(base + r * row_stride, a, nb, out + r, c, pf);
 }
 
 /// Y[t][r] for a tile of rows x tokens. Four rows at a time are unpacked
