@@ -74,11 +74,13 @@ inline constexpr int stream_warmup_passes = 1;
 inline constexpr int stream_timed_passes = 5;
 
 /// Software prefetch of a read pass: bytes ahead of the loads into L1 and
-/// into L2 (0: no such stream).
+/// into L2 (0: no such stream), and the plan's row name in the benchmarks.
 struct read_prefetch {
   std::size_t l1 = 0, l2 = 0;
+  const char* name = "";
 };
-inline constexpr read_prefetch read_prefetch_plans[] = {{0, 0}, {0, std::size_t{48} << 10}, {8 << 10, 16 << 10}};
+inline constexpr read_prefetch read_prefetch_plans[] = {
+    {0, 0, "read_no_prefetch"}, {0, std::size_t{48} << 10, "read_l2_48k"}, {8 << 10, 16 << 10, "read"}};
 inline constexpr std::chrono::seconds probe_max_age{30};
 
 class stream_buffer {

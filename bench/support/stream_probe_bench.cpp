@@ -5,6 +5,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -14,7 +15,7 @@ namespace {
 
 namespace rb = ruvllm::bench;
 
-void register_rows(std::string_view what, double (*pass)(unsigned), double (*bytes)()) {
+void register_rows(std::string_view what, std::function<double(unsigned)> pass, double (*bytes)()) {
   for (const unsigned threads : {1u, 2u}) {
     const std::string name = rb::baseline_of(rb::join_name({"stream", what}, threads));
     benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
@@ -32,16 +33,9 @@ void register_rows(std::string_view what, double (*pass)(unsigned), double (*byt
 [[maybe_unused]] const bool registered = [] {
   // One row per prefetch plan the probe tries ("read": the GEMV kernels'
   // two streams), so the results show which one the probe's figure is.
-  register_rows(
-      "read_no_prefetch",
-      [](unsigned threads) { return rb::stream_read_pass(threads, rb::detail::read_prefetch_plans[0]); },
-      rb::stream_read_bytes);
-  register_rows(
-      "read_l2_48k", [](unsigned threads) { return rb::stream_read_pass(threads, rb::detail::read_prefetch_plans[1]); },
-      rb::stream_read_bytes);
-  register_rows(
-      "read", [](unsigned threads) { return rb::stream_read_pass(threads, rb::detail::read_prefetch_plans[2]); },
-      rb::stream_read_bytes);
+  for (const rb::detail::read_prefetch& plan : rb::detail::read_prefetch_plans)
+    register_rows(
+        plan.name, [plan](unsigned threads) { return rb::stream_read_pass(threads, plan); }, rb::stream_read_bytes);
   register_rows("triad", rb::stream_triad_pass, rb::stream_triad_bytes);
   return true;
 }();

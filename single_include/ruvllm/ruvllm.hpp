@@ -1628,14 +1628,17 @@ inline void cpu_relax() noexcept {
 /// measures again, in windows (see thread_pool's helper_probe). Each
 /// measurement spends two of its four windows without the workers, so on a
 /// quiet machine, where they win every time, re-measuring after 32 windows
-/// ran ~6% of a 2-thread decode at the speed of one thread. A decisive win
-/// (the workers at least 25% faster) therefore doubles the next settled run,
-/// up to 128 windows (2.6 s at the default 20 ms windows): the probe's cost
-/// falls below 1%, and a co-tenant arriving during a long settled run is
-/// still caught within seconds, while run_replicated's take-over keeps the
-/// caller from waiting on a descheduled worker meanwhile. A narrow win
-/// settles 32 windows and starts the doubling over; losses back off 1, 2, 4 ... 64 windows without the
-/// workers, as the workers stay close to useless while a co-tenant stays.
+/// ran 2 windows in 36 at the speed of one thread. A decisive win (the
+/// workers at least 25% faster) therefore doubles the next settled run, up
+/// to 128 windows (2.6 s at the default 20 ms windows): 2 in 132, and a
+/// co-tenant arriving during a long settled run is still caught within
+/// seconds, while run_replicated's take-over keeps the caller from waiting
+/// on a descheduled worker meanwhile. (Measured as the share of a 2-thread
+/// decode's jobs run without the workers: 1.8-2.6% where two threads beat
+/// one by 40-50%, 5% on a 1B Q8_0 decode where they won by only ~20%.) A
+/// narrow win settles 32 windows and starts the doubling over; losses back
+/// off 1, 2, 4 ... 64 windows without the workers, as the workers stay close
+/// to useless while a co-tenant stays.
 class probe_schedule {
  public:
   static constexpr double keep_ratio = 1.03;      // workers kept when at least this much faster
@@ -1646,19 +1649,10 @@ class probe_schedule {
   /// and without the workers): whether the workers run, for settle() windows.
   bool decide(double rate_on, double rate_off) noexcept {
     on_ = rate_on >= keep_ratio * rate_off;
-    if (!on_) {
-      settle_ = off_next_;
-      off_next_ = std::min(off_next_ * 2, off_max);
-      on_next_ = on_first;
-    } else if (rate_on >= decisive_ratio * rate_off) {
-      settle_ = on_next_;
-      on_next_ = std::min(on_next_ * 2, on_max);
-      off_next_ = 1;
-    } else {
-      settle_ = on_first;
-      on_next_ = on_first;
-      off_next_ = 1;
-    }
+    const bool decisive = rate_on >= decisive_ratio * rate_off;
+    settle_ = !on_ ? off_next_ : decisive ? on_next_ : on_first;
+    off_next_ = on_ ? 1 : std::min(off_next_ * 2, off_max);
+    on_next_ = decisive ? std::min(on_next_ * 2, on_max) : on_first;
     return on_;
   }
   [[nodiscard]] bool workers_on() const noexcept { return on_; }
@@ -6114,7 +6108,7 @@ inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 ///   * The L2 stream keeps more lines in flight than L1's miss buffers
 ///     allow. In 110M / 1B decode steps on a Zen 4 EPYC guest at one thread
 ///     (a plain AVX-512 read ~23 GB/s there), against the L1 stream alone:
-///     Q4_0 +25% / +27%, Q8_0 +14%; at two threads 110M Q4_0 +23%, Q8_0 +15%.
+///     Q4_0 +26% / +31%, Q8_0 +14%; at two threads 110M Q4_0 +23%, Q8_0 +15%.
 ///     Prefetching into L1 32 KiB ahead instead lost 10%, and an L2 stream
 ///     24 or 32 KiB ahead was within noise of 16.
 ///   * The L1 stream alone, on Zen 5, GEMV over a 1 GiB matrix of 2048
@@ -6152,11 +6146,15 @@ struct weight_prefetcher {
   /// `consumed_at` points into the call's bytes (or one past them).
   HWY_INLINE void advance(const void* consumed_at) {
     const auto consumed = static_cast<std::size_t>(static_cast<const char*>(consumed_at) - base);
-    const std::size_t to_l1 = consumed + l1_distance < bytes ? consumed + l1_distance : bytes;
-    for (; next_l1 < to_l1; next_l1 += 64) hwy::Prefetch(base + next_l1);
-    const std::size_t to_l2 = consumed + l2_distance < bytes ? consumed + l2_distance : bytes;
-    // Locality 2: prefetcht1 on x86, PLDL2KEEP on Arm.
-    for (; next_l2 < to_l2; next_l2 += 64) __builtin_prefetch(base + next_l2, 0, 2);
+    // Locality 3: prefetcht0 on x86 (L1); 2: prefetcht1 (L2), PLDL2KEEP on Arm.
+    run_ahead<3>(next_l1, consumed + l1_distance);
+    run_ahead<2>(next_l2, consumed + l2_distance);
+  }
+
+ private:
+  template <int Locality>
+  HWY_INLINE void run_ahead(std::size_t& next, std::size_t to) const {
+    for (to = to < bytes ? to : bytes; next < to; next += 64) __builtin_prefetch(base + next, 0, Locality);
   }
 };
 
@@ -8049,7 +8047,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    L1 prefetch stream, which shared the activation loads among eight rows
 //    and was 11% faster on a 1B Q8_0 decode on Zen 5 than one row at a time
 //    under the L1 stream alone; on Zen 4, one row at a time under both of
-//    weight_prefetcher's streams decodes 1B Q8_0 2.1x and 1B Q4_0 1.12x
+//    weight_prefetcher's streams decodes 1B Q8_0 2.0x and 1B Q4_0 1.12x
 //    as fast as the groups of eight.
 namespace vnni {
 

@@ -367,7 +367,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    L1 prefetch stream, which shared the activation loads among eight rows
 //    and was 11% faster on a 1B Q8_0 decode on Zen 5 than one row at a time
 //    under the L1 stream alone; on Zen 4, one row at a time under both of
-//    weight_prefetcher's streams decodes 1B Q8_0 2.1x and 1B Q4_0 1.12x
+//    weight_prefetcher's streams decodes 1B Q8_0 2.0x and 1B Q4_0 1.12x
 //    as fast as the groups of eight.
 namespace vnni {
 

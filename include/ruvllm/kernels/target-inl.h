@@ -31,7 +31,7 @@ inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 ///   * The L2 stream keeps more lines in flight than L1's miss buffers
 ///     allow. In 110M / 1B decode steps on a Zen 4 EPYC guest at one thread
 ///     (a plain AVX-512 read ~23 GB/s there), against the L1 stream alone:
-///     Q4_0 +25% / +27%, Q8_0 +14%; at two threads 110M Q4_0 +23%, Q8_0 +15%.
+///     Q4_0 +26% / +31%, Q8_0 +14%; at two threads 110M Q4_0 +23%, Q8_0 +15%.
 ///     Prefetching into L1 32 KiB ahead instead lost 10%, and an L2 stream
 ///     24 or 32 KiB ahead was within noise of 16.
 ///   * The L1 stream alone, on Zen 5, GEMV over a 1 GiB matrix of 2048
@@ -69,11 +69,15 @@ struct weight_prefetcher {
   /// `consumed_at` points into the call's bytes (or one past them).
   HWY_INLINE void advance(const void* consumed_at) {
     const auto consumed = static_cast<std::size_t>(static_cast<const char*>(consumed_at) - base);
-    const std::size_t to_l1 = consumed + l1_distance < bytes ? consumed + l1_distance : bytes;
-    for (; next_l1 < to_l1; next_l1 += 64) hwy::Prefetch(base + next_l1);
-    const std::size_t to_l2 = consumed + l2_distance < bytes ? consumed + l2_distance : bytes;
-    // Locality 2: prefetcht1 on x86, PLDL2KEEP on Arm.
-    for (; next_l2 < to_l2; next_l2 += 64) __builtin_prefetch(base + next_l2, 0, 2);
+    // Locality 3: prefetcht0 on x86 (L1); 2: prefetcht1 (L2), PLDL2KEEP on Arm.
+    run_ahead<3>(next_l1, consumed + l1_distance);
+    run_ahead<2>(next_l2, consumed + l2_distance);
+  }
+
+ private:
+  template <int Locality>
+  HWY_INLINE void run_ahead(std::size_t& next, std::size_t to) const {
+    for (to = to < bytes ? to : bytes; next < to; next += 64) __builtin_prefetch(base + next, 0, Locality);
   }
 };
 
