@@ -6087,8 +6087,8 @@ struct ops<backend::scalar> : distance_ops<backend::scalar>,
 #define RUVLLM_KERNELS_TARGET_INL_H_
 #endif
 
-#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
@@ -6098,65 +6098,43 @@ namespace ruvllm::kernels::HWY_NAMESPACE {
 
 inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 
-/// Software prefetch of a weight-streaming call's bytes, one cache line per
-/// instruction, in two streams kept fixed distances ahead of the bytes
-/// consumed so far: into L1 8 KiB ahead, and into L2 (prefetcht1 on x86)
-/// 16 KiB ahead. GEMV kernels read one row at a time, so the weights are one
-/// sequential stream: the hardware prefetchers follow it, and these streams
-/// run far enough ahead of them to overlap DRAM latency with the kernels'
-/// arithmetic.
-///   * The L2 stream keeps more lines in flight than L1's miss buffers
-///     allow. In 110M / 1B decode steps on a Zen 4 EPYC guest at one thread
-///     (a plain AVX-512 read ~23 GB/s there), against the L1 stream alone:
-///     Q4_0 +26% / +31%, Q8_0 +14%; at two threads 110M Q4_0 +23%, Q8_0 +15%.
-///     Prefetching into L1 32 KiB ahead instead lost 10%, and an L2 stream
-///     24 or 32 KiB ahead was within noise of 16.
-///   * The L1 stream alone, on Zen 5, GEMV over a 1 GiB matrix of 2048
-///     columns (a plain AVX-512 read ~30 GB/s at one thread, ~50-58 at
-///     two): Q4_0 24-26.5 GB/s at one thread, 48-50 at two (4 and 16 KiB
-///     within noise of 8); the hardware prefetchers alone 23-24 at one
-///     thread. Four rows side by side (which loses the hardware
-///     prefetchers) with 48 KiB (L2) and 4 KiB (L1) streams read only 18-19
-///     and 35-36.
-/// Positions are offsets into the call's bytes, so no pointer is ever formed
-/// past them (a matrix may be smaller than the distances).
-/// Bytes a call over `rows` rows of `row_bytes` bytes, `stride_bytes` apart,
-/// spans: from the first row's first byte to the last row's last.
-[[nodiscard]] constexpr std::size_t call_bytes(std::size_t rows, std::size_t stride_bytes,
-                                               std::size_t row_bytes) noexcept {
-  return rows == 0 ? 0 : (rows - 1) * stride_bytes + row_bytes;
+/// Software prefetch for a kernel that streams its weights in order (GEMV
+/// reads one row after another, so the weights of a call are one sequential
+/// stream), issued once per step of its loop: the lines of the step's
+/// `step_bytes` bytes at `at`, 8 KiB ahead into L1 and 16 KiB ahead into L2
+/// (prefetcht1 on x86). The hardware prefetchers follow the stream too;
+/// these run far enough ahead of them to overlap DRAM latency with the
+/// kernel's arithmetic, and the L2 stream keeps more lines in flight than
+/// L1's miss buffers allow. Consecutive steps cover the stream without gaps:
+/// a step prefetches ceil(step_bytes / 64) consecutive lines from its own
+/// start, and the next step starts at most that many lines later.
+///   * Two unconditional instructions per line and step, no bookkeeping: a
+///     stream that tracked how far it had prefetched (kept within the
+///     call's bytes) cost ~20 instructions per Q4_0 step of 72 bytes, which
+///     on a Zen 4 EPYC guest (one thread; a plain AVX-512 read 26-27 GB/s
+///     there) held GEMV over 1 GiB of 2048 columns to 20.4 GB/s of Q4_0 and
+///     23.4 of Q8_0, where these read 23.8 and 27.3 (and an L2-resident
+///     Q4_0 GEMV computes at only ~24: the kernel's arithmetic is the limit
+///     there); f16 at 768 / 2048 / 8192 columns 18.9 / 19.7 / 12.4 GB/s
+///     with the tracked stream over each call's first 32 KiB only, 23-27 /
+///     23-27 / 16-21 with these over all of it.
+///   * Both streams are needed: the L2 stream alone read Q4_0 at 10.8 GB/s,
+///     and a stream covering only the first of a Q8_0 step's three lines
+///     at 10.4, far below no software prefetch at all (15-20).
+///   * The distances, from decode steps at one thread on the same Zen 4
+///     guest: into L1 32 KiB ahead instead of 8 lost 10%; into L2 24 or 32
+///     KiB ahead was within noise of 16.
+/// The addresses are formed as integers: the lines prefetched may lie past
+/// the weights (a prefetch never faults, and past the end of a call they
+/// usually hold the next call's tensor).
+HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
+  constexpr std::size_t line = 64, l1_distance = std::size_t{8} << 10, l2_distance = std::size_t{16} << 10;
+  const auto a = reinterpret_cast<std::uintptr_t>(at);
+  for (std::size_t k = 0; k < step_bytes; k += line) {
+    __builtin_prefetch(reinterpret_cast<const void*>(a + l1_distance + k), 0, 3);  // prefetcht0
+    __builtin_prefetch(reinterpret_cast<const void*>(a + l2_distance + k), 0, 2);  // prefetcht1
+  }
 }
-
-struct weight_prefetcher {
-  static constexpr std::size_t l1_distance = std::size_t{8} << 10;
-  static constexpr std::size_t l2_distance = std::size_t{16} << 10;
-
-  const char* base;
-  std::size_t bytes;
-  std::size_t next_l1 = l1_distance;
-  std::size_t next_l2 = l2_distance;
-
-  /// Over `rows` rows of `row_bytes` bytes, `stride_bytes` apart from
-  /// `first_row`: the call's bytes end with the last row's last byte.
-  /// With `limit`, only the call's first `limit` bytes are prefetched.
-  weight_prefetcher(const void* first_row, std::size_t rows, std::size_t stride_bytes, std::size_t row_bytes,
-                    std::size_t limit = ~std::size_t{0})
-      : base(static_cast<const char*>(first_row)), bytes(std::min(call_bytes(rows, stride_bytes, row_bytes), limit)) {}
-
-  /// `consumed_at` points into the call's bytes (or one past them).
-  HWY_INLINE void advance(const void* consumed_at) {
-    const auto consumed = static_cast<std::size_t>(static_cast<const char*>(consumed_at) - base);
-    // Locality 3: prefetcht0 on x86 (L1); 2: prefetcht1 (L2), PLDL2KEEP on Arm.
-    run_ahead<3>(next_l1, consumed + l1_distance);
-    run_ahead<2>(next_l2, consumed + l2_distance);
-  }
-
- private:
-  template <int Locality>
-  HWY_INLINE void run_ahead(std::size_t& next, std::size_t to) const {
-    for (to = to < bytes ? to : bytes; next < to; next += 64) __builtin_prefetch(base + next, 0, Locality);
-  }
-};
 
 }  // namespace ruvllm::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -7002,21 +6980,8 @@ HWY_INLINE hn::Vec<D> load_as_f32(D d, const ruvllm::bf16* p) {
   return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(p)));
 }
 
-/// Bytes at the start of each dense GEMV call that weight_prefetcher
-/// fetches ahead; past them the hardware prefetchers alone stream the rest.
-/// The software stream starts a cold call (a decode step is dozens of calls
-/// back to back) at full speed, but in the steady state its instructions cost
-/// more than they hide: over 1 GiB of f16 at one thread, one row at a time,
-/// 25.7 GB/s with it against 28.4 without (768 columns; 24.8 against 28.4 at
-/// 2048). In a decode step measured within one process, alternating the two
-/// every 200 ms, prefetching only the first 32 KiB against prefetching all
-/// (medians of 16 pairs, two runs): 110M f16 +2% and +9% at one thread, +8%
-/// and +4% at two; 1B f16 +9% and +6% at one, +9% and +3% at two.
-/// Prefetching nothing at all lost 14% on 110M at one thread.
-inline constexpr std::size_t dense_prefetch_bytes = std::size_t{32} << 10;
-
 // One row at a time, so the weights are a single sequential stream (see
-// weight_prefetcher); x stays in L1 and is reloaded for every row. Four
+// prefetch_ahead); x stays in L1 and is reloaded for every row. Four
 // vectors per step give four independent FMA chains, enough to cover FMA
 // latency. Columns past the last full vector are summed in scalar code, so no
 // load reads beyond a row.
@@ -7027,13 +6992,12 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
   const std::size_t lanes = hn::Lanes(d);
   const std::size_t full = cols / lanes * lanes;
   const std::size_t quads = cols / (4 * lanes) * (4 * lanes);
-  weight_prefetcher pf(w, rows, row_stride * sizeof(W), cols * sizeof(W), dense_prefetch_bytes);
   for (std::size_t r = 0; r < rows; ++r) {
     const W* w0 = w + r * row_stride;
     auto a0 = hn::Zero(d), b0 = hn::Zero(d), c0 = hn::Zero(d), e0 = hn::Zero(d);
     std::size_t c = 0;
     for (; c < quads; c += 4 * lanes) {
-      pf.advance(w0 + c + 4 * lanes);
+      prefetch_ahead(w0 + c, 4 * lanes * sizeof(W));
       a0 = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), a0);
       b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), hn::LoadU(d, x + c + lanes), b0);
       c0 = hn::MulAdd(load_as_f32(d, w0 + c + 2 * lanes), hn::LoadU(d, x + c + 2 * lanes), c0);
@@ -8041,14 +8005,17 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    byte-masked load there halved the streaming rate;
 //  * the GEMV reads rows one at a time: the activations are reloaded from
 //    L1 for every row, but the weights stay one sequential stream, which
-//    streams from DRAM ~30% faster than four rows side by side under one
-//    call-wide prefetch stream (weight_prefetcher, target-inl.h, has the
-//    numbers). Long rows used to go eight at a time, each row with its own
-//    L1 prefetch stream, which shared the activation loads among eight rows
-//    and was 11% faster on a 1B Q8_0 decode on Zen 5 than one row at a time
-//    under the L1 stream alone; on Zen 4, one row at a time under both of
-//    weight_prefetcher's streams decodes 1B Q8_0 2.0x and 1B Q4_0 1.12x
-//    as fast as the groups of eight.
+//    the hardware prefetchers and prefetch_ahead (target-inl.h) follow. Over
+//    a 1 GiB Q4_0 matrix of 2048 columns at one thread (a plain AVX-512
+//    read ~30 GB/s), one row at a time under an L1 stream 8 KiB ahead read
+//    24-26.5 GB/s (the hardware prefetchers alone 23-24); four rows side by
+//    side, which loses the hardware prefetchers, 18-19 under 48 KiB (L2)
+//    and 4 KiB (L1) streams. Long rows used to go eight at a time, each row
+//    with its own L1 stream, which shared the activation loads among eight
+//    rows and was 11% faster on a 1B Q8_0 decode on Zen 5 than one row at a
+//    time under the L1 stream alone; on Zen 4, one row at a time under L1
+//    and L2 streams decoded 1B Q8_0 2.0x and 1B Q4_0 1.12x as fast as the
+//    groups of eight.
 namespace vnni {
 
 /// Bytes of the four blocks one quad step reads.
@@ -8223,13 +8190,12 @@ RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
 /// *out = dot(the row at w, a).
 template <bool Q4>
 RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, const q8_0_quad* HWY_RESTRICT a,
-                                           std::size_t nb, float* HWY_RESTRICT out, const constants& c,
-                                           weight_prefetcher& pf) {
+                                           std::size_t nb, float* HWY_RESTRICT out, const constants& c) {
   constexpr std::size_t step = quad_bytes<Q4>;
   const std::size_t whole = nb / 4, rest = nb % 4;
   __m512 acc = _mm512_setzero_ps();
   for (std::size_t q = 0; q < whole; ++q) {
-    pf.advance(w + (q + 1) * step);
+    prefetch_ahead(w + q * step, step);
     acc = quad_dot(unpack<Q4, true>(w + q * step, c, step), load_quad<Q4>(a[q]), acc);
   }
   if (rest != 0)
@@ -8242,9 +8208,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
                                                 const q8_0_quad* a, std::size_t n, float* out) {
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<Q4>();
-  const std::size_t nb = n / 32, row_bytes = nb * (quad_bytes<Q4> / 4);
-  weight_prefetcher pf(base, rows, row_stride, row_bytes);
-  for (std::size_t r = 0; r < rows; ++r) quad_row<Q4>(base + r * row_stride, a, nb, out + r, c, pf);
+  const std::size_t nb = n / 32;
+  for (std::size_t r = 0; r < rows; ++r) quad_row<Q4>(base + r * row_stride, a, nb, out + r, c);
 }
 
 /// Y[t][r] for a tile of rows x tokens. Four rows at a time are unpacked

@@ -34,21 +34,8 @@ HWY_INLINE hn::Vec<D> load_as_f32(D d, const ruvllm::bf16* p) {
   return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(p)));
 }
 
-/// Bytes at the start of each dense GEMV call that weight_prefetcher
-/// fetches ahead; past them the hardware prefetchers alone stream the rest.
-/// The software stream starts a cold call (a decode step is dozens of calls
-/// back to back) at full speed, but in the steady state its instructions cost
-/// more than they hide: over 1 GiB of f16 at one thread, one row at a time,
-/// 25.7 GB/s with it against 28.4 without (768 columns; 24.8 against 28.4 at
-/// 2048). In a decode step measured within one process, alternating the two
-/// every 200 ms, prefetching only the first 32 KiB against prefetching all
-/// (medians of 16 pairs, two runs): 110M f16 +2% and +9% at one thread, +8%
-/// and +4% at two; 1B f16 +9% and +6% at one, +9% and +3% at two.
-/// Prefetching nothing at all lost 14% on 110M at one thread.
-inline constexpr std::size_t dense_prefetch_bytes = std::size_t{32} << 10;
-
 // One row at a time, so the weights are a single sequential stream (see
-// weight_prefetcher); x stays in L1 and is reloaded for every row. Four
+// prefetch_ahead); x stays in L1 and is reloaded for every row. Four
 // vectors per step give four independent FMA chains, enough to cover FMA
 // latency. Columns past the last full vector are summed in scalar code, so no
 // load reads beyond a row.
@@ -59,13 +46,12 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
   const std::size_t lanes = hn::Lanes(d);
   const std::size_t full = cols / lanes * lanes;
   const std::size_t quads = cols / (4 * lanes) * (4 * lanes);
-  weight_prefetcher pf(w, rows, row_stride * sizeof(W), cols * sizeof(W), dense_prefetch_bytes);
   for (std::size_t r = 0; r < rows; ++r) {
     const W* w0 = w + r * row_stride;
     auto a0 = hn::Zero(d), b0 = hn::Zero(d), c0 = hn::Zero(d), e0 = hn::Zero(d);
     std::size_t c = 0;
     for (; c < quads; c += 4 * lanes) {
-      pf.advance(w0 + c + 4 * lanes);
+      prefetch_ahead(w0 + c, 4 * lanes * sizeof(W));
       a0 = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), a0);
       b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), hn::LoadU(d, x + c + lanes), b0);
       c0 = hn::MulAdd(load_as_f32(d, w0 + c + 2 * lanes), hn::LoadU(d, x + c + 2 * lanes), c0);

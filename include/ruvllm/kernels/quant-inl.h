@@ -361,14 +361,17 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    byte-masked load there halved the streaming rate;
 //  * the GEMV reads rows one at a time: the activations are reloaded from
 //    L1 for every row, but the weights stay one sequential stream, which
-//    streams from DRAM ~30% faster than four rows side by side under one
-//    call-wide prefetch stream (weight_prefetcher, target-inl.h, has the
-//    numbers). Long rows used to go eight at a time, each row with its own
-//    L1 prefetch stream, which shared the activation loads among eight rows
-//    and was 11% faster on a 1B Q8_0 decode on Zen 5 than one row at a time
-//    under the L1 stream alone; on Zen 4, one row at a time under both of
-//    weight_prefetcher's streams decodes 1B Q8_0 2.0x and 1B Q4_0 1.12x
-//    as fast as the groups of eight.
+//    the hardware prefetchers and prefetch_ahead (target-inl.h) follow. Over
+//    a 1 GiB Q4_0 matrix of 2048 columns at one thread (a plain AVX-512
+//    read ~30 GB/s), one row at a time under an L1 stream 8 KiB ahead read
+//    24-26.5 GB/s (the hardware prefetchers alone 23-24); four rows side by
+//    side, which loses the hardware prefetchers, 18-19 under 48 KiB (L2)
+//    and 4 KiB (L1) streams. Long rows used to go eight at a time, each row
+//    with its own L1 stream, which shared the activation loads among eight
+//    rows and was 11% faster on a 1B Q8_0 decode on Zen 5 than one row at a
+//    time under the L1 stream alone; on Zen 4, one row at a time under L1
+//    and L2 streams decoded 1B Q8_0 2.0x and 1B Q4_0 1.12x as fast as the
+//    groups of eight.
 namespace vnni {
 
 /// Bytes of the four blocks one quad step reads.
@@ -543,13 +546,12 @@ RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
 /// *out = dot(the row at w, a).
 template <bool Q4>
 RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, const q8_0_quad* HWY_RESTRICT a,
-                                           std::size_t nb, float* HWY_RESTRICT out, const constants& c,
-                                           weight_prefetcher& pf) {
+                                           std::size_t nb, float* HWY_RESTRICT out, const constants& c) {
   constexpr std::size_t step = quad_bytes<Q4>;
   const std::size_t whole = nb / 4, rest = nb % 4;
   __m512 acc = _mm512_setzero_ps();
   for (std::size_t q = 0; q < whole; ++q) {
-    pf.advance(w + (q + 1) * step);
+    prefetch_ahead(w + q * step, step);
     acc = quad_dot(unpack<Q4, true>(w + q * step, c, step), load_quad<Q4>(a[q]), acc);
   }
   if (rest != 0)
@@ -562,9 +564,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
                                                 const q8_0_quad* a, std::size_t n, float* out) {
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<Q4>();
-  const std::size_t nb = n / 32, row_bytes = nb * (quad_bytes<Q4> / 4);
-  weight_prefetcher pf(base, rows, row_stride, row_bytes);
-  for (std::size_t r = 0; r < rows; ++r) quad_row<Q4>(base + r * row_stride, a, nb, out + r, c, pf);
+  const std::size_t nb = n / 32;
+  for (std::size_t r = 0; r < rows; ++r) quad_row<Q4>(base + r * row_stride, a, nb, out + r, c);
 }
 
 /// Y[t][r] for a tile of rows x tokens. Four rows at a time are unpacked
