@@ -325,8 +325,18 @@ TEST_CASE("quantized gemm equals quantized gemv per token", "[kernels][gemm]") {
   check_quantized_gemm<ruvllm::block_q6_k>(78, 9, 256);
 }
 
-TEST_CASE("quantized gemv: q8_0 weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q8_0>(71, 67, 4096); }
-TEST_CASE("quantized gemv: q4_0 weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q4_0>(72, 130, 256); }
+TEST_CASE("quantized gemv: q8_0 weights", "[kernels][gemv]") {
+  check_quantized_gemv<ruvllm::block_q8_0>(71, 67, 4096);
+  // Rows ending in a partial quad (3 of 4 blocks), an odd row count (the
+  // last row has no pair), and a single row.
+  check_quantized_gemv<ruvllm::block_q8_0>(79, 31, 96);
+  check_quantized_gemv<ruvllm::block_q8_0>(81, 1, 160);
+}
+TEST_CASE("quantized gemv: q4_0 weights", "[kernels][gemv]") {
+  check_quantized_gemv<ruvllm::block_q4_0>(72, 130, 256);
+  check_quantized_gemv<ruvllm::block_q4_0>(80, 33, 160);  // 1 block past the last whole quad, odd rows
+  check_quantized_gemv<ruvllm::block_q4_0>(82, 2, 224);
+}
 TEST_CASE("quantized gemv: q4_k weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q4_k>(73, 33, 1024); }
 TEST_CASE("quantized gemv: q6_k weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q6_k>(74, 9, 512); }
 
