@@ -6136,6 +6136,70 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
   }
 }
 
+/// prefetch_ahead for a kernel that reads rows two at a time, side by side
+/// (rows r and r + 1, then r + 2 and r + 3, ...): one of these follows the
+/// even rows and one the odd rows, each through the whole call. Consumption
+/// advances along both rows at once, so a line 8 / 16 KiB ahead of it lies
+/// 4 / 8 KiB further along the same row, or in the row two further down once
+/// that passes the row's end. prefetch_ahead's linear addresses would instead
+/// land in the partner row near row lengths of 8 or 16 KiB, on lines being
+/// read already: over 1 GiB of f16 rows (Zen 4 guest, one thread) two-row
+/// GEMV read 16 GB/s with them at 4096 and 8192 columns, where it reads 25-29
+/// with these at every length from 768 to 8192 columns.
+class row_pair_prefetcher {
+ public:
+  /// `first_row` is the first row this one follows; rows are `row_bytes`
+  /// long and `stride_bytes` apart.
+  row_pair_prefetcher(const void* first_row, std::size_t row_bytes, std::size_t stride_bytes) noexcept
+      : row_bytes_(row_bytes), skip_(2 * stride_bytes - row_bytes) {
+    const auto row = reinterpret_cast<std::uintptr_t>(first_row);
+    l1_ = start(row, std::size_t{4} << 10, stride_bytes);
+    l2_ = start(row, std::size_t{8} << 10, stride_bytes);
+  }
+
+  /// Prefetches the lines `step_bytes` long at both distances (as
+  /// prefetch_ahead: prefetcht0 and prefetcht1), then moves past them.
+  HWY_INLINE void step(std::size_t step_bytes) noexcept {
+    for (std::size_t k = 0; k < step_bytes; k += 64) {
+      __builtin_prefetch(reinterpret_cast<const void*>(l1_.at + k), 0, 3);
+      __builtin_prefetch(reinterpret_cast<const void*>(l2_.at + k), 0, 2);
+    }
+    skip(step_bytes);
+  }
+
+  /// Moves past bytes read without prefetching (a row's tail), so the
+  /// cursors stay in step with the rows.
+  HWY_INLINE void skip(std::size_t bytes) noexcept {
+    advance(l1_, bytes);
+    advance(l2_, bytes);
+  }
+
+ private:
+  struct cursor {
+    std::uintptr_t at;
+    std::size_t left_in_row;
+  };
+
+  cursor start(std::uintptr_t row, std::size_t ahead, std::size_t stride_bytes) const noexcept {
+    if (row_bytes_ == 0) return {row, 0};
+    const std::size_t rows_ahead = ahead / row_bytes_, into_row = ahead % row_bytes_;
+    return {row + rows_ahead * 2 * stride_bytes + into_row, row_bytes_ - into_row};
+  }
+
+  HWY_INLINE void advance(cursor& c, std::size_t bytes) const noexcept {
+    c.at += bytes;
+    while (bytes >= c.left_in_row && row_bytes_ != 0) {
+      bytes -= c.left_in_row;
+      c.at += skip_;
+      c.left_in_row = row_bytes_;
+    }
+    c.left_in_row -= bytes;
+  }
+
+  std::size_t row_bytes_, skip_;
+  cursor l1_{}, l2_{};
+};
+
 }  // namespace ruvllm::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -6980,33 +7044,91 @@ HWY_INLINE hn::Vec<D> load_as_f32(D d, const ruvllm::bf16* p) {
   return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(p)));
 }
 
-// One row at a time, so the weights are a single sequential stream (see
-// prefetch_ahead); x stays in L1 and is reloaded for every row. Four
-// vectors per step give four independent FMA chains, enough to cover FMA
-// latency. Columns past the last full vector are summed in scalar code, so no
-// load reads beyond a row.
+// One row's dot: four vectors per step give four independent FMA chains,
+// enough to cover FMA latency. Columns past the last full vector are summed in
+// scalar code, so no load reads beyond a row. gemv runs it on two rows side by
+// side, sharing each activation load between them; each row keeps its own
+// chains in the same order, so a row's result is the same bits whether it
+// runs paired or alone (and at any split of the rows among threads).
+template <class D, class W>
+struct row_dot {
+  HWY_INLINE explicit row_dot(D d) : a(hn::Zero(d)), b(a), c(a), e(a) {}
+  hn::Vec<D> a, b, c, e;
+  HWY_INLINE void quad(D d, const W* HWY_RESTRICT w, hn::Vec<D> x0, hn::Vec<D> x1, hn::Vec<D> x2, hn::Vec<D> x3) {
+    const std::size_t lanes = hn::Lanes(d);
+    a = hn::MulAdd(load_as_f32(d, w), x0, a);
+    b = hn::MulAdd(load_as_f32(d, w + lanes), x1, b);
+    c = hn::MulAdd(load_as_f32(d, w + 2 * lanes), x2, c);
+    e = hn::MulAdd(load_as_f32(d, w + 3 * lanes), x3, e);
+  }
+  /// The chains' sum plus the scalar columns [from, cols).
+  HWY_INLINE float sum(D d, const W* HWY_RESTRICT w, const float* HWY_RESTRICT x, std::size_t from,
+                       std::size_t cols) const {
+    const float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a, b), hn::Add(c, e))));
+    return from < cols ? add_tail(s, w, x, from, cols) : s;
+  }
+  /// Out of line so that every row's tail is the same code: two rows' tails
+  /// inlined side by side were compiled differently (contracted into FMAs
+  /// or not) from one row's.
+  static HWY_NOINLINE float add_tail(float s, const W* HWY_RESTRICT w, const float* HWY_RESTRICT x, std::size_t from,
+                                     std::size_t cols) {
+    for (std::size_t i = from; i < cols; ++i) s += scalar::detail::widen(w[i]) * x[i];
+    return s;
+  }
+};
+
+// Rows go in pairs (a remaining odd row alone), each pair's weights two
+// streams followed by row_pair_prefetcher; x stays in L1 up to 8192 f32
+// columns. Over 1 GiB of f16 weights at one thread (Zen 4 guest) pairs read
+// 25-29 GB/s from 768 to 8192 columns, where one row at a time under
+// prefetch_ahead read 23-27 up to 4096 columns and 17-21 at 8192 (x, 32 KiB
+// there, was reloaded from L2 for every row at twice the weights' bytes).
 template <class W>
 HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const float* HWY_RESTRICT x,
                      float* HWY_RESTRICT y, std::size_t rows, std::size_t cols) {
   const hn::ScalableTag<float> d;
+  using dot = row_dot<decltype(d), W>;
   const std::size_t lanes = hn::Lanes(d);
   const std::size_t full = cols / lanes * lanes;
   const std::size_t quads = cols / (4 * lanes) * (4 * lanes);
-  for (std::size_t r = 0; r < rows; ++r) {
+  const std::size_t step_bytes = 4 * lanes * sizeof(W), row_bytes = cols * sizeof(W);
+  row_pair_prefetcher even(w, row_bytes, row_stride * sizeof(W)),
+      odd(w + row_stride, row_bytes, row_stride * sizeof(W));
+  std::size_t r = 0;
+  for (; r + 2 <= rows; r += 2) {
     const W* w0 = w + r * row_stride;
-    auto a0 = hn::Zero(d), b0 = hn::Zero(d), c0 = hn::Zero(d), e0 = hn::Zero(d);
+    const W* w1 = w0 + row_stride;
+    dot s0(d), s1(d);
     std::size_t c = 0;
     for (; c < quads; c += 4 * lanes) {
-      prefetch_ahead(w0 + c, 4 * lanes * sizeof(W));
-      a0 = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), a0);
-      b0 = hn::MulAdd(load_as_f32(d, w0 + c + lanes), hn::LoadU(d, x + c + lanes), b0);
-      c0 = hn::MulAdd(load_as_f32(d, w0 + c + 2 * lanes), hn::LoadU(d, x + c + 2 * lanes), c0);
-      e0 = hn::MulAdd(load_as_f32(d, w0 + c + 3 * lanes), hn::LoadU(d, x + c + 3 * lanes), e0);
+      even.step(step_bytes);
+      odd.step(step_bytes);
+      const auto x0 = hn::LoadU(d, x + c), x1 = hn::LoadU(d, x + c + lanes);
+      const auto x2 = hn::LoadU(d, x + c + 2 * lanes), x3 = hn::LoadU(d, x + c + 3 * lanes);
+      s0.quad(d, w0 + c, x0, x1, x2, x3);
+      s1.quad(d, w1 + c, x0, x1, x2, x3);
     }
-    for (; c < full; c += lanes) a0 = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), a0);
-    float s0 = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, b0), hn::Add(c0, e0))));
-    for (; c < cols; ++c) s0 += scalar::detail::widen(w0[c]) * x[c];
-    y[r] = s0;
+    even.skip(row_bytes - quads * sizeof(W));
+    odd.skip(row_bytes - quads * sizeof(W));
+    for (; c < full; c += lanes) {
+      const auto xv = hn::LoadU(d, x + c);
+      s0.a = hn::MulAdd(load_as_f32(d, w0 + c), xv, s0.a);
+      s1.a = hn::MulAdd(load_as_f32(d, w1 + c), xv, s1.a);
+    }
+    y[r] = s0.sum(d, w0, x, c, cols);
+    y[r + 1] = s1.sum(d, w1, x, c, cols);
+  }
+  if (r < rows) {
+    const W* w0 = w + r * row_stride;
+    dot s0(d);
+    std::size_t c = 0;
+    for (; c < quads; c += 4 * lanes) {
+      prefetch_ahead(w0 + c, step_bytes);
+      s0.quad(d, w0 + c, hn::LoadU(d, x + c), hn::LoadU(d, x + c + lanes), hn::LoadU(d, x + c + 2 * lanes),
+              hn::LoadU(d, x + c + 3 * lanes));
+    }
+    for (; c < full; c += lanes) s0.a = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), s0.a);
+    y[r] = s0.sum(d, w0, x, c, cols);
   }
 }
 
