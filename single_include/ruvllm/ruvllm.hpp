@@ -6144,7 +6144,7 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
 /// that passes the row's end. prefetch_ahead's linear addresses would instead
 /// land in the partner row near row lengths of 8 or 16 KiB, on lines being
 /// read already: over 1 GiB of f16 rows (Zen 4 guest, one thread) two-row
-/// GEMV read 16 GB/s with them at 4096 and 8192 columns, where it reads 25-29
+/// GEMV read 16 GB/s with them at 4096 and 8192 columns, where it reads 24.6-29.2
 /// with these at every length from 768 to 8192 columns.
 class row_pair_prefetcher {
  public:
@@ -7078,11 +7078,12 @@ struct row_dot {
 };
 
 // Rows go in pairs (a remaining odd row alone), each pair's weights two
-// streams followed by row_pair_prefetcher; x stays in L1 up to 8192 f32
-// columns. Over 1 GiB of f16 weights at one thread (Zen 4 guest) pairs read
-// 25-29 GB/s from 768 to 8192 columns, where one row at a time under
-// prefetch_ahead read 23-27 up to 4096 columns and 17-21 at 8192 (x, 32 KiB
-// there, was reloaded from L2 for every row at twice the weights' bytes).
+// streams followed by row_pair_prefetcher. x is loaded once per pair: at 8192
+// f32 columns (32 KiB, all of L1) it comes from L2, and one row at a time
+// reloaded it for every row at twice the weights' bytes. Over 1 GiB of f16
+// weights at one thread (Zen 4 guest) pairs read 24.6-29.2 GB/s from 768 to
+// 8192 columns, where one row at a time under prefetch_ahead read 22-28 up to
+// 4096 columns and 16.7-21 at 8192.
 template <class W>
 HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const float* HWY_RESTRICT x,
                      float* HWY_RESTRICT y, std::size_t rows, std::size_t cols) {
