@@ -6148,11 +6148,12 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
 /// with these at every length from 768 to 8192 columns.
 class row_pair_prefetcher {
  public:
-  /// `first_row` is the first row this one follows; rows are `row_bytes`
-  /// long and `stride_bytes` apart.
-  row_pair_prefetcher(const void* first_row, std::size_t row_bytes, std::size_t stride_bytes) noexcept
+  /// Follows rows first_row, first_row + 2, ... of the rows at `rows`,
+  /// `row_bytes` long and `stride_bytes` apart. The address is formed as an
+  /// integer: first_row may lie past the last row when there is none to follow.
+  row_pair_prefetcher(const void* rows, std::size_t first_row, std::size_t row_bytes, std::size_t stride_bytes) noexcept
       : row_bytes_(row_bytes), skip_(2 * stride_bytes - row_bytes) {
-    const auto row = reinterpret_cast<std::uintptr_t>(first_row);
+    const auto row = reinterpret_cast<std::uintptr_t>(rows) + first_row * stride_bytes;
     l1_ = start(row, std::size_t{4} << 10, stride_bytes);
     l2_ = start(row, std::size_t{8} << 10, stride_bytes);
   }
@@ -7093,8 +7094,7 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
   const std::size_t full = cols / lanes * lanes;
   const std::size_t quads = cols / (4 * lanes) * (4 * lanes);
   const std::size_t step_bytes = 4 * lanes * sizeof(W), row_bytes = cols * sizeof(W);
-  row_pair_prefetcher even(w, row_bytes, row_stride * sizeof(W)),
-      odd(w + row_stride, row_bytes, row_stride * sizeof(W));
+  row_pair_prefetcher even(w, 0, row_bytes, row_stride * sizeof(W)), odd(w, 1, row_bytes, row_stride * sizeof(W));
   std::size_t r = 0;
   for (; r + 2 <= rows; r += 2) {
     const W* w0 = w + r * row_stride;

@@ -83,8 +83,7 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
   const std::size_t full = cols / lanes * lanes;
   const std::size_t quads = cols / (4 * lanes) * (4 * lanes);
   const std::size_t step_bytes = 4 * lanes * sizeof(W), row_bytes = cols * sizeof(W);
-  row_pair_prefetcher even(w, row_bytes, row_stride * sizeof(W)),
-      odd(w + row_stride, row_bytes, row_stride * sizeof(W));
+  row_pair_prefetcher even(w, 0, row_bytes, row_stride * sizeof(W)), odd(w, 1, row_bytes, row_stride * sizeof(W));
   std::size_t r = 0;
   for (; r + 2 <= rows; r += 2) {
     const W* w0 = w + r * row_stride;

@@ -71,11 +71,12 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
 /// with these at every length from 768 to 8192 columns.
 class row_pair_prefetcher {
  public:
-  /// `first_row` is the first row this one follows; rows are `row_bytes`
-  /// long and `stride_bytes` apart.
-  row_pair_prefetcher(const void* first_row, std::size_t row_bytes, std::size_t stride_bytes) noexcept
+  /// Follows rows first_row, first_row + 2, ... of the rows at `rows`,
+  /// `row_bytes` long and `stride_bytes` apart. The address is formed as an
+  /// integer: first_row may lie past the last row when there is none to follow.
+  row_pair_prefetcher(const void* rows, std::size_t first_row, std::size_t row_bytes, std::size_t stride_bytes) noexcept
       : row_bytes_(row_bytes), skip_(2 * stride_bytes - row_bytes) {
-    const auto row = reinterpret_cast<std::uintptr_t>(first_row);
+    const auto row = reinterpret_cast<std::uintptr_t>(rows) + first_row * stride_bytes;
     l1_ = start(row, std::size_t{4} << 10, stride_bytes);
     l2_ = start(row, std::size_t{8} << 10, stride_bytes);
   }
