@@ -6098,6 +6098,15 @@ namespace ruvllm::kernels::HWY_NAMESPACE {
 
 inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 
+/// The lines of `bytes` bytes from l1 into L1 and from l2 into L2 (prefetcht0
+/// and prefetcht1 on x86), a line of each at a time.
+HWY_INLINE void prefetch_lines(std::uintptr_t l1, std::uintptr_t l2, std::size_t bytes) {
+  for (std::size_t k = 0; k < bytes; k += 64) {
+    __builtin_prefetch(reinterpret_cast<const void*>(l1 + k), 0, 3);
+    __builtin_prefetch(reinterpret_cast<const void*>(l2 + k), 0, 2);
+  }
+}
+
 /// Software prefetch for a kernel that streams its weights in order (GEMV
 /// reads one row after another, so the weights of a call are one sequential
 /// stream), issued once per step of its loop: the lines of the step's
@@ -6127,13 +6136,11 @@ inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 /// The addresses are formed as integers: the lines prefetched may lie past
 /// the weights (a prefetch never faults, and past the end of a call they
 /// usually hold the next call's tensor).
+inline constexpr std::size_t prefetch_l1_distance = std::size_t{8} << 10, prefetch_l2_distance = std::size_t{16} << 10;
+
 HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
-  constexpr std::size_t line = 64, l1_distance = std::size_t{8} << 10, l2_distance = std::size_t{16} << 10;
   const auto a = reinterpret_cast<std::uintptr_t>(at);
-  for (std::size_t k = 0; k < step_bytes; k += line) {
-    __builtin_prefetch(reinterpret_cast<const void*>(a + l1_distance + k), 0, 3);  // prefetcht0
-    __builtin_prefetch(reinterpret_cast<const void*>(a + l2_distance + k), 0, 2);  // prefetcht1
-  }
+  prefetch_lines(a + prefetch_l1_distance, a + prefetch_l2_distance, step_bytes);
 }
 
 /// prefetch_ahead for a kernel that reads rows two at a time, side by side
@@ -6154,17 +6161,14 @@ class row_pair_prefetcher {
   row_pair_prefetcher(const void* rows, std::size_t first_row, std::size_t row_bytes, std::size_t stride_bytes) noexcept
       : row_bytes_(row_bytes), skip_(2 * stride_bytes - row_bytes) {
     const auto row = reinterpret_cast<std::uintptr_t>(rows) + first_row * stride_bytes;
-    l1_ = start(row, std::size_t{4} << 10, stride_bytes);
-    l2_ = start(row, std::size_t{8} << 10, stride_bytes);
+    l1_ = start(row, prefetch_l1_distance / 2, stride_bytes);
+    l2_ = start(row, prefetch_l2_distance / 2, stride_bytes);
   }
 
-  /// Prefetches the lines `step_bytes` long at both distances (as
-  /// prefetch_ahead: prefetcht0 and prefetcht1), then moves past them.
+  /// Prefetches the lines `step_bytes` long at both distances, then moves
+  /// past them.
   HWY_INLINE void step(std::size_t step_bytes) noexcept {
-    for (std::size_t k = 0; k < step_bytes; k += 64) {
-      __builtin_prefetch(reinterpret_cast<const void*>(l1_.at + k), 0, 3);
-      __builtin_prefetch(reinterpret_cast<const void*>(l2_.at + k), 0, 2);
-    }
+    prefetch_lines(l1_.at, l2_.at, step_bytes);
     skip(step_bytes);
   }
 
@@ -6182,14 +6186,16 @@ class row_pair_prefetcher {
   };
 
   cursor start(std::uintptr_t row, std::size_t ahead, std::size_t stride_bytes) const noexcept {
-    if (row_bytes_ == 0) return {row, 0};
+    // Rows of no bytes are never stepped through: a cursor that never
+    // reaches a row's end.
+    if (row_bytes_ == 0) return {row, SIZE_MAX};
     const std::size_t rows_ahead = ahead / row_bytes_, into_row = ahead % row_bytes_;
     return {row + rows_ahead * 2 * stride_bytes + into_row, row_bytes_ - into_row};
   }
 
   HWY_INLINE void advance(cursor& c, std::size_t bytes) const noexcept {
     c.at += bytes;
-    while (bytes >= c.left_in_row && row_bytes_ != 0) {
+    while (bytes >= c.left_in_row) {
       bytes -= c.left_in_row;
       c.at += skip_;
       c.left_in_row = row_bytes_;
@@ -7062,6 +7068,8 @@ struct row_dot {
     c = hn::MulAdd(load_as_f32(d, w + 2 * lanes), x2, c);
     e = hn::MulAdd(load_as_f32(d, w + 3 * lanes), x3, e);
   }
+  /// One vector past the last whole quad, into the first chain.
+  HWY_INLINE void one(D d, const W* HWY_RESTRICT w, hn::Vec<D> xv) { a = hn::MulAdd(load_as_f32(d, w), xv, a); }
   /// The chains' sum plus the scalar columns [from, cols).
   HWY_INLINE float sum(D d, const W* HWY_RESTRICT w, const float* HWY_RESTRICT x, std::size_t from,
                        std::size_t cols) const {
@@ -7113,8 +7121,8 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
     odd.skip(row_bytes - quads * sizeof(W));
     for (; c < full; c += lanes) {
       const auto xv = hn::LoadU(d, x + c);
-      s0.a = hn::MulAdd(load_as_f32(d, w0 + c), xv, s0.a);
-      s1.a = hn::MulAdd(load_as_f32(d, w1 + c), xv, s1.a);
+      s0.one(d, w0 + c, xv);
+      s1.one(d, w1 + c, xv);
     }
     y[r] = s0.sum(d, w0, x, c, cols);
     y[r + 1] = s1.sum(d, w1, x, c, cols);
@@ -7128,7 +7136,7 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
       s0.quad(d, w0 + c, hn::LoadU(d, x + c), hn::LoadU(d, x + c + lanes), hn::LoadU(d, x + c + 2 * lanes),
               hn::LoadU(d, x + c + 3 * lanes));
     }
-    for (; c < full; c += lanes) s0.a = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), s0.a);
+    for (; c < full; c += lanes) s0.one(d, w0 + c, hn::LoadU(d, x + c));
     y[r] = s0.sum(d, w0, x, c, cols);
   }
 }

@@ -51,6 +51,8 @@ struct row_dot {
     c = hn::MulAdd(load_as_f32(d, w + 2 * lanes), x2, c);
     e = hn::MulAdd(load_as_f32(d, w + 3 * lanes), x3, e);
   }
+  /// One vector past the last whole quad, into the first chain.
+  HWY_INLINE void one(D d, const W* HWY_RESTRICT w, hn::Vec<D> xv) { a = hn::MulAdd(load_as_f32(d, w), xv, a); }
   /// The chains' sum plus the scalar columns [from, cols).
   HWY_INLINE float sum(D d, const W* HWY_RESTRICT w, const float* HWY_RESTRICT x, std::size_t from,
                        std::size_t cols) const {
@@ -102,8 +104,8 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
     odd.skip(row_bytes - quads * sizeof(W));
     for (; c < full; c += lanes) {
       const auto xv = hn::LoadU(d, x + c);
-      s0.a = hn::MulAdd(load_as_f32(d, w0 + c), xv, s0.a);
-      s1.a = hn::MulAdd(load_as_f32(d, w1 + c), xv, s1.a);
+      s0.one(d, w0 + c, xv);
+      s1.one(d, w1 + c, xv);
     }
     y[r] = s0.sum(d, w0, x, c, cols);
     y[r + 1] = s1.sum(d, w1, x, c, cols);
@@ -117,7 +119,7 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
       s0.quad(d, w0 + c, hn::LoadU(d, x + c), hn::LoadU(d, x + c + lanes), hn::LoadU(d, x + c + 2 * lanes),
               hn::LoadU(d, x + c + 3 * lanes));
     }
-    for (; c < full; c += lanes) s0.a = hn::MulAdd(load_as_f32(d, w0 + c), hn::LoadU(d, x + c), s0.a);
+    for (; c < full; c += lanes) s0.one(d, w0 + c, hn::LoadU(d, x + c));
     y[r] = s0.sum(d, w0, x, c, cols);
   }
 }
