@@ -7,7 +7,9 @@
 //  * gemv_cotenant rows run beside a busy process pinned to the last core and
 //    compare 2 threads with 1 thread there (speedup >= 1: no collapse). Those
 //    rows time wall clock for both sides, since the co-tenant's theft of CPU
-//    time is exactly what they measure.
+//    time is exactly what they measure;
+//  * gemv_plan rows compare the two GEMV plans over 1 GiB of weights (see
+//    register_plans).
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -20,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <cstdint>
 #include <vector>
 
 #include "ruvllm/ruvllm.hpp"
@@ -219,6 +222,87 @@ void register_quantized(const std::shared_ptr<matrix>& m, std::string_view preci
   }
 }
 
+// The gemv plans (kernels/gemv_plan.hpp) over 1 GiB of weights, beyond any
+// L3, in decode shapes: rows of 768, 2048 and 8192 f16 columns (a 110M
+// model's projections, a 1B model's, and its FFN down projection) and 2048
+// columns of Q8_0 and Q4_0, cycling through matrices of 4096 rows. The
+// baseline of each row is the same work under pairs_l1_l2, so `speedup` is
+// rows_l1's gain on this machine; the context's gemv_plan names the plan
+// this CPU gets by default (support/bench.hpp).
+constexpr std::size_t plan_bytes = std::size_t{1} << 30, plan_matrix_rows = 4096;
+
+// The weights of every plan row: one buffer, made on first use (a filtered
+// run that skips these rows does not pay for it) and kept until exit. Every
+// byte is 0x11, which reads as a finite f16 (about 6e-4), and as Q8_0 and
+// Q4_0 blocks with that scale and small quants.
+const std::byte* plan_weights() {
+  static const std::vector<std::byte> bytes(plan_bytes, std::byte{0x11});
+  return bytes.data();
+}
+
+template <class Call>
+void register_plan_rows(std::string_view precision, std::size_t cols, double bytes, Call call) {
+  namespace k = ruvllm::kernels;
+  for (const unsigned threads : {1u, 2u}) {
+    const std::string ours =
+        rb::join_name({"kernels", "gemv_plan", precision, std::to_string(cols), "rows_l1"}, threads);
+    const std::string base = rb::baseline_of(ours);
+    const auto under = [call, threads](k::gemv_plan plan) {
+      return [call, threads, plan] {
+        k::use_gemv_plan(plan);
+        call(pool(threads));
+        benchmark::ClobberMemory();
+      };
+    };
+    const k::gemv_plan before = k::gemv_plan_in_use();
+    benchmark::RegisterBenchmark(base.c_str(), [base, under, bytes, threads, before](benchmark::State& state) {
+      (void)plan_weights();  // made before the clock starts
+      rb::timed_loop(state, under(k::gemv_plan::pairs_l1_l2), threads);
+      k::use_gemv_plan(before);
+      rb::record_baseline(state, base);
+      rb::set_bandwidth_counters(state, bytes, threads);
+    });
+    benchmark::RegisterBenchmark(ours.c_str(), [base, under, bytes, threads, before](benchmark::State& state) {
+      (void)plan_weights();
+      rb::timed_loop(state, under(k::gemv_plan::rows_l1), threads);
+      rb::set_speedup(state, base, under(k::gemv_plan::pairs_l1_l2), threads);
+      k::use_gemv_plan(before);
+      rb::set_bandwidth_counters(state, bytes, threads);
+    });
+  }
+}
+
+void register_plans() {
+  namespace k = ruvllm::kernels;
+  const auto x = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(8192, 15));
+  const auto y = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(plan_matrix_rows, 16));
+  for (const std::size_t cols : {768u, 2048u, 8192u}) {
+    const std::size_t matrix_elements = plan_matrix_rows * cols, matrices = plan_bytes / (matrix_elements * 2);
+    register_plan_rows("f16", cols, static_cast<double>(matrices * matrix_elements * 2),
+                       [x, y, cols, matrix_elements, matrices](ruvllm::thread_pool& p) {
+                         const auto* base = reinterpret_cast<const ruvllm::f16*>(plan_weights());
+                         for (std::size_t m = 0; m < matrices; ++m)
+                           k::gemv<highway>(p, base + m * matrix_elements, cols, x->data(), y->data(), plan_matrix_rows,
+                                            cols);
+                       });
+  }
+  const auto quantized = [x, y](auto block, std::string_view precision) {
+    using Block = decltype(block);
+    constexpr std::size_t cols = 2048, row_bytes = cols / 32 * sizeof(Block);
+    const std::size_t matrices = plan_bytes / (plan_matrix_rows * row_bytes);
+    const auto act = std::make_shared<std::vector<k::activation_block_t<Block>>>(k::activation_blocks<Block>(cols));
+    register_plan_rows(precision, cols, static_cast<double>(matrices * plan_matrix_rows * row_bytes),
+                       [x, y, act, matrices](ruvllm::thread_pool& p) {
+                         for (std::size_t m = 0; m < matrices; ++m)
+                           k::quantized_gemv<highway>(
+                               p, reinterpret_cast<const Block*>(plan_weights() + m * plan_matrix_rows * row_bytes),
+                               row_bytes, x->data(), y->data(), plan_matrix_rows, cols, act->data());
+                       });
+  };
+  quantized(ruvllm::block_q8_0{}, "q8_0");
+  quantized(ruvllm::block_q4_0{}, "q4_0");
+}
+
 [[maybe_unused]] const bool registered = [] {
   const auto square = std::make_shared<matrix>(4096, 4096);
   const auto ffn = std::make_shared<matrix>(11008, 4096);
@@ -233,6 +317,7 @@ void register_quantized(const std::shared_ptr<matrix>& m, std::string_view preci
   }
   register_cotenant(square);
   register_gemm(square, 128);
+  register_plans();
   return true;
 }();
 

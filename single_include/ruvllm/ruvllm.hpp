@@ -2181,6 +2181,103 @@ class thread_pool {
 
 #endif  // RUVLLM_CORE_THREAD_POOL_HPP
 
+// ==== ruvllm/kernels/gemv_plan.hpp
+#ifndef RUVLLM_KERNELS_GEMV_PLAN_HPP
+#define RUVLLM_KERNELS_GEMV_PLAN_HPP
+
+// How backend::highway's GEMV kernels stream weights from memory: which
+// software prefetch runs ahead of the loads, and whether rows go in pairs
+// that share each activation load. A decode step is one pass over the
+// weights, so this choice sets its speed, and the best one differs between
+// cores of the same SIMD target (Highway dispatches AVX3_DL on both Zen 4
+// and Zen 5). Measured at one thread over 1 GiB of weights (GB/s of weights;
+// plain AVX-512 read of the same machine in brackets):
+//
+//                     Zen 4 EPYC guest [23-27]    Zen 5 EPYC guest [34-38]
+//   pairs_l1_l2       f16 768/2048/8192 cols      f16 768/2048/8192 cols
+//                     25-26.5 / 26.8-29 / 25-28.6  28-29 / 29-30 / 30-31.5
+//   rows_l1           (not measured)              33-37 / 36-37 / 29-30
+//                                                  Q8_0 2048: 35-37 vs 32-34
+//                                                  Q4_0 2048: 36.8 vs 30-32
+//
+// On Zen 5 a 1B decode at one thread ran 16.8 tok/s of f16 under rows_l1
+// against 13.2-13.6 under pairs_l1_l2, 61 tok/s of Q4_0 against 54-60, and
+// 31-32.5 of Q8_0 against 28-30. Zen 5's hardware prefetchers follow one
+// sequential stream well and the L2 software stream only takes load slots
+// from it, while the paired rows (two streams) lose the hardware prefetchers.
+// Zen 4 needed both software streams (the L2 stream alone read Q4_0 at
+// 10.8 GB/s, no software prefetch 15-20) and gained from pairs (notes in
+// target-inl.h, matmul-inl.h and quant-inl.h). One exception on Zen 5: a
+// 110M Q4_0 model (62 MB, half of it served by the 32 MB L3) decoded 10%
+// faster under pairs_l1_l2, where the kernel's arithmetic rather than DRAM
+// is the limit; rows_l1 is kept for the models that do not fit in cache.
+//
+// The default comes from CPUID: rows_l1 on AMD family 1Ah (Zen 5) and later,
+// pairs_l1_l2 everywhere else. use_gemv_plan() overrides it for the whole
+// program (benchmarks compare the plans in one run; a user tuning for a core
+// not measured here can do the same). Every plan gives the same bits: a
+// row's arithmetic is the same paired or alone, and prefetches change no
+// values.
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
+namespace ruvllm::kernels {
+
+enum class gemv_plan : std::uint8_t {
+  /// Prefetch 8 KiB ahead into L1 and 16 KiB ahead into L2; dense and Q4_0
+  /// rows in pairs (Q8_0 one at a time: pairs slowed it on Zen 4).
+  pairs_l1_l2,
+  /// One row at a time, prefetch 8 KiB ahead into L1 only.
+  rows_l1,
+};
+
+[[nodiscard]] constexpr std::string_view gemv_plan_name(gemv_plan plan) noexcept {
+  return plan == gemv_plan::rows_l1 ? "rows_l1" : "pairs_l1_l2";
+}
+
+/// The plan measured best on this CPU (see the file comment).
+[[nodiscard]] inline gemv_plan detected_gemv_plan() noexcept {
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+  unsigned max_leaf = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &max_leaf, &ebx, &ecx, &edx) == 0 || max_leaf < 1) return gemv_plan::pairs_l1_l2;
+  // "AuthenticAMD" in ebx, edx, ecx.
+  const bool amd = ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u;
+  unsigned eax = 0;
+  if (!amd || __get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return gemv_plan::pairs_l1_l2;
+  const unsigned base_family = (eax >> 8) & 0xfu;
+  const unsigned family = base_family == 0xfu ? base_family + ((eax >> 20) & 0xffu) : base_family;
+  if (family >= 0x1au) return gemv_plan::rows_l1;
+#endif
+  return gemv_plan::pairs_l1_l2;
+}
+
+namespace detail {
+inline std::atomic<gemv_plan>& gemv_plan_state() noexcept {
+  static std::atomic<gemv_plan> plan{detected_gemv_plan()};
+  return plan;
+}
+}  // namespace detail
+
+/// The plan GEMV calls use now.
+[[nodiscard]] inline gemv_plan gemv_plan_in_use() noexcept {
+  return detail::gemv_plan_state().load(std::memory_order_relaxed);
+}
+
+/// Makes every later GEMV call of backend::highway use `plan`. Safe to call
+/// at any time from any thread; a call already running finishes under the
+/// plan it started with (results are the same bits either way).
+inline void use_gemv_plan(gemv_plan plan) noexcept { detail::gemv_plan_state().store(plan, std::memory_order_relaxed); }
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_GEMV_PLAN_HPP
+
 // ==== ruvllm/kernels/scalar/distance.hpp
 #ifndef RUVLLM_KERNELS_SCALAR_DISTANCE_HPP
 #define RUVLLM_KERNELS_SCALAR_DISTANCE_HPP
@@ -6089,6 +6186,7 @@ struct ops<backend::scalar> : distance_ops<backend::scalar>,
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
@@ -6098,20 +6196,38 @@ namespace ruvllm::kernels::HWY_NAMESPACE {
 
 inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 
-/// The lines of `bytes` bytes from l1 into L1 and from l2 into L2 (prefetcht0
-/// and prefetcht1 on x86), a line of each at a time.
+/// Calls f(std::integral_constant<gemv_plan, P>{}) for the plan P in use
+/// (gemv_plan.hpp): one branch per kernel call, and loops compiled for each
+/// plan.
+template <class F>
+HWY_INLINE void with_gemv_plan(F&& f) {
+  if (gemv_plan_in_use() == gemv_plan::rows_l1)
+    f(std::integral_constant<gemv_plan, gemv_plan::rows_l1>{});
+  else
+    f(std::integral_constant<gemv_plan, gemv_plan::pairs_l1_l2>{});
+}
+
+/// Whether a plan runs the L2 stream besides the L1 one.
+template <gemv_plan Plan>
+inline constexpr bool prefetches_into_l2 = Plan == gemv_plan::pairs_l1_l2;
+
+/// The lines of `bytes` bytes from l1 into L1 and, when the plan runs it,
+/// from l2 into L2 (prefetcht0 and prefetcht1 on x86), a line of each at a time.
+template <gemv_plan Plan>
 HWY_INLINE void prefetch_lines(std::uintptr_t l1, std::uintptr_t l2, std::size_t bytes) {
   for (std::size_t k = 0; k < bytes; k += 64) {
     __builtin_prefetch(reinterpret_cast<const void*>(l1 + k), 0, 3);
-    __builtin_prefetch(reinterpret_cast<const void*>(l2 + k), 0, 2);
+    if constexpr (prefetches_into_l2<Plan>) __builtin_prefetch(reinterpret_cast<const void*>(l2 + k), 0, 2);
   }
 }
 
 /// Software prefetch for a kernel that streams its weights in order (GEMV
 /// reads one row after another, so the weights of a call are one sequential
 /// stream), issued once per step of its loop: the lines of the step's
-/// `step_bytes` bytes at `at`, 8 KiB ahead into L1 and 16 KiB ahead into L2
-/// (prefetcht1 on x86). The hardware prefetchers follow the stream too;
+/// `step_bytes` bytes at `at`, 8 KiB ahead into L1 and, under
+/// gemv_plan::pairs_l1_l2, 16 KiB ahead into L2 (prefetcht1 on x86; on Zen 5
+/// the L1 stream alone is faster, see gemv_plan.hpp; the notes below are
+/// Zen 4's). The hardware prefetchers follow the stream too;
 /// these run far enough ahead of them to overlap DRAM latency with the
 /// kernel's arithmetic, and the L2 stream keeps more lines in flight than
 /// L1's miss buffers allow. Consecutive steps cover the stream without gaps:
@@ -6138,9 +6254,10 @@ HWY_INLINE void prefetch_lines(std::uintptr_t l1, std::uintptr_t l2, std::size_t
 /// usually hold the next call's tensor).
 inline constexpr std::size_t prefetch_l1_distance = std::size_t{8} << 10, prefetch_l2_distance = std::size_t{16} << 10;
 
+template <gemv_plan Plan>
 HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
   const auto a = reinterpret_cast<std::uintptr_t>(at);
-  prefetch_lines(a + prefetch_l1_distance, a + prefetch_l2_distance, step_bytes);
+  prefetch_lines<Plan>(a + prefetch_l1_distance, a + prefetch_l2_distance, step_bytes);
 }
 
 /// prefetch_ahead for a kernel that reads rows two at a time, side by side
@@ -6168,7 +6285,7 @@ class row_pair_prefetcher {
   /// Prefetches the lines `step_bytes` long at both distances, then moves
   /// past them.
   HWY_INLINE void step(std::size_t step_bytes) noexcept {
-    prefetch_lines(l1_.at, l2_.at, step_bytes);
+    prefetch_lines<gemv_plan::pairs_l1_l2>(l1_.at, l2_.at, step_bytes);
     skip(step_bytes);
   }
 
@@ -7086,14 +7203,16 @@ struct row_dot {
   }
 };
 
-// Rows go in pairs (a remaining odd row alone), each pair's weights two
-// streams followed by row_pair_prefetcher. x is loaded once per pair: at 8192
-// f32 columns (32 KiB, all of L1) it comes from L2, and one row at a time
-// reloaded it for every row at twice the weights' bytes. Over 1 GiB of f16
-// weights at one thread (Zen 4 guest) pairs read 24.6-29.2 GB/s from 768 to
-// 8192 columns, where one row at a time under prefetch_ahead read 22-28 up to
-// 4096 columns and 16.7-21 at 8192.
-template <class W>
+// Under gemv_plan::pairs_l1_l2 rows go in pairs (a remaining odd row
+// alone), each pair's weights two streams followed by row_pair_prefetcher.
+// x is loaded once per pair: at 8192 f32 columns (32 KiB, all of Zen 4's L1)
+// it comes from L2, and one row at a time reloaded it for every row at twice
+// the weights' bytes. Over 1 GiB of f16 weights at one thread (Zen 4 guest)
+// pairs read 24.6-29.2 GB/s from 768 to 8192 columns, where one row at a time
+// under prefetch_ahead read 22-28 up to 4096 columns and 16.7-21 at 8192.
+// Under gemv_plan::rows_l1 every row goes alone, one sequential stream for
+// the hardware prefetchers (gemv_plan.hpp has Zen 5's figures).
+template <gemv_plan Plan, class W>
 HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const float* HWY_RESTRICT x,
                      float* HWY_RESTRICT y, std::size_t rows, std::size_t cols) {
   const hn::ScalableTag<float> d;
@@ -7102,43 +7221,52 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
   const std::size_t full = cols / lanes * lanes;
   const std::size_t quads = cols / (4 * lanes) * (4 * lanes);
   const std::size_t step_bytes = 4 * lanes * sizeof(W), row_bytes = cols * sizeof(W);
-  row_pair_prefetcher even(w, 0, row_bytes, row_stride * sizeof(W)), odd(w, 1, row_bytes, row_stride * sizeof(W));
   std::size_t r = 0;
-  for (; r + 2 <= rows; r += 2) {
-    const W* w0 = w + r * row_stride;
-    const W* w1 = w0 + row_stride;
-    dot s0(d), s1(d);
-    std::size_t c = 0;
-    for (; c < quads; c += 4 * lanes) {
-      even.step(step_bytes);
-      odd.step(step_bytes);
-      const auto x0 = hn::LoadU(d, x + c), x1 = hn::LoadU(d, x + c + lanes);
-      const auto x2 = hn::LoadU(d, x + c + 2 * lanes), x3 = hn::LoadU(d, x + c + 3 * lanes);
-      s0.quad(d, w0 + c, x0, x1, x2, x3);
-      s1.quad(d, w1 + c, x0, x1, x2, x3);
+  if constexpr (Plan == gemv_plan::pairs_l1_l2) {
+    row_pair_prefetcher even(w, 0, row_bytes, row_stride * sizeof(W)), odd(w, 1, row_bytes, row_stride * sizeof(W));
+    for (; r + 2 <= rows; r += 2) {
+      const W* w0 = w + r * row_stride;
+      const W* w1 = w0 + row_stride;
+      dot s0(d), s1(d);
+      std::size_t c = 0;
+      for (; c < quads; c += 4 * lanes) {
+        even.step(step_bytes);
+        odd.step(step_bytes);
+        const auto x0 = hn::LoadU(d, x + c), x1 = hn::LoadU(d, x + c + lanes);
+        const auto x2 = hn::LoadU(d, x + c + 2 * lanes), x3 = hn::LoadU(d, x + c + 3 * lanes);
+        s0.quad(d, w0 + c, x0, x1, x2, x3);
+        s1.quad(d, w1 + c, x0, x1, x2, x3);
+      }
+      even.skip(row_bytes - quads * sizeof(W));
+      odd.skip(row_bytes - quads * sizeof(W));
+      for (; c < full; c += lanes) {
+        const auto xv = hn::LoadU(d, x + c);
+        s0.one(d, w0 + c, xv);
+        s1.one(d, w1 + c, xv);
+      }
+      y[r] = s0.sum(d, w0, x, c, cols);
+      y[r + 1] = s1.sum(d, w1, x, c, cols);
     }
-    even.skip(row_bytes - quads * sizeof(W));
-    odd.skip(row_bytes - quads * sizeof(W));
-    for (; c < full; c += lanes) {
-      const auto xv = hn::LoadU(d, x + c);
-      s0.one(d, w0 + c, xv);
-      s1.one(d, w1 + c, xv);
-    }
-    y[r] = s0.sum(d, w0, x, c, cols);
-    y[r + 1] = s1.sum(d, w1, x, c, cols);
   }
-  if (r < rows) {
+  for (; r < rows; ++r) {
     const W* w0 = w + r * row_stride;
     dot s0(d);
     std::size_t c = 0;
     for (; c < quads; c += 4 * lanes) {
-      prefetch_ahead(w0 + c, step_bytes);
+      prefetch_ahead<Plan>(w0 + c, step_bytes);
       s0.quad(d, w0 + c, hn::LoadU(d, x + c), hn::LoadU(d, x + c + lanes), hn::LoadU(d, x + c + 2 * lanes),
               hn::LoadU(d, x + c + 3 * lanes));
     }
     for (; c < full; c += lanes) s0.one(d, w0 + c, hn::LoadU(d, x + c));
     y[r] = s0.sum(d, w0, x, c, cols);
   }
+}
+
+/// gemv under the plan in use.
+template <class W>
+HWY_INLINE void gemv_planned(const W* HWY_RESTRICT w, std::size_t row_stride, const float* HWY_RESTRICT x,
+                             float* HWY_RESTRICT y, std::size_t rows, std::size_t cols) {
+  with_gemv_plan([&](auto plan) { gemv<decltype(plan)::value>(w, row_stride, x, y, rows, cols); });
 }
 
 // Y[t][r] = dot(W row r, X row t) for a tile of rows x tokens. The micro
@@ -7201,11 +7329,11 @@ HWY_INLINE void gemm(const W* HWY_RESTRICT w, std::size_t w_stride, const float*
       }
     }
     if (row_quads < rows) {
-      gemv(w + row_quads * w_stride, w_stride, x0, y0 + row_quads, rows - row_quads, cols);
-      gemv(w + row_quads * w_stride, w_stride, x1, y1 + row_quads, rows - row_quads, cols);
+      gemv_planned(w + row_quads * w_stride, w_stride, x0, y0 + row_quads, rows - row_quads, cols);
+      gemv_planned(w + row_quads * w_stride, w_stride, x1, y1 + row_quads, rows - row_quads, cols);
     }
   }
-  if (t < tokens) gemv(w, w_stride, x + t * x_stride, y + t * y_stride, rows, cols);
+  if (t < tokens) gemv_planned(w, w_stride, x + t * x_stride, y + t * y_stride, rows, cols);
 }
 
 // y[i] += sum_r coeffs[r] * rows[r][i], accumulated from y in row order (the
@@ -7253,15 +7381,15 @@ inline void gemm_bf16(const ruvllm::bf16* w, std::size_t w_stride, const float* 
 
 inline void gemv_f32(const float* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
                      std::size_t cols) {
-  matmul_detail::gemv(w, row_stride, x, y, rows, cols);
+  matmul_detail::gemv_planned(w, row_stride, x, y, rows, cols);
 }
 inline void gemv_f16(const ruvllm::f16* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
                      std::size_t cols) {
-  matmul_detail::gemv(w, row_stride, x, y, rows, cols);
+  matmul_detail::gemv_planned(w, row_stride, x, y, rows, cols);
 }
 inline void gemv_bf16(const ruvllm::bf16* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
                       std::size_t cols) {
-  matmul_detail::gemv(w, row_stride, x, y, rows, cols);
+  matmul_detail::gemv_planned(w, row_stride, x, y, rows, cols);
 }
 
 }  // namespace ruvllm::kernels::HWY_NAMESPACE
@@ -8134,7 +8262,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    plus two integer ops (f16_scales below) to ~55;
 //  * the 8 bytes past a Q4_0 quad's first 64 come in by a broadcast load: a
 //    byte-masked load there halved the streaming rate;
-//  * the GEMV reads rows one at a time: the activations are reloaded from
+//  * the GEMV reads rows one at a time under gemv_plan::rows_l1, the plan
+//    for Zen 5 (gemv_plan.hpp; Q4_0 rows go in pairs under pairs_l1_l2, see
+//    quad_row_pair): the activations are reloaded from
 //    L1 for every row, but the weights stay one sequential stream, which
 //    the hardware prefetchers and prefetch_ahead (target-inl.h) follow. Over
 //    a 1 GiB Q4_0 matrix of 2048 columns at one thread (a plain AVX-512
@@ -8319,14 +8449,14 @@ RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
 }
 
 /// *out = dot(the row at w, a).
-template <bool Q4>
+template <bool Q4, gemv_plan Plan>
 RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, const q8_0_quad* HWY_RESTRICT a,
                                            std::size_t nb, float* HWY_RESTRICT out, const constants& c) {
   constexpr std::size_t step = quad_bytes<Q4>;
   const std::size_t whole = nb / 4, rest = nb % 4;
   __m512 acc = _mm512_setzero_ps();
   for (std::size_t q = 0; q < whole; ++q) {
-    prefetch_ahead(w + q * step, step);
+    prefetch_ahead<Plan>(w + q * step, step);
     acc = quad_dot(unpack<Q4, true>(w + q * step, c, step), load_quad<Q4>(a[q]), acc);
   }
   if (rest != 0)
@@ -8336,7 +8466,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
 
 /// out[0], out[1] = dot(the rows at w and w + stride, a): quad_row's
 /// arithmetic for each row (so the same bits), with each quad's activations
-/// loaded once for both. An L1-resident Q4_0 step is bound by its 64-byte
+/// loaded once for both (under gemv_plan::pairs_l1_l2). An L1-resident Q4_0 step is bound by its 64-byte
 /// loads (one per cycle on Zen 4): a row's quad takes two of weights and four
 /// of activations. On a Zen 4 EPYC guest at one thread, over 1 GiB of 768 /
 /// 2048 columns, pairs read Q4_0 at 24.5-24.7 / 25.2-25.5 GB/s against
@@ -8355,8 +8485,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row_pair(const std::uint8_t* HWY_RESTRICT
   const std::uint8_t* w1 = w + stride;
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   for (std::size_t q = 0; q < whole; ++q) {
-    prefetch_ahead(w + q * step, step);
-    prefetch_ahead(w1 + q * step, step);
+    prefetch_ahead<gemv_plan::pairs_l1_l2>(w + q * step, step);
+    prefetch_ahead<gemv_plan::pairs_l1_l2>(w1 + q * step, step);
     const quad_regs x = load_quad<Q4>(a[q]);
     acc0 = quad_dot(unpack<Q4, true>(w + q * step, c, step), x, acc0);
     acc1 = quad_dot(unpack<Q4, true>(w1 + q * step, c, step), x, acc1);
@@ -8376,10 +8506,13 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<Q4>();
   const std::size_t nb = n / 32;
-  std::size_t r = 0;
-  if constexpr (Q4)
-    for (; r + 2 <= rows; r += 2) quad_row_pair<Q4>(base + r * row_stride, row_stride, a, nb, out + r, c);
-  for (; r < rows; ++r) quad_row<Q4>(base + r * row_stride, a, nb, out + r, c);
+  with_gemv_plan([&](auto plan) {
+    constexpr gemv_plan Plan = decltype(plan)::value;
+    std::size_t r = 0;
+    if constexpr (Q4 && Plan == gemv_plan::pairs_l1_l2)
+      for (; r + 2 <= rows; r += 2) quad_row_pair<Q4>(base + r * row_stride, row_stride, a, nb, out + r, c);
+    for (; r < rows; ++r) quad_row<Q4, Plan>(base + r * row_stride, a, nb, out + r, c);
+  });
 }
 
 /// Y[t][r] for a tile of rows x tokens. Four rows at a time are unpacked

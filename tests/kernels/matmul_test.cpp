@@ -73,6 +73,18 @@ struct problem {
 
 constexpr std::size_t shapes[][2] = {{0, 16}, {1, 0}, {1, 1}, {3, 7}, {4, 16}, {5, 33}, {17, 1000}, {130, 4099}};
 
+// Runs fn() under every gemv plan, restoring the plan in use afterwards.
+template <class Fn>
+void for_each_gemv_plan(Fn fn) {
+  const k::gemv_plan before = k::gemv_plan_in_use();
+  for (const k::gemv_plan plan : {k::gemv_plan::pairs_l1_l2, k::gemv_plan::rows_l1}) {
+    k::use_gemv_plan(plan);
+    INFO("gemv plan " << k::gemv_plan_name(plan));
+    fn(plan);
+  }
+  k::use_gemv_plan(before);
+}
+
 template <class W>
 void check_all_backends(std::uint64_t stream) {
   ruvllm::test::rng gen(stream);
@@ -95,17 +107,58 @@ void check_rows_alone(std::uint64_t stream) {
   for (const auto& shape : {std::array<std::size_t, 2>{2, 64}, {7, 67}, {9, 1000}, {6, 8200}}) {
     const problem<W> p(gen, shape[0], shape[1]);
     ruvllm::test::for_each_highway_target([&](const std::string&) {
-      std::vector<float> together(p.rows), alone(p.rows);
-      k::ops<highway>::gemv(p.w(), p.stride, p.x(), together.data(), p.rows, p.cols);
-      for (std::size_t r = 0; r < p.rows; ++r)
-        k::ops<highway>::gemv(p.w() + r * p.stride, p.stride, p.x(), alone.data() + r, 1, p.cols);
-      INFO("rows " << p.rows << " cols " << p.cols);
-      REQUIRE(together == alone);
+      for_each_gemv_plan([&](k::gemv_plan) {
+        std::vector<float> together(p.rows), alone(p.rows);
+        k::ops<highway>::gemv(p.w(), p.stride, p.x(), together.data(), p.rows, p.cols);
+        for (std::size_t r = 0; r < p.rows; ++r)
+          k::ops<highway>::gemv(p.w() + r * p.stride, p.stride, p.x(), alone.data() + r, 1, p.cols);
+        INFO("rows " << p.rows << " cols " << p.cols);
+        REQUIRE(together == alone);
+      });
+    });
+  }
+}
+
+// Every plan gives every row the same bits (they differ only in prefetches
+// and in which rows share activation loads).
+template <class W>
+void check_plans_agree(std::uint64_t stream) {
+  ruvllm::test::rng gen(stream);
+  for (const auto& shape : {std::array<std::size_t, 2>{1, 64}, {7, 67}, {9, 1000}, {6, 8200}}) {
+    const problem<W> p(gen, shape[0], shape[1]);
+    ruvllm::test::for_each_highway_target([&](const std::string&) {
+      std::vector<float> first;
+      for_each_gemv_plan([&](k::gemv_plan) {
+        std::vector<float> y(p.rows + 1, -7.0f);
+        k::ops<highway>::gemv(p.w(), p.stride, p.x(), y.data(), p.rows, p.cols);
+        p.check(y);
+        if (first.empty()) first = y;
+        INFO("rows " << p.rows << " cols " << p.cols);
+        REQUIRE(y == first);
+      });
     });
   }
 }
 
 }  // namespace
+
+TEST_CASE("gemv plans: the default follows the CPU and use_gemv_plan overrides it", "[kernels][gemv]") {
+  const k::gemv_plan before = k::gemv_plan_in_use();
+  k::use_gemv_plan(k::gemv_plan::rows_l1);
+  CHECK(k::gemv_plan_in_use() == k::gemv_plan::rows_l1);
+  k::use_gemv_plan(k::gemv_plan::pairs_l1_l2);
+  CHECK(k::gemv_plan_in_use() == k::gemv_plan::pairs_l1_l2);
+  k::use_gemv_plan(before);
+  CHECK(k::detected_gemv_plan() == k::detected_gemv_plan());
+  CHECK(k::gemv_plan_name(k::gemv_plan::rows_l1) == "rows_l1");
+  CHECK(k::gemv_plan_name(k::gemv_plan::pairs_l1_l2) == "pairs_l1_l2");
+}
+
+TEST_CASE("gemv gives the same bits under every plan", "[kernels][gemv]") {
+  check_plans_agree<float>(83);
+  check_plans_agree<ruvllm::f16>(84);
+  check_plans_agree<ruvllm::bf16>(85);
+}
 
 TEST_CASE("add_scaled_rows matches a double-precision reference on every backend", "[kernels][gemv]") {
   ruvllm::test::rng gen(64);
@@ -285,6 +338,14 @@ void check_quantized_gemv(std::uint64_t stream, std::size_t rows, std::size_t co
   for (auto& v : x) v = gen.uniform(-1.0f, 1.0f);
   std::vector<k::activation_block_t<Block>> act(k::activation_blocks<Block>(cols));
   const std::size_t stride = blocks * sizeof(Block);
+  std::vector<float> first_plan;
+  for_each_gemv_plan([&](k::gemv_plan) {
+    ruvllm::thread_pool pool(1);
+    std::vector<float> y(rows);
+    k::quantized_gemv<highway>(pool, w.data(), stride, x.data(), y.data(), rows, cols, act.data());
+    if (first_plan.empty()) first_plan = y;
+    REQUIRE(y == first_plan);  // every plan gives the same bits
+  });
   for (std::size_t threads : {1u, 2u}) {
     ruvllm::thread_pool pool(threads);
     std::vector<float> y(rows), once(rows);

@@ -69,14 +69,16 @@ struct row_dot {
   }
 };
 
-// Rows go in pairs (a remaining odd row alone), each pair's weights two
-// streams followed by row_pair_prefetcher. x is loaded once per pair: at 8192
-// f32 columns (32 KiB, all of L1) it comes from L2, and one row at a time
-// reloaded it for every row at twice the weights' bytes. Over 1 GiB of f16
-// weights at one thread (Zen 4 guest) pairs read 24.6-29.2 GB/s from 768 to
-// 8192 columns, where one row at a time under prefetch_ahead read 22-28 up to
-// 4096 columns and 16.7-21 at 8192.
-template <class W>
+// Under gemv_plan::pairs_l1_l2 rows go in pairs (a remaining odd row
+// alone), each pair's weights two streams followed by row_pair_prefetcher.
+// x is loaded once per pair: at 8192 f32 columns (32 KiB, all of Zen 4's L1)
+// it comes from L2, and one row at a time reloaded it for every row at twice
+// the weights' bytes. Over 1 GiB of f16 weights at one thread (Zen 4 guest)
+// pairs read 24.6-29.2 GB/s from 768 to 8192 columns, where one row at a time
+// under prefetch_ahead read 22-28 up to 4096 columns and 16.7-21 at 8192.
+// Under gemv_plan::rows_l1 every row goes alone, one sequential stream for
+// the hardware prefetchers (gemv_plan.hpp has Zen 5's figures).
+template <gemv_plan Plan, class W>
 HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const float* HWY_RESTRICT x,
                      float* HWY_RESTRICT y, std::size_t rows, std::size_t cols) {
   const hn::ScalableTag<float> d;
@@ -85,43 +87,52 @@ HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const floa
   const std::size_t full = cols / lanes * lanes;
   const std::size_t quads = cols / (4 * lanes) * (4 * lanes);
   const std::size_t step_bytes = 4 * lanes * sizeof(W), row_bytes = cols * sizeof(W);
-  row_pair_prefetcher even(w, 0, row_bytes, row_stride * sizeof(W)), odd(w, 1, row_bytes, row_stride * sizeof(W));
   std::size_t r = 0;
-  for (; r + 2 <= rows; r += 2) {
-    const W* w0 = w + r * row_stride;
-    const W* w1 = w0 + row_stride;
-    dot s0(d), s1(d);
-    std::size_t c = 0;
-    for (; c < quads; c += 4 * lanes) {
-      even.step(step_bytes);
-      odd.step(step_bytes);
-      const auto x0 = hn::LoadU(d, x + c), x1 = hn::LoadU(d, x + c + lanes);
-      const auto x2 = hn::LoadU(d, x + c + 2 * lanes), x3 = hn::LoadU(d, x + c + 3 * lanes);
-      s0.quad(d, w0 + c, x0, x1, x2, x3);
-      s1.quad(d, w1 + c, x0, x1, x2, x3);
+  if constexpr (Plan == gemv_plan::pairs_l1_l2) {
+    row_pair_prefetcher even(w, 0, row_bytes, row_stride * sizeof(W)), odd(w, 1, row_bytes, row_stride * sizeof(W));
+    for (; r + 2 <= rows; r += 2) {
+      const W* w0 = w + r * row_stride;
+      const W* w1 = w0 + row_stride;
+      dot s0(d), s1(d);
+      std::size_t c = 0;
+      for (; c < quads; c += 4 * lanes) {
+        even.step(step_bytes);
+        odd.step(step_bytes);
+        const auto x0 = hn::LoadU(d, x + c), x1 = hn::LoadU(d, x + c + lanes);
+        const auto x2 = hn::LoadU(d, x + c + 2 * lanes), x3 = hn::LoadU(d, x + c + 3 * lanes);
+        s0.quad(d, w0 + c, x0, x1, x2, x3);
+        s1.quad(d, w1 + c, x0, x1, x2, x3);
+      }
+      even.skip(row_bytes - quads * sizeof(W));
+      odd.skip(row_bytes - quads * sizeof(W));
+      for (; c < full; c += lanes) {
+        const auto xv = hn::LoadU(d, x + c);
+        s0.one(d, w0 + c, xv);
+        s1.one(d, w1 + c, xv);
+      }
+      y[r] = s0.sum(d, w0, x, c, cols);
+      y[r + 1] = s1.sum(d, w1, x, c, cols);
     }
-    even.skip(row_bytes - quads * sizeof(W));
-    odd.skip(row_bytes - quads * sizeof(W));
-    for (; c < full; c += lanes) {
-      const auto xv = hn::LoadU(d, x + c);
-      s0.one(d, w0 + c, xv);
-      s1.one(d, w1 + c, xv);
-    }
-    y[r] = s0.sum(d, w0, x, c, cols);
-    y[r + 1] = s1.sum(d, w1, x, c, cols);
   }
-  if (r < rows) {
+  for (; r < rows; ++r) {
     const W* w0 = w + r * row_stride;
     dot s0(d);
     std::size_t c = 0;
     for (; c < quads; c += 4 * lanes) {
-      prefetch_ahead(w0 + c, step_bytes);
+      prefetch_ahead<Plan>(w0 + c, step_bytes);
       s0.quad(d, w0 + c, hn::LoadU(d, x + c), hn::LoadU(d, x + c + lanes), hn::LoadU(d, x + c + 2 * lanes),
               hn::LoadU(d, x + c + 3 * lanes));
     }
     for (; c < full; c += lanes) s0.one(d, w0 + c, hn::LoadU(d, x + c));
     y[r] = s0.sum(d, w0, x, c, cols);
   }
+}
+
+/// gemv under the plan in use.
+template <class W>
+HWY_INLINE void gemv_planned(const W* HWY_RESTRICT w, std::size_t row_stride, const float* HWY_RESTRICT x,
+                             float* HWY_RESTRICT y, std::size_t rows, std::size_t cols) {
+  with_gemv_plan([&](auto plan) { gemv<decltype(plan)::value>(w, row_stride, x, y, rows, cols); });
 }
 
 // Y[t][r] = dot(W row r, X row t) for a tile of rows x tokens. The micro
@@ -184,11 +195,11 @@ HWY_INLINE void gemm(const W* HWY_RESTRICT w, std::size_t w_stride, const float*
       }
     }
     if (row_quads < rows) {
-      gemv(w + row_quads * w_stride, w_stride, x0, y0 + row_quads, rows - row_quads, cols);
-      gemv(w + row_quads * w_stride, w_stride, x1, y1 + row_quads, rows - row_quads, cols);
+      gemv_planned(w + row_quads * w_stride, w_stride, x0, y0 + row_quads, rows - row_quads, cols);
+      gemv_planned(w + row_quads * w_stride, w_stride, x1, y1 + row_quads, rows - row_quads, cols);
     }
   }
-  if (t < tokens) gemv(w, w_stride, x + t * x_stride, y + t * y_stride, rows, cols);
+  if (t < tokens) gemv_planned(w, w_stride, x + t * x_stride, y + t * y_stride, rows, cols);
 }
 
 // y[i] += sum_r coeffs[r] * rows[r][i], accumulated from y in row order (the
@@ -236,15 +247,15 @@ inline void gemm_bf16(const ruvllm::bf16* w, std::size_t w_stride, const float* 
 
 inline void gemv_f32(const float* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
                      std::size_t cols) {
-  matmul_detail::gemv(w, row_stride, x, y, rows, cols);
+  matmul_detail::gemv_planned(w, row_stride, x, y, rows, cols);
 }
 inline void gemv_f16(const ruvllm::f16* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
                      std::size_t cols) {
-  matmul_detail::gemv(w, row_stride, x, y, rows, cols);
+  matmul_detail::gemv_planned(w, row_stride, x, y, rows, cols);
 }
 inline void gemv_bf16(const ruvllm::bf16* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
                       std::size_t cols) {
-  matmul_detail::gemv(w, row_stride, x, y, rows, cols);
+  matmul_detail::gemv_planned(w, row_stride, x, y, rows, cols);
 }
 
 }  // namespace ruvllm::kernels::HWY_NAMESPACE

@@ -359,7 +359,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    plus two integer ops (f16_scales below) to ~55;
 //  * the 8 bytes past a Q4_0 quad's first 64 come in by a broadcast load: a
 //    byte-masked load there halved the streaming rate;
-//  * the GEMV reads rows one at a time: the activations are reloaded from
+//  * the GEMV reads rows one at a time under gemv_plan::rows_l1, the plan
+//    for Zen 5 (gemv_plan.hpp; Q4_0 rows go in pairs under pairs_l1_l2, see
+//    quad_row_pair): the activations are reloaded from
 //    L1 for every row, but the weights stay one sequential stream, which
 //    the hardware prefetchers and prefetch_ahead (target-inl.h) follow. Over
 //    a 1 GiB Q4_0 matrix of 2048 columns at one thread (a plain AVX-512
@@ -544,14 +546,14 @@ RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
 }
 
 /// *out = dot(the row at w, a).
-template <bool Q4>
+template <bool Q4, gemv_plan Plan>
 RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, const q8_0_quad* HWY_RESTRICT a,
                                            std::size_t nb, float* HWY_RESTRICT out, const constants& c) {
   constexpr std::size_t step = quad_bytes<Q4>;
   const std::size_t whole = nb / 4, rest = nb % 4;
   __m512 acc = _mm512_setzero_ps();
   for (std::size_t q = 0; q < whole; ++q) {
-    prefetch_ahead(w + q * step, step);
+    prefetch_ahead<Plan>(w + q * step, step);
     acc = quad_dot(unpack<Q4, true>(w + q * step, c, step), load_quad<Q4>(a[q]), acc);
   }
   if (rest != 0)
@@ -561,7 +563,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
 
 /// out[0], out[1] = dot(the rows at w and w + stride, a): quad_row's
 /// arithmetic for each row (so the same bits), with each quad's activations
-/// loaded once for both. An L1-resident Q4_0 step is bound by its 64-byte
+/// loaded once for both (under gemv_plan::pairs_l1_l2). An L1-resident Q4_0 step is bound by its 64-byte
 /// loads (one per cycle on Zen 4): a row's quad takes two of weights and four
 /// of activations. On a Zen 4 EPYC guest at one thread, over 1 GiB of 768 /
 /// 2048 columns, pairs read Q4_0 at 24.5-24.7 / 25.2-25.5 GB/s against
@@ -580,8 +582,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row_pair(const std::uint8_t* HWY_RESTRICT
   const std::uint8_t* w1 = w + stride;
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   for (std::size_t q = 0; q < whole; ++q) {
-    prefetch_ahead(w + q * step, step);
-    prefetch_ahead(w1 + q * step, step);
+    prefetch_ahead<gemv_plan::pairs_l1_l2>(w + q * step, step);
+    prefetch_ahead<gemv_plan::pairs_l1_l2>(w1 + q * step, step);
     const quad_regs x = load_quad<Q4>(a[q]);
     acc0 = quad_dot(unpack<Q4, true>(w + q * step, c, step), x, acc0);
     acc1 = quad_dot(unpack<Q4, true>(w1 + q * step, c, step), x, acc1);
@@ -601,10 +603,13 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<Q4>();
   const std::size_t nb = n / 32;
-  std::size_t r = 0;
-  if constexpr (Q4)
-    for (; r + 2 <= rows; r += 2) quad_row_pair<Q4>(base + r * row_stride, row_stride, a, nb, out + r, c);
-  for (; r < rows; ++r) quad_row<Q4>(base + r * row_stride, a, nb, out + r, c);
+  with_gemv_plan([&](auto plan) {
+    constexpr gemv_plan Plan = decltype(plan)::value;
+    std::size_t r = 0;
+    if constexpr (Q4 && Plan == gemv_plan::pairs_l1_l2)
+      for (; r + 2 <= rows; r += 2) quad_row_pair<Q4>(base + r * row_stride, row_stride, a, nb, out + r, c);
+    for (; r < rows; ++r) quad_row<Q4, Plan>(base + r * row_stride, a, nb, out + r, c);
+  });
 }
 
 /// Y[t][r] for a tile of rows x tokens. Four rows at a time are unpacked

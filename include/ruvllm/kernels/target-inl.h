@@ -12,29 +12,49 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "ruvllm/kernels/gemv_plan.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace ruvllm::kernels::HWY_NAMESPACE {
 
 inline const char* target_name() { return hwy::TargetName(HWY_TARGET); }
 
-/// The lines of `bytes` bytes from l1 into L1 and from l2 into L2 (prefetcht0
-/// and prefetcht1 on x86), a line of each at a time.
+/// Calls f(std::integral_constant<gemv_plan, P>{}) for the plan P in use
+/// (gemv_plan.hpp): one branch per kernel call, and loops compiled for each
+/// plan.
+template <class F>
+HWY_INLINE void with_gemv_plan(F&& f) {
+  if (gemv_plan_in_use() == gemv_plan::rows_l1)
+    f(std::integral_constant<gemv_plan, gemv_plan::rows_l1>{});
+  else
+    f(std::integral_constant<gemv_plan, gemv_plan::pairs_l1_l2>{});
+}
+
+/// Whether a plan runs the L2 stream besides the L1 one.
+template <gemv_plan Plan>
+inline constexpr bool prefetches_into_l2 = Plan == gemv_plan::pairs_l1_l2;
+
+/// The lines of `bytes` bytes from l1 into L1 and, when the plan runs it,
+/// from l2 into L2 (prefetcht0 and prefetcht1 on x86), a line of each at a time.
+template <gemv_plan Plan>
 HWY_INLINE void prefetch_lines(std::uintptr_t l1, std::uintptr_t l2, std::size_t bytes) {
   for (std::size_t k = 0; k < bytes; k += 64) {
     __builtin_prefetch(reinterpret_cast<const void*>(l1 + k), 0, 3);
-    __builtin_prefetch(reinterpret_cast<const void*>(l2 + k), 0, 2);
+    if constexpr (prefetches_into_l2<Plan>) __builtin_prefetch(reinterpret_cast<const void*>(l2 + k), 0, 2);
   }
 }
 
 /// Software prefetch for a kernel that streams its weights in order (GEMV
 /// reads one row after another, so the weights of a call are one sequential
 /// stream), issued once per step of its loop: the lines of the step's
-/// `step_bytes` bytes at `at`, 8 KiB ahead into L1 and 16 KiB ahead into L2
-/// (prefetcht1 on x86). The hardware prefetchers follow the stream too;
+/// `step_bytes` bytes at `at`, 8 KiB ahead into L1 and, under
+/// gemv_plan::pairs_l1_l2, 16 KiB ahead into L2 (prefetcht1 on x86; on Zen 5
+/// the L1 stream alone is faster, see gemv_plan.hpp; the notes below are
+/// Zen 4's). The hardware prefetchers follow the stream too;
 /// these run far enough ahead of them to overlap DRAM latency with the
 /// kernel's arithmetic, and the L2 stream keeps more lines in flight than
 /// L1's miss buffers allow. Consecutive steps cover the stream without gaps:
@@ -61,9 +81,10 @@ HWY_INLINE void prefetch_lines(std::uintptr_t l1, std::uintptr_t l2, std::size_t
 /// usually hold the next call's tensor).
 inline constexpr std::size_t prefetch_l1_distance = std::size_t{8} << 10, prefetch_l2_distance = std::size_t{16} << 10;
 
+template <gemv_plan Plan>
 HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
   const auto a = reinterpret_cast<std::uintptr_t>(at);
-  prefetch_lines(a + prefetch_l1_distance, a + prefetch_l2_distance, step_bytes);
+  prefetch_lines<Plan>(a + prefetch_l1_distance, a + prefetch_l2_distance, step_bytes);
 }
 
 /// prefetch_ahead for a kernel that reads rows two at a time, side by side
@@ -91,7 +112,7 @@ class row_pair_prefetcher {
   /// Prefetches the lines `step_bytes` long at both distances, then moves
   /// past them.
   HWY_INLINE void step(std::size_t step_bytes) noexcept {
-    prefetch_lines(l1_.at, l2_.at, step_bytes);
+    prefetch_lines<gemv_plan::pairs_l1_l2>(l1_.at, l2_.at, step_bytes);
     skip(step_bytes);
   }
 

@@ -1,0 +1,95 @@
+#ifndef RUVLLM_KERNELS_GEMV_PLAN_HPP
+#define RUVLLM_KERNELS_GEMV_PLAN_HPP
+
+// How backend::highway's GEMV kernels stream weights from memory: which
+// software prefetch runs ahead of the loads, and whether rows go in pairs
+// that share each activation load. A decode step is one pass over the
+// weights, so this choice sets its speed, and the best one differs between
+// cores of the same SIMD target (Highway dispatches AVX3_DL on both Zen 4
+// and Zen 5). Measured at one thread over 1 GiB of weights (GB/s of weights;
+// plain AVX-512 read of the same machine in brackets):
+//
+//                     Zen 4 EPYC guest [23-27]    Zen 5 EPYC guest [34-38]
+//   pairs_l1_l2       f16 768/2048/8192 cols      f16 768/2048/8192 cols
+//                     25-26.5 / 26.8-29 / 25-28.6  28-29 / 29-30 / 30-31.5
+//   rows_l1           (not measured)              33-37 / 36-37 / 29-30
+//                                                  Q8_0 2048: 35-37 vs 32-34
+//                                                  Q4_0 2048: 36.8 vs 30-32
+//
+// On Zen 5 a 1B decode at one thread ran 16.8 tok/s of f16 under rows_l1
+// against 13.2-13.6 under pairs_l1_l2, 61 tok/s of Q4_0 against 54-60, and
+// 31-32.5 of Q8_0 against 28-30. Zen 5's hardware prefetchers follow one
+// sequential stream well and the L2 software stream only takes load slots
+// from it, while the paired rows (two streams) lose the hardware prefetchers.
+// Zen 4 needed both software streams (the L2 stream alone read Q4_0 at
+// 10.8 GB/s, no software prefetch 15-20) and gained from pairs (notes in
+// target-inl.h, matmul-inl.h and quant-inl.h). One exception on Zen 5: a
+// 110M Q4_0 model (62 MB, half of it served by the 32 MB L3) decoded 10%
+// faster under pairs_l1_l2, where the kernel's arithmetic rather than DRAM
+// is the limit; rows_l1 is kept for the models that do not fit in cache.
+//
+// The default comes from CPUID: rows_l1 on AMD family 1Ah (Zen 5) and later,
+// pairs_l1_l2 everywhere else. use_gemv_plan() overrides it for the whole
+// program (benchmarks compare the plans in one run; a user tuning for a core
+// not measured here can do the same). Every plan gives the same bits: a
+// row's arithmetic is the same paired or alone, and prefetches change no
+// values.
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
+namespace ruvllm::kernels {
+
+enum class gemv_plan : std::uint8_t {
+  /// Prefetch 8 KiB ahead into L1 and 16 KiB ahead into L2; dense and Q4_0
+  /// rows in pairs (Q8_0 one at a time: pairs slowed it on Zen 4).
+  pairs_l1_l2,
+  /// One row at a time, prefetch 8 KiB ahead into L1 only.
+  rows_l1,
+};
+
+[[nodiscard]] constexpr std::string_view gemv_plan_name(gemv_plan plan) noexcept {
+  return plan == gemv_plan::rows_l1 ? "rows_l1" : "pairs_l1_l2";
+}
+
+/// The plan measured best on this CPU (see the file comment).
+[[nodiscard]] inline gemv_plan detected_gemv_plan() noexcept {
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+  unsigned max_leaf = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &max_leaf, &ebx, &ecx, &edx) == 0 || max_leaf < 1) return gemv_plan::pairs_l1_l2;
+  // "AuthenticAMD" in ebx, edx, ecx.
+  const bool amd = ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u;
+  unsigned eax = 0;
+  if (!amd || __get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return gemv_plan::pairs_l1_l2;
+  const unsigned base_family = (eax >> 8) & 0xfu;
+  const unsigned family = base_family == 0xfu ? base_family + ((eax >> 20) & 0xffu) : base_family;
+  if (family >= 0x1au) return gemv_plan::rows_l1;
+#endif
+  return gemv_plan::pairs_l1_l2;
+}
+
+namespace detail {
+inline std::atomic<gemv_plan>& gemv_plan_state() noexcept {
+  static std::atomic<gemv_plan> plan{detected_gemv_plan()};
+  return plan;
+}
+}  // namespace detail
+
+/// The plan GEMV calls use now.
+[[nodiscard]] inline gemv_plan gemv_plan_in_use() noexcept {
+  return detail::gemv_plan_state().load(std::memory_order_relaxed);
+}
+
+/// Makes every later GEMV call of backend::highway use `plan`. Safe to call
+/// at any time from any thread; a call already running finishes under the
+/// plan it started with (results are the same bits either way).
+inline void use_gemv_plan(gemv_plan plan) noexcept { detail::gemv_plan_state().store(plan, std::memory_order_relaxed); }
+
+}  // namespace ruvllm::kernels
+
+#endif  // RUVLLM_KERNELS_GEMV_PLAN_HPP
