@@ -2190,34 +2190,36 @@ class thread_pool {
 // that share each activation load. A decode step is one pass over the
 // weights, so this choice sets its speed, and the best one differs between
 // cores of the same SIMD target (Highway dispatches AVX3_DL on both Zen 4
-// and Zen 5). Measured at one thread over 1 GiB of weights (GB/s of weights;
-// plain AVX-512 read of the same machine in brackets):
+// and Zen 5). Measured at one thread over 1 GiB of weights in matrices of
+// 4096 rows (GB/s of weights; a plain AVX-512 read of the same machine in
+// brackets; ranges over repeated runs on a shared host):
 //
-//                     Zen 4 EPYC guest [23-27]    Zen 5 EPYC guest [34-38]
-//   pairs_l1_l2       f16 768/2048/8192 cols      f16 768/2048/8192 cols
-//                     25-26.5 / 26.8-29 / 25-28.6  28-29 / 29-30 / 30-31.5
-//   rows_l1           (not measured)              33-37 / 36-37 / 29-30
-//                                                  Q8_0 2048: 35-37 vs 32-34
-//                                                  Q4_0 2048: 36.8 vs 30-32
+//                  Zen 4 EPYC guest [23-27]     Zen 5 EPYC guest [34-40]
+//   f16 768 cols   pairs_l1_l2 25-26.5          pairs_l1_l2 28-29, rows_l1 35.7-37.6
+//   f16 2048       pairs_l1_l2 26.8-29          pairs_l1_l2 23-30, rows_l1 36.2-36.9
+//   f16 8192       pairs_l1_l2 25.4-28.6        pairs_l1_l2 26-31.5, rows_l1 29.4-31.1
+//   Q8_0 2048      pairs_l1_l2 27.3             pairs_l1_l2 27-32, rows_l1 30-34
+//   Q4_0 2048      pairs_l1_l2 25.2-25.5        pairs_l1_l2 30-31.4, rows_l1 33.4-36.8
 //
-// On Zen 5 a 1B decode at one thread ran 16.8 tok/s of f16 under rows_l1
-// against 13.2-13.6 under pairs_l1_l2, 61 tok/s of Q4_0 against 54-60, and
-// 31-32.5 of Q8_0 against 28-30. Zen 5's hardware prefetchers follow one
-// sequential stream well and the L2 software stream only takes load slots
-// from it, while the paired rows (two streams) lose the hardware prefetchers.
-// Zen 4 needed both software streams (the L2 stream alone read Q4_0 at
-// 10.8 GB/s, no software prefetch 15-20) and gained from pairs (notes in
-// target-inl.h, matmul-inl.h and quant-inl.h). One exception on Zen 5: a
-// 110M Q4_0 model (62 MB, half of it served by the 32 MB L3) decoded 10%
-// faster under pairs_l1_l2, where the kernel's arithmetic rather than DRAM
-// is the limit; rows_l1 is kept for the models that do not fit in cache.
+// rows_l1 was not measured on Zen 4. On the Zen 5 guest a 1B decode at one
+// thread ran f16 at 16.4-16.9 tok/s under rows_l1 against 13.2-13.6 under
+// pairs_l1_l2, Q4_0 at 58.8-63.2 against 53.8-59.8 and Q8_0 at 30.8-32.5
+// against 28.4-30; 110M f16 at 171-172 against 105-122. Zen 5's hardware
+// prefetchers follow one sequential stream well and the L2 software stream
+// only takes load slots from it, while paired rows (two streams) lose the
+// hardware prefetchers. Zen 4 needed both software streams (the L2 stream
+// alone read Q4_0 at 10.8 GB/s, no software prefetch 15-20) and gained from
+// pairs (notes in target-inl.h, matmul-inl.h and quant-inl.h). The exception
+// on Zen 5: a 110M Q4_0 model (62 MB, partly served by the 32 MB L3, which
+// co-tenants share) decoded at 481-535 tok/s under rows_l1 against 517-558
+// under pairs_l1_l2; rows_l1 is kept for the models that do not fit in cache.
 //
 // The default comes from CPUID: rows_l1 on AMD family 1Ah (Zen 5) and later,
 // pairs_l1_l2 everywhere else. use_gemv_plan() overrides it for the whole
-// program (benchmarks compare the plans in one run; a user tuning for a core
-// not measured here can do the same). Every plan gives the same bits: a
-// row's arithmetic is the same paired or alone, and prefetches change no
-// values.
+// program (bench/gemv_bench's gemv_plan rows compare the plans in one run; a
+// user tuning for a core not measured here can do the same). Every plan
+// gives the same bits: a row's arithmetic is the same paired or alone, and
+// prefetches change no values.
 
 #include <atomic>
 #include <cstdint>
