@@ -18,16 +18,16 @@
 //   Q4_0 2048      pairs_l1_l2 25.2-25.5        pairs_l1_l2 30-31.4, rows_l1 33.4-36.8
 //
 // rows_l1 was not measured on Zen 4. On the Zen 5 guest a 1B decode at one
-// thread ran f16 at 16.4-16.9 tok/s under rows_l1 against 13.2-13.6 under
-// pairs_l1_l2, Q4_0 at 58.8-63.2 against 53.8-59.8 and Q8_0 at 30.8-32.5
-// against 28.4-30; 110M f16 at 171-172 against 105-122. Zen 5's hardware
+// thread ran f16 at 16.4-17.1 tok/s under rows_l1 against 13.2-13.6 under
+// pairs_l1_l2, Q4_0 at 55.7-63.2 against 54.6-59.8 and Q8_0 at 30.6-32.5
+// against 28.4-30; 110M f16 at 163-172 against 105-122. Zen 5's hardware
 // prefetchers follow one sequential stream well and the L2 software stream
 // only takes load slots from it, while paired rows (two streams) lose the
 // hardware prefetchers. Zen 4 needed both software streams (the L2 stream
 // alone read Q4_0 at 10.8 GB/s, no software prefetch 15-20) and gained from
 // pairs (notes in target-inl.h, matmul-inl.h and quant-inl.h). The exception
 // on Zen 5: a 110M Q4_0 model (62 MB, partly served by the 32 MB L3, which
-// co-tenants share) decoded at 481-535 tok/s under rows_l1 against 517-558
+// co-tenants share) decoded at 474-503 tok/s under rows_l1 against 517-558
 // under pairs_l1_l2; rows_l1 is kept for the models that do not fit in cache.
 //
 // The default comes from CPUID: rows_l1 on AMD family 1Ah (Zen 5) and later,
