@@ -22,7 +22,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <cstdint>
 #include <vector>
 
 #include "ruvllm/ruvllm.hpp"

@@ -7,6 +7,8 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,16 +75,43 @@ struct problem {
 
 constexpr std::size_t shapes[][2] = {{0, 16}, {1, 0}, {1, 1}, {3, 7}, {4, 16}, {5, 33}, {17, 1000}, {130, 4099}};
 
+// Puts the plan in use back when destroyed, also when a REQUIRE throws, so
+// later test cases start from the detected plan.
+struct gemv_plan_restorer {
+  k::gemv_plan before = k::gemv_plan_in_use();
+  gemv_plan_restorer() = default;
+  gemv_plan_restorer(const gemv_plan_restorer&) = delete;
+  gemv_plan_restorer& operator=(const gemv_plan_restorer&) = delete;
+  ~gemv_plan_restorer() { k::use_gemv_plan(before); }
+};
+
 // Runs fn() under every gemv plan, restoring the plan in use afterwards.
 template <class Fn>
 void for_each_gemv_plan(Fn fn) {
-  const k::gemv_plan before = k::gemv_plan_in_use();
+  const gemv_plan_restorer restore;
   for (const k::gemv_plan plan : {k::gemv_plan::pairs_l1_l2, k::gemv_plan::rows_l1}) {
     k::use_gemv_plan(plan);
     INFO("gemv plan " << k::gemv_plan_name(plan));
     fn(plan);
   }
-  k::use_gemv_plan(before);
+}
+
+// The plan /proc/cpuinfo's first processor calls for (gemv_plan.hpp: rows_l1
+// on AMD family 1Ah and later), read independently of CPUID; empty when the
+// file or its fields are missing.
+std::optional<k::gemv_plan> plan_from_cpuinfo() {
+  std::ifstream file("/proc/cpuinfo");
+  std::string line, vendor;
+  std::optional<unsigned> family;
+  while (std::getline(file, line) && (vendor.empty() || !family)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos || colon + 2 > line.size()) continue;
+    const std::string value = line.substr(colon + 2);
+    if (line.rfind("vendor_id", 0) == 0) vendor = value;
+    if (line.rfind("cpu family", 0) == 0) family = static_cast<unsigned>(std::stoul(value));
+  }
+  if (vendor.empty() || !family) return std::nullopt;
+  return vendor == "AuthenticAMD" && *family >= 0x1a ? k::gemv_plan::rows_l1 : k::gemv_plan::pairs_l1_l2;
 }
 
 template <class W>
@@ -143,13 +172,17 @@ void check_plans_agree(std::uint64_t stream) {
 }  // namespace
 
 TEST_CASE("gemv plans: the default follows the CPU and use_gemv_plan overrides it", "[kernels][gemv]") {
-  const k::gemv_plan before = k::gemv_plan_in_use();
-  k::use_gemv_plan(k::gemv_plan::rows_l1);
-  CHECK(k::gemv_plan_in_use() == k::gemv_plan::rows_l1);
-  k::use_gemv_plan(k::gemv_plan::pairs_l1_l2);
-  CHECK(k::gemv_plan_in_use() == k::gemv_plan::pairs_l1_l2);
-  k::use_gemv_plan(before);
-  CHECK(k::detected_gemv_plan() == k::detected_gemv_plan());
+  // Every test case puts the plan back, so the detected one is still in use.
+  CHECK(k::gemv_plan_in_use() == k::detected_gemv_plan());
+  if (const auto expected = plan_from_cpuinfo()) CHECK(k::detected_gemv_plan() == *expected);
+  {
+    const gemv_plan_restorer restore;
+    k::use_gemv_plan(k::gemv_plan::rows_l1);
+    CHECK(k::gemv_plan_in_use() == k::gemv_plan::rows_l1);
+    k::use_gemv_plan(k::gemv_plan::pairs_l1_l2);
+    CHECK(k::gemv_plan_in_use() == k::gemv_plan::pairs_l1_l2);
+  }
+  CHECK(k::gemv_plan_in_use() == k::detected_gemv_plan());
   CHECK(k::gemv_plan_name(k::gemv_plan::rows_l1) == "rows_l1");
   CHECK(k::gemv_plan_name(k::gemv_plan::pairs_l1_l2) == "pairs_l1_l2");
 }

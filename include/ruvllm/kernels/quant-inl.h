@@ -361,8 +361,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    byte-masked load there halved the streaming rate;
 //  * the GEMV reads rows one at a time under gemv_plan::rows_l1, the plan
 //    for Zen 5 (gemv_plan.hpp; Q4_0 rows go in pairs under pairs_l1_l2, see
-//    quad_row_pair): the activations are reloaded from
-//    L1 for every row, but the weights stay one sequential stream, which
+//    quad_row_pair): the activations are reloaded from L1 for every row,
+//    but the weights stay one sequential stream, which
 //    the hardware prefetchers and prefetch_ahead (target-inl.h) follow. Over
 //    a 1 GiB Q4_0 matrix of 2048 columns at one thread (a plain AVX-512
 //    read ~30 GB/s), one row at a time under an L1 stream 8 KiB ahead read
@@ -563,8 +563,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
 
 /// out[0], out[1] = dot(the rows at w and w + stride, a): quad_row's
 /// arithmetic for each row (so the same bits), with each quad's activations
-/// loaded once for both (under gemv_plan::pairs_l1_l2). An L1-resident Q4_0 step is bound by its 64-byte
-/// loads (one per cycle on Zen 4): a row's quad takes two of weights and four
+/// loaded once for both (under gemv_plan::pairs_l1_l2). An L1-resident Q4_0
+/// step is bound by its 64-byte loads (one per cycle on Zen 4): a row's quad takes two of weights and four
 /// of activations. On a Zen 4 EPYC guest at one thread, over 1 GiB of 768 /
 /// 2048 columns, pairs read Q4_0 at 24.5-24.7 / 25.2-25.5 GB/s against
 /// 22.6-23.1 / 23.1-23.5 one row at a time, and a 1B Q4_0 decode step ran
