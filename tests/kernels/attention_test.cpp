@@ -528,6 +528,65 @@ TEST_CASE("paged decode split into page ranges matches the unsplit run", "[kerne
   CHECK(k::attention_plan_decode(pb.view, 4, o, ws)->work_items() == 8);
 }
 
+namespace {
+
+/// Runs the plan's items all in one call (page-major over items that share
+/// pages) and each alone on a second plan; every item's state must have the
+/// same bits both ways, i.e. items never share or mix state.
+template <class K, class V, std::size_t T>
+void check_items_alone_and_together(std::size_t n_heads, std::size_t n_kv_heads, std::size_t D,
+                                    std::vector<std::size_t> lens, std::uint64_t seed,
+                                    const k::attention_decode_options& o = {}) {
+  const decode_input in = make_input(n_heads, n_kv_heads, D, std::move(lens), seed);
+  ruvllm::test::rng gen(seed + 1);
+  const paged_batch<K, V, T> pb(in.b, gen);
+  const k::paged_kv_desc d = pb.view.desc();
+  const std::size_t bytes = k::attention_decode_workspace_bytes(d, n_heads, o);
+  auto ws_together = ruvllm::aligned_buffer<std::byte>::allocate(bytes).value();
+  auto ws_alone = ruvllm::aligned_buffer<std::byte>::allocate(bytes).value();
+  const auto together = k::attention_plan_decode(pb.view, n_heads, o, ws_together.span());
+  const auto alone = k::attention_plan_decode(pb.view, n_heads, o, ws_alone.span());
+  REQUIRE(together.has_value());
+  REQUIRE(alone.has_value());
+  const std::size_t n = together->work_items(), G = together->group;
+  INFO("K " << K::name << " V " << V::name << " T " << T << " heads " << n_heads << "/" << n_kv_heads << " D " << D
+            << " items " << n);
+  for_each_backend([&](auto backend, const std::string& name) {
+    INFO("backend " << name);
+    using B = decltype(backend);
+    std::memset(ws_together.data(), 0xFF, bytes);
+    std::memset(ws_alone.data(), 0xFF, bytes);
+    REQUIRE(k::attention_plan_decode(pb.view, n_heads, o, ws_together.span()).has_value());
+    REQUIRE(k::attention_plan_decode(pb.view, n_heads, o, ws_alone.span()).has_value());
+    k::ops<B>::attention_decode(*together, pb.view, in.q.data(), 0, n);
+    for (std::size_t i = n; i-- > 0;) k::ops<B>::attention_decode(*alone, pb.view, in.q.data(), i, i + 1);
+    std::size_t differing = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t h = 0; h < G; ++h) {
+        differing += std::memcmp(together->ml(i, h), alone->ml(i, h), 2 * sizeof(float)) != 0;
+        differing += std::memcmp(together->acc(i, h), alone->acc(i, h), D * sizeof(float)) != 0;
+      }
+    CHECK(differing == 0);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("paged decode gives an item the same state alone and among items over the same pages",
+          "[kernels][attention]") {
+  // Many KV heads over shared pages (the page-major runs), GQA groups of
+  // every block width, and a batch whose sequences end runs.
+  check_items_alone_and_together<p::f16, p::f16, 16>(12, 12, 64, {129}, 901);
+  check_items_alone_and_together<p::f16, p::q8_0, 16>(32, 8, 128, {1, 40, 0, 333}, 902);
+  check_items_alone_and_together<p::q8_0, p::kivi<4>, 32>(14, 2, 64, {200, 17}, 903);
+  check_items_alone_and_together<p::kivi<2>, p::f16, 32>(6, 3, 64, {75}, 904);
+  // Split page ranges: runs break where the range changes.
+  k::attention_decode_options o;
+  o.min_work_items = 24;
+  o.min_pages_per_item = 1;
+  check_items_alone_and_together<p::f16, p::kivi<2>, 16>(8, 4, 64, {300, 5}, 905, o);
+}
+
 TEST_CASE("attention states over disjoint keys merge to the whole", "[kernels][attention]") {
   // Two tiers of one sequence (an f16 hot tail and a KIVI-2 cold prefix),
   // each attended through its own view, merged by lse = attention over both.

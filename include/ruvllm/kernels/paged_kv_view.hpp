@@ -25,11 +25,12 @@
 // (dim) innermost:
 //   page = [kv_head][token][dim]   (head h at byte h * head_bytes of the page)
 // Why: decode attention runs one KV head (and every query head of its GQA
-// group) at a time over all of a sequence's tokens, so the bytes it needs
-// from a page are one contiguous run of head_bytes -- whole cache lines,
-// sequential hardware prefetch, one software prefetch stream per page --
-// instead of n_kv_heads short runs at a stride (the token-major layout
-// [token][kv_head][dim] that appending one token would favour). Appending a
+// group) at a time, so the bytes it needs from a page are one contiguous run
+// of head_bytes -- whole cache lines, one software prefetch stream per
+// page-head -- instead of n_kv_heads short runs at a stride (the token-major
+// layout [token][kv_head][dim] that appending one token would favour); and
+// running a page's KV heads one after another reads the page in address
+// order, the sequential stream hardware prefetchers follow. Appending a
 // token writes n_kv_heads short rows instead, which happens once per token
 // while attention reads every row at every step.
 //

@@ -714,7 +714,8 @@ class llama_context {
     RUVLLM_TRY_ASSIGN(b.half, aligned_buffer<f16>::allocate(widest));
     RUVLLM_TRY_ASSIGN(b.act_q8_0, aligned_buffer<kernels::q8_0_quad>::allocate(nb * kernels::q8_0_quads(widest)));
     RUVLLM_TRY_ASSIGN(b.act_q8_k, aligned_buffer<block_q8_k>::allocate(nb * (widest / qk_k + 1)));
-    const std::size_t decode_state = (2 * group + group * h.head_dim) * sizeof(float);
+    const std::size_t decode_state =
+        decode_items_bytes(h.n_head_kv) + h.n_head_kv * (2 * group + group * h.head_dim) * sizeof(float);
     b.workspace_bytes =
         (std::max(kernels::attention_prefill_workspace_bytes(h.head_dim), decode_state) + 127) / 64 * 64;
     RUVLLM_TRY_ASSIGN(b.workspace, aligned_buffer<std::byte>::allocate(b.workspace_bytes * pool_->size()));
@@ -861,18 +862,18 @@ class llama_context {
         });
   }
 
-  /// Decode attention of layer `layer` for the token just appended: one
-  /// replicated work item per KV head, each running the paged decode kernel
-  /// over the sequence's blocks into its thread's own state (so a late
-  /// worker never writes shared memory) and normalizing its group of heads
-  /// into attn.
+  /// Decode attention of layer `layer` for the token just appended: replicated
+  /// work items of consecutive KV heads (sized like the decode products' by
+  /// the KV bytes they read), each running the paged decode kernel over the
+  /// sequence's blocks, its heads page by page, into its thread's own state
+  /// (so a late worker never writes shared memory) and normalizing its
+  /// groups of heads into attn.
   void decode_attention(std::size_t layer, const float* q, float* attn) {
     const llama_hparams& h = model_->hparams();
     const std::size_t hd = h.head_dim, group = h.n_head / h.n_head_kv;
     const kernels::paged_kv_desc kvd = cache_.view_unchecked(ws_, layer).desc();
     kernels::attention_decode_plan base;
     base.batch = 1;
-    base.n_items = 1;
     base.n_heads = static_cast<std::uint32_t>(h.n_head);
     base.n_kv_heads = static_cast<std::uint32_t>(h.n_head_kv);
     base.head_dim = static_cast<std::uint32_t>(hd);
@@ -880,29 +881,41 @@ class llama_context {
     base.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
     std::byte* ws = buf_.workspace.data();
     const std::size_t ws_bytes = buf_.workspace_bytes;
+    const std::size_t kv_bytes = std::size_t{kvd.pages(0)} * (kvd.k_page_bytes + kvd.v_page_bytes);
+    const std::size_t grain = detail::decode_grain(h.n_head_kv, kv_bytes, pool_->size());
     pool_->run_replicated(
-        h.n_head_kv, 1, attn, group * hd,
+        h.n_head_kv, grain, attn, group * hd,
         [kvd, base, q, ws, ws_bytes](std::size_t begin, std::size_t end, std::size_t thread, float* dst) noexcept {
-          const std::size_t D = base.head_dim, G = base.group;
-          auto* state = reinterpret_cast<float*>(ws + thread * ws_bytes);
-          for (std::size_t kvh = begin; kvh < end; ++kvh) {
-            const kernels::attention_decode_item item{0, static_cast<std::uint32_t>(kvh), 0, kvd.pages(0)};
-            kernels::attention_decode_plan plan = base;
-            plan.items = &item;
-            plan.state_ml = state;
-            plan.state_acc = state + 2 * G;
-            kops::attention_decode(plan, kvd, q, 0, 1);
-            // One item per head group: its state is the whole softmax (as
-            // attention_decode_merge computes for a single item).
-            float* out = dst + (kvh - begin) * G * D;
+          const std::size_t D = base.head_dim, G = base.group, n = end - begin;
+          std::byte* mine = ws + thread * ws_bytes;
+          auto* items = reinterpret_cast<kernels::attention_decode_item*>(mine);
+          auto* state = reinterpret_cast<float*>(mine + decode_items_bytes(base.n_kv_heads));
+          for (std::size_t i = 0; i < n; ++i)
+            items[i] = kernels::attention_decode_item{0, static_cast<std::uint32_t>(begin + i), 0, kvd.pages(0)};
+          kernels::attention_decode_plan plan = base;
+          plan.items = items;
+          plan.n_items = static_cast<std::uint32_t>(n);
+          plan.state_ml = state;
+          plan.state_acc = state + 2 * G * n;
+          kops::attention_decode(plan, kvd, q, 0, n);
+          // One item per head group: its state is the whole softmax (as
+          // attention_decode_merge computes for a single item).
+          for (std::size_t i = 0; i < n; ++i) {
+            float* out = dst + i * G * D;
             for (std::size_t g = 0; g < G; ++g) {
-              const float m = plan.ml(0, g)[0], l = plan.ml(0, g)[1];
+              const float m = plan.ml(i, g)[0], l = plan.ml(i, g)[1];
               const float inv = m != -std::numeric_limits<float>::infinity() && l > 0.0f ? 1.0f / l : 0.0f;
-              const float* acc = plan.acc(0, g);
+              const float* acc = plan.acc(i, g);
               for (std::size_t c = 0; c < D; ++c) out[g * D + c] = acc[c] * inv;
             }
           }
         });
+  }
+
+  /// Bytes of decode_attention's item array for n KV heads (keeps the state
+  /// after it 64-byte aligned).
+  static constexpr std::size_t decode_items_bytes(std::size_t n_kv_heads) noexcept {
+    return (n_kv_heads * sizeof(kernels::attention_decode_item) + 63) / 64 * 64;
   }
 
   /// One token at position n_past_, through every layer; logits to `out`.
