@@ -363,7 +363,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    for Zen 5 (gemv_plan.hpp; Q4_0 rows go in pairs under pairs_l1_l2, see
 //    quad_row_pair): the activations are reloaded from L1 for every row,
 //    but the weights stay one sequential stream, which
-//    the hardware prefetchers and prefetch_ahead (target-inl.h) follow. Over
+//    the hardware prefetchers and line_prefetcher (target-inl.h) follow. Over
 //    a 1 GiB Q4_0 matrix of 2048 columns at one thread (a plain AVX-512
 //    read ~30 GB/s), one row at a time under an L1 stream 8 KiB ahead read
 //    24-26.5 GB/s (the hardware prefetchers alone 23-24); four rows side by
@@ -552,9 +552,17 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
   constexpr std::size_t step = quad_bytes<Q4>;
   const std::size_t whole = nb / 4, rest = nb % 4;
   __m512 acc = _mm512_setzero_ps();
-  for (std::size_t q = 0; q < whole; ++q) {
-    prefetch_ahead<Plan>(w + q * step, step);
-    acc = quad_dot(unpack<Q4, true>(w + q * step, c, step), load_quad<Q4>(a[q]), acc);
+  if constexpr (Plan == gemv_plan::rows_l1) {
+    line_prefetcher ahead(w);
+    for (std::size_t q = 0; q < whole; ++q) {
+      ahead.until(w + q * step + step);
+      acc = quad_dot(unpack<Q4, true>(w + q * step, c, step), load_quad<Q4>(a[q]), acc);
+    }
+  } else {
+    for (std::size_t q = 0; q < whole; ++q) {
+      prefetch_ahead<Plan>(w + q * step, step);
+      acc = quad_dot(unpack<Q4, true>(w + q * step, c, step), load_quad<Q4>(a[q]), acc);
+    }
   }
   if (rest != 0)
     acc = quad_dot(unpack<Q4, false>(w + whole * step, c, rest * (step / 4)), load_quad<Q4>(a[whole]), acc);
