@@ -8487,17 +8487,13 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
   constexpr std::size_t step = quad_bytes<Q4>;
   const std::size_t whole = nb / 4, rest = nb % 4;
   __m512 acc = _mm512_setzero_ps();
-  if constexpr (Plan == gemv_plan::rows_l1) {
-    line_prefetcher ahead(w);
-    for (std::size_t q = 0; q < whole; ++q) {
+  line_prefetcher ahead(w);  // rows_l1's stream; pairs_l1_l2 keeps prefetch_ahead
+  for (std::size_t q = 0; q < whole; ++q) {
+    if constexpr (Plan == gemv_plan::rows_l1)
       ahead.until(w + q * step + step);
-      acc = quad_dot(unpack<Q4, true>(w + q * step, c, step), load_quad<Q4>(a[q]), acc);
-    }
-  } else {
-    for (std::size_t q = 0; q < whole; ++q) {
+    else
       prefetch_ahead<Plan>(w + q * step, step);
-      acc = quad_dot(unpack<Q4, true>(w + q * step, c, step), load_quad<Q4>(a[q]), acc);
-    }
+    acc = quad_dot(unpack<Q4, true>(w + q * step, c, step), load_quad<Q4>(a[q]), acc);
   }
   if (rest != 0)
     acc = quad_dot(unpack<Q4, false>(w + whole * step, c, rest * (step / 4)), load_quad<Q4>(a[whole]), acc);
@@ -8507,8 +8503,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
 /// out[0], out[1] = dot(the rows at w and w + stride, a): quad_row's
 /// arithmetic for each row (so the same bits), with each quad's activations
 /// loaded once for both (under gemv_plan::pairs_l1_l2). An L1-resident Q4_0
-/// step is bound by its 64-byte loads (one per cycle on Zen 4): a row's quad takes two of weights and four
-/// of activations. On a Zen 4 EPYC guest at one thread, over 1 GiB of 768 /
+/// step is bound by its 64-byte loads (one per cycle on Zen 4): a row's quad
+/// takes two of weights and four of activations. On a Zen 4 EPYC guest at one thread, over 1 GiB of 768 /
 /// 2048 columns, pairs read Q4_0 at 24.5-24.7 / 25.2-25.5 GB/s against
 /// 22.6-23.1 / 23.1-23.5 one row at a time, and a 1B Q4_0 decode step ran
 /// 42.3-43.9 tok/s against 35.8-41.8. Q8_0 reads 136 bytes of weights per
