@@ -40,6 +40,73 @@ TEST_CASE("thread_pool runs every item exactly once", "[core][thread_pool]") {
   }
 }
 
+TEST_CASE("home_ranges split a job's chunks into contiguous near-equal shares", "[core][thread_pool]") {
+  for (std::size_t threads = 1; threads <= 64; ++threads) {
+    for (std::size_t chunks : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{7}, std::size_t{63},
+                               std::size_t{64}, std::size_t{65}, std::size_t{1000}, std::size_t{4096}}) {
+      const ruvllm::detail::home_ranges homes{chunks, threads};
+      REQUIRE(homes.begin(0) == 0);
+      REQUIRE(homes.end(threads - 1) == chunks);
+      for (std::size_t r = 0; r < threads; ++r) {
+        REQUIRE(homes.end(r) >= homes.begin(r));
+        if (r + 1 < threads) REQUIRE(homes.begin(r + 1) == homes.end(r));
+        const std::size_t size = homes.end(r) - homes.begin(r);
+        REQUIRE(size >= chunks / threads);
+        REQUIRE(size <= (chunks + threads - 1) / threads);
+      }
+    }
+  }
+}
+
+TEST_CASE("thread_pool threads take their own chunks first, in order, then the others'", "[core][thread_pool]") {
+  // No worker is ever benched (straggler_wait of minutes), so every job has
+  // all threads as participants and thread t owns home_ranges{chunks,
+  // threads} range t. Whatever the timing, each thread claims from its own
+  // cursor until that range is exhausted and only then from the others',
+  // and a cursor hands out its range in order.
+  ruvllm::thread_pool_options options;
+  options.straggler_wait = std::chrono::minutes(10);
+  for (std::size_t threads : {2u, 3u}) {
+    ruvllm::thread_pool pool(threads, options);
+    ruvllm::test::check_property(52, 200, [&](ruvllm::test::rng& gen, std::size_t) {
+      const std::size_t chunks = gen.uniform_index(2, 200);
+      const bool slow = gen.uniform_index(0, 1) == 1;  // chunks long enough for the workers to join
+      std::vector<std::atomic<int>> hits(chunks);
+      std::vector<std::vector<std::size_t>> order(threads);  // per thread, in the order it ran them
+      pool.run(chunks, 1, [&](std::size_t begin, std::size_t, std::size_t thread) {
+        hits[begin].fetch_add(1, std::memory_order_relaxed);
+        order[thread].push_back(begin);
+        if (slow) {
+          const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+          while (std::chrono::steady_clock::now() < until) {
+          }
+        }
+      });
+      for (std::size_t c = 0; c < chunks; ++c) REQUIRE(hits[c].load() == 1);
+      const ruvllm::detail::home_ranges homes{chunks, threads};
+      const auto range_of = [&](std::size_t c) {
+        std::size_t r = 0;
+        while (c >= homes.end(r)) ++r;
+        return r;
+      };
+      for (std::size_t t = 0; t < threads; ++t) {
+        bool left_home = false;
+        std::vector<std::size_t> last(threads, 0);
+        std::vector<bool> seen(threads, false);
+        for (const std::size_t c : order[t]) {
+          const std::size_t r = range_of(c);
+          if (r != t) left_home = true;
+          INFO("thread " << t << " ran chunk " << c << " of range " << r << " of " << chunks << " chunks");
+          REQUIRE(!(r == t && left_home));     // its own chunks come first
+          REQUIRE((!seen[r] || c > last[r]));  // each range in order
+          seen[r] = true;
+          last[r] = c;
+        }
+      }
+    });
+  }
+}
+
 TEST_CASE("thread_pool results are visible to the caller after run", "[core][thread_pool]") {
   ruvllm::thread_pool pool(2);
   std::vector<double> out(10000);  // plain, non-atomic writes by any thread
