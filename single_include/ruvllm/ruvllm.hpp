@@ -18727,7 +18727,10 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
 /// the caller takes over from a descheduled worker costs little. A count
 /// that is not a multiple of the threads idles one of them for the last
 /// item: a 110M q4_0 model's output and down projections (332 and 884 KiB) made
-/// three items, two for one thread and one for the other.
+/// three items, two for one thread and one for the other. (These figures
+/// predate the pool's home ranges, under which a thread's items are
+/// consecutive rows; items of 128 and 256 KiB then decoded 110M and 1B
+/// within the host's noise of 512 KiB at two threads.)
 [[nodiscard]] inline std::size_t decode_grain(std::size_t rows, std::size_t bytes, std::size_t threads) noexcept {
   using kernels::attention_detail::ceil_div, kernels::attention_detail::round_up;
   constexpr std::size_t item_bytes = std::size_t{512} << 10;
