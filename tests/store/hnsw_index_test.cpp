@@ -156,7 +156,11 @@ TEST_CASE("hnsw i8 codes re-ranked against f16 originals", "[store][hnsw]") {
 }
 
 TEST_CASE("hnsw recall@10 sweep over metrics and precisions", "[store][hnsw][slow]") {
-  recall_case<st::metric::cosine, p::f32>(false, 64, 0.90);
+  // Built on two threads, whose timing decides which nodes link while others
+  // are still being linked: at ef 64 this case measured 0.897-0.906 over 22
+  // builds (the same vectors built on one thread: 0.907), so its bar sits
+  // below that spread; a broken graph falls far below it.
+  recall_case<st::metric::cosine, p::f32>(false, 64, 0.89);
   recall_case<st::metric::dot, p::f32>(false, 128, 0.95);
   recall_case<st::metric::l2, p::f16>(false, 128, 0.95);
   recall_case<st::metric::dot, p::f16>(false, 128, 0.95);
