@@ -258,11 +258,11 @@ class thread_pool {
       stats_.chunks_by_caller += chunks;
       return;
     }
+    const detail::home_ranges homes{chunks, participant_count(participants)};
     const std::uint64_t epoch =
-        publish(+invoke, static_cast<const void*>(&body), n, grain, participants, nullptr, 0, chunks);
+        publish(+invoke, static_cast<const void*>(&body), n, grain, participants, nullptr, 0, homes);
     std::uint64_t mine = 0;
     std::size_t begin = 0, end = 0;
-    const detail::home_ranges homes{chunks, participant_count(participants)};
     while (claim(epoch, homes, 0, n, grain, begin, end)) {
       body(begin, end, std::size_t{0});
       ++mine;
@@ -321,10 +321,10 @@ class thread_pool {
     std::memcpy(words, &body, sizeof(Body));
     for (std::size_t i = 0; i < (sizeof(Body) + 7) / 8; ++i) job_.body[i].store(words[i], std::memory_order_relaxed);
     const std::uint64_t all = slots_.size() == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << slots_.size()) - 1;
-    const std::uint64_t epoch = publish(+invoke, nullptr, n, grain, all, out, per_item, chunks);
+    const detail::home_ranges homes{chunks, participant_count(all)};
+    const std::uint64_t epoch = publish(+invoke, nullptr, n, grain, all, out, per_item, homes);
     std::uint64_t mine = 0;
     std::size_t begin = 0, end = 0;
-    const detail::home_ranges homes{chunks, slots_.size() + 1};
     while (claim(epoch, homes, 0, n, grain, begin, end)) {
       body(begin, end, std::size_t{0}, out + begin * per_item);
       chunk_state_[begin / grain].store(state_word(epoch, chunk_done), std::memory_order_relaxed);
@@ -473,7 +473,7 @@ class thread_pool {
   // Publishes a job like a seqlock: odd epoch while the descriptor changes,
   // so a worker that wakes late never acts on a half-written one.
   std::uint64_t publish(invoke_fn invoke, const void* ctx, std::size_t n, std::size_t grain, std::uint64_t participants,
-                        float* out, std::size_t per_item, std::size_t chunks) noexcept {
+                        float* out, std::size_t per_item, const detail::home_ranges& homes) noexcept {
     const std::uint64_t writing = epoch_.fetch_add(1, std::memory_order_acq_rel) + 1;
     job_.invoke.store(invoke, std::memory_order_relaxed);
     job_.ctx.store(ctx, std::memory_order_relaxed);
@@ -483,10 +483,9 @@ class thread_pool {
     job_.out.store(out, std::memory_order_relaxed);
     job_.per_item.store(per_item, std::memory_order_relaxed);
     const std::uint64_t epoch = writing + 1;
-    const detail::home_ranges homes{chunks, participant_count(participants)};
     for (std::size_t r = 0; r < homes.threads; ++r)
       cursors_[r].next.store(pack(epoch, homes.begin(r)), std::memory_order_relaxed);
-    pending_.store(chunks, std::memory_order_relaxed);
+    pending_.store(homes.chunks, std::memory_order_relaxed);
     // seq_cst pairs with the sleeper's increment-then-recheck: one of the two
     // sides always sees the other, so no wake-up is lost.
     epoch_.store(epoch, std::memory_order_seq_cst);
@@ -511,7 +510,7 @@ class thread_pool {
       for (;;) {
         if ((v >> 32) != tag) return false;  // the job is over
         const std::uint64_t chunk = v & 0xFFFFFFFFu;
-        if (chunk >= range_end || chunk * grain >= n) break;
+        if (chunk >= range_end) break;
         if (cursor.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_relaxed)) {
           begin = static_cast<std::size_t>(chunk * grain);
           end = std::min(n, begin + grain);
