@@ -9,7 +9,13 @@
 //    rows time wall clock for both sides, since the co-tenant's theft of CPU
 //    time is exactly what they measure;
 //  * gemv_plan rows compare the two GEMV plans over 1 GiB of weights (see
-//    register_plans).
+//    register_plans);
+//  * quantize rows time the Q8_0 quads a Q8_0 / Q4_0 GEMV quantizes its input
+//    into, on the calling thread before the rows start, at the input lengths
+//    of the benchmarked models (768, 2048, 8192); the baseline is the Q8_0
+//    blocks of the same backend packed into quads by the scalar
+//    pack_q8_0_quads (how the quads were made before they were made
+//    directly).
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -302,6 +308,34 @@ void register_plans() {
   quantized(ruvllm::block_q4_0{}, "q4_0");
 }
 
+void register_quantize_quads() {
+  namespace k = ruvllm::kernels;
+  for (const std::size_t n : {768u, 2048u, 8192u}) {
+    const std::string ours = rb::row_name("kernels", "quantize", "q8_0_quads", std::to_string(n), 1);
+    const std::string base = rb::baseline_of(ours);
+    const auto x = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(n, 17));
+    const auto quads = std::make_shared<std::vector<k::q8_0_quad>>(k::q8_0_quads(n));
+    const auto blocks = std::make_shared<std::vector<ruvllm::block_q8_0>>(n / 32);
+    const auto ours_body = [x, quads, n] {
+      k::ops<highway>::quantize_q8_0_quads(x->data(), quads->data(), n);
+      benchmark::ClobberMemory();
+    };
+    const auto base_body = [x, quads, blocks, n] {
+      k::ops<highway>::quantize_q8_0(x->data(), blocks->data(), n);
+      k::scalar::pack_q8_0_quads(blocks->data(), n, quads->data());
+      benchmark::ClobberMemory();
+    };
+    benchmark::RegisterBenchmark(base.c_str(), [base, base_body](benchmark::State& state) {
+      rb::timed_loop(state, base_body);
+      rb::record_baseline(state, base);
+    });
+    benchmark::RegisterBenchmark(ours.c_str(), [base, base_body, ours_body](benchmark::State& state) {
+      rb::timed_loop(state, ours_body);
+      rb::set_speedup(state, base, base_body);
+    });
+  }
+}
+
 [[maybe_unused]] const bool registered = [] {
   const auto square = std::make_shared<matrix>(4096, 4096);
   const auto ffn = std::make_shared<matrix>(11008, 4096);
@@ -317,6 +351,7 @@ void register_plans() {
   register_cotenant(square);
   register_gemm(square, 128);
   register_plans();
+  register_quantize_quads();
   return true;
 }();
 

@@ -3941,7 +3941,10 @@ inline void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept
     y[b].d = to_f16(d);
     const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
     for (std::size_t j = 0; j < quant_detail::qk8_0; ++j) {
-      y[b].qs[j] = usable ? static_cast<std::int8_t>(std::round(x[j] * id)) : std::int8_t{0};
+      // A NaN product (a NaN value, or an infinite one, whose block has id
+      // 0) quantizes to 0, where ggml's cast of it is undefined.
+      const float p = x[j] * id;
+      y[b].qs[j] = usable && p == p ? static_cast<std::int8_t>(std::round(p)) : std::int8_t{0};
     }
   }
 }
@@ -8803,11 +8806,26 @@ RUVLLM_QUANT_ATTR HWY_INLINE V round_half_away(D d, V p) {
   return hn::CopySignToAbs(r, p);
 }
 
-/// Largest |x[i]| over count floats (a multiple of the lane count).
+/// p with its NaN lanes as 0. A Q8_0 product x * id is NaN for a NaN value,
+/// or an infinite one (whose block has id 0), and quantizes to 0 on every
+/// backend (see scalar::quantize_q8_0).
+template <class V>
+RUVLLM_QUANT_ATTR HWY_INLINE V zero_nan(V p) {
+  return hn::IfThenElseZero(hn::Eq(p, p), p);
+}
+
+/// |v| with NaN lanes as 0: the largest |x| of a block passes over NaNs, as
+/// the scalar reference's std::max does (Max's NaN result is target-defined).
+template <class V>
+RUVLLM_QUANT_ATTR HWY_INLINE V magnitude(V v) {
+  return zero_nan(hn::Abs(v));
+}
+
+/// Largest |x[i]| over count floats (a multiple of the lane count), NaNs passed over.
 template <class D>
 RUVLLM_QUANT_ATTR HWY_INLINE float max_abs(D d, const float* HWY_RESTRICT x, std::size_t count) {
   auto m = hn::Zero(d);
-  for (std::size_t k = 0; k < count; k += hn::Lanes(d)) m = hn::Max(m, hn::Abs(hn::LoadU(d, x + k)));
+  for (std::size_t k = 0; k < count; k += hn::Lanes(d)) m = hn::Max(m, magnitude(hn::LoadU(d, x + k)));
   return hn::GetLane(hn::MaxOfLanes(d, m));
 }
 
@@ -8859,7 +8877,8 @@ RUVLLM_QUANT_ATTR inline void quant_quantize_q8_0(const float* HWY_RESTRICT x, b
     }
     const auto vid = hn::Set(df, id);
     for (std::size_t k = 0; k < 32; k += hn::Lanes(df)) {
-      const auto q = hn::ConvertTo(di, quant_simd::round_half_away(df, hn::Mul(hn::LoadU(df, x + k), vid)));
+      const auto q =
+          hn::ConvertTo(di, quant_simd::round_half_away(df, quant_simd::zero_nan(hn::Mul(hn::LoadU(df, x + k), vid))));
       hn::StoreU(hn::DemoteTo(d8, q), d8, y[b].qs + k);
     }
   }
@@ -9177,14 +9196,127 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RES
 
 // ----------------------------------------------- Q8_0 activations as quads
 
+#if RUVLLM_QUANT_SIMD
+namespace quant_simd {
+/// v folded by `op` (an associative, commutative lane-wise operation) down
+/// to its lowest 128 bits.
+template <class D, class Op>
+RUVLLM_QUANT_ATTR HWY_INLINE auto fold_to_128(D d, hn::Vec<D> v, Op op) {
+  if constexpr (hn::MaxLanes(d) * sizeof(hn::TFromD<D>) > 16) {
+    const hn::Half<D> dh;
+    return fold_to_128(dh, op(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)), op);
+  } else {
+    return v;
+  }
+}
+
+/// Lane j of the result: `op` over all lanes of v_j (four 128-bit vectors),
+/// the four reductions interleaved so they share their shuffles.
+template <class D, class V, class Op>
+RUVLLM_QUANT_ATTR HWY_INLINE V across_four(D d, V v0, V v1, V v2, V v3, Op op) {
+  const V u01 = op(hn::InterleaveLower(d, v0, v1), hn::InterleaveUpper(d, v0, v1));
+  const V u23 = op(hn::InterleaveLower(d, v2, v3), hn::InterleaveUpper(d, v2, v3));
+  return op(hn::ConcatLowerLower(d, u23, u01), hn::ConcatUpperUpper(d, u23, u01));
+}
+
+/// The four block scales of a quad rounded through f16, as a block's d field
+/// stores them and the quad's d lanes read them back.
+template <class D4>
+RUVLLM_QUANT_ATTR HWY_INLINE hn::Vec<D4> through_f16(D4 d4, hn::Vec<D4> scales) {
+#if RUVLLM_QUANT_F16C
+  const hn::Rebind<hwy::float16_t, D4> dh;
+  return hn::PromoteTo(d4, hn::DemoteTo(dh, scales));
+#else
+  HWY_ALIGN float lane[4];
+  hn::Store(scales, d4, lane);
+  for (float& s : lane) s = ruvllm::to_float(ruvllm::to_f16(s));
+  return hn::Load(d4, lane);
+#endif
+}
+}  // namespace quant_simd
+#endif
+
+/// Q8_0 quads straight from floats: the bytes quantize_q8_0 and
+/// pack_q8_0_quads give, without the blocks in between. The decode step
+/// quantizes every GEMV input on the calling thread while the workers wait,
+/// and block by block, then packed, 2048 values took ~1 us on Zen 5: each
+/// block's scale is a chain of a horizontal maximum, two divisions and an f16
+/// round trip that its quants wait for. Here a first pass finds the scales of
+/// a run of quads, four blocks side by side (one reduction shuffle sequence,
+/// division and conversion per quad), so the chains of neighbouring quads
+/// overlap, and a second pass quantizes the run from L1.
 RUVLLM_QUANT_ATTR inline void quant_quantize_q8_0_quads(const float* HWY_RESTRICT x, q8_0_quad* HWY_RESTRICT out,
                                                         std::size_t n) {
-  block_q8_0 blocks[4];
-  for (std::size_t q = 0; q < q8_0_quads(n); ++q) {
-    const std::size_t count = std::min<std::size_t>(4, n / 32 - 4 * q);
-    quant_quantize_q8_0(x + 128 * q, blocks, count * 32);
-    scalar::pack_q8_0_quads(blocks, count * 32, out + q);
+#if !RUVLLM_QUANT_SIMD
+  scalar::quantize_q8_0_quads(x, out, n);
+#else
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<std::int8_t, decltype(df)> d8;
+  const hn::Full128<float> d4;  // one lane per block of a quad
+  const hn::RebindToSigned<decltype(d4)> di4;
+  constexpr std::size_t run = 8;  // quads per pass: 4 KiB of x
+  const auto max = [](auto a, auto b) RUVLLM_QUANT_LAMBDA { return hn::Max(a, b); };
+  const auto add = [](auto a, auto b) RUVLLM_QUANT_LAMBDA { return hn::Add(a, b); };
+  const std::size_t lanes = hn::Lanes(df), nb = n / 32, nq = q8_0_quads(n);
+  for (std::size_t q0 = 0; q0 < nq; q0 += run, x += 128 * run, out += run) {
+    const std::size_t quads = std::min(run, nq - q0), blocks = std::min(4 * run, nb - 4 * q0);
+    HWY_ALIGN float inverse[4 * run];
+    for (std::size_t q = 0; q < quads; ++q) {
+      hn::Vec<decltype(d4)> amax[4];
+      for (std::size_t j = 0; j < 4; ++j) {
+        auto m = hn::Zero(df);
+        if (4 * q + j < blocks)
+          for (std::size_t k = 0; k < 32; k += lanes)
+            m = hn::Max(m, quant_simd::magnitude(hn::LoadU(df, x + 32 * (4 * q + j) + k)));
+        amax[j] = quant_simd::fold_to_128(df, m, max);
+      }
+      const auto d = hn::Div(quant_simd::across_four(d4, amax[0], amax[1], amax[2], amax[3], max), hn::Set(d4, 127.0f));
+      // As quantize_q8_0: a block whose inverse scale is not finite (a
+      // subnormal scale, or NaN values) keeps zero quants; blocks past n
+      // have no values, so zero scales and quants.
+      const auto id = hn::IfThenElseZero(hn::Ne(d, hn::Zero(d4)), hn::Div(hn::Set(d4, 1.0f), d));
+      hn::Store(hn::IfThenElseZero(hn::Le(hn::Abs(id), hn::Set(d4, std::numeric_limits<float>::max())), id), d4,
+                inverse + 4 * q);
+      auto scale = quant_simd::through_f16(d4, d);
+      for (std::size_t j = 0; j < 4; ++j) {
+        hn::Store(hn::Broadcast<0>(scale), d4, out[q].d + 4 * j);
+        scale = hn::Shuffle0321(scale);  // the next block's scale into lane 0
+      }
+    }
+    for (std::size_t q = 0; q < quads; ++q) {
+      q8_0_quad& o = out[q];
+      hn::Vec<decltype(di4)> sums[4];
+      for (std::size_t j = 0; j < 4; ++j) {
+        const std::size_t b = 4 * q + j;
+        const auto vid = hn::Set(df, inverse[b]);
+        auto sum = hn::Zero(di);
+        for (std::size_t k = 0; k < 32; k += lanes) {
+          const auto p = b < blocks ? hn::Mul(hn::LoadU(df, x + 32 * b + k), vid) : hn::Zero(df);
+          // A whole number r in [-128, 127] reads exactly from the low
+          // mantissa bits of 1.5 * 2^23 + r: two operations where a checked
+          // float-to-int conversion takes five.
+          const auto r =
+              hn::Min(hn::Max(quant_simd::round_half_away(df, quant_simd::zero_nan(p)), hn::Set(df, -128.0f)),
+                      hn::Set(df, 127.0f));
+          const auto v = hn::Sub(hn::BitCast(di, hn::Add(r, hn::Set(df, 0x1.8p23f))), hn::Set(di, 0x4B40'0000));
+          hn::StoreU(hn::DemoteTo(d8, v), d8, k < 16 ? o.lo + 16 * j + k : o.hi + 16 * j + k - 16);
+          sum = hn::Add(sum, v);
+        }
+        sums[j] = quant_simd::fold_to_128(di, sum, add);
+      }
+      const auto total = quant_simd::across_four(di4, sums[0], sums[1], sums[2], sums[3], add);
+      HWY_ALIGN std::int32_t neg8[4], neg128[4];
+      hn::Store(hn::Mul(total, hn::Set(di4, -8)), di4, neg8);
+      hn::Store(hn::Mul(total, hn::Set(di4, -128)), di4, neg128);
+      for (std::size_t j = 0; j < 4; ++j) {
+        const std::int32_t lane8[4] = {neg8[j], 0, 0, 0}, lane128[4] = {neg128[j], 0, 0, 0};
+        std::memcpy(o.neg8_sum + 4 * j, lane8, sizeof lane8);
+        std::memcpy(o.neg128_sum + 4 * j, lane128, sizeof lane128);
+      }
+    }
   }
+#endif
 }
 
 RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_quad_rows(const block_q8_0* HWY_RESTRICT w, std::size_t row_stride,
@@ -12981,7 +13113,11 @@ using f32 = ::xsimd::batch<float>;
 /// Largest |x[i]| over count floats (a multiple of 16).
 [[nodiscard]] inline float max_abs(const float* x, std::size_t count) noexcept {
   f32 m(0.0f);
-  for (std::size_t k = 0; k < count; k += f32::size) m = ::xsimd::max(m, ::xsimd::abs(f32::load_unaligned(x + k)));
+  // NaNs passed over, as the scalar reference's std::max does.
+  for (std::size_t k = 0; k < count; k += f32::size) {
+    const f32 a = ::xsimd::abs(f32::load_unaligned(x + k));
+    m = ::xsimd::max(m, ::xsimd::select(a == a, a, f32(0.0f)));
+  }
   alignas(64) float lanes[f32::size];
   m.store_aligned(lanes);
   return *std::max_element(lanes, lanes + f32::size);

@@ -1204,6 +1204,57 @@ TEST_CASE("zero, huge and denormal blocks: same bytes everywhere, finite round t
   for_each_simd_backend([&](auto b) { CHECK(run(b) == want); });
 }
 
+/// Q8_0 quads straight from floats (the GEMV's and GEMM's activation form):
+/// every backend gives the bytes of the scalar quantize_q8_0 followed by
+/// pack_q8_0_quads, over block counts at every position in a quad and past a
+/// pass of eight quads, from unaligned floats, with each block drawn from its
+/// own kind: scales far apart (a lane mix-up shows), ties, zeros, huge values,
+/// float denormals (the scale's inverse overflows: zero quants), tiny normals
+/// (an f16 scale of 0 over nonzero quants), and NaN or infinite values (their
+/// quants 0, on the block path too).
+TEST_CASE("Q8_0 quads from floats equal quantize_q8_0 then pack_q8_0_quads on every backend", "[kernels][quant]") {
+  ruvllm::test::rng gen(33);
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  for (const std::size_t nb : {1, 2, 3, 4, 5, 6, 7, 8, 31, 32, 33, 35, 64, 67, 256}) {
+    const std::size_t n = 32 * nb;
+    placed<float> x(n, 4);
+    for (std::size_t b = 0; b < nb; ++b) {
+      const std::size_t kind = gen.uniform_index(0, 7);
+      const float scale = std::ldexp(1.0f, static_cast<int>(gen.uniform_index(0, 40)) - 20);
+      for (std::size_t i = 0; i < 32; ++i) {
+        const float u = gen.uniform(-1.0f, 1.0f);
+        float& v = x[32 * b + i];
+        v = kind == 0   ? u * scale
+            : kind == 1 ? std::round(u * 254.0f) / 2.0f  // amax 127 when a lane hits it: halves are ties
+            : kind == 2 ? 0.0f
+            : kind == 3 ? u * 4e5f
+            : kind == 4 ? u * std::numeric_limits<float>::denorm_min() * 1e5f
+            : kind == 5 ? u * 1e-30f
+            : kind == 6 ? (i % 5 == 0 ? std::numeric_limits<float>::quiet_NaN() : u * scale)
+                        : (i % 7 == 0 ? (u < 0 ? -inf : inf) : u * scale);
+      }
+      if (kind == 1) x[32 * b] = 127.0f;
+    }
+    placed<block_q8_0> blocks(nb);
+    ops<scalar>::quantize_q8_0(x.data(), blocks.data(), n);
+    std::vector<q8_0_quad> want(q8_0_quads(n));
+    ops<scalar>::pack_q8_0_quads(blocks.data(), n, want.data());
+    INFO("blocks " << nb);
+    std::vector<q8_0_quad> got(want.size());
+    ops<scalar>::quantize_q8_0_quads(x.data(), got.data(), n);
+    CHECK(first_difference(got.data(), want.data(), want.size()) == -1);
+    for_each_simd_backend([&](auto b) {
+      using B = decltype(b);
+      std::vector<q8_0_quad> mine(want.size());
+      ops<B>::quantize_q8_0_quads(x.data(), mine.data(), n);
+      CHECK(first_difference(mine.data(), want.data(), want.size()) == -1);
+      placed<block_q8_0> mine_blocks(nb);
+      ops<B>::quantize_q8_0(x.data(), mine_blocks.data(), n);
+      CHECK(first_difference(mine_blocks.data(), blocks.data(), nb) == -1);
+    });
+  }
+}
+
 // ================================================== f16 / bf16 row conversion
 
 namespace {

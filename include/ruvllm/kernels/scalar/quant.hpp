@@ -298,7 +298,10 @@ inline void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept
     y[b].d = to_f16(d);
     const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
     for (std::size_t j = 0; j < quant_detail::qk8_0; ++j) {
-      y[b].qs[j] = usable ? static_cast<std::int8_t>(std::round(x[j] * id)) : std::int8_t{0};
+      // A NaN product (a NaN value, or an infinite one, whose block has id
+      // 0) quantizes to 0, where ggml's cast of it is undefined.
+      const float p = x[j] * id;
+      y[b].qs[j] = usable && p == p ? static_cast<std::int8_t>(std::round(p)) : std::int8_t{0};
     }
   }
 }

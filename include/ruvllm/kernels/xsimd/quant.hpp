@@ -41,7 +41,11 @@ using f32 = ::xsimd::batch<float>;
 /// Largest |x[i]| over count floats (a multiple of 16).
 [[nodiscard]] inline float max_abs(const float* x, std::size_t count) noexcept {
   f32 m(0.0f);
-  for (std::size_t k = 0; k < count; k += f32::size) m = ::xsimd::max(m, ::xsimd::abs(f32::load_unaligned(x + k)));
+  // NaNs passed over, as the scalar reference's std::max does.
+  for (std::size_t k = 0; k < count; k += f32::size) {
+    const f32 a = ::xsimd::abs(f32::load_unaligned(x + k));
+    m = ::xsimd::max(m, ::xsimd::select(a == a, a, f32(0.0f)));
+  }
   alignas(64) float lanes[f32::size];
   m.store_aligned(lanes);
   return *std::max_element(lanes, lanes + f32::size);
