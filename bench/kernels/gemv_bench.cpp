@@ -1,5 +1,6 @@
 // GEMV y = W x at LLM layer shapes (4096x4096: attention projections of a
-// 7B model; 11008x4096: its FFN), f32/f16/bf16 weights, 1 and 2 threads:
+// 7B model; 11008x4096: its FFN), f32/f16/bf16 and GGUF-quantized (q8_0, q4_0,
+// q4_k, q6_k) weights, 1 and 2 threads:
 //  * f32 against OpenBLAS cblas_sgemv with the same thread count, measured
 //    in the same process on the same data (both should run at memory speed);
 //  * every row reports GBps and bw_frac of the weight bytes it streams;
@@ -205,10 +206,12 @@ void register_gemm(const std::shared_ptr<matrix>& m, std::size_t tokens) {
 // Quantized GEMV: weights quantized once from the f32 matrix; GBps and
 // bw_frac count the weight bytes streamed per call (the quantity decode speed
 // is bound by).
-template <class Block, class Quantize>
-void register_quantized(const std::shared_ptr<matrix>& m, std::string_view precision, Quantize quantize) {
+template <class Precision, class Quantize>
+void register_quantized(const std::shared_ptr<matrix>& m, Quantize quantize) {
   namespace k = ruvllm::kernels;
-  const std::size_t blocks = m->cols / (sizeof(Block) == sizeof(ruvllm::block_q4_k) ? ruvllm::qk_k : 32);
+  using Block = typename Precision::block_type;
+  const std::string_view precision = Precision::name;
+  const std::size_t blocks = m->cols / Precision::block_size;
   const auto w = std::make_shared<std::vector<Block>>(m->rows * blocks);
   for (std::size_t r = 0; r < m->rows; ++r) quantize(m->w.data() + r * m->cols, w->data() + r * blocks, m->cols);
   const auto act = std::make_shared<std::vector<k::activation_block_t<Block>>>(k::activation_blocks<Block>(m->cols));
@@ -344,9 +347,10 @@ void register_quantize_quads() {
     register_shape<ruvllm::f16>(m, "f16");
     register_shape<ruvllm::bf16>(m, "bf16");
     using hw = ruvllm::kernels::ops<highway>;
-    register_quantized<ruvllm::block_q8_0>(m, "q8_0", hw::quantize_q8_0);
-    register_quantized<ruvllm::block_q4_0>(m, "q4_0", hw::quantize_q4_0);
-    register_quantized<ruvllm::block_q4_k>(m, "q4_k", hw::quantize_q4_k);
+    register_quantized<ruvllm::precision::q8_0>(m, hw::quantize_q8_0);
+    register_quantized<ruvllm::precision::q4_0>(m, hw::quantize_q4_0);
+    register_quantized<ruvllm::precision::q4_k>(m, hw::quantize_q4_k);
+    register_quantized<ruvllm::precision::q6_k>(m, hw::quantize_q6_k);
   }
   register_cotenant(square);
   register_gemm(square, 128);
