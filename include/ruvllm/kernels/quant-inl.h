@@ -133,8 +133,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 u8_dot256(__m256i u8, __m256i s8) {
 /// Lanes summing to scale * sum(u[i] * s[i]) over 16 bytes, scale an int8
 /// (the upper lanes of the result are zero). u < 64 (K-quant quants), so no
 /// VPMADDUBSW pair saturates. VPMADDWD applies the scale with the pairs'
-/// sum, where VPDPBUSD would leave a 32-bit multiply after it: on Zen 5 the
-/// VPDPBUSD + VPMULLD form held a Q4_K GEMV to ~18 GB/s, this one to ~23.
+/// sum, where VPDPBUSD would leave a 32-bit multiply after it (and this
+/// 16-byte form a 512-bit VPDPBUSD on zero-padded registers): on Zen 5 a
+/// Q6_K GEMV of 2048 columns read 1.2 GB/s that way, 15-17 this way.
 RUVLLM_QUANT_ATTR HWY_INLINE V32 u8_dot128_scaled(__m128i u8, __m128i s8, std::int16_t scale) {
   const __m128i sums = _mm_madd_epi16(_mm_maddubs_epi16(u8, s8), _mm_set1_epi16(scale));
   return V32{_mm256_inserti128_si256(_mm256_setzero_si256(), sums, 0)};
@@ -696,7 +697,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q
   // broadcast by a byte shuffle, staying in vector registers (moving each
   // byte through a general register costs more than the multiply-adds).
   // VPMADDWD applies it to VPMADDUBSW's pair sums (quants < 16, so none
-  // saturates), also under VNNI: see u8_dot128_scaled.
+  // saturates), also under VNNI: VPDPBUSD and a 32-bit multiply held a Q4_K
+  // GEMV to ~18 GB/s on Zen 5, this to ~23 (see u8_dot128_scaled).
   const __m256i scales16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
   const auto scale_of = [&](int j) RUVLLM_QUANT_LAMBDA {
     return _mm256_shuffle_epi8(scales16, _mm256_set1_epi16(static_cast<short>(((2 * j + 1) << 8) | (2 * j))));
@@ -844,6 +846,90 @@ RUVLLM_QUANT_ATTR HWY_INLINE void scale_group(const Load& load, std::size_t coun
   }
 }
 
+/// v folded by `op` (an associative, commutative lane-wise operation) down
+/// to its lowest 128 bits.
+template <class D, class Op>
+RUVLLM_QUANT_ATTR HWY_INLINE auto fold_to_128(D d, hn::Vec<D> v, Op op) {
+  if constexpr (hn::MaxLanes(d) * sizeof(hn::TFromD<D>) > 16) {
+    const hn::Half<D> dh;
+    return fold_to_128(dh, op(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)), op);
+  } else {
+    return v;
+  }
+}
+
+/// Lane j of the result: `op` over all lanes of v_j (four 128-bit vectors),
+/// the four reductions interleaved so they share their shuffles.
+template <class D, class V, class Op>
+RUVLLM_QUANT_ATTR HWY_INLINE V across_four(D d, V v0, V v1, V v2, V v3, Op op) {
+  const V u01 = op(hn::InterleaveLower(d, v0, v1), hn::InterleaveUpper(d, v0, v1));
+  const V u23 = op(hn::InterleaveLower(d, v2, v3), hn::InterleaveUpper(d, v2, v3));
+  return op(hn::ConcatLowerLower(d, u23, u01), hn::ConcatUpperUpper(d, u23, u01));
+}
+
+/// The four block scales of a quad rounded through f16, as a block's d field
+/// stores them and the quad's d lanes read them back.
+template <class D4>
+RUVLLM_QUANT_ATTR HWY_INLINE hn::Vec<D4> through_f16(D4 d4, hn::Vec<D4> scales) {
+#if RUVLLM_QUANT_F16C
+  const hn::Rebind<hwy::float16_t, D4> dh;
+  return hn::PromoteTo(d4, hn::DemoteTo(dh, scales));
+#else
+  HWY_ALIGN float lane[4];
+  hn::Store(scales, d4, lane);
+  for (float& s : lane) s = ruvllm::to_float(ruvllm::to_f16(s));
+  return hn::Load(d4, lane);
+#endif
+}
+
+/// Up to four Q8_0 blocks' scales side by side, lane j for block j of the
+/// `count` blocks at x (missing blocks read as zeros): d = amax / 127, and
+/// the inverse the values are multiplied by, 0 where it is not finite (a
+/// subnormal scale: such blocks keep zero quants, as in
+/// scalar::quantize_q8_0). One reduction shuffle sequence, division pair and
+/// f16 conversion serves four blocks, and neighbouring calls' chains overlap.
+struct q8_0_scales {
+  hn::Vec<hn::Full128<float>> d, inverse;
+};
+RUVLLM_QUANT_ATTR HWY_INLINE q8_0_scales q8_0_block_scales(const float* HWY_RESTRICT x, std::size_t count) {
+  const hn::CappedTag<float, 16> df;
+  const hn::Full128<float> d4;
+  const auto max = [](auto a, auto b) RUVLLM_QUANT_LAMBDA { return hn::Max(a, b); };
+  hn::Vec<decltype(d4)> amax[4];
+  for (std::size_t j = 0; j < 4; ++j) {
+    auto m = hn::Zero(df);
+    if (j < count)
+      for (std::size_t k = 0; k < 32; k += hn::Lanes(df)) m = hn::Max(m, magnitude(hn::LoadU(df, x + 32 * j + k)));
+    amax[j] = fold_to_128(df, m, max);
+  }
+  const auto d = hn::Div(across_four(d4, amax[0], amax[1], amax[2], amax[3], max), hn::Set(d4, 127.0f));
+  const auto id = hn::IfThenElseZero(hn::Ne(d, hn::Zero(d4)), hn::Div(hn::Set(d4, 1.0f), d));
+  return {d, hn::IfThenElseZero(hn::Le(hn::Abs(id), hn::Set(d4, std::numeric_limits<float>::max())), id)};
+}
+
+/// The 32 values of a Q8_0 block at x quantized with `inverse`: values 0-15
+/// to `first`, 16-31 to `second`. Returns lanes summing to the stored bytes.
+RUVLLM_QUANT_ATTR HWY_INLINE auto quantize_q8_0_values(const float* HWY_RESTRICT x, float inverse,
+                                                       std::int8_t* HWY_RESTRICT first,
+                                                       std::int8_t* HWY_RESTRICT second) {
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<std::int8_t, decltype(df)> d8;
+  const auto vid = hn::Set(df, inverse);
+  auto sum = hn::Zero(di);
+  for (std::size_t k = 0; k < 32; k += hn::Lanes(df)) {
+    // A whole number r in [-128, 127] reads exactly from the low mantissa
+    // bits of 1.5 * 2^23 + r: two operations where a checked float-to-int
+    // conversion takes five.
+    const auto r =
+        hn::Min(hn::Max(round_half_away(df, zero_nan(hn::Mul(hn::LoadU(df, x + k), vid))), hn::Set(df, -128.0f)),
+                hn::Set(df, 127.0f));
+    const auto v = hn::Sub(hn::BitCast(di, hn::Add(r, hn::Set(df, 0x1.8p23f))), hn::Set(di, 0x4B40'0000));
+    hn::StoreU(hn::DemoteTo(d8, v), d8, k < 16 ? first + k : second + k - 16);
+    sum = hn::Add(sum, v);
+  }
+  return sum;
+}
 }  // namespace quant_simd
 #endif  // RUVLLM_QUANT_SIMD
 
@@ -854,23 +940,18 @@ RUVLLM_QUANT_ATTR inline void quant_quantize_q8_0(const float* HWY_RESTRICT x, b
 #if !RUVLLM_QUANT_SIMD
   scalar::quantize_q8_0(x, y, n);
 #else
-  const hn::CappedTag<float, 16> df;
-  const hn::RebindToSigned<decltype(df)> di;
-  const hn::Rebind<std::int8_t, decltype(df)> d8;
-  for (std::size_t b = 0; b < n / 32; ++b, x += 32) {
-    const float amax = quant_simd::max_abs(df, x, 32);
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = ruvllm::to_f16(d);
-    if (!(std::fabs(id) <= std::numeric_limits<float>::max())) {
-      std::memset(y[b].qs, 0, sizeof y[b].qs);
-      continue;
-    }
-    const auto vid = hn::Set(df, id);
-    for (std::size_t k = 0; k < 32; k += hn::Lanes(df)) {
-      const auto q =
-          hn::ConvertTo(di, quant_simd::round_half_away(df, quant_simd::zero_nan(hn::Mul(hn::LoadU(df, x + k), vid))));
-      hn::StoreU(hn::DemoteTo(d8, q), d8, y[b].qs + k);
+  const hn::Full128<float> d4;
+  const std::size_t nb = n / 32;
+  for (std::size_t b0 = 0; b0 < nb; b0 += 4, x += 128) {
+    const std::size_t count = std::min<std::size_t>(4, nb - b0);
+    const quant_simd::q8_0_scales s = quant_simd::q8_0_block_scales(x, count);
+    HWY_ALIGN float d[4], inverse[4];
+    hn::Store(s.d, d4, d);
+    hn::Store(s.inverse, d4, inverse);
+    for (std::size_t j = 0; j < count; ++j) {
+      block_q8_0& block = y[b0 + j];
+      block.d = ruvllm::to_f16(d[j]);
+      (void)quant_simd::quantize_q8_0_values(x + 32 * j, inverse[j], block.qs, block.qs + 16);
     }
   }
 #endif
@@ -1187,55 +1268,15 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RES
 
 // ----------------------------------------------- Q8_0 activations as quads
 
-#if RUVLLM_QUANT_SIMD
-namespace quant_simd {
-/// v folded by `op` (an associative, commutative lane-wise operation) down
-/// to its lowest 128 bits.
-template <class D, class Op>
-RUVLLM_QUANT_ATTR HWY_INLINE auto fold_to_128(D d, hn::Vec<D> v, Op op) {
-  if constexpr (hn::MaxLanes(d) * sizeof(hn::TFromD<D>) > 16) {
-    const hn::Half<D> dh;
-    return fold_to_128(dh, op(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)), op);
-  } else {
-    return v;
-  }
-}
-
-/// Lane j of the result: `op` over all lanes of v_j (four 128-bit vectors),
-/// the four reductions interleaved so they share their shuffles.
-template <class D, class V, class Op>
-RUVLLM_QUANT_ATTR HWY_INLINE V across_four(D d, V v0, V v1, V v2, V v3, Op op) {
-  const V u01 = op(hn::InterleaveLower(d, v0, v1), hn::InterleaveUpper(d, v0, v1));
-  const V u23 = op(hn::InterleaveLower(d, v2, v3), hn::InterleaveUpper(d, v2, v3));
-  return op(hn::ConcatLowerLower(d, u23, u01), hn::ConcatUpperUpper(d, u23, u01));
-}
-
-/// The four block scales of a quad rounded through f16, as a block's d field
-/// stores them and the quad's d lanes read them back.
-template <class D4>
-RUVLLM_QUANT_ATTR HWY_INLINE hn::Vec<D4> through_f16(D4 d4, hn::Vec<D4> scales) {
-#if RUVLLM_QUANT_F16C
-  const hn::Rebind<hwy::float16_t, D4> dh;
-  return hn::PromoteTo(d4, hn::DemoteTo(dh, scales));
-#else
-  HWY_ALIGN float lane[4];
-  hn::Store(scales, d4, lane);
-  for (float& s : lane) s = ruvllm::to_float(ruvllm::to_f16(s));
-  return hn::Load(d4, lane);
-#endif
-}
-}  // namespace quant_simd
-#endif
-
 /// Q8_0 quads straight from floats: the bytes quantize_q8_0 and
 /// pack_q8_0_quads give, without the blocks in between. The decode step
 /// quantizes every GEMV input on the calling thread while the workers wait,
 /// and block by block, then packed, 2048 values took ~1 us on Zen 5: each
 /// block's scale is a chain of a horizontal maximum, two divisions and an f16
 /// round trip that its quants wait for. Here a first pass finds the scales of
-/// a run of quads, four blocks side by side (one reduction shuffle sequence,
-/// division and conversion per quad), so the chains of neighbouring quads
-/// overlap, and a second pass quantizes the run from L1.
+/// a run of quads (q8_0_block_scales, a quad's four blocks side by side), so
+/// the chains of neighbouring quads overlap, and a second pass quantizes the
+/// run from L1.
 RUVLLM_QUANT_ATTR inline void quant_quantize_q8_0_quads(const float* HWY_RESTRICT x, q8_0_quad* HWY_RESTRICT out,
                                                         std::size_t n) {
 #if !RUVLLM_QUANT_SIMD
@@ -1243,33 +1284,19 @@ RUVLLM_QUANT_ATTR inline void quant_quantize_q8_0_quads(const float* HWY_RESTRIC
 #else
   const hn::CappedTag<float, 16> df;
   const hn::RebindToSigned<decltype(df)> di;
-  const hn::Rebind<std::int8_t, decltype(df)> d8;
   const hn::Full128<float> d4;  // one lane per block of a quad
   const hn::RebindToSigned<decltype(d4)> di4;
   constexpr std::size_t run = 8;  // quads per pass: 4 KiB of x
-  const auto max = [](auto a, auto b) RUVLLM_QUANT_LAMBDA { return hn::Max(a, b); };
   const auto add = [](auto a, auto b) RUVLLM_QUANT_LAMBDA { return hn::Add(a, b); };
-  const std::size_t lanes = hn::Lanes(df), nb = n / 32, nq = q8_0_quads(n);
+  const std::size_t nb = n / 32, nq = q8_0_quads(n);
   for (std::size_t q0 = 0; q0 < nq; q0 += run, x += 128 * run, out += run) {
     const std::size_t quads = std::min(run, nq - q0), blocks = std::min(4 * run, nb - 4 * q0);
     HWY_ALIGN float inverse[4 * run];
     for (std::size_t q = 0; q < quads; ++q) {
-      hn::Vec<decltype(d4)> amax[4];
-      for (std::size_t j = 0; j < 4; ++j) {
-        auto m = hn::Zero(df);
-        if (4 * q + j < blocks)
-          for (std::size_t k = 0; k < 32; k += lanes)
-            m = hn::Max(m, quant_simd::magnitude(hn::LoadU(df, x + 32 * (4 * q + j) + k)));
-        amax[j] = quant_simd::fold_to_128(df, m, max);
-      }
-      const auto d = hn::Div(quant_simd::across_four(d4, amax[0], amax[1], amax[2], amax[3], max), hn::Set(d4, 127.0f));
-      // As quantize_q8_0: a block whose inverse scale is not finite (a
-      // subnormal scale, or NaN values) keeps zero quants; blocks past n
-      // have no values, so zero scales and quants.
-      const auto id = hn::IfThenElseZero(hn::Ne(d, hn::Zero(d4)), hn::Div(hn::Set(d4, 1.0f), d));
-      hn::Store(hn::IfThenElseZero(hn::Le(hn::Abs(id), hn::Set(d4, std::numeric_limits<float>::max())), id), d4,
-                inverse + 4 * q);
-      auto scale = quant_simd::through_f16(d4, d);
+      const quant_simd::q8_0_scales s =
+          quant_simd::q8_0_block_scales(x + 128 * q, std::min<std::size_t>(4, blocks - 4 * q));
+      hn::Store(s.inverse, d4, inverse + 4 * q);
+      auto scale = quant_simd::through_f16(d4, s.d);
       for (std::size_t j = 0; j < 4; ++j) {
         hn::Store(hn::Broadcast<0>(scale), d4, out[q].d + 4 * j);
         scale = hn::Shuffle0321(scale);  // the next block's scale into lane 0
@@ -1280,21 +1307,14 @@ RUVLLM_QUANT_ATTR inline void quant_quantize_q8_0_quads(const float* HWY_RESTRIC
       hn::Vec<decltype(di4)> sums[4];
       for (std::size_t j = 0; j < 4; ++j) {
         const std::size_t b = 4 * q + j;
-        const auto vid = hn::Set(df, inverse[b]);
-        auto sum = hn::Zero(di);
-        for (std::size_t k = 0; k < 32; k += lanes) {
-          const auto p = b < blocks ? hn::Mul(hn::LoadU(df, x + 32 * b + k), vid) : hn::Zero(df);
-          // A whole number r in [-128, 127] reads exactly from the low
-          // mantissa bits of 1.5 * 2^23 + r: two operations where a checked
-          // float-to-int conversion takes five.
-          const auto r =
-              hn::Min(hn::Max(quant_simd::round_half_away(df, quant_simd::zero_nan(p)), hn::Set(df, -128.0f)),
-                      hn::Set(df, 127.0f));
-          const auto v = hn::Sub(hn::BitCast(di, hn::Add(r, hn::Set(df, 0x1.8p23f))), hn::Set(di, 0x4B40'0000));
-          hn::StoreU(hn::DemoteTo(d8, v), d8, k < 16 ? o.lo + 16 * j + k : o.hi + 16 * j + k - 16);
-          sum = hn::Add(sum, v);
+        if (b < blocks) {
+          sums[j] = quant_simd::fold_to_128(
+              di, quant_simd::quantize_q8_0_values(x + 32 * b, inverse[b], o.lo + 16 * j, o.hi + 16 * j), add);
+        } else {  // past n: zero values, sums and (above) scales
+          std::memset(o.lo + 16 * j, 0, 16);
+          std::memset(o.hi + 16 * j, 0, 16);
+          sums[j] = hn::Zero(di4);
         }
-        sums[j] = quant_simd::fold_to_128(di, sum, add);
       }
       const auto total = quant_simd::across_four(di4, sums[0], sums[1], sums[2], sums[3], add);
       HWY_ALIGN std::int32_t neg8[4], neg128[4];
