@@ -233,16 +233,18 @@ void register_quantized(const std::shared_ptr<matrix>& m, Quantize quantize) {
 // The gemv plans (kernels/gemv_plan.hpp) over 1 GiB of weights, beyond any
 // L3, in decode shapes: rows of 768, 2048 and 8192 f16 columns (a 110M
 // model's projections, a 1B model's, and its FFN down projection) and 2048
-// columns of Q8_0 and Q4_0, cycling through matrices of 4096 rows. The
-// baseline of each row is the same work under pairs_l1_l2, so `speedup` is
-// rows_l1's gain on this machine; the context's gemv_plan names the plan
-// this CPU gets by default (support/bench.hpp).
+// columns of Q8_0, Q4_0, Q4_K and Q6_K, cycling through matrices of 4096
+// rows. The baseline of each row is the same work under pairs_l1_l2, so
+// `speedup` is rows_l1's gain on this machine (Q8_0, Q4_K and Q6_K go one
+// row at a time under both plans: for them it is the L2 stream's effect);
+// the context's gemv_plan names the plan this CPU gets by default
+// (support/bench.hpp).
 constexpr std::size_t plan_bytes = std::size_t{1} << 30, plan_matrix_rows = 4096;
 
 // The weights of every plan row: one buffer, made on first use (a filtered
 // run that skips these rows does not pay for it) and kept until exit. Every
-// byte is 0x11, which reads as a finite f16 (about 6e-4), and as Q8_0 and
-// Q4_0 blocks with that scale and small quants.
+// byte is 0x11, which reads as a finite f16 (about 6e-4), and as Q8_0, Q4_0,
+// Q4_K and Q6_K blocks with such scales and small quants.
 const std::byte* plan_weights() {
   static const std::vector<std::byte> bytes(plan_bytes, std::byte{0x11});
   return bytes.data();
@@ -294,9 +296,11 @@ void register_plans() {
                                             cols);
                        });
   }
-  const auto quantized = [x, y](auto block, std::string_view precision) {
-    using Block = decltype(block);
-    constexpr std::size_t cols = 2048, row_bytes = cols / 32 * sizeof(Block);
+  const auto quantized = [x, y](auto precision_type) {
+    using Precision = decltype(precision_type);
+    using Block = typename Precision::block_type;
+    constexpr std::string_view precision = Precision::name;
+    constexpr std::size_t cols = 2048, row_bytes = cols / Precision::block_size * sizeof(Block);
     const std::size_t matrices = plan_bytes / (plan_matrix_rows * row_bytes);
     const auto act = std::make_shared<std::vector<k::activation_block_t<Block>>>(k::activation_blocks<Block>(cols));
     register_plan_rows(precision, cols, static_cast<double>(matrices * plan_matrix_rows * row_bytes),
@@ -307,8 +311,10 @@ void register_plans() {
                                row_bytes, x->data(), y->data(), plan_matrix_rows, cols, act->data());
                        });
   };
-  quantized(ruvllm::block_q8_0{}, "q8_0");
-  quantized(ruvllm::block_q4_0{}, "q4_0");
+  quantized(ruvllm::precision::q8_0{});
+  quantized(ruvllm::precision::q4_0{});
+  quantized(ruvllm::precision::q4_k{});
+  quantized(ruvllm::precision::q6_k{});
 }
 
 void register_quantize_quads() {

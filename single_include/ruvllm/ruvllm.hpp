@@ -8058,6 +8058,12 @@ HWY_AFTER_NAMESPACE();
 #else
 #define RUVLLM_QUANT_WIDE 0
 #endif
+// 512-bit integer vectors with byte and word ops (AVX-512 BW: AVX3 and up).
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#define RUVLLM_QUANT_AVX512 1
+#else
+#define RUVLLM_QUANT_AVX512 0
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace ruvllm::kernels::HWY_NAMESPACE {
@@ -8657,27 +8663,40 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_gemm(const void* w, std::size_t row_strid
 #endif  // RUVLLM_QUANT_VNNI
 
 #if RUVLLM_QUANT_WIDE
+/// A Q4_K super-block's eight 6-bit scales (bytes 0-7) and mins (bytes
+/// 8-15), unpacked four at a time in the 32-bit lanes of one register (the
+/// packing keeps each byte's bits within its byte); with the mins term as
+/// one VPMADDWD of the activation's 16 block sums, the scalar unpack and sum
+/// otherwise cost more than the 256 multiply-adds. Unpacked in general
+/// registers instead and stored, the words reached the vector through a load
+/// spanning four stores, which cannot be forwarded: k512's Q4_K GEMV (Zen 5,
+/// one thread, 4096 x 4096 from L3) read 34.1 GB/s that way, 37.4-39.1 this.
+RUVLLM_QUANT_ATTR HWY_INLINE __m128i q4_k_scales_mins(const block_q4_k& w) {
+  // 16 bytes from the scales on (the last four are quants of the same
+  // block): packed words p0, p1, p2 and one unused.
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
+  // Words: scales 0-3 = p0 & 0x3F.., scales 4-7 = (p2 & 0x0F..) | top two
+  // bits of p0's bytes at bits 4-5, mins 0-3 = p1 & 0x3F.., mins 4-7 = (p2 >>
+  // 4 & 0x0F..) | top two bits of p1's bytes at bits 4-5.
+  const __m128i low =
+      _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(packed, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4)),
+                    _mm_setr_epi32(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F));
+  const __m128i high = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(packed, _MM_SHUFFLE(1, 1, 0, 0)), 2),
+                                     _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  return _mm_or_si128(low, high);
+}
+
+/// Lanes summing to sum(min_j * (bsum_2j + bsum_2j+1)), the Q4_K mins term.
+RUVLLM_QUANT_ATTR HWY_INLINE __m256i q4_k_min_sums(__m128i scales_mins, const block_q8_k& a) {
+  // Min j pairs with block sums 2j and 2j + 1: bytes 8-15, each twice.
+  const __m256i min_pairs = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scales_mins, scales_mins));
+  return _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), min_pairs);
+}
+
 /// One Q4_K . Q8_K super-block, the same float expression as the reference.
-/// The eight 6-bit scales and mins are unpacked four at a time in 32-bit
-/// words (the packing keeps each byte's bits within its byte) and the mins
-/// term is one VPMADDWD of the activation's 16 block sums: the scalar unpack
-/// and sum otherwise cost more than the 256 multiply-adds.
 RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q8_k& a) {
-  std::uint32_t packed_scales[3];
-  std::memcpy(packed_scales, w.scales, sizeof(packed_scales));
-  const std::uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, top2 = 0x03030303u;
-  // Bytes 0-7: scales of sub-blocks 0-7; bytes 8-15: their mins.
-  alignas(16) std::uint32_t unpacked[4] = {
-      packed_scales[0] & low6,
-      (packed_scales[2] & low4) | (((packed_scales[0] >> 6) & top2) << 4),
-      packed_scales[1] & low6,
-      ((packed_scales[2] >> 4) & low4) | (((packed_scales[1] >> 6) & top2) << 4),
-  };
-  const __m128i scales_mins = _mm_load_si128(reinterpret_cast<const __m128i*>(unpacked));
-  const __m128i mins = _mm_unpackhi_epi64(scales_mins, scales_mins);
-  // min j pairs with block sums 2j and 2j + 1.
-  const __m256i min_pairs = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mins, mins));
-  const __m256i min_sums = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), min_pairs);
+  const __m128i scales_mins = q4_k_scales_mins(w);
+  const __m256i min_sums = q4_k_min_sums(scales_mins, a);
 
   const __m256i mask = _mm256_set1_epi8(0x0F);
   // The scales as int16 in both 128-bit halves; sub-block j's scale is
@@ -8775,6 +8794,178 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q6_k_block(const block_q6_k& w, const block_q
   const std::int32_t total = hn::GetLane(hn::SumOfLanes(d32, acc)) - 32 * bias;
   return half_to_float(w.d) * a.d * static_cast<float>(total);
 }
+
+#if RUVLLM_QUANT_AVX512
+// --------------------------------------------- AVX-512 K-quant GEMV rows
+// Q4_K and Q6_K rows in 512-bit registers, one super-block of a row per
+// step, each row accumulating in float vectors that are reduced once, at the
+// row's end. The 256-bit q4_k_block / q6_k_block reduce every super-block
+// to one float (the reference's expression), and that chain of horizontal
+// adds, lane extracts and scalar float math per 144 or 210 bytes held Q4_K
+// GEMV to ~21 GB/s and Q6_K to ~16 on Zen 5 (one thread, 1 GiB of 2048
+// columns; a plain read ~41): these read 35-37 and 37-39 there, and decode a
+// 1B model in llama.cpp's Q4_K_M mix at 56-57 tok/s against 32. Here
+// the integer sums stay in lanes: per lane and super-block they are exact
+// (below 2^24, see the sums), so a row's result is the exact dot with one
+// float rounding per lane and super-block plus the final reduction (the
+// bound the dot tests hold every backend to), and it depends on nothing but
+// the row and the activations.
+//
+// Each 512-bit multiply-add covers two consecutive sub-blocks, so the
+// activations are read straight from the block in element order: the weight
+// quants are brought into that order instead (a 32-byte load broadcast to
+// both halves and a per-half shift for Q4_K's nibbles; a per-half shift of
+// the high bits for Q6_K). Sub-block scales ride in 16-bit lanes and are
+// broadcast within each 128-bit lane by a byte shuffle, then applied by
+// VPMADDWD to VPMADDUBSW's pair sums, as in the 256-bit kernels.
+namespace k512 {
+
+/// A super-block's contribution before its float scales: the lanes of
+/// `scaled` add up to its scaled integer dot, which lane 0 of `d` multiplies,
+/// those of `offset` to the term lane 1 multiplies (Q4_K: the mins term,
+/// times -dmin d_a; Q6_K: the -32 bias, times -32 d d_a).
+struct superblock_sums {
+  __m512i scaled;
+  __m256i offset;
+  __m128 d;
+};
+
+/// The f16 values at p[0], p[1] as floats in lanes 0 and 1 (a block's d and
+/// dmin, converted in one instruction).
+RUVLLM_QUANT_ATTR HWY_INLINE __m128 two_halves(const ruvllm::f16* p) {
+#if RUVLLM_QUANT_F16C
+  std::int32_t bits;
+  std::memcpy(&bits, p, sizeof bits);
+  return _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
+#else
+  return _mm_setr_ps(half_to_float(p[0]), half_to_float(p[1]), 0.0f, 0.0f);
+#endif
+}
+
+/// Byte-shuffle indices that spread 16-bit words across a register: word
+/// lane i (of 32) takes word first + i / lanes_per_word of its 128-bit lane,
+/// where the shuffled register holds the eight scales of interest.
+RUVLLM_QUANT_ATTR HWY_INLINE __m512i spread_words(int first, int lanes_per_word) {
+  alignas(64) std::int16_t idx[32];
+  for (int i = 0; i < 32; ++i) {
+    const int word = first + i / lanes_per_word;
+    idx[i] = static_cast<std::int16_t>(((2 * word + 1) << 8) | (2 * word));
+  }
+  return _mm512_load_si512(idx);
+}
+
+struct q4_k_constants {
+  __m512i nibble_mask, half_shifts, scale_index[4];
+};
+
+RUVLLM_QUANT_ATTR HWY_INLINE q4_k_constants load_q4_k_constants() {
+  q4_k_constants c;
+  c.nibble_mask = _mm512_set1_epi8(0x0F);
+  // Low 256 bits: the low nibbles (sub-block 2g); high: the high (2g + 1).
+  c.half_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+  // Elements 64k .. 64k + 63: sub-blocks 2k and 2k + 1, 32 each.
+  for (int k = 0; k < 4; ++k) c.scale_index[k] = spread_words(2 * k, 16);
+  return c;
+}
+
+RUVLLM_QUANT_ATTR HWY_INLINE superblock_sums q4_k_sums(const block_q4_k& w, const block_q8_k& a,
+                                                       const q4_k_constants& c) {
+  const __m128i scales_mins = q4_k_scales_mins(w);
+  const __m512i scales16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(scales_mins));
+  __m512i acc = _mm512_setzero_si512();
+  for (int g = 0; g < 4; ++g) {
+    // Elements 64g .. 64g + 63: sub-block 2g in the low nibbles of the 32
+    // bytes, 2g + 1 in the high.
+    const __m512i both = _mm512_broadcast_i64x4(load256(w.qs + 32 * g));
+    const __m512i quants = _mm512_and_si512(_mm512_srlv_epi16(both, c.half_shifts), c.nibble_mask);
+    const __m512i pairs = _mm512_maddubs_epi16(quants, _mm512_loadu_si512(a.qs + 64 * g));
+    // Per lane: four VPMADDWD sums, each of two pairs times a scale, at
+    // most 2 * 63 * (2 * 15 * 128): below 2^21 together.
+    acc = _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, _mm512_shuffle_epi8(scales16, c.scale_index[g])));
+  }
+  static_assert(offsetof(block_q4_k, dmin) == offsetof(block_q4_k, d) + sizeof(ruvllm::f16));
+  return {acc, q4_k_min_sums(scales_mins, a), _mm_mul_ps(two_halves(&w.d), _mm_setr_ps(a.d, -a.d, 0.0f, 0.0f))};
+}
+
+struct q6_k_constants {
+  __m512i low4, high2, up_shifts, down_shifts, scale_index[2];
+};
+
+RUVLLM_QUANT_ATTR HWY_INLINE q6_k_constants load_q6_k_constants() {
+  q6_k_constants c;
+  c.low4 = _mm512_set1_epi8(0x0F);
+  c.high2 = _mm512_set1_epi8(0x30);
+  // qh bits (0-1, 2-3) to bits 4-5 for elements l and l + 32 of a half;
+  // bits (4-5, 6-7) for elements l + 64 and l + 96.
+  c.up_shifts = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+  c.down_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  // Elements 64k .. 64k + 63 of a half: four sub-blocks of 16 (its scales 4k .. 4k + 3).
+  for (int k = 0; k < 2; ++k) c.scale_index[k] = spread_words(4 * k, 8);
+  return c;
+}
+
+RUVLLM_QUANT_ATTR HWY_INLINE superblock_sums q6_k_sums(const block_q6_k& w, const block_q8_k& a,
+                                                       const q6_k_constants& c) {
+  __m512i acc = _mm512_setzero_si512();
+  for (int half = 0; half < 2; ++half) {
+    const __m512i ql = _mm512_loadu_si512(w.ql + 64 * half);
+    const __m512i qh = _mm512_broadcast_i64x4(load256(w.qh + 32 * half));
+    const __m512i scales16 = _mm512_broadcast_i32x4(
+        _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.scales + 8 * half))));
+    // Elements 128 half + [0, 64) and [64, 128), quants 0..63.
+    const __m512i quants[2] = {
+        _mm512_ternarylogic_epi32(_mm512_and_si512(ql, c.low4), _mm512_sllv_epi16(qh, c.up_shifts), c.high2, 0xF8),
+        _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), c.low4),
+                                  _mm512_srlv_epi16(qh, c.down_shifts), c.high2, 0xF8),
+    };
+    for (int k = 0; k < 2; ++k) {
+      const __m512i pairs = _mm512_maddubs_epi16(quants[k], _mm512_loadu_si512(a.qs + 128 * half + 64 * k));
+      // Per lane: four VPMADDWD sums, each of two pairs times a scale, |.|
+      // at most 2 * 128 * (2 * 63 * 128): below 2^24 together.
+      acc = _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, _mm512_shuffle_epi8(scales16, c.scale_index[k])));
+    }
+  }
+  const __m256i bias =
+      _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)),
+                        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales))));
+  // -32 d d_a as d (-32 d_a): a power of two's product, the same float.
+  return {acc, bias, _mm_mul_ps(_mm_set1_ps(half_to_float(w.d)), _mm_setr_ps(a.d, -32.0f * a.d, 0.0f, 0.0f))};
+}
+
+/// The dot of one row of nb super-blocks with the activations.
+template <gemv_plan Plan, class Block, class Sums>
+RUVLLM_QUANT_ATTR HWY_INLINE float row(const Block* HWY_RESTRICT w, const block_q8_k* HWY_RESTRICT a, std::size_t nb,
+                                       Sums sums) {
+  __m512 acc = _mm512_setzero_ps();
+  __m256 acc_offset = _mm256_setzero_ps();
+  line_prefetcher ahead(w);  // rows_l1's stream; pairs_l1_l2 keeps prefetch_ahead
+  for (std::size_t b = 0; b < nb; ++b) {
+    if constexpr (Plan == gemv_plan::rows_l1)
+      ahead.until(w + b + 1);
+    else
+      prefetch_ahead<Plan>(w + b, sizeof(Block));
+    const superblock_sums s = sums(w[b], a[b]);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s.scaled), _mm512_broadcastss_ps(s.d), acc);
+    acc_offset = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s.offset), _mm256_broadcastss_ps(_mm_movehdup_ps(s.d)), acc_offset);
+  }
+  const __m256 folded =
+      _mm256_add_ps(_mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1)), acc_offset);
+  return hn::GetLane(hn::SumOfLanes(DF(), hn::Vec<DF>{folded}));
+}
+
+template <class Block, class Sums>
+RUVLLM_QUANT_ATTR HWY_INLINE void rows(const Block* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
+                                       const block_q8_k* HWY_RESTRICT a, std::size_t n, float* HWY_RESTRICT out,
+                                       Sums sums) {
+  with_gemv_plan([&](auto plan) RUVLLM_QUANT_LAMBDA {
+    constexpr gemv_plan Plan = decltype(plan)::value;
+    for (std::size_t r = 0; r < rows; ++r)
+      out[r] = row<Plan>(scalar::quant_detail::row_at(w, row_stride, r), a, n / qk_k, sums);
+  });
+}
+
+}  // namespace k512
+#endif  // RUVLLM_QUANT_AVX512
 
 /// roundf of every lane: ties away from zero, exact. p's only use is Abs, so
 /// no compiler contracts a producing multiply into a later add.
@@ -9229,12 +9420,19 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_k_q8_k_rows(const block_q4_k* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
 #else
+#if RUVLLM_QUANT_AVX512
+  const quant_simd::k512::q4_k_constants c = quant_simd::k512::load_q4_k_constants();
+  quant_simd::k512::rows(w, row_stride, rows, a, n, out,
+                         [&](const block_q4_k& wb, const block_q8_k& ab)
+                             RUVLLM_QUANT_LAMBDA { return quant_simd::k512::q4_k_sums(wb, ab, c); });
+#else
   for (std::size_t r = 0; r < rows; ++r) {
     const block_q4_k* row = scalar::quant_detail::row_at(w, row_stride, r);
     float sum = 0.0f;
     for (std::size_t b = 0; b < n / qk_k; ++b) sum += quant_simd::q4_k_block(row[b], a[b]);
     out[r] = sum;
   }
+#endif
 #endif
 }
 
@@ -9244,12 +9442,19 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
 #else
+#if RUVLLM_QUANT_AVX512
+  const quant_simd::k512::q6_k_constants c = quant_simd::k512::load_q6_k_constants();
+  quant_simd::k512::rows(w, row_stride, rows, a, n, out,
+                         [&](const block_q6_k& wb, const block_q8_k& ab)
+                             RUVLLM_QUANT_LAMBDA { return quant_simd::k512::q6_k_sums(wb, ab, c); });
+#else
   for (std::size_t r = 0; r < rows; ++r) {
     const block_q6_k* row = scalar::quant_detail::row_at(w, row_stride, r);
     float sum = 0.0f;
     for (std::size_t b = 0; b < n / qk_k; ++b) sum += quant_simd::q6_k_block(row[b], a[b]);
     out[r] = sum;
   }
+#endif
 #endif
 }
 
@@ -9378,6 +9583,7 @@ HWY_AFTER_NAMESPACE();
 #undef RUVLLM_QUANT_LAMBDA
 #undef RUVLLM_QUANT_F16C
 #undef RUVLLM_QUANT_WIDE
+#undef RUVLLM_QUANT_AVX512
 
 #endif  // RUVLLM_KERNELS_QUANT_INL_H_ toggle
 // ---- ruvllm/kernels/kv_quant-inl.h (per-target kernel bodies)
