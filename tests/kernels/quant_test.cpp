@@ -361,6 +361,11 @@ struct q4_k_pair {
   static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
     ops<B>::dot_q4_k_q8_k_rows(w, stride, rows, a, n, out);
   }
+  template <class B>
+  static void gemm(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t tokens,
+                   std::size_t n, float* y, std::size_t y_stride) {
+    ops<B>::gemm_q4_k_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
+  }
 };
 struct q6_k_pair {
   using weight = block_q6_k;
@@ -373,6 +378,11 @@ struct q6_k_pair {
   template <class B>
   static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
     ops<B>::dot_q6_k_q8_k_rows(w, stride, rows, a, n, out);
+  }
+  template <class B>
+  static void gemm(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t tokens,
+                   std::size_t n, float* y, std::size_t y_stride) {
+    ops<B>::gemm_q6_k_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
   }
 };
 
@@ -869,6 +879,57 @@ TEST_CASE("q4_0 . q8_0 dots: exact, against the scalar reference, batch form", "
   check_quantized_dots<q4_0_pair>(23);
   check_exact_integer_dots<q4_0_pair>(24);
 }
+
+namespace {
+
+/// The K-quant GEMM tile (the prefill form) against the rows form token by
+/// token, bit for bit, on every backend: token counts around the tile's
+/// groups of four, an odd row count, rows misaligned by their stride, and
+/// the output's padding untouched.
+template <class Pair>
+void check_k_quant_gemm(std::uint64_t seed) {
+  using W = typename Pair::weight;
+  using A = typename Pair::act;
+  ruvllm::test::rng gen(seed);
+  for (const std::size_t nb : std::vector<std::size_t>{1, 2, 3, 9}) {
+    const std::size_t n = 256 * nb, rows = 7, tokens = 9, y_stride = rows + 3;
+    const std::size_t stride = (nb + 1) * sizeof(W) + 2;
+    std::vector<unsigned char> storage(rows * stride + 64);
+    unsigned char* first = storage.data() + (64 - reinterpret_cast<std::uintptr_t>(storage.data()) % 64) % 64 + 2;
+    const auto row = [&](std::size_t r) { return reinterpret_cast<W*>(first + r * stride); };
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t b = 0; b < nb; ++b) new (row(r) + b) W{};
+      quantize<scalar>(weights_like(gen, n, 0.05f).data(), row(r), n);
+    }
+    std::vector<A> act(tokens * nb);
+    for (std::size_t t = 0; t < tokens; ++t)
+      quantize<scalar>(weights_like(gen, n, 2.0f).data(), act.data() + t * nb, n);
+    const auto check = [&](auto b) {
+      using B = decltype(b);
+      for (const std::size_t used : {std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{5}, tokens}) {
+        INFO("blocks " << nb << ", tokens " << used);
+        std::vector<float> y(used * y_stride, -1.0f);
+        Pair::template gemm<B>(row(0), stride, rows, act.data(), used, n, y.data(), y_stride);
+        for (std::size_t t = 0; t < used; ++t) {
+          float per_token[rows];
+          Pair::template rows<B>(row(0), stride, rows, act.data() + t * nb, n, per_token);
+          for (std::size_t r = 0; r < rows; ++r) CHECK(y[t * y_stride + r] == per_token[r]);
+          for (std::size_t r = rows; r < y_stride; ++r) CHECK(y[t * y_stride + r] == -1.0f);
+        }
+      }
+    };
+    check(scalar{});
+    for_each_simd_backend(check);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("q4_k and q6_k gemm tiles equal their rows token by token", "[kernels][quant][gemm]") {
+  check_k_quant_gemm<q4_k_pair>(33);
+  check_k_quant_gemm<q6_k_pair>(34);
+}
+
 TEST_CASE("q4_k . q8_k dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
   check_quantized_dots<q4_k_pair>(25);
   check_exact_integer_dots<q4_k_pair>(26);

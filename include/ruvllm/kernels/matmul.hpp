@@ -110,8 +110,7 @@ struct quantized_gemv_traits<block_q4_0> : q8_0_quad_traits {
   }
 };
 
-// K-quants: Q8_K activations; the GEMM tile is the row kernel per token.
-template <class WeightBlock, class Derived>
+// K-quants: Q8_K activations.
 struct q8_k_traits {
   using activation_block = block_q8_k;
   static constexpr std::size_t block_size = qk_k;
@@ -120,29 +119,33 @@ struct q8_k_traits {
   static void quantize(const float* x, activation_block* a, std::size_t n) noexcept {
     ops<B>::quantize_q8_k(x, a, n);
   }
-  template <Backend B>
-  static void gemm(const WeightBlock* w, std::size_t stride, std::size_t rows, const activation_block* a,
-                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
-    for (std::size_t t = 0; t < tokens; ++t)
-      Derived::template rows<B>(w, stride, rows, a + t * activation_count(n), n, y + t * y_stride);
-  }
 };
 
 template <>
-struct quantized_gemv_traits<block_q4_k> : q8_k_traits<block_q4_k, quantized_gemv_traits<block_q4_k>> {
+struct quantized_gemv_traits<block_q4_k> : q8_k_traits {
   template <Backend B>
   static void rows(const block_q4_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
                    float* out) noexcept {
     ops<B>::dot_q4_k_q8_k_rows(w, stride, rows, a, n, out);
   }
+  template <Backend B>
+  static void gemm(const block_q4_k* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_q4_k_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
+  }
 };
 
 template <>
-struct quantized_gemv_traits<block_q6_k> : q8_k_traits<block_q6_k, quantized_gemv_traits<block_q6_k>> {
+struct quantized_gemv_traits<block_q6_k> : q8_k_traits {
   template <Backend B>
   static void rows(const block_q6_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
                    float* out) noexcept {
     ops<B>::dot_q6_k_q8_k_rows(w, stride, rows, a, n, out);
+  }
+  template <Backend B>
+  static void gemm(const block_q6_k* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_q6_k_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
   }
 };
 

@@ -165,6 +165,20 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
     dispatch::quant_gemm_q4_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
+  /// y[t * y_stride + r] = dot(row r, token t's Q8_K blocks at a + t * (n /
+  /// 256)), each equal to dot_q4_k_q8_k_rows' result for that token. One
+  /// dispatch.
+  static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q4_k) == 0);
+    dispatch::quant_gemm_q4_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// Q6_K form of gemm_q4_k_q8_k.
+  static void gemm_q6_k_q8_k(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q6_k) == 0);
+    dispatch::quant_gemm_q6_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
 };
 
 }  // namespace ruvllm::kernels

@@ -780,6 +780,18 @@ inline void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::si
   for (std::size_t t = 0; t < tokens; ++t)
     dot_q4_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
 }
+/// The prefill form of the K-quant rows: token t's activations are the n /
+/// 256 Q8_K blocks at a + t * (n / 256).
+inline void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                           std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  for (std::size_t t = 0; t < tokens; ++t)
+    dot_q4_k_q8_k_rows(w, row_stride, rows, a + t * (n / qk_k), n, y + t * y_stride);
+}
+inline void gemm_q6_k_q8_k(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                           std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  for (std::size_t t = 0; t < tokens; ++t)
+    dot_q6_k_q8_k_rows(w, row_stride, rows, a + t * (n / qk_k), n, y + t * y_stride);
+}
 
 }  // namespace scalar
 
@@ -1049,6 +1061,14 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q4_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
+  static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q4_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_q6_k_q8_k(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q6_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
 };
 
 }  // namespace ruvllm::kernels
@@ -1061,10 +1081,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
 #define RUVLLM_DETAIL_QUANT_ROWS(X, NAME, W, A)                                                                \
   X(void, NAME, (const W* w, std::size_t row_stride, std::size_t rows, const A* a, std::size_t n, float* out), \
     (w, row_stride, rows, a, n, out))
-#define RUVLLM_DETAIL_QUANT_GEMM(X, NAME, W)                                                                        \
+#define RUVLLM_DETAIL_QUANT_GEMM(X, NAME, W, A)                                                                     \
   X(void, NAME,                                                                                                     \
-    (const W* w, std::size_t row_stride, std::size_t rows, const ruvllm::kernels::q8_0_quad* a, std::size_t tokens, \
-     std::size_t n, float* y, std::size_t y_stride),                                                                \
+    (const W* w, std::size_t row_stride, std::size_t rows, const A* a, std::size_t tokens, std::size_t n, float* y, \
+     std::size_t y_stride),                                                                                         \
     (w, row_stride, rows, a, tokens, n, y, y_stride))
 #define RUVLLM_QUANT_EXPORTED(X)                                                                        \
   RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)                            \
@@ -1085,7 +1105,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0_quads, float, ruvllm::kernels::q8_0_quad)              \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_quad_rows, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad) \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0)                                \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0)
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)    \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)    \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q6_k_q8_k, ruvllm::block_q6_k, ruvllm::block_q8_k)
 
 #endif  // RUVLLM_KERNELS_SCALAR_QUANT_HPP

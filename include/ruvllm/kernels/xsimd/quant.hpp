@@ -381,6 +381,16 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     for (std::size_t t = 0; t < tokens; ++t)
       dot_q4_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
   }
+  static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    for (std::size_t t = 0; t < tokens; ++t)
+      dot_q4_k_q8_k_rows(w, row_stride, rows, a + t * (n / qk_k), n, y + t * y_stride);
+  }
+  static void gemm_q6_k_q8_k(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    for (std::size_t t = 0; t < tokens; ++t)
+      dot_q6_k_q8_k_rows(w, row_stride, rows, a + t * (n / qk_k), n, y + t * y_stride);
+  }
 };
 
 }  // namespace ruvllm::kernels
