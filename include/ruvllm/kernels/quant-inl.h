@@ -992,54 +992,28 @@ struct row_sum {
   }
 };
 
-/// out[r] = dot(row r, a), one row at a time (one sequential stream under
-/// the plan's prefetch).
-template <class Format>
-RUVLLM_QUANT_ATTR HWY_INLINE void rows(const typename Format::block* HWY_RESTRICT w, std::size_t row_stride,
-                                       std::size_t rows, const block_q8_k* HWY_RESTRICT a, std::size_t n,
-                                       float* HWY_RESTRICT out) {
-  using Block = typename Format::block;
-  const typename Format::constants c = Format::load_constants();
-  const std::size_t nb = n / qk_k;
-  with_gemv_plan([&](auto plan) RUVLLM_QUANT_LAMBDA {
-    constexpr gemv_plan Plan = decltype(plan)::value;
-    for (std::size_t r = 0; r < rows; ++r) {
-      const Block* row = scalar::quant_detail::row_at(w, row_stride, r);
-      row_sum sum = row_sum::zero();
-      line_prefetcher ahead(row);  // rows_l1's stream; pairs_l1_l2 keeps prefetch_ahead
-      for (std::size_t b = 0; b < nb; ++b) {
-        if constexpr (Plan == gemv_plan::rows_l1)
-          ahead.until(row + b + 1);
-        else
-          prefetch_ahead<Plan>(row + b, sizeof(Block));
-        sum.add(dot(Format::unpack(row[b], c), a[b], Format::activation_factors(a[b])));
-      }
-      out[r] = sum.total();
-    }
-  });
-}
-
-/// y[t][r] for a tile of rows x tokens (the prefill form), each (row, token)
-/// computed as rows() computes it, so the same bits. Tokens go in groups of
-/// Tokens with their sums in registers: each super-block of a row is
-/// unpacked once per group (rows() per token also unpacks the quants and
-/// spreads the scales), and the group's activations (Tokens x 292 bytes per
-/// super-block) stay in L1 while the tile's rows stream past them from L2.
-/// On Zen 5 (one thread, 112 rows of 2048 columns x 64 tokens) this takes
-/// 2.2 ns per row, token and super-block against 3.5 for rows() per token,
-/// and is bound by the nine VPMADDUBSW / VPMADDWD per row, token and
-/// super-block; with the rows unpacked once for all 64 tokens instead, whose
-/// activations then came from L2 for every row, it took 2.4.
-template <class Format, std::size_t Tokens>
+/// y[j * y_stride + r] = dot(row r, token j's activations at a + j * nb)
+/// for the Tokens tokens of a group, one row at a time (the rows one
+/// sequential stream under the plan's prefetch), each super-block of a row
+/// unpacked once for the group and the group's sums kept in registers. Each
+/// (row, token) is computed the same way whatever the group size, so the
+/// GEMM (groups of four) gives the GEMV's (groups of one) bits.
+template <class Format, std::size_t Tokens, gemv_plan Plan>
 RUVLLM_QUANT_ATTR HWY_INLINE void token_group(const typename Format::block* HWY_RESTRICT w, std::size_t row_stride,
                                               std::size_t rows, const block_q8_k* HWY_RESTRICT a, std::size_t nb,
                                               float* HWY_RESTRICT y, std::size_t y_stride,
                                               const typename Format::constants& c) {
+  using Block = typename Format::block;
   for (std::size_t r = 0; r < rows; ++r) {
-    const typename Format::block* row = scalar::quant_detail::row_at(w, row_stride, r);
+    const Block* row = scalar::quant_detail::row_at(w, row_stride, r);
     row_sum sum[Tokens];
     for (std::size_t j = 0; j < Tokens; ++j) sum[j] = row_sum::zero();
+    line_prefetcher ahead(row);  // rows_l1's stream; pairs_l1_l2 keeps prefetch_ahead
     for (std::size_t b = 0; b < nb; ++b) {
+      if constexpr (Plan == gemv_plan::rows_l1)
+        ahead.until(row + b + 1);
+      else
+        prefetch_ahead<Plan>(row + b, sizeof(Block));
       const unpacked u = Format::unpack(row[b], c);
       for (std::size_t j = 0; j < Tokens; ++j) {
         const block_q8_k& act = a[j * nb + b];
@@ -1050,6 +1024,27 @@ RUVLLM_QUANT_ATTR HWY_INLINE void token_group(const typename Format::block* HWY_
   }
 }
 
+/// out[r] = dot(row r, a): the GEMV.
+template <class Format>
+RUVLLM_QUANT_ATTR HWY_INLINE void rows(const typename Format::block* HWY_RESTRICT w, std::size_t row_stride,
+                                       std::size_t rows, const block_q8_k* HWY_RESTRICT a, std::size_t n,
+                                       float* HWY_RESTRICT out) {
+  const typename Format::constants c = Format::load_constants();
+  with_gemv_plan([&](auto plan) RUVLLM_QUANT_LAMBDA {
+    token_group<Format, 1, decltype(plan)::value>(w, row_stride, rows, a, n / qk_k, out, 0, c);
+  });
+}
+
+/// y[t][r] for a tile of rows x tokens (the prefill form), in groups of four
+/// tokens: each super-block of a row is unpacked once per group (rows() per
+/// token unpacks the quants and spreads the scales for every token), and the
+/// group's activations (4 x 292 bytes per super-block) stay in L1 while the
+/// tile's rows stream past them from L2. On Zen 5 (one thread, 112 rows of
+/// 2048 columns x 64 tokens) this takes 2.2 ns per row, token and
+/// super-block against 3.5 for rows() per token, and is bound by the nine
+/// VPMADDUBSW / VPMADDWD per row, token and super-block; with the rows
+/// unpacked once for all 64 tokens instead, whose activations then came from
+/// L2 for every row, it took 2.4.
 template <class Format>
 RUVLLM_QUANT_ATTR HWY_INLINE void gemm(const typename Format::block* HWY_RESTRICT w, std::size_t row_stride,
                                        std::size_t rows, const block_q8_k* HWY_RESTRICT a, std::size_t tokens,
@@ -1057,10 +1052,14 @@ RUVLLM_QUANT_ATTR HWY_INLINE void gemm(const typename Format::block* HWY_RESTRIC
   constexpr std::size_t group = 4;
   const typename Format::constants c = Format::load_constants();
   const std::size_t nb = n / qk_k;
-  std::size_t t = 0;
-  for (; t + group <= tokens; t += group)
-    token_group<Format, group>(w, row_stride, rows, a + t * nb, nb, y + t * y_stride, y_stride, c);
-  for (; t < tokens; ++t) token_group<Format, 1>(w, row_stride, rows, a + t * nb, nb, y + t * y_stride, y_stride, c);
+  with_gemv_plan([&](auto plan) RUVLLM_QUANT_LAMBDA {
+    constexpr gemv_plan Plan = decltype(plan)::value;
+    std::size_t t = 0;
+    for (; t + group <= tokens; t += group)
+      token_group<Format, group, Plan>(w, row_stride, rows, a + t * nb, nb, y + t * y_stride, y_stride, c);
+    for (; t < tokens; ++t)
+      token_group<Format, 1, Plan>(w, row_stride, rows, a + t * nb, nb, y + t * y_stride, y_stride, c);
+  });
 }
 
 }  // namespace k512
@@ -1650,8 +1649,8 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q8_0_quads(const block_q8_0* HWY_RESTRI
 #if RUVLLM_QUANT_VNNI
   quant_simd::vnni::quad_gemm<false>(w, row_stride, rows, a, tokens, n, y, y_stride);
 #else
-  for (std::size_t t = 0; t < tokens; ++t)
-    quant_dot_q8_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+  scalar::quant_detail::gemm_by_rows(quant_dot_q8_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                     y_stride);
 #endif
 }
 
@@ -1662,8 +1661,8 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q4_0_quads(const block_q4_0* HWY_RESTRI
 #if RUVLLM_QUANT_VNNI
   quant_simd::vnni::quad_gemm<true>(w, row_stride, rows, a, tokens, n, y, y_stride);
 #else
-  for (std::size_t t = 0; t < tokens; ++t)
-    quant_dot_q4_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+  scalar::quant_detail::gemm_by_rows(quant_dot_q4_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                     y_stride);
 #endif
 }
 
@@ -1674,8 +1673,8 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q4_k_q8_k(const block_q4_k* HWY_RESTRIC
 #if RUVLLM_QUANT_AVX512
   quant_simd::k512::gemm<quant_simd::k512::q4_k_format>(w, row_stride, rows, a, tokens, n, y, y_stride);
 #else
-  for (std::size_t t = 0; t < tokens; ++t)
-    quant_dot_q4_k_q8_k_rows(w, row_stride, rows, a + t * (n / qk_k), n, y + t * y_stride);
+  scalar::quant_detail::gemm_by_rows(quant_dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
+                                     y_stride);
 #endif
 }
 
@@ -1686,8 +1685,8 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q6_k_q8_k(const block_q6_k* HWY_RESTRIC
 #if RUVLLM_QUANT_AVX512
   quant_simd::k512::gemm<quant_simd::k512::q6_k_format>(w, row_stride, rows, a, tokens, n, y, y_stride);
 #else
-  for (std::size_t t = 0; t < tokens; ++t)
-    quant_dot_q6_k_q8_k_rows(w, row_stride, rows, a + t * (n / qk_k), n, y + t * y_stride);
+  scalar::quant_detail::gemm_by_rows(quant_dot_q6_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
+                                     y_stride);
 #endif
 }
 

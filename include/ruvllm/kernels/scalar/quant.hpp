@@ -282,6 +282,18 @@ template <class Block>
   return reinterpret_cast<const Block*>(reinterpret_cast<const unsigned char*>(w) + r * row_stride);
 }
 
+/// The prefill form of a rows kernel, token by token: y[t * y_stride + r] =
+/// rows_of's result for row r and token t, whose activations are the
+/// per_token blocks (or quads) at a + t * per_token. The GEMM of every
+/// backend and target without a tile kernel of its own; a tile kernel must
+/// give the same bits.
+template <class W, class A, class Rows>
+inline void gemm_by_rows(Rows rows_of, const W* w, std::size_t row_stride, std::size_t rows, const A* a,
+                         std::size_t per_token, std::size_t tokens, std::size_t n, float* y,
+                         std::size_t y_stride) noexcept {
+  for (std::size_t t = 0; t < tokens; ++t) rows_of(w, row_stride, rows, a + t * per_token, n, y + t * y_stride);
+}
+
 }  // namespace quant_detail
 
 // ---------------------------------------------------------------- quantizers
@@ -772,25 +784,21 @@ inline void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std:
 /// a + t * q8_0_quads(n). Each result is the rows form's for that token.
 inline void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
-  for (std::size_t t = 0; t < tokens; ++t)
-    dot_q8_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+  quant_detail::gemm_by_rows(dot_q8_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
 }
 inline void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
-  for (std::size_t t = 0; t < tokens; ++t)
-    dot_q4_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+  quant_detail::gemm_by_rows(dot_q4_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
 }
 /// The prefill form of the K-quant rows: token t's activations are the n /
 /// 256 Q8_K blocks at a + t * (n / 256).
 inline void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
-  for (std::size_t t = 0; t < tokens; ++t)
-    dot_q4_k_q8_k_rows(w, row_stride, rows, a + t * (n / qk_k), n, y + t * y_stride);
+  quant_detail::gemm_by_rows(dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
 }
 inline void gemm_q6_k_q8_k(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
-  for (std::size_t t = 0; t < tokens; ++t)
-    dot_q6_k_q8_k_rows(w, row_stride, rows, a + t * (n / qk_k), n, y + t * y_stride);
+  quant_detail::gemm_by_rows(dot_q6_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
 }
 
 }  // namespace scalar

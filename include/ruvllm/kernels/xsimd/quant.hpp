@@ -373,23 +373,21 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   }
   static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
-    for (std::size_t t = 0; t < tokens; ++t)
-      dot_q8_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+    scalar::quant_detail::gemm_by_rows(dot_q8_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                       y_stride);
   }
   static void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
-    for (std::size_t t = 0; t < tokens; ++t)
-      dot_q4_0_quad_rows(w, row_stride, rows, a + t * q8_0_quads(n), n, y + t * y_stride);
+    scalar::quant_detail::gemm_by_rows(dot_q4_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                       y_stride);
   }
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
-    for (std::size_t t = 0; t < tokens; ++t)
-      dot_q4_k_q8_k_rows(w, row_stride, rows, a + t * (n / qk_k), n, y + t * y_stride);
+    scalar::quant_detail::gemm_by_rows(dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
   }
   static void gemm_q6_k_q8_k(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
-    for (std::size_t t = 0; t < tokens; ++t)
-      dot_q6_k_q8_k_rows(w, row_stride, rows, a + t * (n / qk_k), n, y + t * y_stride);
+    scalar::quant_detail::gemm_by_rows(dot_q6_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
   }
 };
 
