@@ -8153,16 +8153,6 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 u8_dot256(__m256i u8, __m256i s8) {
   return V32{_mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1))};
 #endif
 }
-/// Lanes summing to scale * sum(u[i] * s[i]) over 16 bytes, scale an int8
-/// (the upper lanes of the result are zero). u < 64 (K-quant quants), so no
-/// VPMADDUBSW pair saturates. VPMADDWD applies the scale with the pairs'
-/// sum, where VPDPBUSD would leave a 32-bit multiply after it (and this
-/// 16-byte form a 512-bit VPDPBUSD on zero-padded registers): on Zen 5 a
-/// Q6_K GEMV of 2048 columns read 1.2 GB/s that way, 15-17 this way.
-RUVLLM_QUANT_ATTR HWY_INLINE V32 u8_dot128_scaled(__m128i u8, __m128i s8, std::int16_t scale) {
-  const __m128i sums = _mm_madd_epi16(_mm_maddubs_epi16(u8, s8), _mm_set1_epi16(scale));
-  return V32{_mm256_inserti128_si256(_mm256_setzero_si256(), sums, 0)};
-}
 #endif
 
 #if !RUVLLM_QUANT_WIDE
@@ -8692,73 +8682,20 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_gemm(const void* w, std::size_t row_strid
 }  // namespace vnni
 #endif  // RUVLLM_QUANT_VNNI
 
-#if RUVLLM_QUANT_WIDE
-/// A Q4_K super-block's eight 6-bit scales (bytes 0-7) and mins (bytes
-/// 8-15), unpacked four at a time in the 32-bit lanes of one register (the
-/// packing keeps each byte's bits within its byte); with the mins term as
-/// one VPMADDWD of the activation's 16 block sums, the scalar unpack and sum
-/// otherwise cost more than the 256 multiply-adds. Unpacked in general
-/// registers instead and stored, the words reached the vector through a load
-/// spanning four stores, which cannot be forwarded: k512's Q4_K GEMV (Zen 5,
-/// one thread, 4096 x 4096 from L3) read 34.1 GB/s that way, 37.4-39.1 this.
-RUVLLM_QUANT_ATTR HWY_INLINE __m128i q4_k_scales_mins(const block_q4_k& w) {
-  // 16 bytes from the scales on (the last four are quants of the same
-  // block): packed words p0, p1, p2 and one unused.
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
-  // Words: scales 0-3 = p0 & 0x3F.., scales 4-7 = (p2 & 0x0F..) | top two
-  // bits of p0's bytes at bits 4-5, mins 0-3 = p1 & 0x3F.., mins 4-7 = (p2 >>
-  // 4 & 0x0F..) | top two bits of p1's bytes at bits 4-5.
-  const __m128i low =
-      _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(packed, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4)),
-                    _mm_setr_epi32(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F));
-  const __m128i high = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(packed, _MM_SHUFFLE(1, 1, 0, 0)), 2),
-                                     _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-  return _mm_or_si128(low, high);
+/// The 16 six-bit quants (0..63) of Q6_K sub-group `group` (0..3, elements
+/// 32 group + l0 + [0, 16) of a 128-element half) from that half's ql/qh.
+RUVLLM_QUANT_ATTR HWY_INLINE void q6_k_unpack16(const std::uint8_t* ql, const std::uint8_t* qh, std::size_t l0,
+                                                VU8 (&q)[4]) {
+  const DU8 du8;
+  const VU8 m4 = hn::Set(du8, 0x0F), m2 = hn::Set(du8, 0x03);
+  const VU8 l_a = hn::LoadU(du8, ql + l0), l_b = hn::LoadU(du8, ql + 32 + l0), h = hn::LoadU(du8, qh + l0);
+  q[0] = hn::Or(hn::And(l_a, m4), hn::ShiftLeft<4>(hn::And(h, m2)));
+  q[1] = hn::Or(hn::And(l_b, m4), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(h), m2)));
+  q[2] = hn::Or(hn::ShiftRight<4>(l_a), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(h), m2)));
+  q[3] = hn::Or(hn::ShiftRight<4>(l_b), hn::ShiftLeft<4>(hn::ShiftRight<6>(h)));
 }
 
-/// The mins as 16-bit weights of the activation's 16 block sums: min j
-/// pairs with block sums 2j and 2j + 1 (bytes 8-15, each twice).
-RUVLLM_QUANT_ATTR HWY_INLINE __m256i q4_k_min_pairs(__m128i scales_mins) {
-  return _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scales_mins, scales_mins));
-}
-
-/// One Q4_K . Q8_K super-block, the same float expression as the reference.
-RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q8_k& a) {
-  const __m128i scales_mins = q4_k_scales_mins(w);
-  const __m256i min_sums =
-      _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), q4_k_min_pairs(scales_mins));
-
-  const __m256i mask = _mm256_set1_epi8(0x0F);
-  // The scales as int16 in both 128-bit halves; sub-block j's scale is
-  // broadcast by a byte shuffle, staying in vector registers (moving each
-  // byte through a general register costs more than the multiply-adds).
-  // VPMADDWD applies it to VPMADDUBSW's pair sums (quants < 16, so none
-  // saturates), also under VNNI: VPDPBUSD and a 32-bit multiply held a Q4_K
-  // GEMV to ~18 GB/s on Zen 5, this to ~23 (see u8_dot128_scaled).
-  const __m256i scales16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
-  const auto scale_of = [&](int j) RUVLLM_QUANT_LAMBDA {
-    return _mm256_shuffle_epi8(scales16, _mm256_set1_epi16(static_cast<short>(((2 * j + 1) << 8) | (2 * j))));
-  };
-  __m256i acc = _mm256_setzero_si256();
-  for (int g = 0; g < 4; ++g) {
-    // 32 bytes hold sub-block 2g in their low nibbles and 2g + 1 in the high.
-    const __m256i q4 = load256(w.qs + 32 * g);
-    const std::int8_t* q8 = a.qs + 64 * g;
-    const __m256i low = _mm256_and_si256(q4, mask), high = _mm256_and_si256(_mm256_srli_epi16(q4, 4), mask);
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(low, load256(q8)), scale_of(2 * g)));
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(high, load256(q8 + 32)), scale_of(2 * g + 1)));
-  }
-  // Both totals at once: lanes 0 and 1 of the reduced vector.
-  const __m256i pairs = _mm256_hadd_epi32(acc, min_sums);
-  const __m128i halves = _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
-  const __m128i totals = _mm_hadd_epi32(halves, halves);
-  const std::int32_t scaled = _mm_cvtsi128_si32(totals);
-  const std::int32_t min_total = _mm_extract_epi32(totals, 1);
-  const float d = half_to_float(w.d) * a.d;
-  const float dmin = half_to_float(w.dmin) * a.d;
-  return d * static_cast<float>(scaled) - dmin * static_cast<float>(min_total);
-}
-#else
+#if !RUVLLM_QUANT_WIDE
 /// One Q4_K . Q8_K super-block, the same float expression as the reference.
 RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q8_k& a) {
   const D32 d32;
@@ -8782,20 +8719,6 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q
   const float dmin = half_to_float(w.dmin) * a.d;
   return d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
 }
-#endif
-
-/// The 16 six-bit quants (0..63) of Q6_K sub-group `group` (0..3, elements
-/// 32 group + l0 + [0, 16) of a 128-element half) from that half's ql/qh.
-RUVLLM_QUANT_ATTR HWY_INLINE void q6_k_unpack16(const std::uint8_t* ql, const std::uint8_t* qh, std::size_t l0,
-                                                VU8 (&q)[4]) {
-  const DU8 du8;
-  const VU8 m4 = hn::Set(du8, 0x0F), m2 = hn::Set(du8, 0x03);
-  const VU8 l_a = hn::LoadU(du8, ql + l0), l_b = hn::LoadU(du8, ql + 32 + l0), h = hn::LoadU(du8, qh + l0);
-  q[0] = hn::Or(hn::And(l_a, m4), hn::ShiftLeft<4>(hn::And(h, m2)));
-  q[1] = hn::Or(hn::And(l_b, m4), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(h), m2)));
-  q[2] = hn::Or(hn::ShiftRight<4>(l_a), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(h), m2)));
-  q[3] = hn::Or(hn::ShiftRight<4>(l_b), hn::ShiftLeft<4>(hn::ShiftRight<6>(h)));
-}
 
 /// One Q6_K . Q8_K super-block: sum(sc (q - 32) a) = sum(sc q a) - 32 sum(sc
 /// bsum), the same float expression as the reference.
@@ -8808,15 +8731,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q6_k_block(const block_q6_k& w, const block_q
     for (std::size_t l0 = 0; l0 < 32; l0 += 16) {
       VU8 q[4];
       q6_k_unpack16(w.ql + 64 * half, w.qh + 32 * half, l0, q);
-      for (std::size_t g = 0; g < 4; ++g) {
-#if RUVLLM_QUANT_WIDE
-        acc =
-            hn::Add(acc, u8_dot128_scaled(q[g].raw, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q8 + 32 * g + l0)),
-                                          sc[2 * g + l0 / 16]));
-#else
+      for (std::size_t g = 0; g < 4; ++g)
         acc = hn::Add(acc, hn::Mul(dot16_u8(q[g], q8 + 32 * g + l0), hn::Set(d32, sc[2 * g + l0 / 16])));
-#endif
-      }
     }
   }
   std::int32_t bias = 0;
@@ -8824,39 +8740,120 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q6_k_block(const block_q6_k& w, const block_q
   const std::int32_t total = hn::GetLane(hn::SumOfLanes(d32, acc)) - 32 * bias;
   return half_to_float(w.d) * a.d * static_cast<float>(total);
 }
-
-#if RUVLLM_QUANT_AVX512
-// --------------------------------------------- AVX-512 K-quant GEMV rows
-// Q4_K and Q6_K rows in 512-bit registers, one super-block of a row per
-// step, each row accumulating in float vectors that are reduced once, at the
-// row's end. The 256-bit q4_k_block / q6_k_block reduce every super-block
-// to one float (the reference's expression), and that chain of horizontal
-// adds, lane extracts and scalar float math per 144 or 210 bytes held Q4_K
-// GEMV to ~21 GB/s and Q6_K to ~16 on Zen 5 (one thread, 1 GiB of 2048
-// columns; a plain read ~41): these read 35-37 and 37-39 there, and decode a
-// 1B model in llama.cpp's Q4_K_M mix at 56-57 tok/s against 32. Here
-// the integer sums stay in lanes: per lane and super-block they are exact
-// (below 2^24, see the sums), so a row's result is the exact dot with one
-// float rounding per lane and super-block plus the final reduction (the
-// bound the dot tests hold every backend to), and it depends on nothing but
-// the row and the activations.
+#else
+// ------------------------------------------ K-quant GEMV rows, GEMM tiles
+// Q4_K and Q6_K rows in the widest integer registers (512-bit on AVX-512
+// targets, 256-bit on AVX2), one super-block of a row per step, each row
+// accumulating in float vectors that are reduced once, at the row's end.
+// Reducing every super-block to one float instead (the reference's
+// expression: horizontal adds, lane extracts and scalar float math per 144
+// or 210 bytes) held a Q4_K GEMV to ~21 GB/s and Q6_K to ~16 on Zen 5 (one
+// thread, 1 GiB of 2048 columns; a plain read ~41): in 512-bit registers
+// these read 35-37 and 37-39 there, and decode a 1B model in llama.cpp's
+// Q4_K_M mix at 56-57 tok/s against 32. In 256-bit registers (Highway's
+// AVX2 target, same machine) they read 25-26 and 26-27 GB/s against 23 and
+// 15, still bound by their multiply-adds and the scales' shuffles, and that
+// 1B model decodes at 38.5-39 tok/s against 29-30. Here the integer sums
+// stay in lanes: per lane and super-block they are exact (below 2^24, see
+// dot), so a row's
+// result is the exact dot with one float rounding per lane and super-block
+// plus the final reduction (the bound the dot tests hold every backend to),
+// and it depends on nothing but the row and the activations.
 //
-// Each 512-bit multiply-add covers two consecutive sub-blocks, so the
+// Each multiply-add covers a register of consecutive elements, so the
 // activations are read straight from the block in element order: the weight
-// quants are brought into that order instead (a 32-byte load broadcast to
-// both halves and a per-half shift for Q4_K's nibbles; a per-half shift of
-// the high bits for Q6_K). Sub-block scales ride in 16-bit lanes and are
-// broadcast within each 128-bit lane by a byte shuffle, then applied by
-// VPMADDWD to VPMADDUBSW's pair sums, as in the 256-bit kernels.
-namespace k512 {
+// quants are brought into that order instead (Q4_K's nibbles by shifts of a
+// 32-byte load, in 512-bit registers broadcast to both halves and shifted
+// per half; Q6_K's high bits by shifts of qh). Sub-block scales ride in
+// 16-bit lanes and are broadcast within each 128-bit lane by a byte shuffle,
+// then applied by VPMADDWD to VPMADDUBSW's pair sums (quants < 64, so no
+// pair saturates), also under VNNI: VPDPBUSD leaves a 32-bit multiply after
+// it, and held a Q4_K GEMV to ~18 GB/s on Zen 5 where VPMADDWD gave ~23 (with
+// 256-bit super-block reductions; Q6_K's 16-byte groups, as a 512-bit
+// VPDPBUSD on zero-padded registers, read 1.2 GB/s).
+namespace kwide {
+
+// Full registers of the target: 512-bit on AVX-512 targets, 256-bit on AVX2.
+using DB = hn::ScalableTag<std::uint8_t>;
+using DW = hn::ScalableTag<float>;
+using DI = hn::RebindToSigned<DW>;
+using ivec = decltype(hn::Zero(DB()).raw);
+using fvec = decltype(hn::Zero(DW()).raw);
+/// Bytes (elements) per register, and registers per 256-element super-block.
+inline constexpr int bytes = static_cast<int>(sizeof(ivec));
+inline constexpr int parts = static_cast<int>(qk_k) / bytes;
+/// Integer accumulators of a super-block's dot: 256-bit registers take two
+/// so that each lane sums four VPMADDWD results, as the 512-bit one does,
+/// and stays exact in float (see dot).
+inline constexpr int accumulators = bytes == 64 ? 1 : 2;
+
+RUVLLM_QUANT_ATTR HWY_INLINE ivec load(const void* p) {
+  return hn::LoadU(DB(), static_cast<const std::uint8_t*>(p)).raw;
+}
+RUVLLM_QUANT_ATTR HWY_INLINE ivec set1_bytes(std::uint8_t b) { return hn::Set(DB(), b).raw; }
+RUVLLM_QUANT_ATTR HWY_INLINE ivec zero() { return hn::Zero(DB()).raw; }
+/// Bytes of v picked by index within each 128-bit lane (VPSHUFB).
+RUVLLM_QUANT_ATTR HWY_INLINE ivec shuffle_bytes(ivec v, ivec index) {
+  return hn::TableLookupBytes(hn::Vec<DB>{v}, hn::Vec<DB>{index}).raw;
+}
+/// acc + float(sums) x lane 0 of factor.
+RUVLLM_QUANT_ATTR HWY_INLINE fvec fma_lanes(ivec sums, __m128 factor, fvec acc) {
+  const DW dw;
+  return hn::MulAdd(hn::ConvertTo(dw, hn::Vec<DI>{sums}), hn::Set(dw, _mm_cvtss_f32(factor)), hn::Vec<DW>{acc}).raw;
+}
+/// 16 bytes in every 128-bit lane.
+RUVLLM_QUANT_ATTR HWY_INLINE ivec broadcast128(__m128i v) {
+#if RUVLLM_QUANT_AVX512
+  return _mm512_broadcast_i32x4(v);
+#else
+  return _mm256_broadcastsi128_si256(v);
+#endif
+}
+/// a + the pairwise sums of (u8 u x s8 s pair sums) x s16 scale.
+RUVLLM_QUANT_ATTR HWY_INLINE ivec add_scaled_dot(ivec a, ivec u, ivec s, ivec scale) {
+#if RUVLLM_QUANT_AVX512
+  return _mm512_add_epi32(a, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), scale));
+#else
+  return _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale));
+#endif
+}
+RUVLLM_QUANT_ATTR HWY_INLINE __m256 fold_to_256(fvec v) {
+#if RUVLLM_QUANT_AVX512
+  return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+#else
+  return v;
+#endif
+}
+
+/// A Q4_K super-block's eight 6-bit scales (bytes 0-7) and mins (bytes
+/// 8-15), unpacked four at a time in the 32-bit lanes of one register (the
+/// packing keeps each byte's bits within its byte). Unpacked in general
+/// registers instead and stored, the words reached the vector through a load
+/// spanning four stores, which cannot be forwarded: the 512-bit Q4_K GEMV
+/// (Zen 5, one thread, 4096 x 4096 from L3) read 34.1 GB/s that way,
+/// 37.4-39.1 this.
+RUVLLM_QUANT_ATTR HWY_INLINE __m128i q4_k_scales_mins(const block_q4_k& w) {
+  // 16 bytes from the scales on (the last four are quants of the same
+  // block): packed words p0, p1, p2 and one unused.
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
+  // Words: scales 0-3 = p0 & 0x3F.., scales 4-7 = (p2 & 0x0F..) | top two
+  // bits of p0's bytes at bits 4-5, mins 0-3 = p1 & 0x3F.., mins 4-7 = (p2 >>
+  // 4 & 0x0F..) | top two bits of p1's bytes at bits 4-5.
+  const __m128i low =
+      _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(packed, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4)),
+                    _mm_setr_epi32(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F));
+  const __m128i high = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(packed, _MM_SHUFFLE(1, 1, 0, 0)), 2),
+                                     _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  return _mm_or_si128(low, high);
+}
 
 /// One row's super-block, unpacked for its dot with any token's activations
 /// (the GEMM tile unpacks once for all its tokens).
 struct unpacked {
-  __m512i quants[4];  // elements 64g .. 64g + 63: unsigned quants in element order
-  __m512i scales[4];  // the 16-bit sub-block scale of each pair of elements
-  __m256i offset;     // 16-bit weights of the activation's 16 block sums
-  __m128 d;           // lanes 0, 1: the float weights of the scaled and offset sums
+  ivec quants[parts];  // elements bytes p .. bytes p + bytes - 1: unsigned quants in element order
+  ivec scales[parts];  // the 16-bit sub-block scale of each pair of elements
+  __m256i offset;      // 16-bit weights of the activation's 16 block sums
+  __m128 d;            // lanes 0, 1: the float weights of the scaled and offset sums
 };
 
 /// A super-block's dot before the row's float accumulation: the lanes of
@@ -8864,7 +8861,7 @@ struct unpacked {
 /// multiplies, those of `offset` to the term lane 1 multiplies (Q4_K: the
 /// mins term, times -dmin d_a; Q6_K: the -32 bias, times -32 d d_a).
 struct superblock_sums {
-  __m512i scaled;
+  ivec scaled[accumulators];
   __m256i offset;
   __m128 d;
 };
@@ -8882,45 +8879,59 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m128 two_halves(const ruvllm::f16* p) {
 }
 
 /// Byte-shuffle indices that spread 16-bit words across a register: word
-/// lane i (of 32) takes word first + i / lanes_per_word of its 128-bit lane,
-/// where the shuffled register holds the eight scales of interest.
-RUVLLM_QUANT_ATTR HWY_INLINE __m512i spread_words(int first, int lanes_per_word) {
-  alignas(64) std::int16_t idx[32];
-  for (int i = 0; i < 32; ++i) {
+/// lane i takes word first + i / lanes_per_word of its 128-bit lane, where
+/// the shuffled register holds the eight scales of interest.
+RUVLLM_QUANT_ATTR HWY_INLINE ivec spread_words(int first, int lanes_per_word) {
+  alignas(64) std::int16_t idx[bytes / 2];
+  for (int i = 0; i < bytes / 2; ++i) {
     const int word = first + i / lanes_per_word;
     idx[i] = static_cast<std::int16_t>(((2 * word + 1) << 8) | (2 * word));
   }
-  return _mm512_load_si512(idx);
+  return load(idx);
 }
 
 struct q4_k_format {
   using block = block_q4_k;
   struct constants {
-    __m512i nibble_mask, half_shifts, scale_index[4];
+    ivec nibble_mask;
+#if RUVLLM_QUANT_AVX512
+    ivec half_shifts;
+#endif
+    ivec scale_index[parts];
   };
 
   RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
     constants c;
-    c.nibble_mask = _mm512_set1_epi8(0x0F);
+    c.nibble_mask = set1_bytes(0x0F);
+#if RUVLLM_QUANT_AVX512
     // Low 256 bits: the low nibbles (sub-block 2g); high: the high (2g + 1).
     c.half_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-    // Elements 64k .. 64k + 63: sub-blocks 2k and 2k + 1, 32 each.
-    for (int k = 0; k < 4; ++k) c.scale_index[k] = spread_words(2 * k, 16);
+#endif
+    // A register's elements span bytes / 32 sub-blocks of 32.
+    for (int p = 0; p < parts; ++p) c.scale_index[p] = spread_words(p * bytes / 32, 16);
     return c;
   }
 
   RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const block_q4_k& w, const constants& c) {
     unpacked u;
     const __m128i scales_mins = q4_k_scales_mins(w);
-    const __m512i scales16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(scales_mins));
+    const ivec scales16 = broadcast128(_mm_cvtepu8_epi16(scales_mins));
+    // Elements 64g .. 64g + 63: sub-block 2g in the low nibbles of the 32
+    // bytes at qs + 32 g, 2g + 1 in the high.
     for (int g = 0; g < 4; ++g) {
-      // Elements 64g .. 64g + 63: sub-block 2g in the low nibbles of the 32
-      // bytes, 2g + 1 in the high.
+#if RUVLLM_QUANT_AVX512
       const __m512i both = _mm512_broadcast_i64x4(load256(w.qs + 32 * g));
       u.quants[g] = _mm512_and_si512(_mm512_srlv_epi16(both, c.half_shifts), c.nibble_mask);
-      u.scales[g] = _mm512_shuffle_epi8(scales16, c.scale_index[g]);
+#else
+      const __m256i q = load256(w.qs + 32 * g);
+      u.quants[2 * g] = _mm256_and_si256(q, c.nibble_mask);
+      u.quants[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), c.nibble_mask);
+#endif
     }
-    u.offset = q4_k_min_pairs(scales_mins);
+    for (int p = 0; p < parts; ++p) u.scales[p] = shuffle_bytes(scales16, c.scale_index[p]);
+    // The mins as 16-bit weights of the activation's 16 block sums: min j
+    // pairs with block sums 2j and 2j + 1 (bytes 8-15, each twice).
+    u.offset = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scales_mins, scales_mins));
     static_assert(offsetof(block_q4_k, dmin) == offsetof(block_q4_k, d) + sizeof(ruvllm::f16));
     u.d = two_halves(&w.d);
     return u;
@@ -8934,36 +8945,57 @@ struct q4_k_format {
 
 struct q6_k_format {
   using block = block_q6_k;
+  static constexpr int parts_per_half = parts / 2;
   struct constants {
-    __m512i low4, high2, up_shifts, down_shifts, scale_index[2];
+    ivec low4, high2;
+#if RUVLLM_QUANT_AVX512
+    ivec up_shifts, down_shifts;
+#endif
+    ivec scale_index[parts_per_half];
   };
 
   RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
     constants c;
-    c.low4 = _mm512_set1_epi8(0x0F);
-    c.high2 = _mm512_set1_epi8(0x30);
+    c.low4 = set1_bytes(0x0F);
+    c.high2 = set1_bytes(0x30);
+#if RUVLLM_QUANT_AVX512
     // qh bits (0-1, 2-3) to bits 4-5 for elements l and l + 32 of a half;
     // bits (4-5, 6-7) for elements l + 64 and l + 96.
     c.up_shifts = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
     c.down_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-    // Elements 64k .. 64k + 63 of a half: four sub-blocks of 16 (its scales 4k .. 4k + 3).
-    for (int k = 0; k < 2; ++k) c.scale_index[k] = spread_words(4 * k, 8);
+#endif
+    // A register's elements span bytes / 16 sub-blocks of 16 (a half's scales 0-7).
+    for (int k = 0; k < parts_per_half; ++k) c.scale_index[k] = spread_words(k * bytes / 16, 8);
     return c;
   }
 
   RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const block_q6_k& w, const constants& c) {
     unpacked u;
     for (int half = 0; half < 2; ++half) {
+      const ivec scales16 =
+          broadcast128(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.scales + 8 * half))));
+      ivec* q = u.quants + parts_per_half * half;
+#if RUVLLM_QUANT_AVX512
       const __m512i ql = _mm512_loadu_si512(w.ql + 64 * half);
       const __m512i qh = _mm512_broadcast_i64x4(load256(w.qh + 32 * half));
-      const __m512i scales16 = _mm512_broadcast_i32x4(
-          _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.scales + 8 * half))));
       // Elements 128 half + [0, 64) and [64, 128), quants 0..63.
-      u.quants[2 * half] =
-          _mm512_ternarylogic_epi32(_mm512_and_si512(ql, c.low4), _mm512_sllv_epi16(qh, c.up_shifts), c.high2, 0xF8);
-      u.quants[2 * half + 1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), c.low4),
-                                                         _mm512_srlv_epi16(qh, c.down_shifts), c.high2, 0xF8);
-      for (int k = 0; k < 2; ++k) u.scales[2 * half + k] = _mm512_shuffle_epi8(scales16, c.scale_index[k]);
+      q[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, c.low4), _mm512_sllv_epi16(qh, c.up_shifts), c.high2, 0xF8);
+      q[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), c.low4),
+                                       _mm512_srlv_epi16(qh, c.down_shifts), c.high2, 0xF8);
+#else
+      const __m256i ql_a = load256(w.ql + 64 * half), ql_b = load256(w.ql + 64 * half + 32);
+      const __m256i qh = load256(w.qh + 32 * half);
+      const auto merge = [&](__m256i low, __m256i high) RUVLLM_QUANT_LAMBDA {
+        return _mm256_or_si256(_mm256_and_si256(low, c.low4), _mm256_and_si256(high, c.high2));
+      };
+      // Elements 128 half + 32 k + [0, 32), quants 0..63.
+      q[0] = merge(ql_a, _mm256_slli_epi16(qh, 4));
+      q[1] = merge(ql_b, _mm256_slli_epi16(qh, 2));
+      q[2] = merge(_mm256_srli_epi16(ql_a, 4), qh);
+      q[3] = merge(_mm256_srli_epi16(ql_b, 4), _mm256_srli_epi16(qh, 2));
+#endif
+      for (int k = 0; k < parts_per_half; ++k)
+        u.scales[parts_per_half * half + k] = shuffle_bytes(scales16, c.scale_index[k]);
     }
     u.offset = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
     u.d = _mm_set1_ps(half_to_float(w.d));
@@ -8976,35 +9008,36 @@ struct q6_k_format {
   }
 };
 
-/// The super-block's sums with one token's activations. Per lane, four
-/// VPMADDWD sums, each of two pairs times a scale: Q4_K at most 2 * 63 * (2 *
-/// 15 * 128), below 2^21 together; Q6_K |.| at most 2 * 128 * (2 * 63 *
-/// 128), below 2^24 together (no VPMADDUBSW pair saturates: quants < 64).
+/// The super-block's sums with one token's activations. Per lane of an
+/// accumulator, four VPMADDWD sums, each of two pairs times a scale: Q4_K at
+/// most 2 * 63 * (2 * 15 * 128), below 2^21 together; Q6_K |.| at most 2 *
+/// 128 * (2 * 63 * 128), below 2^24 together.
 RUVLLM_QUANT_ATTR HWY_INLINE superblock_sums dot(const unpacked& u, const block_q8_k& a, __m128 factors) {
-  __m512i acc = _mm512_setzero_si512();
-  for (int g = 0; g < 4; ++g) {
-    const __m512i pairs = _mm512_maddubs_epi16(u.quants[g], _mm512_loadu_si512(a.qs + 64 * g));
-    acc = _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, u.scales[g]));
+  superblock_sums s;
+  for (ivec& acc : s.scaled) acc = zero();
+  for (int p = 0; p < parts; ++p) {
+    ivec& acc = s.scaled[p % accumulators];
+    acc = add_scaled_dot(acc, u.quants[p], load(a.qs + bytes * p), u.scales[p]);
   }
-  const __m256i offset = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.offset);
-  return {acc, offset, _mm_mul_ps(u.d, factors)};
+  s.offset = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.offset);
+  s.d = _mm_mul_ps(u.d, factors);
+  return s;
 }
 
 /// One (row, token) dot in float lanes, reduced once at the end.
 struct row_sum {
-  __m512 scaled;
+  fvec scaled;
   __m256 offset;
 
-  RUVLLM_QUANT_ATTR static HWY_INLINE row_sum zero() { return {_mm512_setzero_ps(), _mm256_setzero_ps()}; }
+  RUVLLM_QUANT_ATTR static HWY_INLINE row_sum zero() { return {hn::Zero(DW()).raw, _mm256_setzero_ps()}; }
 
   RUVLLM_QUANT_ATTR HWY_INLINE void add(const superblock_sums& s) {
-    scaled = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s.scaled), _mm512_broadcastss_ps(s.d), scaled);
+    for (const ivec& sums : s.scaled) scaled = fma_lanes(sums, s.d, scaled);
     offset = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s.offset), _mm256_broadcastss_ps(_mm_movehdup_ps(s.d)), offset);
   }
 
   RUVLLM_QUANT_ATTR HWY_INLINE float total() const {
-    const __m256 folded =
-        _mm256_add_ps(_mm256_add_ps(_mm512_castps512_ps256(scaled), _mm512_extractf32x8_ps(scaled, 1)), offset);
+    const __m256 folded = _mm256_add_ps(fold_to_256(scaled), offset);
     return hn::GetLane(hn::SumOfLanes(DF(), hn::Vec<DF>{folded}));
   }
 };
@@ -9059,9 +9092,12 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows(const typename Format::block* HWY_RESTRIC
 /// tile's rows stream past them from L2. On Zen 5 (one thread, 112 rows of
 /// 2048 columns x 64 tokens) this takes 2.2 ns per row, token and
 /// super-block against 3.5 for rows() per token, and is bound by the nine
-/// VPMADDUBSW / VPMADDWD per row, token and super-block; with the rows
-/// unpacked once for all 64 tokens instead, whose activations then came from
-/// L2 for every row, it took 2.4.
+/// 512-bit VPMADDUBSW / VPMADDWD per row, token and super-block; with the
+/// rows unpacked once for all 64 tokens instead, whose activations then came
+/// from L2 for every row, it took 2.4. In 256-bit registers (AVX2 target,
+/// same machine), where the unpacked super-block no longer fits in the
+/// registers beside the sums, groups of four still win: Q4_K 4.8 ns against
+/// 5.9 in groups of two and 5.5 per token, Q6_K 5.0 against 6.0 and 7.7.
 template <class Format>
 RUVLLM_QUANT_ATTR HWY_INLINE void gemm(const typename Format::block* HWY_RESTRICT w, std::size_t row_stride,
                                        std::size_t rows, const block_q8_k* HWY_RESTRICT a, std::size_t tokens,
@@ -9079,8 +9115,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void gemm(const typename Format::block* HWY_RESTRIC
   });
 }
 
-}  // namespace k512
-#endif  // RUVLLM_QUANT_AVX512
+}  // namespace kwide
+#endif  // RUVLLM_QUANT_WIDE
 
 /// roundf of every lane: ties away from zero, exact. p's only use is Abs, so
 /// no compiler contracts a producing multiply into a later add.
@@ -9535,8 +9571,8 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_k_q8_k_rows(const block_q4_k* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
 #else
-#if RUVLLM_QUANT_AVX512
-  quant_simd::k512::rows<quant_simd::k512::q4_k_format>(w, row_stride, rows, a, n, out);
+#if RUVLLM_QUANT_WIDE
+  quant_simd::kwide::rows<quant_simd::kwide::q4_k_format>(w, row_stride, rows, a, n, out);
 #else
   for (std::size_t r = 0; r < rows; ++r) {
     const block_q4_k* row = scalar::quant_detail::row_at(w, row_stride, r);
@@ -9554,8 +9590,8 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
 #else
-#if RUVLLM_QUANT_AVX512
-  quant_simd::k512::rows<quant_simd::k512::q6_k_format>(w, row_stride, rows, a, n, out);
+#if RUVLLM_QUANT_WIDE
+  quant_simd::kwide::rows<quant_simd::kwide::q6_k_format>(w, row_stride, rows, a, n, out);
 #else
   for (std::size_t r = 0; r < rows; ++r) {
     const block_q6_k* row = scalar::quant_detail::row_at(w, row_stride, r);
@@ -9687,8 +9723,8 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q4_k_q8_k(const block_q4_k* HWY_RESTRIC
                                                    std::size_t rows, const block_q8_k* HWY_RESTRICT a,
                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
                                                    std::size_t y_stride) {
-#if RUVLLM_QUANT_AVX512
-  quant_simd::k512::gemm<quant_simd::k512::q4_k_format>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#if RUVLLM_QUANT_WIDE
+  quant_simd::kwide::gemm<quant_simd::kwide::q4_k_format>(w, row_stride, rows, a, tokens, n, y, y_stride);
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
                                      y_stride);
@@ -9699,8 +9735,8 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q6_k_q8_k(const block_q6_k* HWY_RESTRIC
                                                    std::size_t rows, const block_q8_k* HWY_RESTRICT a,
                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
                                                    std::size_t y_stride) {
-#if RUVLLM_QUANT_AVX512
-  quant_simd::k512::gemm<quant_simd::k512::q6_k_format>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#if RUVLLM_QUANT_WIDE
+  quant_simd::kwide::gemm<quant_simd::kwide::q6_k_format>(w, row_stride, rows, a, tokens, n, y, y_stride);
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q6_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
                                      y_stride);
