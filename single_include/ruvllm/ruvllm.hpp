@@ -8849,7 +8849,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m128i q4_k_scales_mins(const block_q4_k& w) {
 
 /// One row's super-block, unpacked for its dot with any token's activations
 /// (the GEMM tile unpacks once for all its tokens).
-struct unpacked {
+struct superblock {
   ivec quants[parts];  // elements bytes p .. bytes p + bytes - 1: unsigned quants in element order
   ivec scales[parts];  // the 16-bit sub-block scale of each pair of elements
   __m256i offset;      // 16-bit weights of the activation's 16 block sums
@@ -8890,8 +8890,60 @@ RUVLLM_QUANT_ATTR HWY_INLINE ivec spread_words(int first, int lanes_per_word) {
   return load(idx);
 }
 
-struct q4_k_format {
-  using block = block_q4_k;
+/// The super-block's sums with one token's activations. Per lane of an
+/// accumulator, four VPMADDWD sums, each of two pairs times a scale: Q4_K at
+/// most 2 * 63 * (2 * 15 * 128), below 2^21 together; Q6_K |.| at most 2 *
+/// 128 * (2 * 63 * 128), below 2^24 together.
+RUVLLM_QUANT_ATTR HWY_INLINE superblock_sums dot(const superblock& u, const block_q8_k& a, __m128 factors) {
+  superblock_sums s;
+  for (ivec& acc : s.scaled) acc = zero();
+  for (int p = 0; p < parts; ++p) {
+    ivec& acc = s.scaled[p % accumulators];
+    acc = add_scaled_dot(acc, u.quants[p], load(a.qs + bytes * p), u.scales[p]);
+  }
+  s.offset = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.offset);
+  s.d = _mm_mul_ps(u.d, factors);
+  return s;
+}
+
+/// One (row, token) dot in float lanes, reduced once at the end.
+struct row_sum {
+  fvec scaled;
+  __m256 offset;
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE row_sum zero() { return {hn::Zero(DW()).raw, _mm256_setzero_ps()}; }
+
+  RUVLLM_QUANT_ATTR HWY_INLINE void add(const superblock_sums& s) {
+    for (const ivec& sums : s.scaled) scaled = fma_lanes(sums, s.d, scaled);
+    offset = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s.offset), _mm256_broadcastss_ps(_mm_movehdup_ps(s.d)), offset);
+  }
+
+  RUVLLM_QUANT_ATTR HWY_INLINE float total() const {
+    const __m256 folded = _mm256_add_ps(fold_to_256(scaled), offset);
+    return hn::GetLane(hn::SumOfLanes(DF(), hn::Vec<DF>{folded}));
+  }
+};
+
+/// What token_group asks of a K-quant format: a step is one super-block,
+/// met by one Q8_K block of each token.
+template <class Format, class Block>
+struct superblock_steps {
+  using block = Block;
+  using unpacked = superblock;
+  using activation = block_q8_k;
+  using sum = row_sum;
+  static constexpr std::size_t step_bytes = sizeof(Block);
+  static constexpr bool partial_steps = false;
+  static constexpr std::size_t whole_steps(std::size_t n) { return n / qk_k; }
+  static constexpr std::size_t activation_count(std::size_t n) { return n / qk_k; }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(row_sum& s, const superblock& u, const block_q8_k* a,
+                                                      std::size_t step) {
+    s.add(dot(u, a[step], Format::activation_factors(a[step])));
+  }
+};
+
+struct q4_k_format : superblock_steps<q4_k_format, block_q4_k> {
   struct constants {
     ivec nibble_mask;
 #if RUVLLM_QUANT_AVX512
@@ -8912,8 +8964,9 @@ struct q4_k_format {
     return c;
   }
 
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const block_q4_k& w, const constants& c) {
-    unpacked u;
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
+    const block_q4_k& w = *reinterpret_cast<const block_q4_k*>(p);
+    superblock u;
     const __m128i scales_mins = q4_k_scales_mins(w);
     const ivec scales16 = broadcast128(_mm_cvtepu8_epi16(scales_mins));
     // Elements 64g .. 64g + 63: sub-block 2g in the low nibbles of the 32
@@ -8937,14 +8990,13 @@ struct q4_k_format {
     return u;
   }
 
-  /// What lanes 0 and 1 of unpacked::d are multiplied by.
+  /// What lanes 0 and 1 of superblock::d are multiplied by.
   RUVLLM_QUANT_ATTR static HWY_INLINE __m128 activation_factors(const block_q8_k& a) {
     return _mm_setr_ps(a.d, -a.d, 0.0f, 0.0f);
   }
 };
 
-struct q6_k_format {
-  using block = block_q6_k;
+struct q6_k_format : superblock_steps<q6_k_format, block_q6_k> {
   static constexpr int parts_per_half = parts / 2;
   struct constants {
     ivec low4, high2;
@@ -8969,8 +9021,9 @@ struct q6_k_format {
     return c;
   }
 
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const block_q6_k& w, const constants& c) {
-    unpacked u;
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
+    const block_q6_k& w = *reinterpret_cast<const block_q6_k*>(p);
+    superblock u;
     for (int half = 0; half < 2; ++half) {
       const ivec scales16 =
           broadcast128(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.scales + 8 * half))));
@@ -9008,80 +9061,223 @@ struct q6_k_format {
   }
 };
 
-/// The super-block's sums with one token's activations. Per lane of an
-/// accumulator, four VPMADDWD sums, each of two pairs times a scale: Q4_K at
-/// most 2 * 63 * (2 * 15 * 128), below 2^21 together; Q6_K |.| at most 2 *
-/// 128 * (2 * 63 * 128), below 2^24 together.
-RUVLLM_QUANT_ATTR HWY_INLINE superblock_sums dot(const unpacked& u, const block_q8_k& a, __m128 factors) {
-  superblock_sums s;
-  for (ivec& acc : s.scaled) acc = zero();
-  for (int p = 0; p < parts; ++p) {
-    ivec& acc = s.scaled[p % accumulators];
-    acc = add_scaled_dot(acc, u.quants[p], load(a.qs + bytes * p), u.scales[p]);
+#if !RUVLLM_QUANT_VNNI
+// Q4_0 and Q8_0 rows over q8_0_quads in 256-bit registers (AVX2 targets and
+// AVX-512 ones without VNNI), a step being a pair of 32-element blocks: the
+// quad's lo / hi runs hold values 0-15 / 16-31 of its blocks, so 32 bytes
+// of each cover the pair, and a register of the pair's weights carries one
+// block per 128-bit lane. Per lane the integer sums are exact and below
+// 2^24; each step adds float(sums) * (d_w * d_a) lane-wise into one of two
+// float accumulators (even and odd steps), reduced once at the row's end,
+// so a row's result depends on nothing but the row and the activations.
+// Against rows_of_32 (four rows side by side per activation block, no
+// software prefetch), on Zen 5 at the AVX2 target, one thread: GEMV over 1
+// GiB of 2048 columns Q4_0 28 GB/s against 6.3, Q8_0 36.5-37.5 against
+// 12.5; the GEMM 0.39 / 0.45 ns per row, token and block against 2.3 / 2.2;
+// 1B decode Q4_0 46-47 tok/s against 11.6-11.9, Q8_0 34-36 against 12.
+// Q4_0 is bound by its ~15 vector operations per pair (28.6 GB/s from L3
+// too). One float accumulator per (row, token): two, picked by the step's
+// parity, went through the stack and held Q4_0 to 22 GB/s.
+
+/// The sums of one (row, token) over pairs of blocks.
+struct pair_sum {
+  __m256 acc;
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE pair_sum zero() { return {_mm256_setzero_ps()}; }
+
+  RUVLLM_QUANT_ATTR HWY_INLINE void add(__m256i sums, __m256 scales) {
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scales, acc);
   }
-  s.offset = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.offset);
-  s.d = _mm_mul_ps(u.d, factors);
-  return s;
+
+  RUVLLM_QUANT_ATTR HWY_INLINE float total() const { return hn::GetLane(hn::SumOfLanes(DF(), hn::Vec<DF>{acc})); }
+};
+
+/// 16 bytes at p in the lower 128-bit lane, zeros in the upper.
+RUVLLM_QUANT_ATTR HWY_INLINE __m256i lower_lane(const std::uint8_t* p) {
+  return _mm256_inserti128_si256(_mm256_setzero_si256(), _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), 0);
+}
+/// 16 bytes at lo in the lower 128-bit lane, 16 at hi in the upper.
+RUVLLM_QUANT_ATTR HWY_INLINE __m256i two_lanes(const std::uint8_t* lo, const std::uint8_t* hi) {
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lo))),
+                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi)), 1);
 }
 
-/// One (row, token) dot in float lanes, reduced once at the end.
-struct row_sum {
-  fvec scaled;
-  __m256 offset;
+/// What token_group asks of a pair format, and the parts Q4_0 and Q8_0
+/// share: a step is two blocks of BlockBytes, met by half of each token's
+/// quad; an odd block count leaves a last step of one block.
+template <std::size_t BlockBytes>
+struct block_pair_steps {
+  using activation = q8_0_quad;
+  using sum = pair_sum;
+  static constexpr std::size_t step_bytes = 2 * BlockBytes;
+  static constexpr bool partial_steps = true;
+  static constexpr std::size_t whole_steps(std::size_t n) { return n / 64; }
+  static constexpr bool has_partial_step(std::size_t n) { return (n / 32) % 2 != 0; }
+  static constexpr std::size_t activation_count(std::size_t n) { return q8_0_quads(n); }
 
-  RUVLLM_QUANT_ATTR static HWY_INLINE row_sum zero() { return {hn::Zero(DW()).raw, _mm256_setzero_ps()}; }
-
-  RUVLLM_QUANT_ATTR HWY_INLINE void add(const superblock_sums& s) {
-    for (const ivec& sums : s.scaled) scaled = fma_lanes(sums, s.d, scaled);
-    offset = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s.offset), _mm256_broadcastss_ps(_mm_movehdup_ps(s.d)), offset);
+  /// Shuffle indices putting the f16 scale at bytes `at`, at + 1 of each
+  /// 128-bit lane (lower lane: lo_at, upper: hi_at) into the upper half of
+  /// every 32-bit lane of that 128-bit lane.
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m256i scale_index(int lo_at, int hi_at) {
+    alignas(32) std::int8_t idx[32];
+    for (int i = 0; i < 32; ++i) {
+      const int at = i < 16 ? lo_at : hi_at;
+      idx[i] = static_cast<std::int8_t>(i % 4 == 2 ? at : i % 4 == 3 ? at + 1 : -1);
+    }
+    return load256(idx);
   }
 
-  RUVLLM_QUANT_ATTR HWY_INLINE float total() const {
-    const __m256 folded = _mm256_add_ps(fold_to_256(scaled), offset);
-    return hn::GetLane(hn::SumOfLanes(DF(), hn::Vec<DF>{folded}));
+  /// The two blocks' scales as floats (lanes 0-3 and 4-7) from the f16
+  /// values the index gathers: an arithmetic shift right by 3 of an f16 in
+  /// a lane's upper half, with bits 28-30 cleared, is the float h * 2^-112
+  /// exactly (zeros and subnormals too: see vnni::f16_scales), and the
+  /// product with 2^112 is h. One shuffle and three operations per pair,
+  /// where F16C's conversion needs the halves side by side first.
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m256 scales(__m256i bytes, __m256i index) {
+    const __m256i halves = _mm256_shuffle_epi8(bytes, index);
+    const __m256i bits = _mm256_and_si256(_mm256_srai_epi32(halves, 3), _mm256_set1_epi32(0x8FFF'FFFF));
+    return _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_set1_ps(0x1p112f));
+  }
+
+  /// The activation scales of the pair in half `half` of quad q (lanes as the weights').
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m256 activation_scales(const q8_0_quad& q, std::size_t half) {
+    return _mm256_load_ps(q.d + 8 * half);
   }
 };
 
-/// y[j * y_stride + r] = dot(row r, token j's activations at a + j * nb)
-/// for the Tokens tokens of a group, one row at a time (the rows one
-/// sequential stream under the plan's prefetch), each super-block of a row
-/// unpacked once for the group and the group's sums kept in registers. Each
-/// (row, token) is computed the same way whatever the group size, so the
-/// GEMM (groups of four) gives the GEMV's (groups of one) bits.
+struct q4_0_pair_format : block_pair_steps<sizeof(block_q4_0)> {
+  using block = block_q4_0;
+  struct constants {
+    __m256i nibble_mask, scale_index;
+  };
+  /// Both blocks' nibbles: values 0-15 (lo) and 16-31 (hi), block 2s in the
+  /// lower 128-bit lane; the blocks' d.
+  struct unpacked {
+    __m256i lo, hi;
+    __m256 d;
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    // A pair's first 32 bytes hold d of its first block at bytes 0-1 and of
+    // its second at 18-19 (bytes 2-3 of the upper lane).
+    return {_mm256_set1_epi8(0x0F), scale_index(0, 2)};
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked nibbles(__m256i packed, __m256i scale_bytes, const constants& c) {
+    return {_mm256_and_si256(packed, c.nibble_mask), _mm256_and_si256(_mm256_srli_epi16(packed, 4), c.nibble_mask),
+            scales(scale_bytes, c.scale_index)};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    static_assert(offsetof(block_q4_0, qs) == 2);
+    return nibbles(two_lanes(p + 2, p + 20), load256(p), c);
+  }
+  /// A last, lone block: the upper lanes (quants and d) read as zero.
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
+    return nibbles(lower_lane(p + 2), lower_lane(p), c);
+  }
+
+  /// sum(q a) - 8 sum(a) per block, the quad's neg8_sum carrying the second
+  /// term. Pair sums of VPMADDUBSW are at most 2 * 15 * 127 (the activations
+  /// are at least -127), so the lo and hi pairs add in 16 bits.
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
+                                                      std::size_t step) {
+    const q8_0_quad& q = a[step / 2];
+    const std::size_t half = step % 2;
+    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, load256(q.lo + 32 * half)),
+                                           _mm256_maddubs_epi16(u.hi, load256(q.hi + 32 * half)));
+    const __m256i sums = _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)),
+                                          _mm256_load_si256(reinterpret_cast<const __m256i*>(q.neg8_sum + 8 * half)));
+    s.add(sums, _mm256_mul_ps(u.d, activation_scales(q, half)));
+  }
+};
+
+struct q8_0_pair_format : block_pair_steps<sizeof(block_q8_0)> {
+  using block = block_q8_0;
+  struct constants {
+    __m256i scale_index;
+  };
+  /// Both blocks' weights: values 0-15 (lo) and 16-31 (hi), block 2s in
+  /// the lower 128-bit lane, signed and as magnitudes; the blocks' d.
+  struct unpacked {
+    __m256i lo, hi, lo_abs, hi_abs;
+    __m256 d;
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() { return {scale_index(0, 0)}; }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked weights(__m256i lo, __m256i hi, __m256i scale_bytes,
+                                                       const constants& c) {
+    return {lo, hi, _mm256_abs_epi8(lo), _mm256_abs_epi8(hi), scales(scale_bytes, c.scale_index)};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    static_assert(offsetof(block_q8_0, qs) == 2 && sizeof(block_q8_0) == 34);
+    return weights(two_lanes(p + 2, p + 36), two_lanes(p + 18, p + 52), two_lanes(p, p + 34), c);
+  }
+  /// A last, lone block: the upper lanes (weights and d) read as zero.
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
+    return weights(lower_lane(p + 2), lower_lane(p + 18), lower_lane(p), c);
+  }
+
+  /// |w| . (a * sign(w)) = w . a, a * sign(w) fitting in int8 because the
+  /// activations are at least -127; pair sums are at most 2 * 128 * 127, so
+  /// the lo and hi halves widen separately.
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
+                                                      std::size_t step) {
+    const q8_0_quad& q = a[step / 2];
+    const std::size_t half = step % 2;
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i lo =
+        _mm256_madd_epi16(_mm256_maddubs_epi16(u.lo_abs, _mm256_sign_epi8(load256(q.lo + 32 * half), u.lo)), ones);
+    const __m256i hi =
+        _mm256_madd_epi16(_mm256_maddubs_epi16(u.hi_abs, _mm256_sign_epi8(load256(q.hi + 32 * half), u.hi)), ones);
+    s.add(_mm256_add_epi32(lo, hi), _mm256_mul_ps(u.d, activation_scales(q, half)));
+  }
+};
+#endif  // !RUVLLM_QUANT_VNNI
+
+/// y[j * y_stride + r] = dot(row r, token j's activations) for the Tokens
+/// tokens of a group, one row at a time (the rows one sequential stream
+/// under the plan's prefetch), each step of a row (a K-quant super-block, a
+/// pair of Q4_0 / Q8_0 blocks) unpacked once for the group and the group's
+/// sums kept in registers. Each (row, token) is computed the same way
+/// whatever the group size, so the GEMM (groups of four) gives the GEMV's
+/// (groups of one) bits.
 template <class Format, std::size_t Tokens, gemv_plan Plan>
-RUVLLM_QUANT_ATTR HWY_INLINE void token_group(const typename Format::block* HWY_RESTRICT w, std::size_t row_stride,
-                                              std::size_t rows, const block_q8_k* HWY_RESTRICT a, std::size_t nb,
+RUVLLM_QUANT_ATTR HWY_INLINE void token_group(const void* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
+                                              const typename Format::activation* HWY_RESTRICT a, std::size_t n,
                                               float* HWY_RESTRICT y, std::size_t y_stride,
                                               const typename Format::constants& c) {
-  using Block = typename Format::block;
+  constexpr std::size_t step = Format::step_bytes;
+  const std::size_t steps = Format::whole_steps(n), per_token = Format::activation_count(n);
   for (std::size_t r = 0; r < rows; ++r) {
-    const Block* row = scalar::quant_detail::row_at(w, row_stride, r);
-    row_sum sum[Tokens];
-    for (std::size_t j = 0; j < Tokens; ++j) sum[j] = row_sum::zero();
+    const std::uint8_t* row = static_cast<const std::uint8_t*>(w) + r * row_stride;
+    typename Format::sum sum[Tokens];
+    for (std::size_t j = 0; j < Tokens; ++j) sum[j] = Format::sum::zero();
+    const auto take = [&](const typename Format::unpacked& u, std::size_t s) RUVLLM_QUANT_LAMBDA {
+      for (std::size_t j = 0; j < Tokens; ++j) Format::accumulate(sum[j], u, a + j * per_token, s);
+    };
     line_prefetcher ahead(row);  // rows_l1's stream; pairs_l1_l2 keeps prefetch_ahead
-    for (std::size_t b = 0; b < nb; ++b) {
+    for (std::size_t s = 0; s < steps; ++s) {
       if constexpr (Plan == gemv_plan::rows_l1)
-        ahead.until(row + b + 1);
+        ahead.until(row + (s + 1) * step);
       else
-        prefetch_ahead<Plan>(row + b, sizeof(Block));
-      const unpacked u = Format::unpack(row[b], c);
-      for (std::size_t j = 0; j < Tokens; ++j) {
-        const block_q8_k& act = a[j * nb + b];
-        sum[j].add(dot(u, act, Format::activation_factors(act)));
-      }
+        prefetch_ahead<Plan>(row + s * step, step);
+      take(Format::unpack(row + s * step, c), s);
     }
+    if constexpr (Format::partial_steps)
+      if (Format::has_partial_step(n)) take(Format::unpack_partial(row + steps * step, c), steps);
     for (std::size_t j = 0; j < Tokens; ++j) y[j * y_stride + r] = sum[j].total();
   }
 }
 
 /// out[r] = dot(row r, a): the GEMV.
 template <class Format>
-RUVLLM_QUANT_ATTR HWY_INLINE void rows(const typename Format::block* HWY_RESTRICT w, std::size_t row_stride,
-                                       std::size_t rows, const block_q8_k* HWY_RESTRICT a, std::size_t n,
+RUVLLM_QUANT_ATTR HWY_INLINE void rows(const void* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
+                                       const typename Format::activation* HWY_RESTRICT a, std::size_t n,
                                        float* HWY_RESTRICT out) {
   const typename Format::constants c = Format::load_constants();
   with_gemv_plan([&](auto plan) RUVLLM_QUANT_LAMBDA {
-    token_group<Format, 1, decltype(plan)::value>(w, row_stride, rows, a, n / qk_k, out, 0, c);
+    token_group<Format, 1, decltype(plan)::value>(w, row_stride, rows, a, n, out, 0, c);
   });
 }
 
@@ -9099,19 +9295,19 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows(const typename Format::block* HWY_RESTRIC
 /// registers beside the sums, groups of four still win: Q4_K 4.8 ns against
 /// 5.9 in groups of two and 5.5 per token, Q6_K 5.0 against 6.0 and 7.7.
 template <class Format>
-RUVLLM_QUANT_ATTR HWY_INLINE void gemm(const typename Format::block* HWY_RESTRICT w, std::size_t row_stride,
-                                       std::size_t rows, const block_q8_k* HWY_RESTRICT a, std::size_t tokens,
+RUVLLM_QUANT_ATTR HWY_INLINE void gemm(const void* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
+                                       const typename Format::activation* HWY_RESTRICT a, std::size_t tokens,
                                        std::size_t n, float* HWY_RESTRICT y, std::size_t y_stride) {
   constexpr std::size_t group = 4;
   const typename Format::constants c = Format::load_constants();
-  const std::size_t nb = n / qk_k;
+  const std::size_t per_token = Format::activation_count(n);
   with_gemv_plan([&](auto plan) RUVLLM_QUANT_LAMBDA {
     constexpr gemv_plan Plan = decltype(plan)::value;
     std::size_t t = 0;
     for (; t + group <= tokens; t += group)
-      token_group<Format, group, Plan>(w, row_stride, rows, a + t * nb, nb, y + t * y_stride, y_stride, c);
+      token_group<Format, group, Plan>(w, row_stride, rows, a + t * per_token, n, y + t * y_stride, y_stride, c);
     for (; t < tokens; ++t)
-      token_group<Format, 1, Plan>(w, row_stride, rows, a + t * nb, nb, y + t * y_stride, y_stride, c);
+      token_group<Format, 1, Plan>(w, row_stride, rows, a + t * per_token, n, y + t * y_stride, y_stride, c);
   });
 }
 
@@ -9674,6 +9870,8 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_quad_rows(const block_q8_0* HWY_RES
   scalar::dot_q8_0_quad_rows(w, row_stride, rows, a, n, out);
 #elif RUVLLM_QUANT_VNNI
   quant_simd::vnni::all_quad_rows<false>(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  quant_simd::kwide::rows<quant_simd::kwide::q8_0_pair_format>(w, row_stride, rows, a, n, out);
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
                              [](const std::int8_t* qs, const quant_simd::act32& act)
@@ -9688,6 +9886,8 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_quad_rows(const block_q4_0* HWY_RES
   scalar::dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
 #elif RUVLLM_QUANT_VNNI
   quant_simd::vnni::all_quad_rows<true>(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  quant_simd::kwide::rows<quant_simd::kwide::q4_0_pair_format>(w, row_stride, rows, a, n, out);
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
                              [](const std::uint8_t* qs, const quant_simd::act32& act)
@@ -9701,6 +9901,8 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q8_0_quads(const block_q8_0* HWY_RESTRI
                                                     std::size_t y_stride) {
 #if RUVLLM_QUANT_VNNI
   quant_simd::vnni::quad_gemm<false>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#elif RUVLLM_QUANT_WIDE
+  quant_simd::kwide::gemm<quant_simd::kwide::q8_0_pair_format>(w, row_stride, rows, a, tokens, n, y, y_stride);
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q8_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                      y_stride);
@@ -9713,6 +9915,8 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q4_0_quads(const block_q4_0* HWY_RESTRI
                                                     std::size_t y_stride) {
 #if RUVLLM_QUANT_VNNI
   quant_simd::vnni::quad_gemm<true>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#elif RUVLLM_QUANT_WIDE
+  quant_simd::kwide::gemm<quant_simd::kwide::q4_0_pair_format>(w, row_stride, rows, a, tokens, n, y, y_stride);
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q4_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                      y_stride);
