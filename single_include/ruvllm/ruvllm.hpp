@@ -8265,14 +8265,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT
   const hn::RebindToUnsigned<D16> du16;
   const hn::Rebind<std::uint8_t, D16> du8;
   const auto mask = hn::Set(d16, 0x0F);
-#if RUVLLM_QUANT_WIDE
-  const auto bytes = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, qs)));
-  const hn::Vec<D16> q[2] = {hn::And(bytes, mask), hn::ShiftRight<4>(bytes)};
-#else
   const auto b0 = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, qs)));
   const auto b1 = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, qs + 8)));
   const hn::Vec<D16> q[4] = {hn::And(b0, mask), hn::And(b1, mask), hn::ShiftRight<4>(b0), hn::ShiftRight<4>(b1)};
-#endif
   return hn::Sub(dot_parts(q, a), a.eight_sum);
 #endif
 }
