@@ -8747,6 +8747,19 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q6_k_block(const block_q6_k& w, const block_q
   const std::int32_t total = hn::GetLane(hn::SumOfLanes(d32, acc)) - 32 * bias;
   return half_to_float(w.d) * a.d * static_cast<float>(total);
 }
+
+/// out[r] = the sum over row r's super-blocks of block_dot(block, its activations).
+template <class Block, class BlockDot>
+RUVLLM_QUANT_ATTR HWY_INLINE void superblock_rows(const Block* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
+                                                  const block_q8_k* HWY_RESTRICT a, std::size_t n,
+                                                  float* HWY_RESTRICT out, BlockDot block_dot) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const Block* row = scalar::quant_detail::row_at(w, row_stride, r);
+    float sum = 0.0f;
+    for (std::size_t b = 0; b < n / qk_k; ++b) sum += block_dot(row[b], a[b]);
+    out[r] = sum;
+  }
+}
 #else
 // ------------------------------------------ K-quant GEMV rows, GEMM tiles
 // Q4_K and Q6_K rows in the widest integer registers (512-bit on AVX-512
@@ -8935,7 +8948,6 @@ struct row_sum {
 /// met by one Q8_K block of each token.
 template <class Format, class Block>
 struct superblock_steps {
-  using block = Block;
   using unpacked = superblock;
   using activation = block_q8_k;
   using sum = row_sum;
@@ -9153,7 +9165,6 @@ struct block_pair_steps {
 };
 
 struct q4_0_pair_format : block_pair_steps<sizeof(block_q4_0)> {
-  using block = block_q4_0;
   struct constants {
     __m256i nibble_mask, scale_index;
   };
@@ -9199,7 +9210,6 @@ struct q4_0_pair_format : block_pair_steps<sizeof(block_q4_0)> {
 };
 
 struct q8_0_pair_format : block_pair_steps<sizeof(block_q8_0)> {
-  using block = block_q8_0;
   struct constants {
     __m256i scale_index;
   };
@@ -9773,17 +9783,12 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_k_q8_k_rows(const block_q4_k* HWY_RES
                                                        std::size_t n, float* HWY_RESTRICT out) {
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
-#else
-#if RUVLLM_QUANT_WIDE
+#elif RUVLLM_QUANT_WIDE
   quant_simd::kwide::rows<quant_simd::kwide::q4_k_format>(w, row_stride, rows, a, n, out);
 #else
-  for (std::size_t r = 0; r < rows; ++r) {
-    const block_q4_k* row = scalar::quant_detail::row_at(w, row_stride, r);
-    float sum = 0.0f;
-    for (std::size_t b = 0; b < n / qk_k; ++b) sum += quant_simd::q4_k_block(row[b], a[b]);
-    out[r] = sum;
-  }
-#endif
+  quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
+                              [](const block_q4_k& w_b, const block_q8_k& a_b)
+                                  RUVLLM_QUANT_LAMBDA { return quant_simd::q4_k_block(w_b, a_b); });
 #endif
 }
 
@@ -9792,17 +9797,12 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RES
                                                        std::size_t n, float* HWY_RESTRICT out) {
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
-#else
-#if RUVLLM_QUANT_WIDE
+#elif RUVLLM_QUANT_WIDE
   quant_simd::kwide::rows<quant_simd::kwide::q6_k_format>(w, row_stride, rows, a, n, out);
 #else
-  for (std::size_t r = 0; r < rows; ++r) {
-    const block_q6_k* row = scalar::quant_detail::row_at(w, row_stride, r);
-    float sum = 0.0f;
-    for (std::size_t b = 0; b < n / qk_k; ++b) sum += quant_simd::q6_k_block(row[b], a[b]);
-    out[r] = sum;
-  }
-#endif
+  quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
+                              [](const block_q6_k& w_b, const block_q8_k& a_b)
+                                  RUVLLM_QUANT_LAMBDA { return quant_simd::q6_k_block(w_b, a_b); });
 #endif
 }
 
