@@ -15,5 +15,10 @@ target_compile_definitions(ruvllm_kernels PUBLIC RUVLLM_KERNELS_SEPARATE)
 if(RUVLLM_HWY_DISABLED_TARGETS)
   # Sanitizer builds compile the baseline and the best target of each x86
   # level (SCALAR, AVX2, AVX3_DL) instead of all six.
-  target_compile_definitions(ruvllm_kernels PUBLIC "HWY_DISABLED_TARGETS=(${RUVLLM_HWY_DISABLED_TARGETS})")
+  set(_ruvllm_disabled "${RUVLLM_HWY_DISABLED_TARGETS}")
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
+    # The SVE targets are never compiled (see kernels/dispatch.hpp).
+    string(APPEND _ruvllm_disabled "|HWY_SVE|HWY_SVE2|HWY_SVE_256|HWY_SVE2_128")
+  endif()
+  target_compile_definitions(ruvllm_kernels PUBLIC "HWY_DISABLED_TARGETS=(${_ruvllm_disabled})")
 endif()

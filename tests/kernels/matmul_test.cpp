@@ -100,6 +100,11 @@ void for_each_gemv_plan(Fn fn) {
 // on AMD family 1Ah and later), read independently of CPUID; empty when the
 // file or its fields are missing.
 std::optional<k::gemv_plan> plan_from_cpuinfo() {
+#if !defined(__x86_64__) && !defined(__i386__)
+  // The rule reads x86 CPUID; elsewhere (and under an emulator, whose
+  // /proc/cpuinfo is the host's) the plan is always pairs_l1_l2.
+  return k::gemv_plan::pairs_l1_l2;
+#else
   std::ifstream file("/proc/cpuinfo");
   std::string line, vendor;
   std::optional<unsigned> family;
@@ -112,6 +117,7 @@ std::optional<k::gemv_plan> plan_from_cpuinfo() {
   }
   if (vendor.empty() || !family) return std::nullopt;
   return vendor == "AuthenticAMD" && *family >= 0x1a ? k::gemv_plan::rows_l1 : k::gemv_plan::pairs_l1_l2;
+#endif
 }
 
 template <class W>

@@ -87,6 +87,13 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 #endif
+// Highway's SVE targets are left out: several kernels keep vectors in
+// arrays, members and lambda captures, which SVE's sizeless vector types
+// cannot be, so AArch64 runs the NEON target. A program that sets
+// HWY_DISABLED_TARGETS itself must list them too.
+#if defined(__aarch64__) && !defined(HWY_DISABLED_TARGETS)
+#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
+#endif
 #if defined(RUVLLM_STATIC_DISPATCH) && !defined(HWY_COMPILE_ONLY_STATIC)
 #define HWY_COMPILE_ONLY_STATIC 1
 #endif

@@ -180,24 +180,25 @@ struct act32 {
   V32 eight_sum;
 };
 
+// Built by aggregate initialization: act32's implicit default constructor
+// would be compiled without the target's options (GCC 12 on AArch64 then
+// refuses to inline the vectors' constructors into it).
 RUVLLM_QUANT_ATTR HWY_INLINE act32 prepare_act32(const std::int8_t* HWY_RESTRICT a) {
-  act32 p;
 #if RUVLLM_QUANT_WIDE
-  p.raw = load256(a);
-  p.eight_sum = u8_dot256(_mm256_set1_epi8(8), p.raw);
+  const __m256i raw = load256(a);
+  return act32{raw, u8_dot256(_mm256_set1_epi8(8), raw)};
 #else
   const D32 d32;
   const D16 d16;
   const hn::Rebind<std::int8_t, D16> d8;
-  constexpr std::size_t parts = sizeof(p.v) / sizeof(p.v[0]);
+  hn::Vec<D16> v[4];
   V32 odd = hn::Zero(d32), even = hn::Zero(d32);
-  for (std::size_t k = 0; k < parts; ++k) {
-    p.v[k] = hn::PromoteTo(d16, hn::LoadU(d8, a + k * (32 / parts)));
-    even = hn::ReorderWidenMulAccumulate(d32, hn::Set(d16, 8), p.v[k], even, odd);
+  for (std::size_t k = 0; k < 4; ++k) {
+    v[k] = hn::PromoteTo(d16, hn::LoadU(d8, a + k * 8));
+    even = hn::ReorderWidenMulAccumulate(d32, hn::Set(d16, 8), v[k], even, odd);
   }
-  p.eight_sum = hn::Add(even, odd);
+  return act32{{v[0], v[1], v[2], v[3]}, hn::Add(even, odd)};
 #endif
-  return p;
 }
 
 #if !RUVLLM_QUANT_WIDE

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds ruvllm for 64-bit ARM Linux (Highway's NEON target) with Debian's
+# cross compiler and runs its tests under qemu-user, on a Debian 12 x86-64
+# machine. Not part of scripts/test.sh: it adds arm64 to dpkg's
+# architectures, and emulated tests run tens of times slower than native
+# ones (the whole suite takes hours on two cores; pass a ctest regex).
+# Usage: bash scripts/check-aarch64.sh [ctest -R regex]
+#   e.g. bash scripts/check-aarch64.sh 'kernels_tests:quant|model_tests:conformance'
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "check-aarch64: need root or sudo to install packages" >&2; exit 1; }
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  "${sudo[@]}" dpkg --add-architecture arm64
+  "${sudo[@]}" apt-get update -qq
+fi
+packages=(g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
+done
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "check-aarch64: installing ${missing[*]}" >&2
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B build/aarch64 -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake \
+  -DCMAKE_BUILD_TYPE=Release -DRUVLLM_BUILD_BENCH=OFF -DRUVLLM_WERROR=ON
+cmake --build build/aarch64 -j"$(nproc)"
+ctest --test-dir build/aarch64 -j"$(nproc)" --output-on-failure ${1:+-R "$1"}
