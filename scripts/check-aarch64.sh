@@ -4,6 +4,9 @@
 # machine. Not part of scripts/test.sh: it adds arm64 to dpkg's
 # architectures, and emulated tests run tens of times slower than native
 # ones (the whole suite takes hours on two cores; pass a ctest regex).
+# Debian 12's qemu-user (7.2) hangs on threads that wait for each other (the
+# thread pool's tests, and a minimal two-thread atomic handshake alike), so
+# choose single-threaded tests.
 # Usage: bash scripts/check-aarch64.sh [ctest -R regex]
 #   e.g. bash scripts/check-aarch64.sh 'kernels_tests:quant|model_tests:conformance'
 set -euo pipefail

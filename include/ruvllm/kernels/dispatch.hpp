@@ -90,7 +90,9 @@
 // Highway's SVE targets are left out: several kernels keep vectors in
 // arrays, members and lambda captures, which SVE's sizeless vector types
 // cannot be, so AArch64 runs the NEON target. A program that sets
-// HWY_DISABLED_TARGETS itself must list them too.
+// HWY_DISABLED_TARGETS itself must list them too, and one that includes
+// Highway's headers before ruvllm's has fixed its targets already (the
+// SVE ones then fail to compile).
 #if defined(__aarch64__) && !defined(HWY_DISABLED_TARGETS)
 #define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
 #endif
