@@ -26,7 +26,7 @@ fi
 packages=(g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64)
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
+  dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
 done
 if [ ${#missing[@]} -ne 0 ]; then
   echo "check-aarch64: installing ${missing[*]}" >&2

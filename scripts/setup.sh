@@ -18,7 +18,9 @@ packages=(
 
 missing=()
 for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+  # One status line per installed architecture (arm64 ones too on a machine
+  # set up by scripts/check-aarch64.sh).
+  if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
     missing+=("$p")
   fi
 done
