@@ -12,26 +12,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/setup.sh
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null 2>&1 || { echo "check-aarch64: need root or sudo to install packages" >&2; exit 1; }
-  sudo=(sudo)
-fi
-export DEBIAN_FRONTEND=noninteractive
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
   "${sudo[@]}" dpkg --add-architecture arm64
-  "${sudo[@]}" apt-get update -qq
 fi
-packages=(g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
-done
-if [ ${#missing[@]} -ne 0 ]; then
-  echo "check-aarch64: installing ${missing[*]}" >&2
-  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# The build machine's packages, and the cross toolchain (setup.sh runs
+# apt-get update before installing anything missing).
+bash scripts/setup.sh g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64
 
 cmake -S . -B build/aarch64 -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake \
   -DCMAKE_BUILD_TYPE=Release -DRUVLLM_BUILD_BENCH=OFF -DRUVLLM_WERROR=ON

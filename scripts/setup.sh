@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs ruvllm's build, test and benchmark dependencies from Debian 12
 # packages. Idempotent: when everything is present it only checks and exits.
+# Arguments name further packages to install the same way
+# (scripts/check-aarch64.sh: the cross toolchain).
 set -euo pipefail
 
 packages=(
@@ -14,6 +16,7 @@ packages=(
   libopenblas-dev libhnswlib-dev libfaiss-dev
   # opt-in session encryption (RUVLLM_WITH_SODIUM)
   libsodium-dev
+  "$@"
 )
 
 missing=()
