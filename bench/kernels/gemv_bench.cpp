@@ -301,10 +301,10 @@ void register_plans() {
     using Block = typename Precision::block_type;
     constexpr std::string_view precision = Precision::name;
     constexpr std::size_t cols = 2048, row_bytes = cols / Precision::block_size * sizeof(Block);
-    const std::size_t matrices = plan_bytes / (plan_matrix_rows * row_bytes);
+    constexpr std::size_t matrices = plan_bytes / (plan_matrix_rows * row_bytes);
     const auto act = std::make_shared<std::vector<k::activation_block_t<Block>>>(k::activation_blocks<Block>(cols));
     register_plan_rows(precision, cols, static_cast<double>(matrices * plan_matrix_rows * row_bytes),
-                       [x, y, act, matrices](ruvllm::thread_pool& p) {
+                       [x, y, act](ruvllm::thread_pool& p) {
                          for (std::size_t m = 0; m < matrices; ++m)
                            k::quantized_gemv<highway>(
                                p, reinterpret_cast<const Block*>(plan_weights() + m * plan_matrix_rows * row_bytes),

@@ -2835,7 +2835,7 @@ struct distance_ops<backend::scalar> {
   }
   static void dot_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n, std::size_t row_count,
                          std::int32_t* out) noexcept {
-    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_dot_max_length);
+    RUVLLM_ASSERT(row_count == 0 || (rows != nullptr && n <= int8_dot_max_length));
     scalar::dot_gather(query, rows, n, row_count, out);
   }
   // ---- l2sq_gather: out[r] = l2sq(query, rows[r], n)
@@ -2856,7 +2856,7 @@ struct distance_ops<backend::scalar> {
   }
   static void l2sq_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n,
                           std::size_t row_count, std::int32_t* out) noexcept {
-    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_l2sq_max_length);
+    RUVLLM_ASSERT(row_count == 0 || (rows != nullptr && n <= int8_l2sq_max_length));
     scalar::l2sq_gather(query, rows, n, row_count, out);
   }
 };
@@ -8625,7 +8625,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<Q4>();
   const std::size_t nb = n / 32;
-  with_gemv_plan([&](auto plan) {
+  with_gemv_plan([&](auto plan) RUVLLM_QUANT_LAMBDA {
     constexpr gemv_plan Plan = decltype(plan)::value;
     std::size_t r = 0;
     if constexpr (Q4 && Plan == gemv_plan::pairs_l1_l2)
@@ -11950,7 +11950,7 @@ struct distance_ops<backend::highway> {
   /// dot of a i8 query against each row rows[r].
   static void dot_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n, std::size_t row_count,
                          std::int32_t* out) noexcept {
-    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_dot_max_length);
+    RUVLLM_ASSERT(row_count == 0 || (rows != nullptr && n <= int8_dot_max_length));
     dispatch::distance_dot_gather_i8(query, rows, n, row_count, out);
   }
   // ---- l2sq_gather: one dispatch for all rows, the next row prefetched
@@ -11975,7 +11975,7 @@ struct distance_ops<backend::highway> {
   /// l2sq of a i8 query against each row rows[r].
   static void l2sq_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n,
                           std::size_t row_count, std::int32_t* out) noexcept {
-    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_l2sq_max_length);
+    RUVLLM_ASSERT(row_count == 0 || (rows != nullptr && n <= int8_l2sq_max_length));
     dispatch::distance_l2sq_gather_i8(query, rows, n, row_count, out);
   }
 };
@@ -13133,7 +13133,7 @@ struct distance_ops<backend::xsimd> {
   /// dot of a i8 query against each row rows[r].
   static void dot_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n, std::size_t row_count,
                          std::int32_t* out) noexcept {
-    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_dot_max_length);
+    RUVLLM_ASSERT(row_count == 0 || (rows != nullptr && n <= int8_dot_max_length));
     for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::dot_i8(query, rows[r], n);
   }
   // ---- l2sq_gather
@@ -13158,7 +13158,7 @@ struct distance_ops<backend::xsimd> {
   /// l2sq of a i8 query against each row rows[r].
   static void l2sq_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n,
                           std::size_t row_count, std::int32_t* out) noexcept {
-    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_l2sq_max_length);
+    RUVLLM_ASSERT(row_count == 0 || (rows != nullptr && n <= int8_l2sq_max_length));
     for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::l2sq_i8(query, rows[r], n);
   }
 };

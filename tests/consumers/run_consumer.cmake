@@ -1,6 +1,6 @@
 # Configures, builds and runs one consumer project (see CMakeLists.txt).
 # Inputs: MODE, SOURCE_DIR, BUILD_DIR, CONSUMERS, WORK_DIR, CXX, GENERATOR, FLAGS,
-# STATIC_DISPATCH.
+# BUILD_TYPE (default Release), STATIC_DISPATCH, ALL_KERNELS.
 
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
@@ -12,7 +12,10 @@ function(run)
 endfunction()
 
 file(REMOVE_RECURSE ${WORK_DIR})
-set(args -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=${FLAGS}")
+if(NOT BUILD_TYPE)
+  set(BUILD_TYPE Release)
+endif()
+set(args -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=${BUILD_TYPE} "-DCMAKE_CXX_FLAGS=${FLAGS}")
 
 if(MODE STREQUAL "find_package")
   run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
@@ -24,7 +27,7 @@ elseif(MODE STREQUAL "add_subdirectory")
 elseif(MODE STREQUAL "single_header")
   run(${CMAKE_COMMAND} -S ${CONSUMERS}/single_header -B ${WORK_DIR}/build ${args}
       -DRUVLLM_SINGLE_INCLUDE_DIR=${SOURCE_DIR}/single_include -DCOMMON_DIR=${CONSUMERS}/common
-      -DRUVLLM_STATIC_DISPATCH=${STATIC_DISPATCH})
+      -DRUVLLM_STATIC_DISPATCH=${STATIC_DISPATCH} -DRUVLLM_ALL_KERNELS=${ALL_KERNELS})
 else()
   message(FATAL_ERROR "unknown MODE ${MODE}")
 endif()

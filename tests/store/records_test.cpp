@@ -72,7 +72,9 @@ void check_same(const st::record_graph& g, const model& m) {
     REQUIRE(g.by_key(got->key) == got);
   }
   // Time ranges per kind and over every kind, against a scan of the model.
-  for (auto [lo, hi] : {std::pair<std::int64_t, std::int64_t>{0, 500}, {250, 750}, {900, 1001}}) {
+  for (const auto& range : {std::pair<std::int64_t, std::int64_t>{0, 500}, {250, 750}, {900, 1001}}) {
+    // Named copies, not a structured binding: clang 14 cannot capture those.
+    const std::int64_t lo = range.first, hi = range.second;
     auto in = [&](const st::record& r) { return r.time >= lo && r.time < hi; };
     for (auto k : kinds)
       REQUIRE(g.in_time_range(k, lo, hi) == ids_sorted_by(

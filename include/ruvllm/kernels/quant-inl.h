@@ -599,7 +599,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<Q4>();
   const std::size_t nb = n / 32;
-  with_gemv_plan([&](auto plan) {
+  with_gemv_plan([&](auto plan) RUVLLM_QUANT_LAMBDA {
     constexpr gemv_plan Plan = decltype(plan)::value;
     std::size_t r = 0;
     if constexpr (Q4 && Plan == gemv_plan::pairs_l1_l2)

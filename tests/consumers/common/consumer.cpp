@@ -1,6 +1,15 @@
-// A minimal ruvllm consumer: policy types, the error model and the dot
-// kernel through two backends. Exits non-zero if anything disagrees.
+// A minimal ruvllm consumer: policy types, the error model, and the float and
+// Q4_0 / Q4_K dot kernels through two backends. Exits non-zero if anything
+// disagrees.
+//
+// With RUVLLM_CONSUMER_ALL_KERNELS the program is its own kernels
+// implementation unit (see ruvllm/kernels/dispatch.hpp), so the consumer's
+// compiler generates every kernel for every target, not only those called.
 
+#ifdef RUVLLM_CONSUMER_ALL_KERNELS
+#define RUVLLM_KERNELS_SEPARATE
+#define RUVLLM_KERNELS_IMPLEMENTATION
+#endif
 #include "ruvllm/ruvllm.hpp"
 
 #include <cmath>
@@ -22,7 +31,46 @@ static ruvllm::result<float> checked_dot(const std::vector<float>& a, const std:
   return ruvllm::kernels::ops<consumer_config::backend>::dot(a.data(), b.data(), a.size());
 }
 
+/// The SIMD dot within float rounding of the scalar reference's (both sum
+/// the same exact integers per block), and both within quantization error of
+/// the float dot.
+template <class Block, class Activation, class Quantize, class QuantizeActivation, class Dot, class ScalarDot>
+static bool quantized_dot_agrees(const std::vector<float>& w, const std::vector<float>& x, Quantize quantize,
+                                 QuantizeActivation quantize_activation, Dot dot, ScalarDot scalar_dot) {
+  constexpr std::size_t per_block = sizeof(Block) == sizeof(ruvllm::block_q4_0) ? 32 : ruvllm::qk_k;
+  constexpr std::size_t per_activation = sizeof(Activation) == sizeof(ruvllm::block_q8_0) ? 32 : ruvllm::qk_k;
+  std::vector<Block> wq(w.size() / per_block);
+  std::vector<Activation> xq(x.size() / per_activation);
+  quantize(w.data(), wq.data(), w.size());
+  quantize_activation(x.data(), xq.data(), x.size());
+  const float fast = dot(wq.data(), xq.data(), w.size());
+  const float reference = scalar_dot(wq.data(), xq.data(), w.size());
+  double exact = 0.0, magnitude = 0.0;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    exact += static_cast<double>(w[i]) * x[i];
+    magnitude += std::fabs(static_cast<double>(w[i]) * x[i]);
+  }
+  return std::fabs(fast - reference) <= 1e-5 * magnitude && std::fabs(reference - exact) <= 0.05 * magnitude;
+}
+
 int main() {
+  using fast_ops = ruvllm::kernels::ops<consumer_config::backend>;
+  using scalar_ops = ruvllm::kernels::ops<ruvllm::backend::scalar>;
+  {
+    std::vector<float> w(1024), x(1024);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      w[i] = std::sin(0.37f * static_cast<float>(i));
+      x[i] = std::cos(0.11f * static_cast<float>(i));
+    }
+    const bool q4_0 = quantized_dot_agrees<ruvllm::block_q4_0, ruvllm::block_q8_0>(
+        w, x, fast_ops::quantize_q4_0, fast_ops::quantize_q8_0, fast_ops::dot_q4_0_q8_0, scalar_ops::dot_q4_0_q8_0);
+    const bool q4_k = quantized_dot_agrees<ruvllm::block_q4_k, ruvllm::block_q8_k>(
+        w, x, fast_ops::quantize_q4_k, fast_ops::quantize_q8_k, fast_ops::dot_q4_k_q8_k, scalar_ops::dot_q4_k_q8_k);
+    if (!q4_0 || !q4_k) {
+      std::printf("quantized dot mismatch: q4_0 %d, q4_k %d\n", q4_0, q4_k);
+      return 1;
+    }
+  }
   std::vector<float> a(1000), b(1000);
   for (std::size_t i = 0; i < a.size(); ++i) {
     a[i] = static_cast<float>(i % 13) - 6.0f;

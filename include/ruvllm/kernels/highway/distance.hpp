@@ -225,7 +225,7 @@ struct distance_ops<backend::highway> {
   /// dot of a i8 query against each row rows[r].
   static void dot_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n, std::size_t row_count,
                          std::int32_t* out) noexcept {
-    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_dot_max_length);
+    RUVLLM_ASSERT(row_count == 0 || (rows != nullptr && n <= int8_dot_max_length));
     dispatch::distance_dot_gather_i8(query, rows, n, row_count, out);
   }
   // ---- l2sq_gather: one dispatch for all rows, the next row prefetched
@@ -250,7 +250,7 @@ struct distance_ops<backend::highway> {
   /// l2sq of a i8 query against each row rows[r].
   static void l2sq_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n,
                           std::size_t row_count, std::int32_t* out) noexcept {
-    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_l2sq_max_length);
+    RUVLLM_ASSERT(row_count == 0 || (rows != nullptr && n <= int8_l2sq_max_length));
     dispatch::distance_l2sq_gather_i8(query, rows, n, row_count, out);
   }
 };

@@ -506,7 +506,7 @@ struct distance_ops<backend::scalar> {
   }
   static void dot_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n, std::size_t row_count,
                          std::int32_t* out) noexcept {
-    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_dot_max_length);
+    RUVLLM_ASSERT(row_count == 0 || (rows != nullptr && n <= int8_dot_max_length));
     scalar::dot_gather(query, rows, n, row_count, out);
   }
   // ---- l2sq_gather: out[r] = l2sq(query, rows[r], n)
@@ -527,7 +527,7 @@ struct distance_ops<backend::scalar> {
   }
   static void l2sq_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n,
                           std::size_t row_count, std::int32_t* out) noexcept {
-    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_l2sq_max_length);
+    RUVLLM_ASSERT(row_count == 0 || (rows != nullptr && n <= int8_l2sq_max_length));
     scalar::l2sq_gather(query, rows, n, row_count, out);
   }
 };

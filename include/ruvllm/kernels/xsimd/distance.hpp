@@ -632,7 +632,7 @@ struct distance_ops<backend::xsimd> {
   /// dot of a i8 query against each row rows[r].
   static void dot_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n, std::size_t row_count,
                          std::int32_t* out) noexcept {
-    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_dot_max_length);
+    RUVLLM_ASSERT(row_count == 0 || (rows != nullptr && n <= int8_dot_max_length));
     for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::dot_i8(query, rows[r], n);
   }
   // ---- l2sq_gather
@@ -657,7 +657,7 @@ struct distance_ops<backend::xsimd> {
   /// l2sq of a i8 query against each row rows[r].
   static void l2sq_gather(const std::int8_t* query, const std::int8_t* const* rows, std::size_t n,
                           std::size_t row_count, std::int32_t* out) noexcept {
-    RUVLLM_ASSERT(row_count == 0 || rows != nullptr && n <= int8_l2sq_max_length);
+    RUVLLM_ASSERT(row_count == 0 || (rows != nullptr && n <= int8_l2sq_max_length));
     for (std::size_t r = 0; r < row_count; ++r) out[r] = xsimd_impl::distance_impl::l2sq_i8(query, rows[r], n);
   }
 };
