@@ -11,6 +11,8 @@
 //    time is exactly what they measure;
 //  * gemv_plan rows compare the two GEMV plans over 1 GiB of weights (see
 //    register_plans);
+//  * avx_vnni_gemv / avx_vnni_gemm rows compare the AVX2 target's quant
+//    kernels with and without AVX-VNNI (see register_avx_vnni);
 //  * quantize rows time the Q8_0 quads a Q8_0 / Q4_0 GEMV quantizes its input
 //    into, on the calling thread before the rows start, at the input lengths
 //    of the benchmarked models (768, 2048, 8192); the baseline is the Q8_0
@@ -20,6 +22,7 @@
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
+#include <hwy/targets.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -230,6 +233,76 @@ void register_quantized(const std::shared_ptr<matrix>& m, Quantize quantize) {
   }
 }
 
+// The AVX2 target with and without its AVX-VNNI copy of the quant kernels
+// (kernels/avx_vnni.hpp), dispatch forced to AVX2 for these rows, one
+// thread: the GEMV over the 4096 x 4096 matrix and the prefill GEMM of 128
+// tokens, per format. Each row's baseline is the same call with AVX-VNNI
+// off, so `speedup` is what AVX-VNNI gives a machine that runs the AVX2
+// target (Intel client cores since Alder Lake); the GEMM rows are bound by
+// the integer dots, the GEMV rows partly by memory. Registered only where
+// the CPU has AVX-VNNI.
+template <class Precision, class Quantize>
+void register_avx_vnni(const std::shared_ptr<matrix>& m, Quantize quantize) {
+  namespace k = ruvllm::kernels;
+  if (!k::cpu_has_avx_vnni() || (hwy::SupportedTargets() & HWY_AVX2) == 0) return;
+  using Block = typename Precision::block_type;
+  constexpr std::size_t tokens = 128;
+  const std::size_t blocks = m->cols / Precision::block_size, row_bytes = blocks * sizeof(Block);
+  const auto w = std::make_shared<std::vector<Block>>(m->rows * blocks);
+  for (std::size_t r = 0; r < m->rows; ++r) quantize(m->w.data() + r * m->cols, w->data() + r * blocks, m->cols);
+  const auto x = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(tokens * m->cols, 17));
+  const auto y = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(tokens * m->rows, 18));
+  const auto act =
+      std::make_shared<std::vector<k::activation_block_t<Block>>>(tokens * k::activation_blocks<Block>(m->cols));
+  for (const bool prefill : {false, true}) {
+    const std::string shape = prefill ? rb::shape({m->rows, m->cols, tokens}) : rb::shape({m->rows, m->cols});
+    const std::string ours =
+        rb::row_name("kernels", prefill ? "avx_vnni_gemm" : "avx_vnni_gemv", Precision::name, shape, 1);
+    const std::string base = rb::baseline_of(ours);
+    const auto with = [m, w, x, y, act, prefill, row_bytes](bool avx_vnni) {
+      return [m, w, x, y, act, prefill, row_bytes, avx_vnni] {
+        k::use_avx_vnni(avx_vnni);
+        if (prefill)
+          k::quantized_gemm<highway>(pool(1), w->data(), row_bytes, x->data(), m->cols, y->data(), m->rows, m->rows,
+                                     tokens, m->cols, act->data());
+        else
+          k::quantized_gemv<highway>(pool(1), w->data(), row_bytes, x->data(), y->data(), m->rows, m->cols,
+                                     act->data());
+        benchmark::ClobberMemory();
+      };
+    };
+    // Puts AVX2 in charge for one row and Highway's and AVX-VNNI's own choice back after it.
+    const auto on_avx2 = [](auto&& measure) {
+      hwy::SetSupportedTargetsForTest(HWY_AVX2);
+      measure();
+      hwy::SetSupportedTargetsForTest(0);
+      k::use_avx_vnni(true);
+    };
+    // GEMV rows: weight bytes streamed; GEMM rows: prefill tokens per second.
+    const double bytes = static_cast<double>(w->size() * sizeof(Block));
+    const auto counters = [bytes, prefill](benchmark::State& state, double seconds) {
+      if (prefill)
+        state.counters["tok_s"] = benchmark::Counter(static_cast<double>(tokens) / seconds);
+      else
+        rb::set_bandwidth_counters(state, bytes, 1);
+    };
+    benchmark::RegisterBenchmark(base.c_str(), [base, with, on_avx2, counters](benchmark::State& state) {
+      double seconds = 0.0;
+      on_avx2([&] { seconds = rb::timed_loop(state, with(false), 1); });
+      rb::record_baseline(state, base);
+      counters(state, seconds);
+    });
+    benchmark::RegisterBenchmark(ours.c_str(), [base, with, on_avx2, counters](benchmark::State& state) {
+      double seconds = 0.0;
+      on_avx2([&] {
+        seconds = rb::timed_loop(state, with(true), 1);
+        rb::set_speedup(state, base, with(false), 1);
+      });
+      counters(state, seconds);
+    });
+  }
+}
+
 // The gemv plans (kernels/gemv_plan.hpp) over 1 GiB of weights, beyond any
 // L3, in decode shapes: rows of 768, 2048 and 8192 f16 columns (a 110M
 // model's projections, a 1B model's, and its FFN down projection) and 2048
@@ -357,6 +430,13 @@ void register_quantize_quads() {
     register_quantized<ruvllm::precision::q4_0>(m, hw::quantize_q4_0);
     register_quantized<ruvllm::precision::q4_k>(m, hw::quantize_q4_k);
     register_quantized<ruvllm::precision::q6_k>(m, hw::quantize_q6_k);
+  }
+  {
+    using hw = ruvllm::kernels::ops<highway>;
+    register_avx_vnni<ruvllm::precision::q8_0>(square, hw::quantize_q8_0);
+    register_avx_vnni<ruvllm::precision::q4_0>(square, hw::quantize_q4_0);
+    register_avx_vnni<ruvllm::precision::q4_k>(square, hw::quantize_q4_k);
+    register_avx_vnni<ruvllm::precision::q6_k>(square, hw::quantize_q6_k);
   }
   register_cotenant(square);
   register_gemm(square, 128);

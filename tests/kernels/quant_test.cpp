@@ -18,9 +18,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <iterator>
 #include <limits>
 #include <new>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -1100,6 +1102,31 @@ TEST_CASE("q8_0 and q4_0 rows over quad activations: layout, exact, rows = gemm"
   check_quad_dots<q4_0_pair>(30);
   check_exact_quad_dots<q8_0_pair>(31);
   check_exact_quad_dots<q4_0_pair>(32);
+}
+
+TEST_CASE("AVX-VNNI: detection follows the CPU's flags and use_avx_vnni only enables it where present",
+          "[kernels][quant][dot]") {
+  namespace k = ruvllm::kernels;
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__linux__)
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream flags(line);
+    const bool listed = std::find(std::istream_iterator<std::string>(flags), std::istream_iterator<std::string>(),
+                                  "avx_vnni") != std::istream_iterator<std::string>();
+    CHECK(k::cpu_has_avx_vnni() == listed);
+    break;
+  }
+#else
+  CHECK_FALSE(k::cpu_has_avx_vnni());
+#endif
+  // Every per-target loop restores the detected state.
+  CHECK(k::avx_vnni_in_use() == k::cpu_has_avx_vnni());
+  CHECK_FALSE(k::use_avx_vnni(false));
+  CHECK_FALSE(k::avx_vnni_in_use());
+  CHECK(k::use_avx_vnni(true) == k::cpu_has_avx_vnni());
+  CHECK(k::avx_vnni_in_use() == k::cpu_has_avx_vnni());
 }
 
 TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "[kernels][quant][dot]") {

@@ -29,6 +29,7 @@
 
 #include "ruvllm/core/backend.hpp"
 #include "ruvllm/core/x86_intrinsics.hpp"
+#include "ruvllm/kernels/avx_vnni.hpp"
 #include "ruvllm/kernels/gemv_plan.hpp"
 // Scalar references, which per-target bodies may forward to (Highway's
 // SCALAR target lacks several ops).

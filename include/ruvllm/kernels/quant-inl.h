@@ -15,7 +15,10 @@
 // use VPDPBUSD (u8 x s8 -> int32), the 512-bit form with avx512vnni added to
 // the target attribute: Highway's AVX3_DL target string names AVX-VNNI but not
 // AVX512-VNNI, and with it compilers emit the 256/128-bit VPDPBUSD in its VEX
-// (AVX-VNNI) encoding, which Ice Lake and Zen 4 lack. Signed weights use
+// (AVX-VNNI) encoding, which Ice Lake and Zen 4 lack. The AVX2 target
+// compiles its wide kernels (quant_wide-inl.h) a second time with AVX-VNNI,
+// the VEX forms of Intel's client cores without AVX-512, and picks that copy
+// per call where the CPU has it (avx_vnni.hpp). Signed weights use
 // |w| . (a * sign(w)), hence the [-127, 127] precondition on activations.
 // Every primitive returns the exact int32 partial sums of its group, whichever
 // path computes them, so block sums equal the scalar reference's exactly.
@@ -76,6 +79,12 @@
 #define RUVLLM_QUANT_AVX512 1
 #else
 #define RUVLLM_QUANT_AVX512 0
+#endif
+// The AVX2 target's second copy of the wide kernels, with AVX-VNNI.
+#if HWY_TARGET == HWY_AVX2 && defined(__GNUC__)
+#define RUVLLM_QUANT_AVX_VNNI_COPY 1
+#else
+#define RUVLLM_QUANT_AVX_VNNI_COPY 0
 #endif
 
 HWY_BEFORE_NAMESPACE();
@@ -745,612 +754,44 @@ RUVLLM_QUANT_ATTR HWY_INLINE void superblock_rows(const Block* HWY_RESTRICT w, s
   }
 }
 #else
-// ------------------------------------------ K-quant GEMV rows, GEMM tiles
-// Q4_K and Q6_K rows in the widest integer registers (512-bit on AVX-512
-// targets, 256-bit on AVX2), one super-block of a row per step, each row
-// accumulating in float vectors that are reduced once, at the row's end.
-// Reducing every super-block to one float instead (the reference's
-// expression: horizontal adds, lane extracts and scalar float math per 144
-// or 210 bytes) held a Q4_K GEMV to ~21 GB/s and Q6_K to ~16 on Zen 5 (one
-// thread, 1 GiB of 2048 columns; a plain read ~41): in 512-bit registers
-// these read 35-37 and 37-39 there, and decode a 1B model in llama.cpp's
-// Q4_K_M mix at 56-57 tok/s against 32. In 256-bit registers (Highway's
-// AVX2 target, same machine) they read 25-26 and 26-27 GB/s against 23 and
-// 15, still bound by their multiply-adds and the scales' shuffles, and that
-// 1B model decodes at 38.5-39 tok/s against 29-30. Here the integer sums
-// stay in lanes: per lane and super-block they are exact (below 2^24, see
-// dot), so a row's
-// result is the exact dot with one float rounding per lane and super-block
-// plus the final reduction (the bound the dot tests hold every backend to),
-// and it depends on nothing but the row and the activations.
-//
-// Each multiply-add covers a register of consecutive elements, so the
-// activations are read straight from the block in element order: the weight
-// quants are brought into that order instead (Q4_K's nibbles by shifts of a
-// 32-byte load, in 512-bit registers broadcast to both halves and shifted
-// per half; Q6_K's high bits by shifts of qh). Sub-block scales ride in
-// 16-bit lanes and are broadcast within each 128-bit lane by a byte shuffle,
-// then applied by VPMADDWD to VPMADDUBSW's pair sums (quants < 64, so no
-// pair saturates), also under VNNI: VPDPBUSD leaves a 32-bit multiply after
-// it, and held a Q4_K GEMV to ~18 GB/s on Zen 5 where VPMADDWD gave ~23 (with
-// 256-bit super-block reductions; Q6_K's 16-byte groups, as a 512-bit
-// VPDPBUSD on zero-padded registers, read 1.2 GB/s).
-namespace kwide {
-
-// Full registers of the target: 512-bit on AVX-512 targets, 256-bit on AVX2.
-using DB = hn::ScalableTag<std::uint8_t>;
-using DW = hn::ScalableTag<float>;
-using DI = hn::RebindToSigned<DW>;
-using ivec = decltype(hn::Zero(DB()).raw);
-using fvec = decltype(hn::Zero(DW()).raw);
-/// Bytes (elements) per register, and registers per 256-element super-block.
-inline constexpr int bytes = static_cast<int>(sizeof(ivec));
-inline constexpr int parts = static_cast<int>(qk_k) / bytes;
-/// Integer accumulators of a super-block's dot: 256-bit registers take two
-/// so that each lane sums four VPMADDWD results, as the 512-bit one does,
-/// and stays exact in float (see dot).
-inline constexpr int accumulators = bytes == 64 ? 1 : 2;
-/// Scale registers of an unpacked super-block: one per register of quants,
-/// or with VNNI one per pair of them (see dot).
-inline constexpr int scale_registers = RUVLLM_QUANT_VNNI ? parts / 2 : parts;
-
-RUVLLM_QUANT_ATTR HWY_INLINE ivec load(const void* p) {
-  return hn::LoadU(DB(), static_cast<const std::uint8_t*>(p)).raw;
-}
-RUVLLM_QUANT_ATTR HWY_INLINE ivec set1_bytes(std::uint8_t b) { return hn::Set(DB(), b).raw; }
-RUVLLM_QUANT_ATTR HWY_INLINE ivec zero() { return hn::Zero(DB()).raw; }
-/// Bytes of v picked by index within each 128-bit lane (VPSHUFB).
-RUVLLM_QUANT_ATTR HWY_INLINE ivec shuffle_bytes(ivec v, ivec index) {
-  return hn::TableLookupBytes(hn::Vec<DB>{v}, hn::Vec<DB>{index}).raw;
-}
-/// acc + float(sums) x factor, lane-wise.
-RUVLLM_QUANT_ATTR HWY_INLINE fvec fma_lanes(ivec sums, fvec factor, fvec acc) {
-  return hn::MulAdd(hn::ConvertTo(DW(), hn::Vec<DI>{sums}), hn::Vec<DW>{factor}, hn::Vec<DW>{acc}).raw;
-}
-/// 16 bytes in every 128-bit lane.
-RUVLLM_QUANT_ATTR HWY_INLINE ivec broadcast128(__m128i v) {
-#if RUVLLM_QUANT_AVX512
-  return _mm512_broadcast_i32x4(v);
+// The kernels in the widest integer registers: K-quant rows and tiles, and on
+// AVX2 and AVX3 (no VNNI) Q4_0 / Q8_0 ones too.
+#define RUVLLM_QUANT_WIDE_NS kwide
+#define RUVLLM_QUANT_DOT4 RUVLLM_QUANT_VNNI
+#define RUVLLM_QUANT_WIDE_ENTRY HWY_INLINE
+#include "ruvllm/kernels/quant_wide-inl.h"
+#undef RUVLLM_QUANT_WIDE_NS
+#undef RUVLLM_QUANT_DOT4
+#undef RUVLLM_QUANT_WIDE_ENTRY
+#if RUVLLM_QUANT_AVX_VNNI_COPY
+// The same kernels with AVX-VNNI (see avx_vnni.hpp): VPDPBUSD for VPMADDUBSW
+// and its VPMADDWD (and add), VPDPWSSD for the K-quant scales. Highway's
+// AVX2 ops inline into these functions (their target is a superset), but
+// these cannot inline into the AVX2 target's kernels, which call them
+// through the non-inlined entry forms after checking the CPU.
+#undef RUVLLM_QUANT_ATTR
+#undef RUVLLM_QUANT_LAMBDA
+#define RUVLLM_QUANT_ATTR __attribute__((target(HWY_TARGET_STR ",avxvnni")))
+#define RUVLLM_QUANT_LAMBDA RUVLLM_QUANT_ATTR
+#define RUVLLM_QUANT_WIDE_NS kwide_avx_vnni
+#define RUVLLM_QUANT_DOT4 1
+#define RUVLLM_QUANT_WIDE_ENTRY HWY_NOINLINE
+#include "ruvllm/kernels/quant_wide-inl.h"
+#undef RUVLLM_QUANT_WIDE_NS
+#undef RUVLLM_QUANT_DOT4
+#undef RUVLLM_QUANT_WIDE_ENTRY
+#undef RUVLLM_QUANT_ATTR
+#undef RUVLLM_QUANT_LAMBDA
+#define RUVLLM_QUANT_ATTR
+#define RUVLLM_QUANT_LAMBDA HWY_ATTR
+// Form (rows or gemm) of Format over ARGS in the copy this CPU runs best.
+#define RUVLLM_QUANT_WIDE_CALL(FORM, FORMAT, ARGS)                                                       \
+  (avx_vnni_in_use() ? quant_simd::kwide_avx_vnni::FORM##_entry<quant_simd::kwide_avx_vnni::FORMAT> ARGS \
+                     : quant_simd::kwide::FORM##_entry<quant_simd::kwide::FORMAT>                        \
+                           ARGS)
 #else
-  return _mm256_broadcastsi128_si256(v);
+#define RUVLLM_QUANT_WIDE_CALL(FORM, FORMAT, ARGS) quant_simd::kwide::FORM##_entry<quant_simd::kwide::FORMAT> ARGS
 #endif
-}
-/// a + the pairwise sums of (u8 u x s8 s pair sums) x s16 scale.
-RUVLLM_QUANT_ATTR HWY_INLINE ivec add_scaled_dot(ivec a, ivec u, ivec s, ivec scale) {
-#if RUVLLM_QUANT_AVX512
-  return _mm512_add_epi32(a, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), scale));
-#else
-  return _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale));
-#endif
-}
-RUVLLM_QUANT_ATTR HWY_INLINE __m256 fold_to_256(fvec v) {
-#if RUVLLM_QUANT_AVX512
-  return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-#else
-  return v;
-#endif
-}
-
-/// A Q4_K super-block's eight 6-bit scales (bytes 0-7) and mins (bytes
-/// 8-15), unpacked four at a time in the 32-bit lanes of one register (the
-/// packing keeps each byte's bits within its byte). Unpacked in general
-/// registers instead and stored, the words reached the vector through a load
-/// spanning four stores, which cannot be forwarded: the 512-bit Q4_K GEMV
-/// (Zen 5, one thread, 4096 x 4096 from L3) read 34.1 GB/s that way,
-/// 37.4-39.1 this.
-RUVLLM_QUANT_ATTR HWY_INLINE __m128i q4_k_scales_mins(const block_q4_k& w) {
-  // 16 bytes from the scales on (the last four are quants of the same
-  // block): packed words p0, p1, p2 and one unused.
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
-  // Words: scales 0-3 = p0 & 0x3F.., scales 4-7 = (p2 & 0x0F..) | top two
-  // bits of p0's bytes at bits 4-5, mins 0-3 = p1 & 0x3F.., mins 4-7 = (p2 >>
-  // 4 & 0x0F..) | top two bits of p1's bytes at bits 4-5.
-  const __m128i low =
-      _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(packed, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4)),
-                    _mm_setr_epi32(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F));
-  const __m128i high = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(packed, _MM_SHUFFLE(1, 1, 0, 0)), 2),
-                                     _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-  return _mm_or_si128(low, high);
-}
-
-/// One row's super-block, unpacked for its dot with any token's activations
-/// (the GEMM tile unpacks once for all its tokens).
-struct superblock {
-  ivec quants[parts];            // elements bytes p .. bytes p + bytes - 1: unsigned quants in element order
-  ivec scales[scale_registers];  // 16-bit sub-block scales, one per word dot() multiplies
-  __m256i offset;                // 16-bit weights of the activation's 16 block sums
-  // The float weights of the scaled and the offset sums in every lane (Q4_K:
-  // d and -dmin; Q6_K: d and -32 d), times the activation's d in dot(): the
-  // signs and the power of two sit on the row's side, broadcast once for a
-  // group of tokens, so a token's factors take two multiplies (-dmin x d_a
-  // rounds as dmin x -d_a did). GEMM tile as in dot()'s note: Q4_K 1.84 ns
-  // against 1.95 with the factors built per token, Q6_K 1.86 against 2.07.
-  fvec d_scaled;
-  __m256 d_offset;
-};
-
-/// A super-block's dot before the row's float accumulation: the lanes of
-/// `scaled` add up to its scaled integer dot, which d_scaled multiplies,
-/// those of `offset` to the term d_offset multiplies (Q4_K: the mins term;
-/// Q6_K: the -32 bias).
-struct superblock_sums {
-  ivec scaled[accumulators];
-  __m256i offset;
-  fvec d_scaled;
-  __m256 d_offset;
-};
-
-/// The f16 values at p[0], p[1] as floats in lanes 0 and 1 (a block's d and
-/// dmin, converted in one instruction).
-RUVLLM_QUANT_ATTR HWY_INLINE __m128 two_halves(const ruvllm::f16* p) {
-#if RUVLLM_QUANT_F16C
-  std::int32_t bits;
-  std::memcpy(&bits, p, sizeof bits);
-  return _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
-#else
-  return _mm_setr_ps(half_to_float(p[0]), half_to_float(p[1]), 0.0f, 0.0f);
-#endif
-}
-
-/// Byte-shuffle indices that spread 16-bit words across a register: word
-/// lane i takes word scale_of(i) of its 128-bit lane, where the shuffled
-/// register holds the eight scales of interest in every 128-bit lane.
-template <class ScaleOf>
-RUVLLM_QUANT_ATTR HWY_INLINE ivec spread_words(ScaleOf scale_of) {
-  alignas(64) std::int16_t idx[bytes / 2];
-  for (int i = 0; i < bytes / 2; ++i) {
-    const int word = scale_of(i);
-    idx[i] = static_cast<std::int16_t>(((2 * word + 1) << 8) | (2 * word));
-  }
-  return load(idx);
-}
-
-/// The super-block's sums with one token's activations. Each lane of an
-/// accumulator adds up 16 products of a quant and an activation, each times
-/// its sub-block's scale: Q4_K at most 16 * 15 * 128 * 63, below 2^21; Q6_K
-/// |.| at most 16 * 63 * 128 * 128, below 2^24; so exact in float.
-/// Without VNNI, each register of quants takes a VPMADDUBSW (pair sums), a
-/// VPMADDWD by its scales and an add. With VNNI, a VPDPBUSD sums four
-/// products per 32-bit lane (|.| below 2^15), two registers' sums pack into
-/// one of 16-bit words (VPACKSSDW keeps each word's neighbour in its
-/// sub-block) and one VPDPWSSD by their scales adds them: six multiplies per
-/// super-block and token instead of eight, which the K-quant GEMM is bound
-/// by. Zen 5, one thread, 112 rows of 4096 columns x 64 tokens: Q4_K 1.95 ns
-/// per row, token and super-block against 2.19, Q6_K 2.07 against 2.27.
-RUVLLM_QUANT_ATTR HWY_INLINE superblock_sums dot(const superblock& u, const block_q8_k& a) {
-  superblock_sums s;
-  for (ivec& acc : s.scaled) acc = zero();
-#if RUVLLM_QUANT_VNNI
-  for (int j = 0; j < scale_registers; ++j) {
-    const ivec lo = _mm512_dpbusd_epi32(zero(), u.quants[2 * j], load(a.qs + bytes * 2 * j));
-    const ivec hi = _mm512_dpbusd_epi32(zero(), u.quants[2 * j + 1], load(a.qs + bytes * (2 * j + 1)));
-    s.scaled[0] = _mm512_dpwssd_epi32(s.scaled[0], _mm512_packs_epi32(lo, hi), u.scales[j]);
-  }
-#else
-  for (int p = 0; p < parts; ++p) {
-    ivec& acc = s.scaled[p % accumulators];
-    acc = add_scaled_dot(acc, u.quants[p], load(a.qs + bytes * p), u.scales[p]);
-  }
-#endif
-  s.offset = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.offset);
-  s.d_scaled = hn::Mul(hn::Vec<DW>{u.d_scaled}, hn::Set(DW(), a.d)).raw;
-  s.d_offset = _mm256_mul_ps(u.d_offset, _mm256_set1_ps(a.d));
-  return s;
-}
-
-/// One (row, token) dot in float lanes, reduced once at the end.
-struct row_sum {
-  fvec scaled;
-  __m256 offset;
-
-  RUVLLM_QUANT_ATTR static HWY_INLINE row_sum zero() { return {hn::Zero(DW()).raw, _mm256_setzero_ps()}; }
-
-  RUVLLM_QUANT_ATTR HWY_INLINE void add(const superblock_sums& s) {
-    for (const ivec& sums : s.scaled) scaled = fma_lanes(sums, s.d_scaled, scaled);
-    offset = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s.offset), s.d_offset, offset);
-  }
-
-  RUVLLM_QUANT_ATTR HWY_INLINE float total() const {
-    const __m256 folded = _mm256_add_ps(fold_to_256(scaled), offset);
-    return hn::GetLane(hn::SumOfLanes(DF(), hn::Vec<DF>{folded}));
-  }
-};
-
-/// What token_group asks of a K-quant format: a step is one super-block,
-/// met by one Q8_K block of each token.
-template <class Format, class Block>
-struct superblock_steps {
-  using unpacked = superblock;
-  using activation = block_q8_k;
-  using sum = row_sum;
-  static constexpr std::size_t step_bytes = sizeof(Block);
-  static constexpr bool partial_steps = false;
-  static constexpr std::size_t whole_steps(std::size_t n) { return n / qk_k; }
-  static constexpr std::size_t activation_count(std::size_t n) { return n / qk_k; }
-
-  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(row_sum& s, const superblock& u, const block_q8_k* a,
-                                                      std::size_t step) {
-    s.add(dot(u, a[step]));
-  }
-};
-
-struct q4_k_format : superblock_steps<q4_k_format, block_q4_k> {
-  struct constants {
-    ivec nibble_mask;
-#if RUVLLM_QUANT_AVX512
-    ivec half_shifts;
-#endif
-    ivec scale_index[scale_registers];
-  };
-
-  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
-    constants c;
-    c.nibble_mask = set1_bytes(0x0F);
-#if RUVLLM_QUANT_AVX512
-    // Low 256 bits: the low nibbles (sub-block 2g); high: the high (2g + 1).
-    c.half_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-#endif
-#if RUVLLM_QUANT_VNNI
-    // Register g of quants holds sub-block 2g in its low 256 bits, 2g + 1 in
-    // the high; word 4..7 of a 128-bit lane of the packed pair j comes from
-    // register 2j + 1, words 0..3 from 2j.
-    for (int j = 0; j < scale_registers; ++j)
-      c.scale_index[j] = spread_words([j](int i) { return 2 * (2 * j + (i % 8) / 4) + i / 16; });
-#else
-    // A register's elements span bytes / 32 sub-blocks of 32.
-    for (int p = 0; p < parts; ++p) c.scale_index[p] = spread_words([p](int i) { return p * bytes / 32 + i / 16; });
-#endif
-    return c;
-  }
-
-  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
-    const block_q4_k& w = *reinterpret_cast<const block_q4_k*>(p);
-    superblock u;
-    const __m128i scales_mins = q4_k_scales_mins(w);
-    const ivec scales16 = broadcast128(_mm_cvtepu8_epi16(scales_mins));
-    // Elements 64g .. 64g + 63: sub-block 2g in the low nibbles of the 32
-    // bytes at qs + 32 g, 2g + 1 in the high.
-    for (int g = 0; g < 4; ++g) {
-#if RUVLLM_QUANT_AVX512
-      const __m512i both = _mm512_broadcast_i64x4(load256(w.qs + 32 * g));
-      u.quants[g] = _mm512_and_si512(_mm512_srlv_epi16(both, c.half_shifts), c.nibble_mask);
-#else
-      const __m256i q = load256(w.qs + 32 * g);
-      u.quants[2 * g] = _mm256_and_si256(q, c.nibble_mask);
-      u.quants[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), c.nibble_mask);
-#endif
-    }
-    for (int j = 0; j < scale_registers; ++j) u.scales[j] = shuffle_bytes(scales16, c.scale_index[j]);
-    // The mins as 16-bit weights of the activation's 16 block sums: min j
-    // pairs with block sums 2j and 2j + 1 (bytes 8-15, each twice).
-    u.offset = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scales_mins, scales_mins));
-    static_assert(offsetof(block_q4_k, dmin) == offsetof(block_q4_k, d) + sizeof(ruvllm::f16));
-    const __m128 d_dmin = two_halves(&w.d);
-    u.d_scaled = hn::Set(DW(), _mm_cvtss_f32(d_dmin)).raw;
-    u.d_offset = _mm256_set1_ps(-_mm_cvtss_f32(_mm_movehdup_ps(d_dmin)));
-    return u;
-  }
-};
-
-struct q6_k_format : superblock_steps<q6_k_format, block_q6_k> {
-  static constexpr int parts_per_half = parts / 2;
-  struct constants {
-    ivec low4, high2;
-#if RUVLLM_QUANT_AVX512
-    ivec up_shifts, down_shifts;
-#endif
-    ivec scale_index[scale_registers / 2];
-  };
-
-  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
-    constants c;
-    c.low4 = set1_bytes(0x0F);
-    c.high2 = set1_bytes(0x30);
-#if RUVLLM_QUANT_AVX512
-    // qh bits (0-1, 2-3) to bits 4-5 for elements l and l + 32 of a half;
-    // bits (4-5, 6-7) for elements l + 64 and l + 96.
-    c.up_shifts = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
-    c.down_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-#endif
-#if RUVLLM_QUANT_VNNI
-    // A half's two registers of quants pack into one: its 128-bit lane L
-    // holds sub-block L of the first (words 0..3) and of the second (4..7),
-    // the half's scales L and 4 + L.
-    c.scale_index[0] = spread_words([](int i) { return (i % 8) / 4 * 4 + i / 8; });
-#else
-    // A register's elements span bytes / 16 sub-blocks of 16 (a half's scales 0-7).
-    for (int k = 0; k < parts_per_half; ++k)
-      c.scale_index[k] = spread_words([k](int i) { return k * bytes / 16 + i / 8; });
-#endif
-    return c;
-  }
-
-  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
-    const block_q6_k& w = *reinterpret_cast<const block_q6_k*>(p);
-    superblock u;
-    for (int half = 0; half < 2; ++half) {
-      const ivec scales16 =
-          broadcast128(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.scales + 8 * half))));
-      ivec* q = u.quants + parts_per_half * half;
-#if RUVLLM_QUANT_AVX512
-      const __m512i ql = _mm512_loadu_si512(w.ql + 64 * half);
-      const __m512i qh = _mm512_broadcast_i64x4(load256(w.qh + 32 * half));
-      // Elements 128 half + [0, 64) and [64, 128), quants 0..63.
-      q[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, c.low4), _mm512_sllv_epi16(qh, c.up_shifts), c.high2, 0xF8);
-      q[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), c.low4),
-                                       _mm512_srlv_epi16(qh, c.down_shifts), c.high2, 0xF8);
-#else
-      const __m256i ql_a = load256(w.ql + 64 * half), ql_b = load256(w.ql + 64 * half + 32);
-      const __m256i qh = load256(w.qh + 32 * half);
-      const auto merge = [&](__m256i low, __m256i high) RUVLLM_QUANT_LAMBDA {
-        return _mm256_or_si256(_mm256_and_si256(low, c.low4), _mm256_and_si256(high, c.high2));
-      };
-      // Elements 128 half + 32 k + [0, 32), quants 0..63.
-      q[0] = merge(ql_a, _mm256_slli_epi16(qh, 4));
-      q[1] = merge(ql_b, _mm256_slli_epi16(qh, 2));
-      q[2] = merge(_mm256_srli_epi16(ql_a, 4), qh);
-      q[3] = merge(_mm256_srli_epi16(ql_b, 4), _mm256_srli_epi16(qh, 2));
-#endif
-      constexpr int per_half = scale_registers / 2;
-      for (int k = 0; k < per_half; ++k) u.scales[per_half * half + k] = shuffle_bytes(scales16, c.scale_index[k]);
-    }
-    u.offset = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
-    const float d = half_to_float(w.d);
-    u.d_scaled = hn::Set(DW(), d).raw;
-    u.d_offset = _mm256_set1_ps(-32.0f * d);
-    return u;
-  }
-};
-
-#if !RUVLLM_QUANT_VNNI
-// Q4_0 and Q8_0 rows over q8_0_quads in 256-bit registers (AVX2 targets and
-// AVX-512 ones without VNNI), a step being a pair of 32-element blocks: the
-// quad's lo / hi runs hold values 0-15 / 16-31 of its blocks, so 32 bytes
-// of each cover the pair, and a register of the pair's weights carries one
-// block per 128-bit lane. Per lane the integer sums are exact and below
-// 2^24; each step adds float(sums) * (d_w * d_a) lane-wise into one of two
-// float accumulators (even and odd steps), reduced once at the row's end,
-// so a row's result depends on nothing but the row and the activations.
-// Against rows_of_32 (four rows side by side per activation block, no
-// software prefetch), on Zen 5 at the AVX2 target, one thread: GEMV over 1
-// GiB of 2048 columns Q4_0 28 GB/s against 6.3, Q8_0 36.5-37.5 against
-// 12.5; the GEMM 0.39 / 0.45 ns per row, token and block against 2.3 / 2.2;
-// 1B decode Q4_0 46-47 tok/s against 11.6-11.9, Q8_0 34-36 against 12.
-// Q4_0 is bound by its ~15 vector operations per pair (28.6 GB/s from L3
-// too). One float accumulator per (row, token): two, picked by the step's
-// parity, went through the stack and held Q4_0 to 22 GB/s.
-
-/// The sums of one (row, token) over pairs of blocks.
-struct pair_sum {
-  __m256 acc;
-
-  RUVLLM_QUANT_ATTR static HWY_INLINE pair_sum zero() { return {_mm256_setzero_ps()}; }
-
-  RUVLLM_QUANT_ATTR HWY_INLINE void add(__m256i sums, __m256 scales) {
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scales, acc);
-  }
-
-  RUVLLM_QUANT_ATTR HWY_INLINE float total() const { return hn::GetLane(hn::SumOfLanes(DF(), hn::Vec<DF>{acc})); }
-};
-
-/// 16 bytes at p in the lower 128-bit lane, zeros in the upper.
-RUVLLM_QUANT_ATTR HWY_INLINE __m256i lower_lane(const std::uint8_t* p) {
-  return _mm256_inserti128_si256(_mm256_setzero_si256(), _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), 0);
-}
-/// 16 bytes at lo in the lower 128-bit lane, 16 at hi in the upper.
-RUVLLM_QUANT_ATTR HWY_INLINE __m256i two_lanes(const std::uint8_t* lo, const std::uint8_t* hi) {
-  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lo))),
-                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi)), 1);
-}
-
-/// What token_group asks of a pair format, and the parts Q4_0 and Q8_0
-/// share: a step is two blocks of BlockBytes, met by half of each token's
-/// quad; an odd block count leaves a last step of one block.
-template <std::size_t BlockBytes>
-struct block_pair_steps {
-  using activation = q8_0_quad;
-  using sum = pair_sum;
-  static constexpr std::size_t step_bytes = 2 * BlockBytes;
-  static constexpr bool partial_steps = true;
-  static constexpr std::size_t whole_steps(std::size_t n) { return n / 64; }
-  static constexpr bool has_partial_step(std::size_t n) { return (n / 32) % 2 != 0; }
-  static constexpr std::size_t activation_count(std::size_t n) { return q8_0_quads(n); }
-
-  /// Shuffle indices putting the f16 scale at bytes `at`, at + 1 of each
-  /// 128-bit lane (lower lane: lo_at, upper: hi_at) into the upper half of
-  /// every 32-bit lane of that 128-bit lane.
-  RUVLLM_QUANT_ATTR static HWY_INLINE __m256i scale_index(int lo_at, int hi_at) {
-    alignas(32) std::int8_t idx[32];
-    for (int i = 0; i < 32; ++i) {
-      const int at = i < 16 ? lo_at : hi_at;
-      idx[i] = static_cast<std::int8_t>(i % 4 == 2 ? at : i % 4 == 3 ? at + 1 : -1);
-    }
-    return load256(idx);
-  }
-
-  /// The two blocks' scales as floats (lanes 0-3 and 4-7) from the f16
-  /// values the index gathers: an arithmetic shift right by 3 of an f16 in
-  /// a lane's upper half, with bits 28-30 cleared, is the float h * 2^-112
-  /// exactly (zeros and subnormals too: see vnni::f16_scales), and the
-  /// product with 2^112 is h. One shuffle and three operations per pair,
-  /// where F16C's conversion needs the halves side by side first.
-  RUVLLM_QUANT_ATTR static HWY_INLINE __m256 scales(__m256i bytes, __m256i index) {
-    const __m256i halves = _mm256_shuffle_epi8(bytes, index);
-    const __m256i bits = _mm256_and_si256(_mm256_srai_epi32(halves, 3), _mm256_set1_epi32(0x8FFF'FFFF));
-    return _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_set1_ps(0x1p112f));
-  }
-
-  /// The activation scales of the pair in half `half` of quad q (lanes as the weights').
-  RUVLLM_QUANT_ATTR static HWY_INLINE __m256 activation_scales(const q8_0_quad& q, std::size_t half) {
-    return _mm256_load_ps(q.d + 8 * half);
-  }
-};
-
-struct q4_0_pair_format : block_pair_steps<sizeof(block_q4_0)> {
-  struct constants {
-    __m256i nibble_mask, scale_index;
-  };
-  /// Both blocks' nibbles: values 0-15 (lo) and 16-31 (hi), block 2s in the
-  /// lower 128-bit lane; the blocks' d.
-  struct unpacked {
-    __m256i lo, hi;
-    __m256 d;
-  };
-
-  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
-    // A pair's first 32 bytes hold d of its first block at bytes 0-1 and of
-    // its second at 18-19 (bytes 2-3 of the upper lane).
-    return {_mm256_set1_epi8(0x0F), scale_index(0, 2)};
-  }
-
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked nibbles(__m256i packed, __m256i scale_bytes, const constants& c) {
-    return {_mm256_and_si256(packed, c.nibble_mask), _mm256_and_si256(_mm256_srli_epi16(packed, 4), c.nibble_mask),
-            scales(scale_bytes, c.scale_index)};
-  }
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
-    static_assert(offsetof(block_q4_0, qs) == 2);
-    return nibbles(two_lanes(p + 2, p + 20), load256(p), c);
-  }
-  /// A last, lone block: the upper lanes (quants and d) read as zero.
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
-    return nibbles(lower_lane(p + 2), lower_lane(p), c);
-  }
-
-  /// sum(q a) - 8 sum(a) per block, the quad's neg8_sum carrying the second
-  /// term. Pair sums of VPMADDUBSW are at most 2 * 15 * 127 (the activations
-  /// are at least -127), so the lo and hi pairs add in 16 bits.
-  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
-                                                      std::size_t step) {
-    const q8_0_quad& q = a[step / 2];
-    const std::size_t half = step % 2;
-    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, load256(q.lo + 32 * half)),
-                                           _mm256_maddubs_epi16(u.hi, load256(q.hi + 32 * half)));
-    const __m256i sums = _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)),
-                                          _mm256_load_si256(reinterpret_cast<const __m256i*>(q.neg8_sum + 8 * half)));
-    s.add(sums, _mm256_mul_ps(u.d, activation_scales(q, half)));
-  }
-};
-
-struct q8_0_pair_format : block_pair_steps<sizeof(block_q8_0)> {
-  struct constants {
-    __m256i scale_index;
-  };
-  /// Both blocks' weights: values 0-15 (lo) and 16-31 (hi), block 2s in
-  /// the lower 128-bit lane, signed and as magnitudes; the blocks' d.
-  struct unpacked {
-    __m256i lo, hi, lo_abs, hi_abs;
-    __m256 d;
-  };
-
-  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() { return {scale_index(0, 0)}; }
-
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked weights(__m256i lo, __m256i hi, __m256i scale_bytes,
-                                                       const constants& c) {
-    return {lo, hi, _mm256_abs_epi8(lo), _mm256_abs_epi8(hi), scales(scale_bytes, c.scale_index)};
-  }
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
-    static_assert(offsetof(block_q8_0, qs) == 2 && sizeof(block_q8_0) == 34);
-    return weights(two_lanes(p + 2, p + 36), two_lanes(p + 18, p + 52), two_lanes(p, p + 34), c);
-  }
-  /// A last, lone block: the upper lanes (weights and d) read as zero.
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
-    return weights(lower_lane(p + 2), lower_lane(p + 18), lower_lane(p), c);
-  }
-
-  /// |w| . (a * sign(w)) = w . a, a * sign(w) fitting in int8 because the
-  /// activations are at least -127; pair sums are at most 2 * 128 * 127, so
-  /// the lo and hi halves widen separately.
-  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
-                                                      std::size_t step) {
-    const q8_0_quad& q = a[step / 2];
-    const std::size_t half = step % 2;
-    const __m256i ones = _mm256_set1_epi16(1);
-    const __m256i lo =
-        _mm256_madd_epi16(_mm256_maddubs_epi16(u.lo_abs, _mm256_sign_epi8(load256(q.lo + 32 * half), u.lo)), ones);
-    const __m256i hi =
-        _mm256_madd_epi16(_mm256_maddubs_epi16(u.hi_abs, _mm256_sign_epi8(load256(q.hi + 32 * half), u.hi)), ones);
-    s.add(_mm256_add_epi32(lo, hi), _mm256_mul_ps(u.d, activation_scales(q, half)));
-  }
-};
-#endif  // !RUVLLM_QUANT_VNNI
-
-/// y[j * y_stride + r] = dot(row r, token j's activations) for the Tokens
-/// tokens of a group, one row at a time (the rows one sequential stream
-/// under the plan's prefetch), each step of a row (a K-quant super-block, a
-/// pair of Q4_0 / Q8_0 blocks) unpacked once for the group and the group's
-/// sums kept in registers. Each (row, token) is computed the same way
-/// whatever the group size, so the GEMM (groups of four) gives the GEMV's
-/// (groups of one) bits.
-template <class Format, std::size_t Tokens, gemv_plan Plan>
-RUVLLM_QUANT_ATTR HWY_INLINE void token_group(const void* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
-                                              const typename Format::activation* HWY_RESTRICT a, std::size_t n,
-                                              float* HWY_RESTRICT y, std::size_t y_stride,
-                                              const typename Format::constants& c) {
-  constexpr std::size_t step = Format::step_bytes;
-  const std::size_t steps = Format::whole_steps(n), per_token = Format::activation_count(n);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::uint8_t* row = static_cast<const std::uint8_t*>(w) + r * row_stride;
-    typename Format::sum sum[Tokens];
-    for (std::size_t j = 0; j < Tokens; ++j) sum[j] = Format::sum::zero();
-    const auto take = [&](const typename Format::unpacked& u, std::size_t s) RUVLLM_QUANT_LAMBDA {
-      for (std::size_t j = 0; j < Tokens; ++j) Format::accumulate(sum[j], u, a + j * per_token, s);
-    };
-    line_prefetcher ahead(row);  // rows_l1's stream; pairs_l1_l2 keeps prefetch_ahead
-    for (std::size_t s = 0; s < steps; ++s) {
-      if constexpr (Plan == gemv_plan::rows_l1)
-        ahead.until(row + (s + 1) * step);
-      else
-        prefetch_ahead<Plan>(row + s * step, step);
-      take(Format::unpack(row + s * step, c), s);
-    }
-    if constexpr (Format::partial_steps)
-      if (Format::has_partial_step(n)) take(Format::unpack_partial(row + steps * step, c), steps);
-    for (std::size_t j = 0; j < Tokens; ++j) y[j * y_stride + r] = sum[j].total();
-  }
-}
-
-/// out[r] = dot(row r, a): the GEMV.
-template <class Format>
-RUVLLM_QUANT_ATTR HWY_INLINE void rows(const void* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
-                                       const typename Format::activation* HWY_RESTRICT a, std::size_t n,
-                                       float* HWY_RESTRICT out) {
-  const typename Format::constants c = Format::load_constants();
-  with_gemv_plan([&](auto plan) RUVLLM_QUANT_LAMBDA {
-    token_group<Format, 1, decltype(plan)::value>(w, row_stride, rows, a, n, out, 0, c);
-  });
-}
-
-/// y[t][r] for a tile of rows x tokens (the prefill form), in groups of four
-/// tokens: each super-block of a row is unpacked once per group (rows() per
-/// token unpacks the quants and spreads the scales for every token), and the
-/// group's activations (4 x 292 bytes per super-block) stay in L1 while the
-/// tile's rows stream past them from L2. On Zen 5 (one thread, 112 rows of
-/// 2048 columns x 64 tokens) this takes 2.2 ns per row, token and
-/// super-block against 3.5 for rows() per token, and is bound by the
-/// multiplies of dot() (since 1.84, see there); with the rows unpacked once
-/// for all 64 tokens instead, whose activations then came from L2 for every
-/// row, it took 2.4. In 256-bit registers (AVX2 target,
-/// same machine), where the unpacked super-block no longer fits in the
-/// registers beside the sums, groups of four still win: Q4_K 4.8 ns against
-/// 5.9 in groups of two and 5.5 per token, Q6_K 5.0 against 6.0 and 7.7.
-template <class Format>
-RUVLLM_QUANT_ATTR HWY_INLINE void gemm(const void* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
-                                       const typename Format::activation* HWY_RESTRICT a, std::size_t tokens,
-                                       std::size_t n, float* HWY_RESTRICT y, std::size_t y_stride) {
-  constexpr std::size_t group = 4;
-  const typename Format::constants c = Format::load_constants();
-  const std::size_t per_token = Format::activation_count(n);
-  with_gemv_plan([&](auto plan) RUVLLM_QUANT_LAMBDA {
-    constexpr gemv_plan Plan = decltype(plan)::value;
-    std::size_t t = 0;
-    for (; t + group <= tokens; t += group)
-      token_group<Format, group, Plan>(w, row_stride, rows, a + t * per_token, n, y + t * y_stride, y_stride, c);
-    for (; t < tokens; ++t)
-      token_group<Format, 1, Plan>(w, row_stride, rows, a + t * per_token, n, y + t * y_stride, y_stride, c);
-  });
-}
-
-}  // namespace kwide
 #endif  // RUVLLM_QUANT_WIDE
 
 /// roundf of every lane: ties away from zero, exact. p's only use is Abs, so
@@ -1806,7 +1247,7 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_k_q8_k_rows(const block_q4_k* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
 #elif RUVLLM_QUANT_WIDE
-  quant_simd::kwide::rows<quant_simd::kwide::q4_k_format>(w, row_stride, rows, a, n, out);
+  RUVLLM_QUANT_WIDE_CALL(rows, q4_k_format, (w, row_stride, rows, a, n, out));
 #else
   quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
                               [](const block_q4_k& w_b, const block_q8_k& a_b)
@@ -1820,7 +1261,7 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q6_k_q8_k_rows(w, row_stride, rows, a, n, out);
 #elif RUVLLM_QUANT_WIDE
-  quant_simd::kwide::rows<quant_simd::kwide::q6_k_format>(w, row_stride, rows, a, n, out);
+  RUVLLM_QUANT_WIDE_CALL(rows, q6_k_format, (w, row_stride, rows, a, n, out));
 #else
   quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
                               [](const block_q6_k& w_b, const block_q8_k& a_b)
@@ -1900,7 +1341,7 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_quad_rows(const block_q8_0* HWY_RES
 #elif RUVLLM_QUANT_VNNI
   quant_simd::vnni::all_quad_rows<false>(w, row_stride, rows, a, n, out);
 #elif RUVLLM_QUANT_WIDE
-  quant_simd::kwide::rows<quant_simd::kwide::q8_0_pair_format>(w, row_stride, rows, a, n, out);
+  RUVLLM_QUANT_WIDE_CALL(rows, q8_0_pair_format, (w, row_stride, rows, a, n, out));
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
                              [](const std::int8_t* qs, const quant_simd::act32& act)
@@ -1916,7 +1357,7 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_quad_rows(const block_q4_0* HWY_RES
 #elif RUVLLM_QUANT_VNNI
   quant_simd::vnni::all_quad_rows<true>(w, row_stride, rows, a, n, out);
 #elif RUVLLM_QUANT_WIDE
-  quant_simd::kwide::rows<quant_simd::kwide::q4_0_pair_format>(w, row_stride, rows, a, n, out);
+  RUVLLM_QUANT_WIDE_CALL(rows, q4_0_pair_format, (w, row_stride, rows, a, n, out));
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
                              [](const std::uint8_t* qs, const quant_simd::act32& act)
@@ -1931,7 +1372,7 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q8_0_quads(const block_q8_0* HWY_RESTRI
 #if RUVLLM_QUANT_VNNI
   quant_simd::vnni::quad_gemm<false>(w, row_stride, rows, a, tokens, n, y, y_stride);
 #elif RUVLLM_QUANT_WIDE
-  quant_simd::kwide::gemm<quant_simd::kwide::q8_0_pair_format>(w, row_stride, rows, a, tokens, n, y, y_stride);
+  RUVLLM_QUANT_WIDE_CALL(gemm, q8_0_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q8_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                      y_stride);
@@ -1945,7 +1386,7 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q4_0_quads(const block_q4_0* HWY_RESTRI
 #if RUVLLM_QUANT_VNNI
   quant_simd::vnni::quad_gemm<true>(w, row_stride, rows, a, tokens, n, y, y_stride);
 #elif RUVLLM_QUANT_WIDE
-  quant_simd::kwide::gemm<quant_simd::kwide::q4_0_pair_format>(w, row_stride, rows, a, tokens, n, y, y_stride);
+  RUVLLM_QUANT_WIDE_CALL(gemm, q4_0_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q4_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                      y_stride);
@@ -1957,7 +1398,7 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q4_k_q8_k(const block_q4_k* HWY_RESTRIC
                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
                                                    std::size_t y_stride) {
 #if RUVLLM_QUANT_WIDE
-  quant_simd::kwide::gemm<quant_simd::kwide::q4_k_format>(w, row_stride, rows, a, tokens, n, y, y_stride);
+  RUVLLM_QUANT_WIDE_CALL(gemm, q4_k_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
                                      y_stride);
@@ -1969,7 +1410,7 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q6_k_q8_k(const block_q6_k* HWY_RESTRIC
                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
                                                    std::size_t y_stride) {
 #if RUVLLM_QUANT_WIDE
-  quant_simd::kwide::gemm<quant_simd::kwide::q6_k_format>(w, row_stride, rows, a, tokens, n, y, y_stride);
+  RUVLLM_QUANT_WIDE_CALL(gemm, q6_k_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q6_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
                                      y_stride);
@@ -1986,5 +1427,7 @@ HWY_AFTER_NAMESPACE();
 #undef RUVLLM_QUANT_F16C
 #undef RUVLLM_QUANT_WIDE
 #undef RUVLLM_QUANT_AVX512
+#undef RUVLLM_QUANT_AVX_VNNI_COPY
+#undef RUVLLM_QUANT_WIDE_CALL
 
 #endif  // RUVLLM_KERNELS_QUANT_INL_H_ toggle
