@@ -3,7 +3,7 @@
 # built, not run), runs every test including the `slow` label, then repeats
 # the tests under AddressSanitizer + UndefinedBehaviorSanitizer, and the tests
 # of the layers that run threads (core, memory, kv, store, sona) under
-# ThreadSanitizer.
+# ThreadSanitizer, both with RUVLLM_ASSERT's precondition checks compiled.
 #
 #   scripts/test.sh                  release, asan-ubsan, tsan (what CI runs)
 #   scripts/test.sh --no-sanitizers  release only

@@ -13372,6 +13372,49 @@ inline const char* ruvllm::backend::xsimd::target_name() noexcept { return kerne
 
 #endif  // RUVLLM_KERNELS_XSIMD_ARCH_HPP
 
+// ==== ruvllm/kernels/xsimd/half.hpp
+#ifndef RUVLLM_KERNELS_XSIMD_HALF_HPP
+#define RUVLLM_KERNELS_XSIMD_HALF_HPP
+
+// f16 -> f32 widening in xsimd batches, for the kernels of backend::xsimd
+// (xsimd 8.1 has no f16 batches and no F16C wrapper).
+
+#include <cstdint>
+
+
+namespace ruvllm::kernels::xsimd_impl {
+inline namespace RUVLLM_XSIMD_ARCH_NS {
+
+/// Floats of the f16 bit patterns in the lanes of h (each < 2^16), bit for
+/// bit ruvllm::to_float: the float bits are rebuilt, subnormals come from an
+/// exact int-to-float conversion. Lanes are picked by float selects on
+/// exact float comparisons of the magnitudes: xsimd 8.1's integer select
+/// for AVX512BW does not compile unoptimized with GCC 12, whose
+/// _mm512_mask_blend_epi8 / _epi16 are macros there that cannot convert
+/// xsimd batches (and the select compiles every element size's case).
+[[nodiscard]] inline ::xsimd::batch<float> f16_bits_to_float(::xsimd::batch<std::int32_t> h) noexcept {
+  using vf = ::xsimd::batch<float>;
+  using vi = ::xsimd::batch<std::int32_t>;
+  const vi sign = (h & vi(0x8000)) << 16;
+  const vi magnitude = h & vi(0x7FFF);
+  const vf magnitude_f = ::xsimd::to_float(magnitude);  // exact: below 2^15
+  // Rebias the exponent from 15 to 127; exponent 31 (inf/NaN) twice more
+  // to reach 255, with the quiet bit set for NaNs.
+  const vi rebias(112 << 23);
+  const vi normal = (magnitude << 13) + rebias;
+  const vf quiet = ::xsimd::select(magnitude_f > vf(31744.0f), ::xsimd::bitwise_cast<vf>(vi(0x0040'0000)), vf(0.0f));
+  const vf special = ::xsimd::bitwise_cast<vf>((normal + rebias) | ::xsimd::bitwise_cast<vi>(quiet));
+  const vf subnormal = magnitude_f * vf(1.0f / 16777216.0f);  // m * 2^-24
+  vf value = ::xsimd::select(magnitude_f > vf(31743.0f), special, ::xsimd::bitwise_cast<vf>(normal));
+  value = ::xsimd::select(magnitude_f < vf(1024.0f), subnormal, value);
+  return ::xsimd::bitwise_cast<vf>(::xsimd::bitwise_cast<vi>(value) | sign);
+}
+
+}  // namespace RUVLLM_XSIMD_ARCH_NS
+}  // namespace ruvllm::kernels::xsimd_impl
+
+#endif  // RUVLLM_KERNELS_XSIMD_HALF_HPP
+
 // ==== ruvllm/kernels/xsimd/distance.hpp
 #ifndef RUVLLM_KERNELS_XSIMD_DISTANCE_HPP
 #define RUVLLM_KERNELS_XSIMD_DISTANCE_HPP
@@ -13435,22 +13478,6 @@ inline void load_pair(const float* p, batch_f& lo, batch_f& hi) noexcept {
 /// low half: x86 and ARM are little-endian).
 inline batch_u32 load_u16_pairs(const std::uint16_t* p) noexcept {
   return ::xsimd::bitwise_cast<batch_u32>(::xsimd::batch<std::uint16_t>::load_unaligned(p));
-}
-
-/// Floats of the f16 bit patterns in the lanes of h (each < 2^16).
-inline batch_f f16_bits_to_float(batch_i32 h) noexcept {
-  const batch_i32 sign = (h & batch_i32(0x8000)) << 16;
-  const batch_i32 magnitude = h & batch_i32(0x7FFF);
-  // Rebias the exponent from 15 to 127; exponent 31 (inf/NaN) twice more
-  // to reach 255, with the quiet bit set for NaNs.
-  const batch_i32 rebias(112 << 23);
-  const batch_i32 normal = (magnitude << 13) + rebias;
-  const batch_i32 special =
-      (normal + rebias) | ::xsimd::select(magnitude > batch_i32(0x7C00), batch_i32(0x0040'0000), batch_i32(0));
-  const batch_f subnormal = ::xsimd::batch_cast<float>(magnitude) * batch_f(1.0f / 16777216.0f);  // m * 2^-24
-  batch_i32 bits = ::xsimd::select(magnitude > batch_i32(0x7BFF), special, normal);
-  bits = ::xsimd::select(magnitude < batch_i32(0x0400), ::xsimd::bitwise_cast<batch_i32>(subnormal), bits);
-  return ::xsimd::bitwise_cast<batch_f>(bits | sign);
 }
 
 inline void load_pair(const f16* p, batch_f& lo, batch_f& hi) noexcept {
@@ -15012,20 +15039,6 @@ using vf = ::xsimd::batch<float>;
 using vi = ::xsimd::batch<std::int32_t>;
 inline constexpr std::size_t lanes = vf::size;
 
-/// Floats of the f16 bit patterns in the lanes of h (< 2^16), bit for bit
-/// ruvllm::to_float (subnormals via an exact int-to-float conversion).
-[[nodiscard]] inline vf f16_bits(vi h) noexcept {
-  const vi sign = (h & vi(0x8000)) << 16;
-  const vi mag = h & vi(0x7FFF);
-  const vi rebias(112 << 23);
-  const vi normal = (mag << 13) + rebias;
-  const vi special = (normal + rebias) | ::xsimd::select(mag > vi(0x7C00), vi(0x0040'0000), vi(0));
-  const vi subnormal = ::xsimd::bitwise_cast<vi>(::xsimd::to_float(mag) * vf(1.0f / 16777216.0f));
-  vi bits = ::xsimd::select(mag > vi(0x7BFF), special, normal);
-  bits = ::xsimd::select(mag < vi(0x0400), subnormal, bits);
-  return ::xsimd::bitwise_cast<vf>(bits | sign);
-}
-
 /// dst[0, n) = the n (a multiple of lanes) f16 values at p.
 inline void widen_f16(const std::byte* p, std::size_t n, float* dst) noexcept {
   alignas(64) std::int32_t h[lanes];
@@ -15035,7 +15048,7 @@ inline void widen_f16(const std::byte* p, std::size_t n, float* dst) noexcept {
       std::memcpy(&u, p + 2 * (i + j), 2);
       h[j] = u;
     }
-    f16_bits(vi::load_aligned(h)).store_unaligned(dst + i);
+    f16_bits_to_float(vi::load_aligned(h)).store_unaligned(dst + i);
   }
 }
 

@@ -37,6 +37,7 @@
 #include "ruvllm/core/half.hpp"
 #include "ruvllm/kernels/scalar/distance.hpp"
 #include "ruvllm/kernels/xsimd/arch.hpp"
+#include "ruvllm/kernels/xsimd/half.hpp"
 
 namespace ruvllm::kernels {
 
@@ -64,22 +65,6 @@ inline void load_pair(const float* p, batch_f& lo, batch_f& hi) noexcept {
 /// low half: x86 and ARM are little-endian).
 inline batch_u32 load_u16_pairs(const std::uint16_t* p) noexcept {
   return ::xsimd::bitwise_cast<batch_u32>(::xsimd::batch<std::uint16_t>::load_unaligned(p));
-}
-
-/// Floats of the f16 bit patterns in the lanes of h (each < 2^16).
-inline batch_f f16_bits_to_float(batch_i32 h) noexcept {
-  const batch_i32 sign = (h & batch_i32(0x8000)) << 16;
-  const batch_i32 magnitude = h & batch_i32(0x7FFF);
-  // Rebias the exponent from 15 to 127; exponent 31 (inf/NaN) twice more
-  // to reach 255, with the quiet bit set for NaNs.
-  const batch_i32 rebias(112 << 23);
-  const batch_i32 normal = (magnitude << 13) + rebias;
-  const batch_i32 special =
-      (normal + rebias) | ::xsimd::select(magnitude > batch_i32(0x7C00), batch_i32(0x0040'0000), batch_i32(0));
-  const batch_f subnormal = ::xsimd::batch_cast<float>(magnitude) * batch_f(1.0f / 16777216.0f);  // m * 2^-24
-  batch_i32 bits = ::xsimd::select(magnitude > batch_i32(0x7BFF), special, normal);
-  bits = ::xsimd::select(magnitude < batch_i32(0x0400), ::xsimd::bitwise_cast<batch_i32>(subnormal), bits);
-  return ::xsimd::bitwise_cast<batch_f>(bits | sign);
 }
 
 inline void load_pair(const f16* p, batch_f& lo, batch_f& hi) noexcept {

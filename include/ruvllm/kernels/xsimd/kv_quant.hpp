@@ -19,6 +19,7 @@
 #include "ruvllm/kernels/paged_kv_view.hpp"
 #include "ruvllm/kernels/scalar/kv_quant.hpp"
 #include "ruvllm/kernels/xsimd/arch.hpp"
+#include "ruvllm/kernels/xsimd/half.hpp"
 
 namespace ruvllm::kernels {
 
@@ -30,20 +31,6 @@ using vf = ::xsimd::batch<float>;
 using vi = ::xsimd::batch<std::int32_t>;
 inline constexpr std::size_t lanes = vf::size;
 
-/// Floats of the f16 bit patterns in the lanes of h (< 2^16), bit for bit
-/// ruvllm::to_float (subnormals via an exact int-to-float conversion).
-[[nodiscard]] inline vf f16_bits(vi h) noexcept {
-  const vi sign = (h & vi(0x8000)) << 16;
-  const vi mag = h & vi(0x7FFF);
-  const vi rebias(112 << 23);
-  const vi normal = (mag << 13) + rebias;
-  const vi special = (normal + rebias) | ::xsimd::select(mag > vi(0x7C00), vi(0x0040'0000), vi(0));
-  const vi subnormal = ::xsimd::bitwise_cast<vi>(::xsimd::to_float(mag) * vf(1.0f / 16777216.0f));
-  vi bits = ::xsimd::select(mag > vi(0x7BFF), special, normal);
-  bits = ::xsimd::select(mag < vi(0x0400), subnormal, bits);
-  return ::xsimd::bitwise_cast<vf>(bits | sign);
-}
-
 /// dst[0, n) = the n (a multiple of lanes) f16 values at p.
 inline void widen_f16(const std::byte* p, std::size_t n, float* dst) noexcept {
   alignas(64) std::int32_t h[lanes];
@@ -53,7 +40,7 @@ inline void widen_f16(const std::byte* p, std::size_t n, float* dst) noexcept {
       std::memcpy(&u, p + 2 * (i + j), 2);
       h[j] = u;
     }
-    f16_bits(vi::load_aligned(h)).store_unaligned(dst + i);
+    f16_bits_to_float(vi::load_aligned(h)).store_unaligned(dst + i);
   }
 }
 
