@@ -93,6 +93,7 @@
 #include <string_view>
 #include <utility>
 
+#include "ruvllm/kernels/avx_vnni.hpp"
 #include "ruvllm/kernels/gemv_plan.hpp"
 #include "support/clock.hpp"
 #include "support/stream_probe.hpp"
@@ -299,13 +300,15 @@ inline void set_bracketed_bandwidth_counters(benchmark::State& state, double byt
 }
 
 /// The body of every benchmark executable's main (support/main.cpp): the
-/// standard flags, plus the load average and the GEMV plan this CPU gets
-/// (kernels/gemv_plan.hpp) in the JSON context.
+/// standard flags, plus the load average, the GEMV plan this CPU gets
+/// (kernels/gemv_plan.hpp) and whether the AVX2 target's quant kernels use
+/// AVX-VNNI (kernels/avx_vnni.hpp) in the JSON context.
 inline int run_benchmarks(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("load_average", load_average());
   benchmark::AddCustomContext("gemv_plan", std::string(kernels::gemv_plan_name(kernels::gemv_plan_in_use())));
+  benchmark::AddCustomContext("avx2_uses_avx_vnni", kernels::avx_vnni_in_use() ? "yes" : "no");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

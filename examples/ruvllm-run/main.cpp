@@ -139,6 +139,13 @@ int fail(const ruvllm::error& e) {
   return 1;
 }
 
+/// " with AVX-VNNI" when the kernels run the AVX2 target with its AVX-VNNI
+/// quant kernels, which Highway's target name does not say.
+const char* avx_vnni_note() {
+  const std::string_view target = ruvllm::backend::highway::target_name();
+  return target == "AVX2" && ruvllm::kernels::avx_vnni_in_use() ? " with AVX-VNNI" : "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -209,9 +216,9 @@ int main(int argc, char** argv) {
   std::fputs("\n", stdout);
   std::fprintf(stderr,
                "\nprompt: %zu tokens (%zu reused) at %.1f tokens/s; generation: %zu tokens at %.1f tokens/s (%s); %zu "
-               "threads, kernels: %s\n",
+               "threads, kernels: %s%s\n",
                stats->prompt_tokens, stats->reused_tokens, stats->prompt_tokens_per_second(), stats->generated_tokens,
                stats->generation_tokens_per_second(), std::string(to_string(stats->reason)).c_str(), threads,
-               ruvllm::backend::highway::target_name());
+               ruvllm::backend::highway::target_name(), avx_vnni_note());
   return 0;
 }
