@@ -206,11 +206,14 @@ void register_gemm(const std::shared_ptr<matrix>& m, std::size_t tokens) {
   }
 }
 
+template <class Precision>
+using quantized_weights = std::shared_ptr<const std::vector<typename Precision::block_type>>;
+
 // Quantized GEMV: weights quantized once from the f32 matrix; GBps and
 // bw_frac count the weight bytes streamed per call (the quantity decode speed
-// is bound by).
+// is bound by). Returns the weights for the other rows of the same matrix.
 template <class Precision, class Quantize>
-void register_quantized(const std::shared_ptr<matrix>& m, Quantize quantize) {
+quantized_weights<Precision> register_quantized(const std::shared_ptr<matrix>& m, Quantize quantize) {
   namespace k = ruvllm::kernels;
   using Block = typename Precision::block_type;
   const std::string_view precision = Precision::name;
@@ -231,6 +234,7 @@ void register_quantized(const std::shared_ptr<matrix>& m, Quantize quantize) {
       rb::set_bandwidth_counters(state, bytes, threads);
     });
   }
+  return w;
 }
 
 // The AVX2 target with and without its AVX-VNNI copy of the quant kernels
@@ -240,16 +244,14 @@ void register_quantized(const std::shared_ptr<matrix>& m, Quantize quantize) {
 // off, so `speedup` is what AVX-VNNI gives a machine that runs the AVX2
 // target (Intel client cores since Alder Lake); the GEMM rows are bound by
 // the integer dots, the GEMV rows partly by memory. Registered only where
-// the CPU has AVX-VNNI.
-template <class Precision, class Quantize>
-void register_avx_vnni(const std::shared_ptr<matrix>& m, Quantize quantize) {
+// the CPU has AVX-VNNI. w: m's weights, from register_quantized.
+template <class Precision>
+void register_avx_vnni(const std::shared_ptr<matrix>& m, const quantized_weights<Precision>& w) {
   namespace k = ruvllm::kernels;
   if (!k::cpu_has_avx_vnni() || (hwy::SupportedTargets() & HWY_AVX2) == 0) return;
   using Block = typename Precision::block_type;
   constexpr std::size_t tokens = 128;
-  const std::size_t blocks = m->cols / Precision::block_size, row_bytes = blocks * sizeof(Block);
-  const auto w = std::make_shared<std::vector<Block>>(m->rows * blocks);
-  for (std::size_t r = 0; r < m->rows; ++r) quantize(m->w.data() + r * m->cols, w->data() + r * blocks, m->cols);
+  const std::size_t row_bytes = m->cols / Precision::block_size * sizeof(Block);
   const auto x = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(tokens * m->cols, 17));
   const auto y = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(tokens * m->rows, 18));
   const auto act =
@@ -426,17 +428,17 @@ void register_quantize_quads() {
     register_shape<ruvllm::f16>(m, "f16");
     register_shape<ruvllm::bf16>(m, "bf16");
     using hw = ruvllm::kernels::ops<highway>;
-    register_quantized<ruvllm::precision::q8_0>(m, hw::quantize_q8_0);
-    register_quantized<ruvllm::precision::q4_0>(m, hw::quantize_q4_0);
-    register_quantized<ruvllm::precision::q4_k>(m, hw::quantize_q4_k);
-    register_quantized<ruvllm::precision::q6_k>(m, hw::quantize_q6_k);
-  }
-  {
-    using hw = ruvllm::kernels::ops<highway>;
-    register_avx_vnni<ruvllm::precision::q8_0>(square, hw::quantize_q8_0);
-    register_avx_vnni<ruvllm::precision::q4_0>(square, hw::quantize_q4_0);
-    register_avx_vnni<ruvllm::precision::q4_k>(square, hw::quantize_q4_k);
-    register_avx_vnni<ruvllm::precision::q6_k>(square, hw::quantize_q6_k);
+    namespace precision = ruvllm::precision;
+    const auto q8_0 = register_quantized<precision::q8_0>(m, hw::quantize_q8_0);
+    const auto q4_0 = register_quantized<precision::q4_0>(m, hw::quantize_q4_0);
+    const auto q4_k = register_quantized<precision::q4_k>(m, hw::quantize_q4_k);
+    const auto q6_k = register_quantized<precision::q6_k>(m, hw::quantize_q6_k);
+    if (m == square) {
+      register_avx_vnni<precision::q8_0>(m, q8_0);
+      register_avx_vnni<precision::q4_0>(m, q4_0);
+      register_avx_vnni<precision::q4_k>(m, q4_k);
+      register_avx_vnni<precision::q6_k>(m, q6_k);
+    }
   }
   register_cotenant(square);
   register_gemm(square, 128);

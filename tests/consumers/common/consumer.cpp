@@ -34,13 +34,11 @@ static ruvllm::result<float> checked_dot(const std::vector<float>& a, const std:
 /// The SIMD dot within float rounding of the scalar reference's (both sum
 /// the same exact integers per block), and both within quantization error of
 /// the float dot.
-template <class Block, class Activation, class Quantize, class QuantizeActivation, class Dot, class ScalarDot>
+template <class Weights, class Activations, class Quantize, class QuantizeActivation, class Dot, class ScalarDot>
 static bool quantized_dot_agrees(const std::vector<float>& w, const std::vector<float>& x, Quantize quantize,
                                  QuantizeActivation quantize_activation, Dot dot, ScalarDot scalar_dot) {
-  constexpr std::size_t per_block = sizeof(Block) == sizeof(ruvllm::block_q4_0) ? 32 : ruvllm::qk_k;
-  constexpr std::size_t per_activation = sizeof(Activation) == sizeof(ruvllm::block_q8_0) ? 32 : ruvllm::qk_k;
-  std::vector<Block> wq(w.size() / per_block);
-  std::vector<Activation> xq(x.size() / per_activation);
+  std::vector<typename Weights::block_type> wq(w.size() / Weights::block_size);
+  std::vector<typename Activations::block_type> xq(x.size() / Activations::block_size);
   quantize(w.data(), wq.data(), w.size());
   quantize_activation(x.data(), xq.data(), x.size());
   const float fast = dot(wq.data(), xq.data(), w.size());
@@ -62,9 +60,9 @@ int main() {
       w[i] = std::sin(0.37f * static_cast<float>(i));
       x[i] = std::cos(0.11f * static_cast<float>(i));
     }
-    const bool q4_0 = quantized_dot_agrees<ruvllm::block_q4_0, ruvllm::block_q8_0>(
+    const bool q4_0 = quantized_dot_agrees<ruvllm::precision::q4_0, ruvllm::precision::q8_0>(
         w, x, fast_ops::quantize_q4_0, fast_ops::quantize_q8_0, fast_ops::dot_q4_0_q8_0, scalar_ops::dot_q4_0_q8_0);
-    const bool q4_k = quantized_dot_agrees<ruvllm::block_q4_k, ruvllm::block_q8_k>(
+    const bool q4_k = quantized_dot_agrees<ruvllm::precision::q4_k, ruvllm::precision::q8_k>(
         w, x, fast_ops::quantize_q4_k, fast_ops::quantize_q8_k, fast_ops::dot_q4_k_q8_k, scalar_ops::dot_q4_k_q8_k);
     if (!q4_0 || !q4_k) {
       std::printf("quantized dot mismatch: q4_0 %d, q4_k %d\n", q4_0, q4_k);
