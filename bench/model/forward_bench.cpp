@@ -2,8 +2,8 @@
 // gguf_writer, at the shapes of a 110M model (dim 768, 12 layers, 12 heads,
 // FFN 2048, vocabulary 32000) and a 1B model (dim 2048, 16 layers, 32 heads /
 // 8 KV heads, FFN 8192), every 2-D weight in one storage type (f16, q8_0,
-// q4_0) or in the Q4_K / Q6_K mix of llama.cpp's Q4_K_M (q4_k_m), at 1 and 2
-// threads:
+// q4_0) or in the K-quant mixes of llama.cpp's Q4_K_M (q4_k_m: Q4_K / Q6_K)
+// and Q5_K_M (q5_k_m: Q5_K / Q6_K), at 1 and 2 threads:
 //  * model/decode/<type>/<shape>/threads:N: one token at position 128;
 //    tok_s, and GBps / bw_frac of the weight bytes a decode step streams
 //    (all of them, the output matrix included) against the STREAM-like read
@@ -81,6 +81,7 @@ std::vector<std::byte> encode(gguf_type type, const std::vector<float>& w) {
     case gguf_type::q8_0: ops::quantize_q8_0(w.data(), blocks(ruvllm::block_q8_0{}, 32), n); break;
     case gguf_type::q4_0: ops::quantize_q4_0(w.data(), blocks(ruvllm::block_q4_0{}, 32), n); break;
     case gguf_type::q4_k: ops::quantize_q4_k(w.data(), blocks(ruvllm::block_q4_k{}, 256), n); break;
+    case gguf_type::q5_k: ops::quantize_q5_k(w.data(), blocks(ruvllm::block_q5_k{}, 256), n); break;
     case gguf_type::q6_k: ops::quantize_q6_k(w.data(), blocks(ruvllm::block_q6_k{}, 256), n); break;
     default: rb::detail::fail("unsupported benchmark weight type");
   }
@@ -104,9 +105,10 @@ built_model build(gguf_type type, const model_shape& sh) {
   ok(w.add("llama.feed_forward_length", static_cast<std::uint32_t>(ffn)));
   ok(w.add("llama.context_length", static_cast<std::uint32_t>(context_len)));
   ok(w.add("llama.attention.layer_norm_rms_epsilon", 1e-5f));
-  // Q4_K stands for the Q4_K_M mix: Q6_K where llama.cpp's Q4_K_M gives
-  // more bits (the output matrix; attn_v and ffn_down of the first and last
-  // eighth of the layers and of every third layer between).
+  // Q4_K and Q5_K stand for the Q4_K_M and Q5_K_M mixes: Q6_K where
+  // llama.cpp's _M mixes give more bits (the output matrix; attn_v and
+  // ffn_down of the first and last eighth of the layers and of every third
+  // layer between).
   const auto more_bits = [&](std::size_t l) {
     return l < layers / 8 || l >= 7 * layers / 8 || (l - layers / 8) % 3 == 2;
   };
@@ -114,7 +116,8 @@ built_model build(gguf_type type, const model_shape& sh) {
     std::normal_distribution<float> normal(0.0f, 1.0f / std::sqrt(static_cast<float>(cols)));
     std::vector<float> values(rows * cols);
     for (float& v : values) v = normal(rng);
-    const gguf_type stored = type == gguf_type::q4_k && more ? gguf_type::q6_k : type;
+    const bool k_mix = type == gguf_type::q4_k || type == gguf_type::q5_k;
+    const gguf_type stored = k_mix && more ? gguf_type::q6_k : type;
     const std::vector<std::byte> bytes = encode(stored, values);
     b.weight_bytes += static_cast<double>(bytes.size());
     const std::uint64_t ne[2] = {cols, rows};
@@ -342,6 +345,7 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
     register_rows(gguf_type::q8_0, "q8_0", *sh);
     register_rows(gguf_type::q4_0, "q4_0", *sh);
     register_rows(gguf_type::q4_k, "q4_k_m", *sh);
+    register_rows(gguf_type::q5_k, "q5_k_m", *sh);
   }
   for (const model_shape* sh : {&shape_110m, &shape_1b}) {
     register_paired_cotenant_row(gguf_type::f16, "f16", *sh);

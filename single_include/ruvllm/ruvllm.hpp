@@ -851,6 +851,7 @@ enum class gguf_type : std::uint32_t {
   q4_0 = 2,
   q8_0 = 8,
   q4_k = 12,
+  q5_k = 13,
   q6_k = 14,
   q8_k = 15,
   bf16 = 30,
@@ -879,6 +880,17 @@ struct block_q4_k {
   f16 d;
   f16 dmin;
   std::uint8_t scales[12];
+  std::uint8_t qs[qk_k / 2];
+};
+
+/// Q5_K: Q4_K's super-block with a fifth bit per quant in qh: element
+/// 64g + l (l < 32) takes bit 2g of qh[l], element 64g + 32 + l bit 2g + 1;
+/// x = d*sc*q - dmin*m with q in [0, 31].
+struct block_q5_k {
+  f16 d;
+  f16 dmin;
+  std::uint8_t scales[12];
+  std::uint8_t qh[qk_k / 8];
   std::uint8_t qs[qk_k / 2];
 };
 
@@ -914,6 +926,7 @@ struct block_kivi {
 static_assert(sizeof(block_q8_0) == 34);
 static_assert(sizeof(block_q4_0) == 18);
 static_assert(sizeof(block_q4_k) == 144);
+static_assert(sizeof(block_q5_k) == 176);
 static_assert(sizeof(block_q6_k) == 210);
 static_assert(sizeof(block_q8_k) == 292);
 static_assert(sizeof(block_kivi<2, 32>) == 12);
@@ -950,6 +963,9 @@ struct q4_0 : detail::format<block_q4_0, 32, gguf_type::q4_0> {
 };
 struct q4_k : detail::format<block_q4_k, qk_k, gguf_type::q4_k> {
   static constexpr std::string_view name = "q4_k";
+};
+struct q5_k : detail::format<block_q5_k, qk_k, gguf_type::q5_k> {
+  static constexpr std::string_view name = "q5_k";
 };
 struct q6_k : detail::format<block_q6_k, qk_k, gguf_type::q6_k> {
   static constexpr std::string_view name = "q6_k";
@@ -3850,9 +3866,25 @@ inline void q4_k_scale_min(const std::uint8_t* scales, std::size_t j, std::uint8
   }
 }
 
-/// Unpacks all eight Q4_K scales and mins.
-inline void q4_k_scales_mins(const block_q4_k& b, std::uint8_t* sc, std::uint8_t* m) noexcept {
+/// Unpacks all eight scales and mins of a Q4_K or Q5_K super-block (the
+/// same packing).
+template <class Block>
+inline void k_scales_mins(const Block& b, std::uint8_t* sc, std::uint8_t* m) noexcept {
   for (std::size_t j = 0; j < 8; ++j) q4_k_scale_min(b.scales, j, sc[j], m[j]);
+}
+inline void q4_k_scales_mins(const block_q4_k& b, std::uint8_t* sc, std::uint8_t* m) noexcept {
+  k_scales_mins(b, sc, m);
+}
+
+/// The 5-bit Q5_K quant (0..31) of element e (0..255): within each group of
+/// 64 elements, the low nibbles of 32 qs bytes hold elements 0-31 and the
+/// high nibbles 32-63, as in Q4_K; the fifth bit of element 64g + 32h + l
+/// is bit 2g + h of qh[l].
+[[nodiscard]] inline int q5_k_quant(const block_q5_k& b, std::size_t e) noexcept {
+  const std::size_t g = e / 64, h = (e / 32) % 2, l = e % 32;
+  const unsigned low = (b.qs[32 * g + l] >> (4 * h)) & 0x0Fu;
+  const unsigned high = (b.qh[l] >> (2 * g + h)) & 1u;
+  return static_cast<int>(low | (high << 4));
 }
 
 /// The 6-bit Q6_K quant (0..63) of element e (0..255) of a super-block: the
@@ -4081,6 +4113,64 @@ inline void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept
   }
 }
 
+namespace quant_detail {
+
+/// The part ggml's Q4_K and Q5_K reference quantizers share: per 32-element
+/// sub-block a weighted scale/min fit to quants in [0, nmax] (ggml's
+/// make_qkx2_quants with the format's search parameters), the eight 6-bit
+/// scales and mins packed into `scales` relative to the two f16 super-block
+/// scales d and dmin, then each sub-block requantized against the stored
+/// scales into L (a sub-block whose stored scale is zero keeps the fit's
+/// quants, as ggml does).
+template <class Block>
+inline void quantize_k_scales_mins(const float* x, Block& out, std::uint8_t* L, int nmax, float rmin,
+                                   int nstep) noexcept {
+  float weights[32], scales[8], mins[8];
+  float max_scale = 0.0f, max_min = 0.0f;
+  for (std::size_t j = 0; j < 8; ++j) {
+    const float* xs = x + 32 * j;
+    float sum_x2 = 0.0f;
+    for (std::size_t l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
+    const float av_x = std::sqrt(sum_x2 / 32.0f);
+    for (std::size_t l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
+    scales[j] = fit_scale_min(32, nmax, xs, weights, L + 32 * j, mins[j], rmin, 0.1f, nstep);
+    max_scale = std::max(max_scale, scales[j]);
+    max_min = std::max(max_min, mins[j]);
+  }
+  const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
+  const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
+  std::memset(out.scales, 0, sizeof out.scales);
+  for (std::size_t j = 0; j < 8; ++j) {
+    // ggml stores the int in a uint8_t first; a (never observed) negative
+    // scale would wrap there, so clamp both ends instead.
+    const auto ls = static_cast<std::uint8_t>(std::clamp(nearest_int(inv_scale * scales[j]), 0, 63));
+    const auto lm = static_cast<std::uint8_t>(std::clamp(nearest_int(inv_min * mins[j]), 0, 63));
+    if (j < 4) {
+      out.scales[j] = ls;
+      out.scales[j + 4] = lm;
+    } else {
+      out.scales[j + 4] = static_cast<std::uint8_t>((ls & 0x0Fu) | ((lm & 0x0Fu) << 4));
+      out.scales[j - 4] = static_cast<std::uint8_t>(out.scales[j - 4] | ((ls >> 4) << 6));
+      out.scales[j] = static_cast<std::uint8_t>(out.scales[j] | ((lm >> 4) << 6));
+    }
+  }
+  out.d = to_f16(max_scale / 63.0f);
+  out.dmin = to_f16(max_min / 63.0f);
+  const float d = to_float(out.d), dmin = to_float(out.dmin);
+  for (std::size_t j = 0; j < 8; ++j) {
+    std::uint8_t sc, m;
+    q4_k_scale_min(out.scales, j, sc, m);
+    const float ds = d * static_cast<float>(sc);
+    if (ds == 0.0f) continue;
+    const float dm = dmin * static_cast<float>(m);
+    for (std::size_t l = 0; l < 32; ++l) {
+      L[32 * j + l] = static_cast<std::uint8_t>(std::clamp(nearest_int((x[32 * j + l] + dm) / ds), 0, nmax));
+    }
+  }
+}
+
+}  // namespace quant_detail
+
 /// f32 -> Q4_K with ggml's reference search (quantize_row_q4_K_ref): per
 /// 32-element sub-block a weighted scale/min fit, 6-bit scales and mins
 /// relative to two f16 super-block scales, then requantization against the
@@ -4090,53 +4180,31 @@ inline void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept
   RUVLLM_ASSERT(n % qk_k == 0);
   for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
     std::uint8_t L[qk_k];
-    float weights[32], scales[8], mins[8];
-    float max_scale = 0.0f, max_min = 0.0f;
-    for (std::size_t j = 0; j < 8; ++j) {
-      const float* xs = x + 32 * j;
-      float sum_x2 = 0.0f;
-      for (std::size_t l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
-      const float av_x = std::sqrt(sum_x2 / 32.0f);
-      for (std::size_t l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
-      scales[j] = quant_detail::fit_scale_min(32, 15, xs, weights, L + 32 * j, mins[j], -1.0f, 0.1f, 20);
-      max_scale = std::max(max_scale, scales[j]);
-      max_min = std::max(max_min, mins[j]);
-    }
-    const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
-    const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
     block_q4_k& out = y[b];
-    std::memset(out.scales, 0, sizeof out.scales);
-    for (std::size_t j = 0; j < 8; ++j) {
-      // ggml stores the int in a uint8_t first; a (never observed) negative
-      // scale would wrap there, so clamp both ends instead.
-      const auto ls = static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int(inv_scale * scales[j]), 0, 63));
-      const auto lm = static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int(inv_min * mins[j]), 0, 63));
-      if (j < 4) {
-        out.scales[j] = ls;
-        out.scales[j + 4] = lm;
-      } else {
-        out.scales[j + 4] = static_cast<std::uint8_t>((ls & 0x0Fu) | ((lm & 0x0Fu) << 4));
-        out.scales[j - 4] = static_cast<std::uint8_t>(out.scales[j - 4] | ((ls >> 4) << 6));
-        out.scales[j] = static_cast<std::uint8_t>(out.scales[j] | ((lm >> 4) << 6));
-      }
-    }
-    out.d = to_f16(max_scale / 63.0f);
-    out.dmin = to_f16(max_min / 63.0f);
-    const float d = to_float(out.d), dmin = to_float(out.dmin);
-    for (std::size_t j = 0; j < 8; ++j) {
-      std::uint8_t sc, m;
-      quant_detail::q4_k_scale_min(out.scales, j, sc, m);
-      const float ds = d * static_cast<float>(sc);
-      if (ds == 0.0f) continue;  // keep the fit's quants, as ggml does
-      const float dm = dmin * static_cast<float>(m);
-      for (std::size_t l = 0; l < 32; ++l) {
-        L[32 * j + l] =
-            static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int((x[32 * j + l] + dm) / ds), 0, 15));
-      }
-    }
+    quant_detail::quantize_k_scales_mins(x, out, L, 15, -1.0f, 20);
     for (std::size_t g = 0; g < 4; ++g) {
       for (std::size_t l = 0; l < 32; ++l) {
         out.qs[32 * g + l] = static_cast<std::uint8_t>(L[64 * g + l] | (L[64 * g + 32 + l] << 4));
+      }
+    }
+  }
+}
+
+/// f32 -> Q5_K with ggml's reference search (quantize_row_q5_K_ref): Q4_K's
+/// fit with 32 levels (and ggml's Q5_K search parameters), the fifth bits
+/// into qh. Not a hot path; every backend runs this function. n % 256 == 0.
+inline void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    std::uint8_t L[qk_k];
+    block_q5_k& out = y[b];
+    quant_detail::quantize_k_scales_mins(x, out, L, 31, -0.5f, 15);
+    std::memset(out.qh, 0, sizeof out.qh);
+    for (std::size_t g = 0; g < 4; ++g) {
+      for (std::size_t l = 0; l < 32; ++l) {
+        const std::uint8_t lo = L[64 * g + l], hi = L[64 * g + 32 + l];
+        out.qs[32 * g + l] = static_cast<std::uint8_t>((lo & 0x0Fu) | ((hi & 0x0Fu) << 4));
+        out.qh[l] = static_cast<std::uint8_t>(out.qh[l] | ((lo >> 4) << (2 * g)) | ((hi >> 4) << (2 * g + 1)));
       }
     }
   }
@@ -4233,6 +4301,20 @@ inline void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexce
   }
 }
 
+/// Q5_K -> f32, ggml's formula exactly: x = (d*sc) * q - (dmin*m). n % 256 == 0.
+inline void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const float d = to_float(x[b].d), dmin = to_float(x[b].dmin);
+    std::uint8_t sc[8], m[8];
+    quant_detail::k_scales_mins(x[b], sc, m);
+    for (std::size_t e = 0; e < qk_k; ++e) {
+      *y++ = d * static_cast<float>(sc[e / 32]) * static_cast<float>(quant_detail::q5_k_quant(x[b], e)) -
+             dmin * static_cast<float>(m[e / 32]);
+    }
+  }
+}
+
 /// Q6_K -> f32, ggml's formula: x = (d * sc) * (q - 32). n % 256 == 0.
 inline void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % qk_k == 0);
@@ -4304,18 +4386,18 @@ inline void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept
 
 namespace quant_detail {
 
-/// The exact integer parts of one Q4_K . Q8_K super-block: sum over
+/// The exact integer parts of one Q4_K or Q5_K . Q8_K super-block: sum over
 /// sub-blocks of sc_j * sum(q * q_a), and sum of m_j times the activation sums
 /// of sub-block j (from bsums).
-struct q4_k_block_sums {
+struct k_block_sums {
   std::int32_t scaled;
   std::int32_t mins;
 };
 
-[[nodiscard]] inline q4_k_block_sums q4_k_q8_k_sums(const block_q4_k& w, const block_q8_k& a) noexcept {
+[[nodiscard]] inline k_block_sums q4_k_q8_k_sums(const block_q4_k& w, const block_q8_k& a) noexcept {
   std::uint8_t sc[8], m[8];
   q4_k_scales_mins(w, sc, m);
-  q4_k_block_sums s{0, 0};
+  k_block_sums s{0, 0};
   for (std::size_t j = 0; j < 8; ++j) s.mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
   for (std::size_t g = 0; g < 4; ++g) {
     int lo = 0, hi = 0;
@@ -4324,6 +4406,19 @@ struct q4_k_block_sums {
       hi += (w.qs[32 * g + l] >> 4) * a.qs[64 * g + 32 + l];
     }
     s.scaled += sc[2 * g] * lo + sc[2 * g + 1] * hi;
+  }
+  return s;
+}
+
+[[nodiscard]] inline k_block_sums q5_k_q8_k_sums(const block_q5_k& w, const block_q8_k& a) noexcept {
+  std::uint8_t sc[8], m[8];
+  k_scales_mins(w, sc, m);
+  k_block_sums s{0, 0};
+  for (std::size_t j = 0; j < 8; ++j) {
+    s.mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+    int sum = 0;
+    for (std::size_t l = 0; l < 32; ++l) sum += q5_k_quant(w, 32 * j + l) * a.qs[32 * j + l];
+    s.scaled += sc[j] * sum;
   }
   return s;
 }
@@ -4342,19 +4437,36 @@ struct q4_k_block_sums {
 
 }  // namespace quant_detail
 
-/// Q4_K weights . Q8_K activations (ggml_vec_dot_q4_K_q8_K): per super-block
-/// sum += (d_w d_a) * scaled - (dmin_w d_a) * mins with the exact integer sums
-/// above. n % 256 == 0.
-[[nodiscard]] inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+namespace quant_detail {
+
+/// The Q4_K / Q5_K dot from their exact integer parts: per super-block
+/// sum += (d_w d_a) * scaled - (dmin_w d_a) * mins.
+template <class Block>
+[[nodiscard]] inline float scale_min_dot(const Block* w, const block_q8_k* a, std::size_t n,
+                                         k_block_sums (*sums)(const Block&, const block_q8_k&) noexcept) noexcept {
   RUVLLM_ASSERT(n % qk_k == 0);
   float sum = 0.0f;
   for (std::size_t b = 0; b < n / qk_k; ++b) {
-    const auto s = quant_detail::q4_k_q8_k_sums(w[b], a[b]);
+    const k_block_sums s = sums(w[b], a[b]);
     const float d = to_float(w[b].d) * a[b].d;
     const float dmin = to_float(w[b].dmin) * a[b].d;
     sum += d * static_cast<float>(s.scaled) - dmin * static_cast<float>(s.mins);
   }
   return sum;
+}
+
+}  // namespace quant_detail
+
+/// Q4_K weights . Q8_K activations (ggml_vec_dot_q4_K_q8_K), with the exact
+/// integer sums above. n % 256 == 0.
+[[nodiscard]] inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return quant_detail::scale_min_dot(w, a, n, quant_detail::q4_k_q8_k_sums);
+}
+
+/// Q5_K weights . Q8_K activations (ggml_vec_dot_q5_K_q8_K): Q4_K's
+/// expression over the 5-bit quants. n % 256 == 0.
+[[nodiscard]] inline float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return quant_detail::scale_min_dot(w, a, n, quant_detail::q5_k_q8_k_sums);
 }
 
 /// Q6_K weights . Q8_K activations (ggml_vec_dot_q6_K_q8_K): per super-block
@@ -4382,6 +4494,10 @@ inline void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std:
 inline void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
 }
 inline void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                std::size_t n, float* out) noexcept {
@@ -4498,6 +4614,10 @@ inline void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::siz
                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
 }
+inline void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                           std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_q5_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+}
 inline void gemm_q6_k_q8_k(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q6_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
@@ -4587,6 +4707,16 @@ struct quant_checked {
     }
     return {};
   }
+  /// Ops::quantize_q5_k after checking n % 256, finite inputs, then finite scales.
+  static result<void> quantize_q5_k_checked(const float* x, block_q5_k* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q5_k>("quantize_q5_k", x, y, n));
+    Ops::quantize_q5_k(x, y, n);
+    for (std::size_t b = 0; b < n / qk_k; ++b) {
+      RUVLLM_TRY(check_scale("quantize_q5_k", "q5_k", b, y[b].d));
+      RUVLLM_TRY(check_scale("quantize_q5_k", "q5_k", b, y[b].dmin));
+    }
+    return {};
+  }
   /// Ops::quantize_q6_k after checking n % 256, finite inputs, then finite scales.
   static result<void> quantize_q6_k_checked(const float* x, block_q6_k* y, std::size_t n) {
     RUVLLM_TRY(check_quantize<precision::q6_k>("quantize_q6_k", x, y, n));
@@ -4619,6 +4749,12 @@ struct quant_checked {
     Ops::dequantize_q4_k(x, y, n);
     return {};
   }
+  /// Ops::dequantize_q5_k after checking n % 256.
+  static result<void> dequantize_q5_k_checked(const block_q5_k* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q5_k", "q5_k", n, qk_k));
+    Ops::dequantize_q5_k(x, y, n);
+    return {};
+  }
   /// Ops::dequantize_q6_k after checking n % 256.
   static result<void> dequantize_q6_k_checked(const block_q6_k* x, float* y, std::size_t n) {
     RUVLLM_TRY(check_length("dequantize_q6_k", "q6_k", n, qk_k));
@@ -4640,6 +4776,11 @@ struct quant_checked {
   static result<float> dot_q4_k_q8_k_checked(const block_q4_k* w, const block_q8_k* a, std::size_t n) {
     RUVLLM_TRY(check_length("dot_q4_k_q8_k", "q4_k", n, qk_k));
     return Ops::dot_q4_k_q8_k(w, a, n);
+  }
+  /// Ops::dot_q5_k_q8_k after checking n % 256.
+  static result<float> dot_q5_k_q8_k_checked(const block_q5_k* w, const block_q8_k* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q5_k_q8_k", "q5_k", n, qk_k));
+    return Ops::dot_q5_k_q8_k(w, a, n);
   }
   /// Ops::dot_q6_k_q8_k after checking n % 256.
   static result<float> dot_q6_k_q8_k_checked(const block_q6_k* w, const block_q8_k* a, std::size_t n) {
@@ -4668,6 +4809,13 @@ struct quant_checked {
     Ops::dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
     return {};
   }
+  /// Ops::dot_q5_k_q8_k_rows after checking n, the stride and the alignment.
+  static result<void> dot_q5_k_q8_k_rows_checked(const block_q5_k* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_k* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q5_k>("dot_q5_k_q8_k_rows", w, row_stride, rows, n));
+    Ops::dot_q5_k_q8_k_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
   /// Ops::dot_q6_k_q8_k_rows after checking n, the stride and the alignment.
   static result<void> dot_q6_k_q8_k_rows_checked(const block_q6_k* w, std::size_t row_stride, std::size_t rows,
                                                  const block_q8_k* a, std::size_t n, float* out) {
@@ -4687,6 +4835,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept { scalar::quantize_q8_0(x, y, n); }
   static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept { scalar::quantize_q4_0(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
+  static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
   static void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept { scalar::quantize_q8_k(x, y, n); }
 
@@ -4698,6 +4847,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   }
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_k(x, y, n);
+  }
+  static void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_k(x, y, n);
   }
   static void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q6_k(x, y, n);
@@ -4728,6 +4880,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     return scalar::dot_q4_k_q8_k(w, a, n);
   }
+  [[nodiscard]] static float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    return scalar::dot_q5_k_q8_k(w, a, n);
+  }
   [[nodiscard]] static float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
     return scalar::dot_q6_k_q8_k(w, a, n);
   }
@@ -4743,6 +4898,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q5_k_q8_k_rows(w, row_stride, rows, a, n, out);
   }
   static void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
@@ -4774,6 +4933,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q4_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q5_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   static void gemm_q6_k_q8_k(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -4811,6 +4974,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0_quads, float, ruvllm::kernels::q8_0_quad)              \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad) \
@@ -4818,6 +4982,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q6_k_q8_k, ruvllm::block_q6_k, ruvllm::block_q8_k)
 
 #endif  // RUVLLM_KERNELS_SCALAR_QUANT_HPP
@@ -8805,6 +8970,39 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q
   return d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
 }
 
+/// One Q5_K . Q8_K super-block: q4_k_block's expression with the fifth bit
+/// of each quant (bit 2g + h of qh[l] for element 64g + 32h + l) added.
+RUVLLM_QUANT_ATTR HWY_INLINE float q5_k_block(const block_q5_k& w, const block_q8_k& a) {
+  const D32 d32;
+  const DU8 du8;
+  std::uint8_t sc[8], m[8];
+  scalar::quant_detail::k_scales_mins(w, sc, m);
+  std::int32_t mins = 0;
+  for (std::size_t j = 0; j < 8; ++j) mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+  V32 acc = hn::Zero(d32);
+  const VU8 mask = hn::Set(du8, 0x0F), sixteen = hn::Set(du8, 0x10), zero = hn::Zero(du8);
+  const VU8 h0 = hn::LoadU(du8, w.qh), h1 = hn::LoadU(du8, w.qh + 16);
+  const auto fifth = [&](VU8 h, unsigned bit) RUVLLM_QUANT_LAMBDA {
+    return hn::IfThenElseZero(hn::Ne(hn::And(h, hn::Set(du8, static_cast<std::uint8_t>(1u << bit))), zero), sixteen);
+  };
+  for (std::size_t g = 0; g < 4; ++g) {
+    const std::uint8_t* q = w.qs + 32 * g;
+    const std::int8_t* q8 = a.qs + 64 * g;
+    const VU8 p0 = hn::LoadU(du8, q), p1 = hn::LoadU(du8, q + 16);
+    const auto lo = static_cast<unsigned>(2 * g), hi = lo + 1;
+    acc = hn::Add(
+        acc, hn::Mul(dot32_u8(hn::Or(hn::And(p0, mask), fifth(h0, lo)), hn::Or(hn::And(p1, mask), fifth(h1, lo)), q8),
+                     hn::Set(d32, sc[2 * g])));
+    acc = hn::Add(acc, hn::Mul(dot32_u8(hn::Or(hn::ShiftRight<4>(p0), fifth(h0, hi)),
+                                        hn::Or(hn::ShiftRight<4>(p1), fifth(h1, hi)), q8 + 32),
+                               hn::Set(d32, sc[2 * g + 1])));
+  }
+  const std::int32_t scaled = hn::GetLane(hn::SumOfLanes(d32, acc));
+  const float d = half_to_float(w.d) * a.d;
+  const float dmin = half_to_float(w.dmin) * a.d;
+  return d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
+}
+
 /// One Q6_K . Q8_K super-block: sum(sc (q - 32) a) = sum(sc q a) - 32 sum(sc
 /// bsum), the same float expression as the reference.
 RUVLLM_QUANT_ATTR HWY_INLINE float q6_k_block(const block_q6_k& w, const block_q8_k& a) {
@@ -8975,17 +9173,17 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m256 fold_to_256(fvec v) {
 #endif
 }
 
-/// A Q4_K super-block's eight 6-bit scales (bytes 0-7) and mins (bytes
-/// 8-15), unpacked four at a time in the 32-bit lanes of one register (the
+/// A Q4_K or Q5_K super-block's eight 6-bit scales (bytes 0-7) and mins
+/// (bytes 8-15) from its 12 scale bytes at `scales`, unpacked four at a time in the 32-bit lanes of one register (the
 /// packing keeps each byte's bits within its byte). Unpacked in general
 /// registers instead and stored, the words reached the vector through a load
 /// spanning four stores, which cannot be forwarded: the 512-bit Q4_K GEMV
 /// (Zen 5, one thread, 4096 x 4096 from L3) read 34.1 GB/s that way,
 /// 37.4-39.1 this.
-RUVLLM_QUANT_ATTR HWY_INLINE __m128i q4_k_scales_mins(const block_q4_k& w) {
+RUVLLM_QUANT_ATTR HWY_INLINE __m128i k_scales_mins(const std::uint8_t* scales) {
   // 16 bytes from the scales on (the last four are quants of the same
   // block): packed words p0, p1, p2 and one unused.
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales));
   // Words: scales 0-3 = p0 & 0x3F.., scales 4-7 = (p2 & 0x0F..) | top two
   // bits of p0's bytes at bits 4-5, mins 0-3 = p1 & 0x3F.., mins 4-7 = (p2 >>
   // 4 & 0x0F..) | top two bits of p1's bytes at bits 4-5.
@@ -9160,31 +9358,99 @@ struct q4_k_format : superblock_steps<q4_k_format, block_q4_k> {
     return c;
   }
 
-  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
-    const block_q4_k& w = *reinterpret_cast<const block_q4_k*>(p);
-    superblock u;
-    const __m128i scales_mins = q4_k_scales_mins(w);
-    const ivec scales16 = broadcast128(_mm_cvtepu8_epi16(scales_mins));
-    // Elements 64g .. 64g + 63: sub-block 2g in the low nibbles of the 32
-    // bytes at qs + 32 g, 2g + 1 in the high.
+  /// The nibbles of elements 64g .. 64g + 63 (register g in 512 bits,
+  /// registers 2g and 2g + 1 in 256): sub-block 2g in the low nibbles of
+  /// the 32 bytes at qs + 32 g, 2g + 1 in the high.
+  RUVLLM_QUANT_ATTR static HWY_INLINE void nibbles(const std::uint8_t* qs, const constants& c, ivec* quants) {
     for (int g = 0; g < 4; ++g) {
 #if RUVLLM_QUANT_AVX512
-      const __m512i both = _mm512_broadcast_i64x4(load256(w.qs + 32 * g));
-      u.quants[g] = _mm512_and_si512(_mm512_srlv_epi16(both, c.half_shifts), c.nibble_mask);
+      const __m512i both = _mm512_broadcast_i64x4(load256(qs + 32 * g));
+      quants[g] = _mm512_and_si512(_mm512_srlv_epi16(both, c.half_shifts), c.nibble_mask);
 #else
-      const __m256i q = load256(w.qs + 32 * g);
-      u.quants[2 * g] = _mm256_and_si256(q, c.nibble_mask);
-      u.quants[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), c.nibble_mask);
+      const __m256i q = load256(qs + 32 * g);
+      quants[2 * g] = _mm256_and_si256(q, c.nibble_mask);
+      quants[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), c.nibble_mask);
 #endif
     }
+  }
+
+  /// Everything but the quants, from d, dmin and scales, which Q4_K and
+  /// Q5_K lay out alike.
+  template <class Block>
+  RUVLLM_QUANT_ATTR static HWY_INLINE void scales_and_mins(const Block& w, const constants& c, superblock& u) {
+    static_assert(offsetof(Block, scales) + 16 <= sizeof(Block));
+    const __m128i scales_mins = k_scales_mins(w.scales);
+    const ivec scales16 = broadcast128(_mm_cvtepu8_epi16(scales_mins));
     for (int j = 0; j < scale_registers; ++j) u.scales[j] = shuffle_bytes(scales16, c.scale_index[j]);
     // The mins as 16-bit weights of the activation's 16 block sums: min j
     // pairs with block sums 2j and 2j + 1 (bytes 8-15, each twice).
     u.offset = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scales_mins, scales_mins));
-    static_assert(offsetof(block_q4_k, dmin) == offsetof(block_q4_k, d) + sizeof(ruvllm::f16));
+    static_assert(offsetof(Block, dmin) == offsetof(Block, d) + sizeof(ruvllm::f16));
     const __m128 d_dmin = two_halves(&w.d);
     u.d_scaled = hn::Set(DW(), _mm_cvtss_f32(d_dmin)).raw;
     u.d_offset = _mm256_set1_ps(-_mm_cvtss_f32(_mm_movehdup_ps(d_dmin)));
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
+    const block_q4_k& w = *reinterpret_cast<const block_q4_k*>(p);
+    superblock u;
+    nibbles(w.qs, c, u.quants);
+    scales_and_mins(w, c, u);
+    return u;
+  }
+};
+
+/// Q5_K: Q4_K's nibbles, scales and mins, plus the fifth bit of every quant
+/// from qh (bit 2g of qh[l] for element 64g + l, bit 2g + 1 for 64g + 32 +
+/// l) moved to bit 4 of its byte. Quants stay below 32, so dot()'s sums
+/// stay exact: a lane sums at most 16 * 31 * 128 * 63 < 2^22, and a
+/// VPDPBUSD group 4 * 31 * 128 < 2^15, which VPACKSSDW keeps.
+struct q5_k_format : superblock_steps<q5_k_format, block_q5_k> {
+  struct constants {
+    q4_k_format::constants q4;
+    ivec fifth_bit;
+#if RUVLLM_QUANT_AVX512
+    ivec half_shifts;  // qh bits 2g + 1 to 2g in the upper 256 bits
+#endif
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    constants c;
+    c.q4 = q4_k_format::load_constants();
+    c.fifth_bit = set1_bytes(0x10);
+#if RUVLLM_QUANT_AVX512
+    c.half_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
+#endif
+    return c;
+  }
+
+  /// Bit `bit` of every byte of v moved to bit 4 (0x10), the rest cleared.
+  /// A 16-bit shift by at most 4 keeps each byte's bit within its byte.
+  RUVLLM_QUANT_ATTR static HWY_INLINE ivec bit_to_4(ivec v, int bit, const constants& c) {
+#if RUVLLM_QUANT_AVX512
+    const __m512i at4 = bit <= 4 ? _mm512_slli_epi16(v, static_cast<unsigned>(4 - bit))
+                                 : _mm512_srli_epi16(v, static_cast<unsigned>(bit - 4));
+    return _mm512_and_si512(at4, c.fifth_bit);
+#else
+    const __m256i at4 = bit <= 4 ? _mm256_slli_epi16(v, 4 - bit) : _mm256_srli_epi16(v, bit - 4);
+    return _mm256_and_si256(at4, c.fifth_bit);
+#endif
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
+    const block_q5_k& w = *reinterpret_cast<const block_q5_k*>(p);
+    superblock u;
+    q4_k_format::nibbles(w.qs, c.q4, u.quants);
+#if RUVLLM_QUANT_AVX512
+    // Both halves of register g take bit 2g once the upper half is shifted
+    // right by one.
+    const __m512i qh = _mm512_srlv_epi16(_mm512_broadcast_i64x4(load256(w.qh)), c.half_shifts);
+    for (int g = 0; g < 4; ++g) u.quants[g] = _mm512_or_si512(u.quants[g], bit_to_4(qh, 2 * g, c));
+#else
+    const __m256i qh = load256(w.qh);
+    for (int p = 0; p < parts; ++p) u.quants[p] = _mm256_or_si256(u.quants[p], bit_to_4(qh, p, c));
+#endif
+    q4_k_format::scales_and_mins(w, c.q4, u);
     return u;
   }
 };
@@ -9680,17 +9946,17 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m256 fold_to_256(fvec v) {
 #endif
 }
 
-/// A Q4_K super-block's eight 6-bit scales (bytes 0-7) and mins (bytes
-/// 8-15), unpacked four at a time in the 32-bit lanes of one register (the
+/// A Q4_K or Q5_K super-block's eight 6-bit scales (bytes 0-7) and mins
+/// (bytes 8-15) from its 12 scale bytes at `scales`, unpacked four at a time in the 32-bit lanes of one register (the
 /// packing keeps each byte's bits within its byte). Unpacked in general
 /// registers instead and stored, the words reached the vector through a load
 /// spanning four stores, which cannot be forwarded: the 512-bit Q4_K GEMV
 /// (Zen 5, one thread, 4096 x 4096 from L3) read 34.1 GB/s that way,
 /// 37.4-39.1 this.
-RUVLLM_QUANT_ATTR HWY_INLINE __m128i q4_k_scales_mins(const block_q4_k& w) {
+RUVLLM_QUANT_ATTR HWY_INLINE __m128i k_scales_mins(const std::uint8_t* scales) {
   // 16 bytes from the scales on (the last four are quants of the same
   // block): packed words p0, p1, p2 and one unused.
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales));
   // Words: scales 0-3 = p0 & 0x3F.., scales 4-7 = (p2 & 0x0F..) | top two
   // bits of p0's bytes at bits 4-5, mins 0-3 = p1 & 0x3F.., mins 4-7 = (p2 >>
   // 4 & 0x0F..) | top two bits of p1's bytes at bits 4-5.
@@ -9865,31 +10131,99 @@ struct q4_k_format : superblock_steps<q4_k_format, block_q4_k> {
     return c;
   }
 
-  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
-    const block_q4_k& w = *reinterpret_cast<const block_q4_k*>(p);
-    superblock u;
-    const __m128i scales_mins = q4_k_scales_mins(w);
-    const ivec scales16 = broadcast128(_mm_cvtepu8_epi16(scales_mins));
-    // Elements 64g .. 64g + 63: sub-block 2g in the low nibbles of the 32
-    // bytes at qs + 32 g, 2g + 1 in the high.
+  /// The nibbles of elements 64g .. 64g + 63 (register g in 512 bits,
+  /// registers 2g and 2g + 1 in 256): sub-block 2g in the low nibbles of
+  /// the 32 bytes at qs + 32 g, 2g + 1 in the high.
+  RUVLLM_QUANT_ATTR static HWY_INLINE void nibbles(const std::uint8_t* qs, const constants& c, ivec* quants) {
     for (int g = 0; g < 4; ++g) {
 #if RUVLLM_QUANT_AVX512
-      const __m512i both = _mm512_broadcast_i64x4(load256(w.qs + 32 * g));
-      u.quants[g] = _mm512_and_si512(_mm512_srlv_epi16(both, c.half_shifts), c.nibble_mask);
+      const __m512i both = _mm512_broadcast_i64x4(load256(qs + 32 * g));
+      quants[g] = _mm512_and_si512(_mm512_srlv_epi16(both, c.half_shifts), c.nibble_mask);
 #else
-      const __m256i q = load256(w.qs + 32 * g);
-      u.quants[2 * g] = _mm256_and_si256(q, c.nibble_mask);
-      u.quants[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), c.nibble_mask);
+      const __m256i q = load256(qs + 32 * g);
+      quants[2 * g] = _mm256_and_si256(q, c.nibble_mask);
+      quants[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), c.nibble_mask);
 #endif
     }
+  }
+
+  /// Everything but the quants, from d, dmin and scales, which Q4_K and
+  /// Q5_K lay out alike.
+  template <class Block>
+  RUVLLM_QUANT_ATTR static HWY_INLINE void scales_and_mins(const Block& w, const constants& c, superblock& u) {
+    static_assert(offsetof(Block, scales) + 16 <= sizeof(Block));
+    const __m128i scales_mins = k_scales_mins(w.scales);
+    const ivec scales16 = broadcast128(_mm_cvtepu8_epi16(scales_mins));
     for (int j = 0; j < scale_registers; ++j) u.scales[j] = shuffle_bytes(scales16, c.scale_index[j]);
     // The mins as 16-bit weights of the activation's 16 block sums: min j
     // pairs with block sums 2j and 2j + 1 (bytes 8-15, each twice).
     u.offset = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scales_mins, scales_mins));
-    static_assert(offsetof(block_q4_k, dmin) == offsetof(block_q4_k, d) + sizeof(ruvllm::f16));
+    static_assert(offsetof(Block, dmin) == offsetof(Block, d) + sizeof(ruvllm::f16));
     const __m128 d_dmin = two_halves(&w.d);
     u.d_scaled = hn::Set(DW(), _mm_cvtss_f32(d_dmin)).raw;
     u.d_offset = _mm256_set1_ps(-_mm_cvtss_f32(_mm_movehdup_ps(d_dmin)));
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
+    const block_q4_k& w = *reinterpret_cast<const block_q4_k*>(p);
+    superblock u;
+    nibbles(w.qs, c, u.quants);
+    scales_and_mins(w, c, u);
+    return u;
+  }
+};
+
+/// Q5_K: Q4_K's nibbles, scales and mins, plus the fifth bit of every quant
+/// from qh (bit 2g of qh[l] for element 64g + l, bit 2g + 1 for 64g + 32 +
+/// l) moved to bit 4 of its byte. Quants stay below 32, so dot()'s sums
+/// stay exact: a lane sums at most 16 * 31 * 128 * 63 < 2^22, and a
+/// VPDPBUSD group 4 * 31 * 128 < 2^15, which VPACKSSDW keeps.
+struct q5_k_format : superblock_steps<q5_k_format, block_q5_k> {
+  struct constants {
+    q4_k_format::constants q4;
+    ivec fifth_bit;
+#if RUVLLM_QUANT_AVX512
+    ivec half_shifts;  // qh bits 2g + 1 to 2g in the upper 256 bits
+#endif
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    constants c;
+    c.q4 = q4_k_format::load_constants();
+    c.fifth_bit = set1_bytes(0x10);
+#if RUVLLM_QUANT_AVX512
+    c.half_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
+#endif
+    return c;
+  }
+
+  /// Bit `bit` of every byte of v moved to bit 4 (0x10), the rest cleared.
+  /// A 16-bit shift by at most 4 keeps each byte's bit within its byte.
+  RUVLLM_QUANT_ATTR static HWY_INLINE ivec bit_to_4(ivec v, int bit, const constants& c) {
+#if RUVLLM_QUANT_AVX512
+    const __m512i at4 = bit <= 4 ? _mm512_slli_epi16(v, static_cast<unsigned>(4 - bit))
+                                 : _mm512_srli_epi16(v, static_cast<unsigned>(bit - 4));
+    return _mm512_and_si512(at4, c.fifth_bit);
+#else
+    const __m256i at4 = bit <= 4 ? _mm256_slli_epi16(v, 4 - bit) : _mm256_srli_epi16(v, bit - 4);
+    return _mm256_and_si256(at4, c.fifth_bit);
+#endif
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
+    const block_q5_k& w = *reinterpret_cast<const block_q5_k*>(p);
+    superblock u;
+    q4_k_format::nibbles(w.qs, c.q4, u.quants);
+#if RUVLLM_QUANT_AVX512
+    // Both halves of register g take bit 2g once the upper half is shifted
+    // right by one.
+    const __m512i qh = _mm512_srlv_epi16(_mm512_broadcast_i64x4(load256(w.qh)), c.half_shifts);
+    for (int g = 0; g < 4; ++g) u.quants[g] = _mm512_or_si512(u.quants[g], bit_to_4(qh, 2 * g, c));
+#else
+    const __m256i qh = load256(w.qh);
+    for (int p = 0; p < parts; ++p) u.quants[p] = _mm256_or_si256(u.quants[p], bit_to_4(qh, p, c));
+#endif
+    q4_k_format::scales_and_mins(w, c.q4, u);
     return u;
   }
 };
@@ -10712,6 +11046,20 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_k_q8_k_rows(const block_q4_k* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_q5_k_q8_k_rows(const block_q5_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q5_k_q8_k_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, q5_k_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
+                              [](const block_q5_k& w_b, const block_q8_k& a_b)
+                                  RUVLLM_QUANT_LAMBDA { return quant_simd::q5_k_block(w_b, a_b); });
+#endif
+}
+
 RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const block_q8_k* HWY_RESTRICT a,
                                                        std::size_t n, float* HWY_RESTRICT out) {
@@ -10858,6 +11206,18 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q4_k_q8_k(const block_q4_k* HWY_RESTRIC
   RUVLLM_QUANT_WIDE_CALL(gemm, q4_k_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
+                                     y_stride);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_gemm_q5_k_q8_k(const block_q5_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                   std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                   std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                   std::size_t y_stride) {
+#if RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, q5_k_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_q5_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
                                      y_stride);
 #endif
 }
@@ -13043,7 +13403,7 @@ struct rope_ops<backend::highway> {
 
 // Quant entry points of backend::highway: the bodies in quant-inl.h through
 // runtime dispatch, one dispatched call per row or per batch of rows. The
-// single-row dots are the batch form with one row. Q4_K/Q6_K quantization
+// single-row dots are the batch form with one row. K-quant quantization
 // (offline, not a hot path) and Q8_K dequantization (tests only) run the
 // scalar reference. Semantics and preconditions: kernels/scalar/quant.hpp.
 
@@ -13066,6 +13426,8 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
+  /// f32 -> Q5_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
   /// f32 -> Q8_K activations with bsums, ggml's bytes; n % 256 == 0.
@@ -13088,6 +13450,11 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0);
     dispatch::quant_dequantize_q4_k(x, y, n);
+  }
+  /// Q5_K -> f32, ggml's formula (scalar: one embedding row per token);
+  /// n % 256 == 0.
+  static void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_k(x, y, n);
   }
   /// Q6_K -> f32, bit-identical to ggml's formula; n % 256 == 0.
   static void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
@@ -13134,6 +13501,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     dot_q4_k_q8_k_rows(w, row_bytes<precision::q4_k>(n), 1, a, n, &out);
     return out;
   }
+  /// One Q5_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    float out;
+    dot_q5_k_q8_k_rows(w, row_bytes<precision::q5_k>(n), 1, a, n, &out);
+    return out;
+  }
   /// One Q6_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
     float out;
@@ -13159,6 +13532,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                                  std::size_t n, float* out) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q4_k) == 0);
     dispatch::quant_dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q5_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
+  static void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q5_k) == 0);
+    dispatch::quant_dot_q5_k_q8_k_rows(w, row_stride, rows, a, n, out);
   }
   /// Q6_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
   static void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -13209,6 +13588,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q4_k) == 0);
     dispatch::quant_gemm_q4_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// Q5_K form of gemm_q4_k_q8_k.
+  static void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q5_k) == 0);
+    dispatch::quant_gemm_q5_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   /// Q6_K form of gemm_q4_k_q8_k.
   static void gemm_q6_k_q8_k(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -14628,7 +15013,7 @@ struct rope_ops<backend::xsimd> {
 // load and multiplied there; each block's int32 sum is exact, and the float
 // accumulation is the reference's own expression, so results equal the
 // scalar reference's. Q8_0/Q4_0/Q8_K quantizers and Q8_0/Q4_0 dequantizers are
-// vectorized too; Q4_K/Q6_K quantizers, K-quant dequantizers and the f16/bf16
+// vectorized too; K-quant quantizers and dequantizers and the f16/bf16
 // row conversions run the scalar reference. Semantics and preconditions:
 // kernels/scalar/quant.hpp.
 
@@ -14720,19 +15105,19 @@ inline float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t
   return sum;
 }
 
-inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+/// The Q4_K / Q5_K dot: sub-block j's 32 quants come from
+/// unpack(block, j, q); scales, mins and the float expression are shared.
+template <class Block, class Unpack>
+inline float dot_scale_min_q8_k(const Block* w, const block_q8_k* a, std::size_t n, Unpack unpack) noexcept {
   float sum = 0.0f;
   alignas(64) std::int8_t q[32];
   for (std::size_t b = 0; b < n / qk_k; ++b) {
     std::uint8_t sc[8], m[8];
-    scalar::quant_detail::q4_k_scales_mins(w[b], sc, m);
+    scalar::quant_detail::k_scales_mins(w[b], sc, m);
     std::int32_t mins = 0, scaled = 0;
     for (std::size_t j = 0; j < 8; ++j) mins += m[j] * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
     for (std::size_t j = 0; j < 8; ++j) {
-      const std::uint8_t* packed = w[b].qs + 32 * (j / 2);
-      for (std::size_t l = 0; l < 32; ++l) {
-        q[l] = static_cast<std::int8_t>((j % 2 == 0) ? (packed[l] & 0x0F) : (packed[l] >> 4));
-      }
+      unpack(w[b], j, q);
       scaled += sc[j] * dot_i8(q, a[b].qs + 32 * j, 32);
     }
     const float d = to_float(w[b].d) * a[b].d;
@@ -14740,6 +15125,21 @@ inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t
     sum += d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
   }
   return sum;
+}
+
+inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return dot_scale_min_q8_k(w, a, n, [](const block_q4_k& b, std::size_t j, std::int8_t* q) {
+    const std::uint8_t* packed = b.qs + 32 * (j / 2);
+    for (std::size_t l = 0; l < 32; ++l)
+      q[l] = static_cast<std::int8_t>((j % 2 == 0) ? (packed[l] & 0x0F) : (packed[l] >> 4));
+  });
+}
+
+inline float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return dot_scale_min_q8_k(w, a, n, [](const block_q5_k& b, std::size_t j, std::int8_t* q) {
+    for (std::size_t l = 0; l < 32; ++l)
+      q[l] = static_cast<std::int8_t>(scalar::quant_detail::q5_k_quant(b, 32 * j + l));
+  });
 }
 
 inline float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
@@ -14856,6 +15256,7 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
   /// f32 -> Q8_K activations with bsums, ggml's bytes; n % 256 == 0.
   static void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept {
@@ -14878,6 +15279,9 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     scalar::dequantize_q4_k(x, y, n);
   }
   /// Q6_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_k(x, y, n);
+  }
   static void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q6_k(x, y, n);
   }
@@ -14918,6 +15322,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     RUVLLM_ASSERT(n % qk_k == 0);
     return xsimd_impl::quant::dot_q4_k_q8_k(w, a, n);
   }
+  /// One Q5_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    return xsimd_impl::quant::dot_q5_k_q8_k(w, a, n);
+  }
   /// One Q6_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0);
@@ -14938,6 +15347,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q5_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
+  static void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
   /// Q6_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
   static void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -15003,6 +15417,10 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+  }
+  static void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_q5_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
   }
   static void gemm_q6_k_q8_k(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -15792,6 +16210,20 @@ struct quantized_gemv_traits<block_q4_k> : q8_k_traits {
 };
 
 template <>
+struct quantized_gemv_traits<block_q5_k> : q8_k_traits {
+  template <Backend B>
+  static void rows(const block_q5_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
+                   float* out) noexcept {
+    ops<B>::dot_q5_k_q8_k_rows(w, stride, rows, a, n, out);
+  }
+  template <Backend B>
+  static void gemm(const block_q5_k* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_q5_k_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
+  }
+};
+
+template <>
 struct quantized_gemv_traits<block_q6_k> : q8_k_traits {
   template <Backend B>
   static void rows(const block_q6_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
@@ -15808,7 +16240,7 @@ struct quantized_gemv_traits<block_q6_k> : q8_k_traits {
 }  // namespace detail
 
 /// The activation form a quantized weight block is multiplied with:
-/// q8_0_quad for Q8_0 / Q4_0 weights, block_q8_k for Q4_K / Q6_K.
+/// q8_0_quad for Q8_0 / Q4_0 weights, block_q8_k for Q4_K / Q5_K / Q6_K.
 template <class WeightBlock>
 using activation_block_t = typename detail::quantized_gemv_traits<WeightBlock>::activation_block;
 
@@ -15819,8 +16251,8 @@ template <class WeightBlock>
   return detail::quantized_gemv_traits<WeightBlock>::activation_count(cols);
 }
 
-/// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q4_k or
-/// block_q6_k rows, `row_stride` bytes apart, cols a multiple of the block
+/// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q4_k,
+/// block_q5_k or block_q6_k rows, `row_stride` bytes apart, cols a multiple of the block
 /// size): x is quantized once into `activations` (activation_blocks(cols)
 /// of them, caller-provided so the call never allocates) by the calling
 /// thread, then row blocks of ~128 KiB of weights run on every pool thread,
@@ -19451,18 +19883,19 @@ struct gguf_type_traits {
 };
 
 /// The tensor types ruvllm reads, with their block geometry.
-inline constexpr std::array<gguf_type_traits, 7> gguf_supported_types = {{
+inline constexpr std::array<gguf_type_traits, 8> gguf_supported_types = {{
     {gguf_type::f32, 1, 4, alignof(float)},
     {gguf_type::f16, 1, 2, alignof(f16)},
     {gguf_type::bf16, 1, 2, alignof(bf16)},
     {gguf_type::q8_0, 32, sizeof(block_q8_0), alignof(block_q8_0)},
     {gguf_type::q4_0, 32, sizeof(block_q4_0), alignof(block_q4_0)},
     {gguf_type::q4_k, qk_k, sizeof(block_q4_k), alignof(block_q4_k)},
+    {gguf_type::q5_k, qk_k, sizeof(block_q5_k), alignof(block_q5_k)},
     {gguf_type::q6_k, qk_k, sizeof(block_q6_k), alignof(block_q6_k)},
 }};
 
 /// Geometry of a supported tensor type, or nullptr for every other ggml type
-/// (F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K are supported).
+/// (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K are supported).
 [[nodiscard]] constexpr const gguf_type_traits* find_gguf_type(std::uint32_t id) noexcept {
   for (const auto& t : gguf_supported_types)
     if (static_cast<std::uint32_t>(t.type) == id) return &t;
@@ -19936,7 +20369,7 @@ class gguf_file {
     const gguf_type_traits* traits = find_gguf_type(type);
     if (traits == nullptr)
       return make_error(errc::unsupported, "tensor '", t.name, "' has type ", ggml_type_name(type), " (", type,
-                        "), which ruvllm does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K are supported)")
+                        "), which ruvllm does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K are supported)")
           .at(source_, type_offset);
     t.type = traits->type;
     t.block_size = traits->block_size;
@@ -20273,6 +20706,7 @@ class llama_model {
               .at(file_.source(), t->info_offset);
         break;
       case gguf_type::q4_k:
+      case gguf_type::q5_k:
       case gguf_type::q6_k:
         if (cols % qk_k != 0)
           return make_error(errc::invalid_argument, "tensor '", name, "': ", cols, " columns are not whole Q8_K blocks")
@@ -20382,6 +20816,9 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
       return;
     case gguf_type::q4_k:
       kops::dot_q4_k_q8_k_rows(reinterpret_cast<const block_q4_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
+      return;
+    case gguf_type::q5_k:
+      kops::dot_q5_k_q8_k_rows(reinterpret_cast<const block_q5_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
       return;
     case gguf_type::q6_k:
       kops::dot_q6_k_q8_k_rows(reinterpret_cast<const block_q6_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
@@ -20798,6 +21235,7 @@ class llama_context {
           }
           break;
         case gguf_type::q4_k:
+        case gguf_type::q5_k:
         case gguf_type::q6_k:
           if (in.q8_k == nullptr) {
             kops::quantize_q8_k(x, buf_.act_q8_k.data(), cols);
@@ -21055,6 +21493,10 @@ class llama_context {
         quantized(reinterpret_cast<const block_q4_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_k.data());
         return;
+      case gguf_type::q5_k:
+        quantized(reinterpret_cast<const block_q5_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_k.data());
+        return;
       case gguf_type::q6_k:
         quantized(reinterpret_cast<const block_q6_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_k.data());
@@ -21095,6 +21537,7 @@ class llama_context {
       case gguf_type::q8_0: kops::dequantize_q8_0(reinterpret_cast<const block_q8_0*>(row), out, e.cols); return;
       case gguf_type::q4_0: kops::dequantize_q4_0(reinterpret_cast<const block_q4_0*>(row), out, e.cols); return;
       case gguf_type::q4_k: kops::dequantize_q4_k(reinterpret_cast<const block_q4_k*>(row), out, e.cols); return;
+      case gguf_type::q5_k: kops::dequantize_q5_k(reinterpret_cast<const block_q5_k*>(row), out, e.cols); return;
       case gguf_type::q6_k: kops::dequantize_q6_k(reinterpret_cast<const block_q6_k*>(row), out, e.cols); return;
       default: RUVLLM_ASSERT(false && "weight types are checked by llama_model::load"); return;
     }

@@ -38,6 +38,7 @@ namespace {
 using ruvllm::bf16;
 using ruvllm::block_q4_0;
 using ruvllm::block_q4_k;
+using ruvllm::block_q5_k;
 using ruvllm::block_q6_k;
 using ruvllm::block_q8_0;
 using ruvllm::block_q8_k;
@@ -125,6 +126,19 @@ void unpack_q4_k_quants(const block_q4_k& b, int* q) {
   }
 }
 
+/// Q5_K quants in element order: Q4_K's nibbles plus 16 where ggml's
+/// dequantizer tests qh[l] against u1 = 1 << 2g (low nibbles of group g) and
+/// u2 = 2 << 2g (high nibbles).
+void unpack_q5_k_quants(const block_q5_k& b, int* q) {
+  for (int g = 0; g < 4; ++g) {
+    const int u1 = 1 << (2 * g), u2 = 2 << (2 * g);
+    for (int l = 0; l < 32; ++l) {
+      q[64 * g + l] = b.qs[32 * g + l] % 16 + ((b.qh[l] & u1) != 0 ? 16 : 0);
+      q[64 * g + 32 + l] = b.qs[32 * g + l] / 16 + ((b.qh[l] & u2) != 0 ? 16 : 0);
+    }
+  }
+}
+
 /// Q6_K quants minus 32 in element order, the way ggml's loop walks ql/qh.
 void unpack_q6_k_quants(const block_q6_k& b, int* q) {
   const std::uint8_t* ql = b.ql;
@@ -156,12 +170,18 @@ std::vector<float> ggml_dequantize(const block_q4_0* x, std::size_t nb) {
   }
   return y;
 }
-std::vector<float> ggml_dequantize(const block_q4_k* x, std::size_t nb) {
+/// Q4_K and Q5_K: d1 * q - m1 per 32-element sub-block.
+template <class Block>
+std::vector<float> scale_min_dequantize(const Block* x, std::size_t nb) {
   std::vector<float> y;
   for (std::size_t b = 0; b < nb; ++b) {
     int sc[8], mn[8], q[256];
     unpack_q4_k_scales(x[b].scales, sc, mn);
-    unpack_q4_k_quants(x[b], q);
+    if constexpr (std::is_same_v<Block, block_q5_k>) {
+      unpack_q5_k_quants(x[b], q);
+    } else {
+      unpack_q4_k_quants(x[b], q);
+    }
     for (int e = 0; e < 256; ++e) {
       const float d1 = value(x[b].d) * static_cast<float>(sc[e / 32]);
       const float m1 = value(x[b].dmin) * static_cast<float>(mn[e / 32]);
@@ -170,6 +190,8 @@ std::vector<float> ggml_dequantize(const block_q4_k* x, std::size_t nb) {
   }
   return y;
 }
+std::vector<float> ggml_dequantize(const block_q4_k* x, std::size_t nb) { return scale_min_dequantize(x, nb); }
+std::vector<float> ggml_dequantize(const block_q5_k* x, std::size_t nb) { return scale_min_dequantize(x, nb); }
 std::vector<float> ggml_dequantize(const block_q6_k* x, std::size_t nb) {
   std::vector<float> y;
   for (std::size_t b = 0; b < nb; ++b) {
@@ -227,12 +249,17 @@ exact_dot exact(const block_q4_0* w, const block_q8_0* a, std::size_t nb) {
   }
   return r;
 }
-exact_dot exact(const block_q4_k* w, const block_q8_k* a, std::size_t nb) {
+template <class Block>
+exact_dot scale_min_exact(const Block* w, const block_q8_k* a, std::size_t nb) {
   exact_dot r;
   for (std::size_t b = 0; b < nb; ++b) {
     int sc[8], mn[8], q[256];
     unpack_q4_k_scales(w[b].scales, sc, mn);
-    unpack_q4_k_quants(w[b], q);
+    if constexpr (std::is_same_v<Block, block_q5_k>) {
+      unpack_q5_k_quants(w[b], q);
+    } else {
+      unpack_q4_k_quants(w[b], q);
+    }
     long long scaled = 0, mins = 0, m_scaled = 0, m_mins = 0;
     for (int e = 0; e < 256; ++e) {
       scaled += static_cast<long long>(sc[e / 32]) * q[e] * a[b].qs[e];
@@ -247,6 +274,8 @@ exact_dot exact(const block_q4_k* w, const block_q8_k* a, std::size_t nb) {
   }
   return r;
 }
+exact_dot exact(const block_q4_k* w, const block_q8_k* a, std::size_t nb) { return scale_min_exact(w, a, nb); }
+exact_dot exact(const block_q5_k* w, const block_q8_k* a, std::size_t nb) { return scale_min_exact(w, a, nb); }
 exact_dot exact(const block_q6_k* w, const block_q8_k* a, std::size_t nb) {
   exact_dot r;
   for (std::size_t b = 0; b < nb; ++b) {
@@ -311,6 +340,9 @@ void set_scales(block_q4_0* w, std::size_t nb, float d) {
 void set_scales(block_q4_k* w, std::size_t nb, float d) {
   for (std::size_t b = 0; b < nb; ++b) w[b].d = w[b].dmin = half(d);
 }
+void set_scales(block_q5_k* w, std::size_t nb, float d) {
+  for (std::size_t b = 0; b < nb; ++b) w[b].d = w[b].dmin = half(d);
+}
 void set_scales(block_q6_k* w, std::size_t nb, float d, int scale_limit = 127) {
   for (std::size_t b = 0; b < nb; ++b) {
     w[b].d = half(d);
@@ -369,6 +401,24 @@ struct q4_k_pair {
     ops<B>::gemm_q4_k_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
   }
 };
+struct q5_k_pair {
+  using weight = block_q5_k;
+  using act = block_q8_k;
+  static constexpr std::size_t block = 256;
+  template <class B>
+  static float dot(const weight* w, const act* a, std::size_t n) {
+    return ops<B>::dot_q5_k_q8_k(w, a, n);
+  }
+  template <class B>
+  static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
+    ops<B>::dot_q5_k_q8_k_rows(w, stride, rows, a, n, out);
+  }
+  template <class B>
+  static void gemm(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t tokens,
+                   std::size_t n, float* y, std::size_t y_stride) {
+    ops<B>::gemm_q5_k_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
+  }
+};
 struct q6_k_pair {
   using weight = block_q6_k;
   using act = block_q8_k;
@@ -400,6 +450,7 @@ void quantize(const float* x, Block* y, std::size_t n) {
   if constexpr (std::is_same_v<Block, block_q8_0>) ops<B>::quantize_q8_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_0>) ops<B>::quantize_q4_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_k>) ops<B>::quantize_q4_k(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q5_k>) ops<B>::quantize_q5_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q6_k>) ops<B>::quantize_q6_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q8_k>) ops<B>::quantize_q8_k(x, y, n);
 }
@@ -408,6 +459,7 @@ void dequantize(const Block* x, float* y, std::size_t n) {
   if constexpr (std::is_same_v<Block, block_q8_0>) ops<B>::dequantize_q8_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_0>) ops<B>::dequantize_q4_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_k>) ops<B>::dequantize_q4_k(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q5_k>) ops<B>::dequantize_q5_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q6_k>) ops<B>::dequantize_q6_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q8_k>) ops<B>::dequantize_q8_k(x, y, n);
 }
@@ -564,10 +616,34 @@ TEST_CASE("Q4_K and Q6_K quantize a hand-made block whose values the format hold
   CHECK(worst == 0.0);
 }
 
+TEST_CASE("Q5_K quantizes a hand-made block whose values the format holds", "[kernels][quant]") {
+  // Every sub-block of 32 is 0, 1, ..., 31, in an order that puts the fifth
+  // bit of each group's low and high halves at different elements: scale 1,
+  // min 0 hold it exactly, so every quant is x itself up to the f16 rounding
+  // of d = 1/63.
+  std::vector<float> x(256);
+  for (std::size_t i = 0; i < 256; ++i) x[i] = static_cast<float>((i * 7 + i / 32) % 32);
+  placed<block_q5_k> y(1);
+  ops<scalar>::quantize_q5_k(x.data(), y.data(), 256);
+  CHECK(value(y[0].dmin) == 0.0f);
+  const auto back = ggml_dequantize(y.data(), 1);
+  for (std::size_t i = 0; i < 256; ++i) {
+    CHECK(std::fabs(back[i] - x[i]) <= 31.0f / 2048.0f);
+    CHECK(std::round(back[i]) == x[i]);
+  }
+  // Shifted by -20 the min takes the offset (min 20 of a 6-bit code).
+  for (float& v : x) v -= 20.0f;
+  ops<scalar>::quantize_q5_k(x.data(), y.data(), 256);
+  const auto shifted = ggml_dequantize(y.data(), 1);
+  double worst = 0;
+  for (std::size_t i = 0; i < 256; ++i) worst = std::max(worst, std::fabs(static_cast<double>(shifted[i]) - x[i]));
+  CHECK(worst <= 0.06);
+}
+
 // ================================================ dequantization formulas
 
 TEMPLATE_TEST_CASE("dequantization equals ggml's formulas bit for bit on random blocks", "[kernels][quant]", block_q8_0,
-                   block_q4_0, block_q4_k, block_q6_k, block_q8_k) {
+                   block_q4_0, block_q4_k, block_q5_k, block_q6_k, block_q8_k) {
   using Block = TestType;
   ruvllm::test::rng gen(11);
   for (const std::size_t nb : block_counts) {
@@ -579,7 +655,8 @@ TEMPLATE_TEST_CASE("dequantization equals ggml's formulas bit for bit on random 
     } else {
       for (std::size_t b = 0; b < nb; ++b) {
         x[b].d = half(random_scale(gen) * 64.0f);
-        if constexpr (std::is_same_v<Block, block_q4_k>) x[b].dmin = half(random_scale(gen));
+        if constexpr (std::is_same_v<Block, block_q4_k> || std::is_same_v<Block, block_q5_k>)
+          x[b].dmin = half(random_scale(gen));
       }
     }
     const std::size_t n = nb * block_elems<Block>;
@@ -927,14 +1004,19 @@ void check_k_quant_gemm(std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("q4_k and q6_k gemm tiles equal their rows token by token", "[kernels][quant][gemm]") {
+TEST_CASE("q4_k, q5_k and q6_k gemm tiles equal their rows token by token", "[kernels][quant][gemm]") {
   check_k_quant_gemm<q4_k_pair>(33);
+  check_k_quant_gemm<q5_k_pair>(35);
   check_k_quant_gemm<q6_k_pair>(34);
 }
 
 TEST_CASE("q4_k . q8_k dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
   check_quantized_dots<q4_k_pair>(25);
   check_exact_integer_dots<q4_k_pair>(26);
+}
+TEST_CASE("q5_k . q8_k dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
+  check_quantized_dots<q5_k_pair>(36);
+  check_exact_integer_dots<q5_k_pair>(37);
 }
 TEST_CASE("q6_k . q8_k dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
   check_quantized_dots<q6_k_pair>(27);
@@ -1142,13 +1224,17 @@ TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "
     for (int j = 0; j < 16; ++j) w4[b].qs[j] = static_cast<std::uint8_t>(j % 2 ? 0x0F : 0xF0);
   }
   placed<block_q4_k> wk(2);
+  placed<block_q5_k> w5(2);
   placed<block_q6_k> w6(2);
   placed<block_q8_k> ak(2);
   for (std::size_t b = 0; b < 2; ++b) {
-    wk[b].d = wk[b].dmin = w6[b].d = half(1.0f);
+    wk[b].d = wk[b].dmin = w5[b].d = w5[b].dmin = w6[b].d = half(1.0f);
     std::memset(wk[b].scales, 0xFF, sizeof wk[b].scales);  // every scale and min 63
     std::memset(wk[b].qs, 0xFF, sizeof wk[b].qs);          // every quant 15
-    std::memset(w6[b].ql, 0x00, sizeof w6[b].ql);          // every quant 0 -> -32
+    std::memset(w5[b].scales, 0xFF, sizeof w5[b].scales);
+    std::memset(w5[b].qs, 0xFF, sizeof w5[b].qs);  // with every fifth bit: every quant 31
+    std::memset(w5[b].qh, 0xFF, sizeof w5[b].qh);
+    std::memset(w6[b].ql, 0x00, sizeof w6[b].ql);  // every quant 0 -> -32
     std::memset(w6[b].qh, 0x00, sizeof w6[b].qh);
     for (auto& s : w6[b].scales) s = -128;
     ak[b].d = 1.0f;
@@ -1157,11 +1243,13 @@ TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "
   }
   const auto e8 = exact(w8.data(), a8.data(), 7), e4 = exact(w4.data(), a8.data(), 7);
   const auto ek = exact(wk.data(), ak.data(), 2), e6 = exact(w6.data(), ak.data(), 2);
+  const auto e5 = exact(w5.data(), ak.data(), 2);
   // Q6_K: 2 * 256 * (-128) * (-32) * 127 = 127 * 2^21, exact in float.
   const auto expect = [](const exact_dot& e) { return static_cast<float>(e.value); };
   CHECK(ops<scalar>::dot_q8_0_q8_0(w8.data(), a8.data(), 224) == expect(e8));
   CHECK(ops<scalar>::dot_q4_0_q8_0(w4.data(), a8.data(), 224) == expect(e4));
   CHECK(ops<scalar>::dot_q4_k_q8_k(wk.data(), ak.data(), 512) == expect(ek));
+  CHECK(ops<scalar>::dot_q5_k_q8_k(w5.data(), ak.data(), 512) == expect(e5));
   CHECK(ops<scalar>::dot_q6_k_q8_k(w6.data(), ak.data(), 512) == expect(e6));
   CHECK(static_cast<double>(e6.value) == 266338304.0);
   for_each_simd_backend([&](auto b) {
@@ -1169,6 +1257,7 @@ TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "
     CHECK(ops<B>::dot_q8_0_q8_0(w8.data(), a8.data(), 224) == expect(e8));
     CHECK(ops<B>::dot_q4_0_q8_0(w4.data(), a8.data(), 224) == expect(e4));
     CHECK(ops<B>::dot_q4_k_q8_k(wk.data(), ak.data(), 512) == expect(ek));
+    CHECK(ops<B>::dot_q5_k_q8_k(w5.data(), ak.data(), 512) == expect(e5));
     CHECK(ops<B>::dot_q6_k_q8_k(w6.data(), ak.data(), 512) == expect(e6));
   });
 }
@@ -1189,8 +1278,10 @@ TEST_CASE("a quantized dot approximates the float dot of the original rows", "[k
   placed<block_q8_0> w8(n / 32), x8(n / 32);
   placed<block_q4_0> w4(n / 32);
   placed<block_q4_k> wk(n / 256);
+  placed<block_q5_k> w5(n / 256);
   placed<block_q6_k> w6(n / 256);
   placed<block_q8_k> xk(n / 256);
+  ops<highway>::quantize_q5_k(w.data(), w5.data(), n);
   ops<highway>::quantize_q8_0(w.data(), w8.data(), n);
   ops<highway>::quantize_q4_0(w.data(), w4.data(), n);
   ops<highway>::quantize_q4_k(w.data(), wk.data(), n);
@@ -1201,18 +1292,20 @@ TEST_CASE("a quantized dot approximates the float dot of the original rows", "[k
   const double r4 = ops<highway>::dot_q4_0_q8_0(w4.data(), x8.data(), n);
   const double rk = ops<highway>::dot_q4_k_q8_k(wk.data(), xk.data(), n);
   const double r6 = ops<highway>::dot_q6_k_q8_k(w6.data(), xk.data(), n);
-  INFO("float " << ref << " (sum|wx| " << mag << "), q8_0 " << r8 << ", q4_0 " << r4 << ", q4_k " << rk << ", q6_k "
-                << r6);
+  const double r5 = ops<highway>::dot_q5_k_q8_k(w5.data(), xk.data(), n);
+  INFO("float " << ref << " (sum|wx| " << mag << "), q8_0 " << r8 << ", q4_0 " << r4 << ", q4_k " << rk << ", q5_k "
+                << r5 << ", q6_k " << r6);
   CHECK(std::fabs(r8 - ref) <= 0.01 * mag);
   CHECK(std::fabs(r6 - ref) <= 0.01 * mag);
   CHECK(std::fabs(rk - ref) <= 0.05 * mag);
+  CHECK(std::fabs(r5 - ref) <= 0.025 * mag);
   CHECK(std::fabs(r4 - ref) <= 0.08 * mag);
 }
 
 // ====================================================== backends vs scalar
 
 TEMPLATE_TEST_CASE("quantizers give the scalar reference's bytes on every backend", "[kernels][quant]", block_q8_0,
-                   block_q4_0, block_q4_k, block_q6_k, block_q8_k) {
+                   block_q4_0, block_q4_k, block_q5_k, block_q6_k, block_q8_k) {
   using Block = TestType;
   ruvllm::test::rng gen(31);
   for (const std::size_t nb : block_counts) {

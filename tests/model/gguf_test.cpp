@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "model/gguf_copy.hpp"
 #include "model/model_test_support.hpp"
 #include "ruvllm/kernels/ops.hpp"
 #include "ruvllm/model/gguf.hpp"
@@ -30,6 +31,7 @@ using namespace ruvllm::model;
 using ruvllm::gguf_type;
 using ruvllm::test::conformance_models;
 using ruvllm::test::conformance_path;
+using ruvllm::test::copy_to_writer;
 
 gguf_file open_model(std::string_view name) {
   auto f = gguf_file::open(conformance_path(std::string(name) + ".gguf"));
@@ -79,64 +81,6 @@ std::uint64_t touch_everything(const gguf_file& f) {
     if (t.n_bytes > 0) h += std::to_integer<unsigned>(t.data[0]) + std::to_integer<unsigned>(t.data[t.n_bytes - 1]);
   }
   return h;
-}
-
-// Copies a parsed value into an array builder or writer (nested arrays too).
-void copy_element(gguf_array_builder& b, const gguf_value& v) {
-  switch (v.type()) {
-    case gguf_value_type::uint8: b.push(v.as<std::uint8_t>().value()); break;
-    case gguf_value_type::int8: b.push(v.as<std::int8_t>().value()); break;
-    case gguf_value_type::uint16: b.push(v.as<std::uint16_t>().value()); break;
-    case gguf_value_type::int16: b.push(v.as<std::int16_t>().value()); break;
-    case gguf_value_type::uint32: b.push(v.as<std::uint32_t>().value()); break;
-    case gguf_value_type::int32: b.push(v.as<std::int32_t>().value()); break;
-    case gguf_value_type::float32: b.push(v.as<float>().value()); break;
-    case gguf_value_type::boolean: b.push(v.as<bool>().value()); break;
-    case gguf_value_type::uint64: b.push(v.as<std::uint64_t>().value()); break;
-    case gguf_value_type::int64: b.push(v.as<std::int64_t>().value()); break;
-    case gguf_value_type::float64: b.push(v.as<double>().value()); break;
-    case gguf_value_type::string: b.push_string(v.as<std::string_view>().value()); break;
-    case gguf_value_type::array: {
-      gguf_array_builder inner(v.element_type());
-      const auto elements = v.elements().value();
-      for (const auto& e : elements) copy_element(inner, e);
-      b.push_array(inner);
-      break;
-    }
-  }
-}
-
-gguf_writer copy_to_writer(const gguf_file& f) {
-  gguf_writer w(f.alignment());
-  for (const auto& kv : f.metadata()) {
-    if (kv.key == "general.alignment") continue;
-    const auto& v = kv.value;
-    ruvllm::result<void> r;
-    switch (v.type()) {
-      case gguf_value_type::uint8: r = w.add(kv.key, v.as<std::uint8_t>().value()); break;
-      case gguf_value_type::int8: r = w.add(kv.key, v.as<std::int8_t>().value()); break;
-      case gguf_value_type::uint16: r = w.add(kv.key, v.as<std::uint16_t>().value()); break;
-      case gguf_value_type::int16: r = w.add(kv.key, v.as<std::int16_t>().value()); break;
-      case gguf_value_type::uint32: r = w.add(kv.key, v.as<std::uint32_t>().value()); break;
-      case gguf_value_type::int32: r = w.add(kv.key, v.as<std::int32_t>().value()); break;
-      case gguf_value_type::float32: r = w.add(kv.key, v.as<float>().value()); break;
-      case gguf_value_type::boolean: r = w.add(kv.key, v.as<bool>().value()); break;
-      case gguf_value_type::uint64: r = w.add(kv.key, v.as<std::uint64_t>().value()); break;
-      case gguf_value_type::int64: r = w.add(kv.key, v.as<std::int64_t>().value()); break;
-      case gguf_value_type::float64: r = w.add(kv.key, v.as<double>().value()); break;
-      case gguf_value_type::string: r = w.add_string(kv.key, v.as<std::string_view>().value()); break;
-      case gguf_value_type::array: {
-        gguf_array_builder b(v.element_type());
-        const auto elements = v.elements().value();
-        for (const auto& e : elements) copy_element(b, e);
-        r = w.add_array(kv.key, b);
-        break;
-      }
-    }
-    REQUIRE(r);
-  }
-  for (const auto& t : f.tensors()) REQUIRE(w.add_tensor(t.name, t.type, std::span(t.ne.data(), t.n_dims), t.bytes()));
-  return w;
 }
 
 }  // namespace
@@ -311,6 +255,7 @@ TEST_CASE("gguf: every value type and tensor type round-trips through the writer
         {"q8_0", gguf_type::q8_0, {64, 3}, 2 * 3 * 34},
         {"q4_0", gguf_type::q4_0, {32, 1, 2, 2}, 4 * 18},
         {"q4_k", gguf_type::q4_k, {256, 2}, 2 * 144},
+        {"q5_k", gguf_type::q5_k, {256, 3}, 3 * 176},
         {"q6_k", gguf_type::q6_k, {512}, 2 * 210},
     };
     std::vector<std::vector<std::byte>> data;
@@ -511,9 +456,9 @@ TEST_CASE("gguf: hostile headers give errors with file and offset", "[model][ggu
   };
   CHECK(gguf_file::parse(tensor("w", {32, 2}, 8, 0, 68).b).has_value());
   {
-    auto e = parse_error(tensor("w", {32, 2}, 13, 0, 1000));
+    auto e = parse_error(tensor("w", {32, 2}, 11, 0, 1000));
     CHECK(e.code() == errc::unsupported);
-    CHECK(mentions(e, "tensor 'w' has type Q5_K (13), which ruvllm does not read"));
+    CHECK(mentions(e, "tensor 'w' has type Q3_K (11), which ruvllm does not read"));
   }
   CHECK(mentions(parse_error(tensor("w", {32}, 1000, 0, 64)), "type unknown (1000)"));
   CHECK(mentions(parse_error(tensor("w", {33, 2}, 8, 0, 1000)),

@@ -24,6 +24,7 @@ enum class gguf_type : std::uint32_t {
   q4_0 = 2,
   q8_0 = 8,
   q4_k = 12,
+  q5_k = 13,
   q6_k = 14,
   q8_k = 15,
   bf16 = 30,
@@ -52,6 +53,17 @@ struct block_q4_k {
   f16 d;
   f16 dmin;
   std::uint8_t scales[12];
+  std::uint8_t qs[qk_k / 2];
+};
+
+/// Q5_K: Q4_K's super-block with a fifth bit per quant in qh: element
+/// 64g + l (l < 32) takes bit 2g of qh[l], element 64g + 32 + l bit 2g + 1;
+/// x = d*sc*q - dmin*m with q in [0, 31].
+struct block_q5_k {
+  f16 d;
+  f16 dmin;
+  std::uint8_t scales[12];
+  std::uint8_t qh[qk_k / 8];
   std::uint8_t qs[qk_k / 2];
 };
 
@@ -87,6 +99,7 @@ struct block_kivi {
 static_assert(sizeof(block_q8_0) == 34);
 static_assert(sizeof(block_q4_0) == 18);
 static_assert(sizeof(block_q4_k) == 144);
+static_assert(sizeof(block_q5_k) == 176);
 static_assert(sizeof(block_q6_k) == 210);
 static_assert(sizeof(block_q8_k) == 292);
 static_assert(sizeof(block_kivi<2, 32>) == 12);
@@ -123,6 +136,9 @@ struct q4_0 : detail::format<block_q4_0, 32, gguf_type::q4_0> {
 };
 struct q4_k : detail::format<block_q4_k, qk_k, gguf_type::q4_k> {
   static constexpr std::string_view name = "q4_k";
+};
+struct q5_k : detail::format<block_q5_k, qk_k, gguf_type::q5_k> {
+  static constexpr std::string_view name = "q5_k";
 };
 struct q6_k : detail::format<block_q6_k, qk_k, gguf_type::q6_k> {
   static constexpr std::string_view name = "q6_k";

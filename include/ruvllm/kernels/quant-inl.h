@@ -720,6 +720,39 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q
   return d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
 }
 
+/// One Q5_K . Q8_K super-block: q4_k_block's expression with the fifth bit
+/// of each quant (bit 2g + h of qh[l] for element 64g + 32h + l) added.
+RUVLLM_QUANT_ATTR HWY_INLINE float q5_k_block(const block_q5_k& w, const block_q8_k& a) {
+  const D32 d32;
+  const DU8 du8;
+  std::uint8_t sc[8], m[8];
+  scalar::quant_detail::k_scales_mins(w, sc, m);
+  std::int32_t mins = 0;
+  for (std::size_t j = 0; j < 8; ++j) mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+  V32 acc = hn::Zero(d32);
+  const VU8 mask = hn::Set(du8, 0x0F), sixteen = hn::Set(du8, 0x10), zero = hn::Zero(du8);
+  const VU8 h0 = hn::LoadU(du8, w.qh), h1 = hn::LoadU(du8, w.qh + 16);
+  const auto fifth = [&](VU8 h, unsigned bit) RUVLLM_QUANT_LAMBDA {
+    return hn::IfThenElseZero(hn::Ne(hn::And(h, hn::Set(du8, static_cast<std::uint8_t>(1u << bit))), zero), sixteen);
+  };
+  for (std::size_t g = 0; g < 4; ++g) {
+    const std::uint8_t* q = w.qs + 32 * g;
+    const std::int8_t* q8 = a.qs + 64 * g;
+    const VU8 p0 = hn::LoadU(du8, q), p1 = hn::LoadU(du8, q + 16);
+    const auto lo = static_cast<unsigned>(2 * g), hi = lo + 1;
+    acc = hn::Add(
+        acc, hn::Mul(dot32_u8(hn::Or(hn::And(p0, mask), fifth(h0, lo)), hn::Or(hn::And(p1, mask), fifth(h1, lo)), q8),
+                     hn::Set(d32, sc[2 * g])));
+    acc = hn::Add(acc, hn::Mul(dot32_u8(hn::Or(hn::ShiftRight<4>(p0), fifth(h0, hi)),
+                                        hn::Or(hn::ShiftRight<4>(p1), fifth(h1, hi)), q8 + 32),
+                               hn::Set(d32, sc[2 * g + 1])));
+  }
+  const std::int32_t scaled = hn::GetLane(hn::SumOfLanes(d32, acc));
+  const float d = half_to_float(w.d) * a.d;
+  const float dmin = half_to_float(w.dmin) * a.d;
+  return d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
+}
+
 /// One Q6_K . Q8_K super-block: sum(sc (q - 32) a) = sum(sc q a) - 32 sum(sc
 /// bsum), the same float expression as the reference.
 RUVLLM_QUANT_ATTR HWY_INLINE float q6_k_block(const block_q6_k& w, const block_q8_k& a) {
@@ -1259,6 +1292,20 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_k_q8_k_rows(const block_q4_k* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_q5_k_q8_k_rows(const block_q5_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q5_k_q8_k_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, q5_k_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
+                              [](const block_q5_k& w_b, const block_q8_k& a_b)
+                                  RUVLLM_QUANT_LAMBDA { return quant_simd::q5_k_block(w_b, a_b); });
+#endif
+}
+
 RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const block_q8_k* HWY_RESTRICT a,
                                                        std::size_t n, float* HWY_RESTRICT out) {
@@ -1405,6 +1452,18 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q4_k_q8_k(const block_q4_k* HWY_RESTRIC
   RUVLLM_QUANT_WIDE_CALL(gemm, q4_k_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
+                                     y_stride);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_gemm_q5_k_q8_k(const block_q5_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                   std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                   std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                   std::size_t y_stride) {
+#if RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, q5_k_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_q5_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
                                      y_stride);
 #endif
 }

@@ -128,17 +128,17 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m256 fold_to_256(fvec v) {
 #endif
 }
 
-/// A Q4_K super-block's eight 6-bit scales (bytes 0-7) and mins (bytes
-/// 8-15), unpacked four at a time in the 32-bit lanes of one register (the
+/// A Q4_K or Q5_K super-block's eight 6-bit scales (bytes 0-7) and mins
+/// (bytes 8-15) from its 12 scale bytes at `scales`, unpacked four at a time in the 32-bit lanes of one register (the
 /// packing keeps each byte's bits within its byte). Unpacked in general
 /// registers instead and stored, the words reached the vector through a load
 /// spanning four stores, which cannot be forwarded: the 512-bit Q4_K GEMV
 /// (Zen 5, one thread, 4096 x 4096 from L3) read 34.1 GB/s that way,
 /// 37.4-39.1 this.
-RUVLLM_QUANT_ATTR HWY_INLINE __m128i q4_k_scales_mins(const block_q4_k& w) {
+RUVLLM_QUANT_ATTR HWY_INLINE __m128i k_scales_mins(const std::uint8_t* scales) {
   // 16 bytes from the scales on (the last four are quants of the same
   // block): packed words p0, p1, p2 and one unused.
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales));
   // Words: scales 0-3 = p0 & 0x3F.., scales 4-7 = (p2 & 0x0F..) | top two
   // bits of p0's bytes at bits 4-5, mins 0-3 = p1 & 0x3F.., mins 4-7 = (p2 >>
   // 4 & 0x0F..) | top two bits of p1's bytes at bits 4-5.
@@ -313,31 +313,99 @@ struct q4_k_format : superblock_steps<q4_k_format, block_q4_k> {
     return c;
   }
 
-  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
-    const block_q4_k& w = *reinterpret_cast<const block_q4_k*>(p);
-    superblock u;
-    const __m128i scales_mins = q4_k_scales_mins(w);
-    const ivec scales16 = broadcast128(_mm_cvtepu8_epi16(scales_mins));
-    // Elements 64g .. 64g + 63: sub-block 2g in the low nibbles of the 32
-    // bytes at qs + 32 g, 2g + 1 in the high.
+  /// The nibbles of elements 64g .. 64g + 63 (register g in 512 bits,
+  /// registers 2g and 2g + 1 in 256): sub-block 2g in the low nibbles of
+  /// the 32 bytes at qs + 32 g, 2g + 1 in the high.
+  RUVLLM_QUANT_ATTR static HWY_INLINE void nibbles(const std::uint8_t* qs, const constants& c, ivec* quants) {
     for (int g = 0; g < 4; ++g) {
 #if RUVLLM_QUANT_AVX512
-      const __m512i both = _mm512_broadcast_i64x4(load256(w.qs + 32 * g));
-      u.quants[g] = _mm512_and_si512(_mm512_srlv_epi16(both, c.half_shifts), c.nibble_mask);
+      const __m512i both = _mm512_broadcast_i64x4(load256(qs + 32 * g));
+      quants[g] = _mm512_and_si512(_mm512_srlv_epi16(both, c.half_shifts), c.nibble_mask);
 #else
-      const __m256i q = load256(w.qs + 32 * g);
-      u.quants[2 * g] = _mm256_and_si256(q, c.nibble_mask);
-      u.quants[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), c.nibble_mask);
+      const __m256i q = load256(qs + 32 * g);
+      quants[2 * g] = _mm256_and_si256(q, c.nibble_mask);
+      quants[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), c.nibble_mask);
 #endif
     }
+  }
+
+  /// Everything but the quants, from d, dmin and scales, which Q4_K and
+  /// Q5_K lay out alike.
+  template <class Block>
+  RUVLLM_QUANT_ATTR static HWY_INLINE void scales_and_mins(const Block& w, const constants& c, superblock& u) {
+    static_assert(offsetof(Block, scales) + 16 <= sizeof(Block));
+    const __m128i scales_mins = k_scales_mins(w.scales);
+    const ivec scales16 = broadcast128(_mm_cvtepu8_epi16(scales_mins));
     for (int j = 0; j < scale_registers; ++j) u.scales[j] = shuffle_bytes(scales16, c.scale_index[j]);
     // The mins as 16-bit weights of the activation's 16 block sums: min j
     // pairs with block sums 2j and 2j + 1 (bytes 8-15, each twice).
     u.offset = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scales_mins, scales_mins));
-    static_assert(offsetof(block_q4_k, dmin) == offsetof(block_q4_k, d) + sizeof(ruvllm::f16));
+    static_assert(offsetof(Block, dmin) == offsetof(Block, d) + sizeof(ruvllm::f16));
     const __m128 d_dmin = two_halves(&w.d);
     u.d_scaled = hn::Set(DW(), _mm_cvtss_f32(d_dmin)).raw;
     u.d_offset = _mm256_set1_ps(-_mm_cvtss_f32(_mm_movehdup_ps(d_dmin)));
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
+    const block_q4_k& w = *reinterpret_cast<const block_q4_k*>(p);
+    superblock u;
+    nibbles(w.qs, c, u.quants);
+    scales_and_mins(w, c, u);
+    return u;
+  }
+};
+
+/// Q5_K: Q4_K's nibbles, scales and mins, plus the fifth bit of every quant
+/// from qh (bit 2g of qh[l] for element 64g + l, bit 2g + 1 for 64g + 32 +
+/// l) moved to bit 4 of its byte. Quants stay below 32, so dot()'s sums
+/// stay exact: a lane sums at most 16 * 31 * 128 * 63 < 2^22, and a
+/// VPDPBUSD group 4 * 31 * 128 < 2^15, which VPACKSSDW keeps.
+struct q5_k_format : superblock_steps<q5_k_format, block_q5_k> {
+  struct constants {
+    q4_k_format::constants q4;
+    ivec fifth_bit;
+#if RUVLLM_QUANT_AVX512
+    ivec half_shifts;  // qh bits 2g + 1 to 2g in the upper 256 bits
+#endif
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    constants c;
+    c.q4 = q4_k_format::load_constants();
+    c.fifth_bit = set1_bytes(0x10);
+#if RUVLLM_QUANT_AVX512
+    c.half_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
+#endif
+    return c;
+  }
+
+  /// Bit `bit` of every byte of v moved to bit 4 (0x10), the rest cleared.
+  /// A 16-bit shift by at most 4 keeps each byte's bit within its byte.
+  RUVLLM_QUANT_ATTR static HWY_INLINE ivec bit_to_4(ivec v, int bit, const constants& c) {
+#if RUVLLM_QUANT_AVX512
+    const __m512i at4 = bit <= 4 ? _mm512_slli_epi16(v, static_cast<unsigned>(4 - bit))
+                                 : _mm512_srli_epi16(v, static_cast<unsigned>(bit - 4));
+    return _mm512_and_si512(at4, c.fifth_bit);
+#else
+    const __m256i at4 = bit <= 4 ? _mm256_slli_epi16(v, 4 - bit) : _mm256_srli_epi16(v, bit - 4);
+    return _mm256_and_si256(at4, c.fifth_bit);
+#endif
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
+    const block_q5_k& w = *reinterpret_cast<const block_q5_k*>(p);
+    superblock u;
+    q4_k_format::nibbles(w.qs, c.q4, u.quants);
+#if RUVLLM_QUANT_AVX512
+    // Both halves of register g take bit 2g once the upper half is shifted
+    // right by one.
+    const __m512i qh = _mm512_srlv_epi16(_mm512_broadcast_i64x4(load256(w.qh)), c.half_shifts);
+    for (int g = 0; g < 4; ++g) u.quants[g] = _mm512_or_si512(u.quants[g], bit_to_4(qh, 2 * g, c));
+#else
+    const __m256i qh = load256(w.qh);
+    for (int p = 0; p < parts; ++p) u.quants[p] = _mm256_or_si256(u.quants[p], bit_to_4(qh, p, c));
+#endif
+    q4_k_format::scales_and_mins(w, c.q4, u);
     return u;
   }
 };

@@ -232,6 +232,7 @@ class llama_model {
               .at(file_.source(), t->info_offset);
         break;
       case gguf_type::q4_k:
+      case gguf_type::q5_k:
       case gguf_type::q6_k:
         if (cols % qk_k != 0)
           return make_error(errc::invalid_argument, "tensor '", name, "': ", cols, " columns are not whole Q8_K blocks")
@@ -341,6 +342,9 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
       return;
     case gguf_type::q4_k:
       kops::dot_q4_k_q8_k_rows(reinterpret_cast<const block_q4_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
+      return;
+    case gguf_type::q5_k:
+      kops::dot_q5_k_q8_k_rows(reinterpret_cast<const block_q5_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
       return;
     case gguf_type::q6_k:
       kops::dot_q6_k_q8_k_rows(reinterpret_cast<const block_q6_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
@@ -757,6 +761,7 @@ class llama_context {
           }
           break;
         case gguf_type::q4_k:
+        case gguf_type::q5_k:
         case gguf_type::q6_k:
           if (in.q8_k == nullptr) {
             kops::quantize_q8_k(x, buf_.act_q8_k.data(), cols);
@@ -1014,6 +1019,10 @@ class llama_context {
         quantized(reinterpret_cast<const block_q4_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_k.data());
         return;
+      case gguf_type::q5_k:
+        quantized(reinterpret_cast<const block_q5_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_k.data());
+        return;
       case gguf_type::q6_k:
         quantized(reinterpret_cast<const block_q6_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_k.data());
@@ -1054,6 +1063,7 @@ class llama_context {
       case gguf_type::q8_0: kops::dequantize_q8_0(reinterpret_cast<const block_q8_0*>(row), out, e.cols); return;
       case gguf_type::q4_0: kops::dequantize_q4_0(reinterpret_cast<const block_q4_0*>(row), out, e.cols); return;
       case gguf_type::q4_k: kops::dequantize_q4_k(reinterpret_cast<const block_q4_k*>(row), out, e.cols); return;
+      case gguf_type::q5_k: kops::dequantize_q5_k(reinterpret_cast<const block_q5_k*>(row), out, e.cols); return;
       case gguf_type::q6_k: kops::dequantize_q6_k(reinterpret_cast<const block_q6_k*>(row), out, e.cols); return;
       default: RUVLLM_ASSERT(false && "weight types are checked by llama_model::load"); return;
     }

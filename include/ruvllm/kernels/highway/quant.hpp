@@ -3,7 +3,7 @@
 
 // Quant entry points of backend::highway: the bodies in quant-inl.h through
 // runtime dispatch, one dispatched call per row or per batch of rows. The
-// single-row dots are the batch form with one row. Q4_K/Q6_K quantization
+// single-row dots are the batch form with one row. K-quant quantization
 // (offline, not a hot path) and Q8_K dequantization (tests only) run the
 // scalar reference. Semantics and preconditions: kernels/scalar/quant.hpp.
 
@@ -29,6 +29,8 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
+  /// f32 -> Q5_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
   /// f32 -> Q8_K activations with bsums, ggml's bytes; n % 256 == 0.
@@ -51,6 +53,11 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0);
     dispatch::quant_dequantize_q4_k(x, y, n);
+  }
+  /// Q5_K -> f32, ggml's formula (scalar: one embedding row per token);
+  /// n % 256 == 0.
+  static void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_k(x, y, n);
   }
   /// Q6_K -> f32, bit-identical to ggml's formula; n % 256 == 0.
   static void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
@@ -97,6 +104,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     dot_q4_k_q8_k_rows(w, row_bytes<precision::q4_k>(n), 1, a, n, &out);
     return out;
   }
+  /// One Q5_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    float out;
+    dot_q5_k_q8_k_rows(w, row_bytes<precision::q5_k>(n), 1, a, n, &out);
+    return out;
+  }
   /// One Q6_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
     float out;
@@ -122,6 +135,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                                  std::size_t n, float* out) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q4_k) == 0);
     dispatch::quant_dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q5_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
+  static void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q5_k) == 0);
+    dispatch::quant_dot_q5_k_q8_k_rows(w, row_stride, rows, a, n, out);
   }
   /// Q6_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
   static void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -172,6 +191,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q4_k) == 0);
     dispatch::quant_gemm_q4_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// Q5_K form of gemm_q4_k_q8_k.
+  static void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q5_k) == 0);
+    dispatch::quant_gemm_q5_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   /// Q6_K form of gemm_q4_k_q8_k.
   static void gemm_q6_k_q8_k(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,

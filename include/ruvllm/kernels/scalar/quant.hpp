@@ -148,9 +148,25 @@ inline void q4_k_scale_min(const std::uint8_t* scales, std::size_t j, std::uint8
   }
 }
 
-/// Unpacks all eight Q4_K scales and mins.
-inline void q4_k_scales_mins(const block_q4_k& b, std::uint8_t* sc, std::uint8_t* m) noexcept {
+/// Unpacks all eight scales and mins of a Q4_K or Q5_K super-block (the
+/// same packing).
+template <class Block>
+inline void k_scales_mins(const Block& b, std::uint8_t* sc, std::uint8_t* m) noexcept {
   for (std::size_t j = 0; j < 8; ++j) q4_k_scale_min(b.scales, j, sc[j], m[j]);
+}
+inline void q4_k_scales_mins(const block_q4_k& b, std::uint8_t* sc, std::uint8_t* m) noexcept {
+  k_scales_mins(b, sc, m);
+}
+
+/// The 5-bit Q5_K quant (0..31) of element e (0..255): within each group of
+/// 64 elements, the low nibbles of 32 qs bytes hold elements 0-31 and the
+/// high nibbles 32-63, as in Q4_K; the fifth bit of element 64g + 32h + l
+/// is bit 2g + h of qh[l].
+[[nodiscard]] inline int q5_k_quant(const block_q5_k& b, std::size_t e) noexcept {
+  const std::size_t g = e / 64, h = (e / 32) % 2, l = e % 32;
+  const unsigned low = (b.qs[32 * g + l] >> (4 * h)) & 0x0Fu;
+  const unsigned high = (b.qh[l] >> (2 * g + h)) & 1u;
+  return static_cast<int>(low | (high << 4));
 }
 
 /// The 6-bit Q6_K quant (0..63) of element e (0..255) of a super-block: the
@@ -379,6 +395,64 @@ inline void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept
   }
 }
 
+namespace quant_detail {
+
+/// The part ggml's Q4_K and Q5_K reference quantizers share: per 32-element
+/// sub-block a weighted scale/min fit to quants in [0, nmax] (ggml's
+/// make_qkx2_quants with the format's search parameters), the eight 6-bit
+/// scales and mins packed into `scales` relative to the two f16 super-block
+/// scales d and dmin, then each sub-block requantized against the stored
+/// scales into L (a sub-block whose stored scale is zero keeps the fit's
+/// quants, as ggml does).
+template <class Block>
+inline void quantize_k_scales_mins(const float* x, Block& out, std::uint8_t* L, int nmax, float rmin,
+                                   int nstep) noexcept {
+  float weights[32], scales[8], mins[8];
+  float max_scale = 0.0f, max_min = 0.0f;
+  for (std::size_t j = 0; j < 8; ++j) {
+    const float* xs = x + 32 * j;
+    float sum_x2 = 0.0f;
+    for (std::size_t l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
+    const float av_x = std::sqrt(sum_x2 / 32.0f);
+    for (std::size_t l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
+    scales[j] = fit_scale_min(32, nmax, xs, weights, L + 32 * j, mins[j], rmin, 0.1f, nstep);
+    max_scale = std::max(max_scale, scales[j]);
+    max_min = std::max(max_min, mins[j]);
+  }
+  const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
+  const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
+  std::memset(out.scales, 0, sizeof out.scales);
+  for (std::size_t j = 0; j < 8; ++j) {
+    // ggml stores the int in a uint8_t first; a (never observed) negative
+    // scale would wrap there, so clamp both ends instead.
+    const auto ls = static_cast<std::uint8_t>(std::clamp(nearest_int(inv_scale * scales[j]), 0, 63));
+    const auto lm = static_cast<std::uint8_t>(std::clamp(nearest_int(inv_min * mins[j]), 0, 63));
+    if (j < 4) {
+      out.scales[j] = ls;
+      out.scales[j + 4] = lm;
+    } else {
+      out.scales[j + 4] = static_cast<std::uint8_t>((ls & 0x0Fu) | ((lm & 0x0Fu) << 4));
+      out.scales[j - 4] = static_cast<std::uint8_t>(out.scales[j - 4] | ((ls >> 4) << 6));
+      out.scales[j] = static_cast<std::uint8_t>(out.scales[j] | ((lm >> 4) << 6));
+    }
+  }
+  out.d = to_f16(max_scale / 63.0f);
+  out.dmin = to_f16(max_min / 63.0f);
+  const float d = to_float(out.d), dmin = to_float(out.dmin);
+  for (std::size_t j = 0; j < 8; ++j) {
+    std::uint8_t sc, m;
+    q4_k_scale_min(out.scales, j, sc, m);
+    const float ds = d * static_cast<float>(sc);
+    if (ds == 0.0f) continue;
+    const float dm = dmin * static_cast<float>(m);
+    for (std::size_t l = 0; l < 32; ++l) {
+      L[32 * j + l] = static_cast<std::uint8_t>(std::clamp(nearest_int((x[32 * j + l] + dm) / ds), 0, nmax));
+    }
+  }
+}
+
+}  // namespace quant_detail
+
 /// f32 -> Q4_K with ggml's reference search (quantize_row_q4_K_ref): per
 /// 32-element sub-block a weighted scale/min fit, 6-bit scales and mins
 /// relative to two f16 super-block scales, then requantization against the
@@ -388,53 +462,31 @@ inline void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept
   RUVLLM_ASSERT(n % qk_k == 0);
   for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
     std::uint8_t L[qk_k];
-    float weights[32], scales[8], mins[8];
-    float max_scale = 0.0f, max_min = 0.0f;
-    for (std::size_t j = 0; j < 8; ++j) {
-      const float* xs = x + 32 * j;
-      float sum_x2 = 0.0f;
-      for (std::size_t l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
-      const float av_x = std::sqrt(sum_x2 / 32.0f);
-      for (std::size_t l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
-      scales[j] = quant_detail::fit_scale_min(32, 15, xs, weights, L + 32 * j, mins[j], -1.0f, 0.1f, 20);
-      max_scale = std::max(max_scale, scales[j]);
-      max_min = std::max(max_min, mins[j]);
-    }
-    const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
-    const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
     block_q4_k& out = y[b];
-    std::memset(out.scales, 0, sizeof out.scales);
-    for (std::size_t j = 0; j < 8; ++j) {
-      // ggml stores the int in a uint8_t first; a (never observed) negative
-      // scale would wrap there, so clamp both ends instead.
-      const auto ls = static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int(inv_scale * scales[j]), 0, 63));
-      const auto lm = static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int(inv_min * mins[j]), 0, 63));
-      if (j < 4) {
-        out.scales[j] = ls;
-        out.scales[j + 4] = lm;
-      } else {
-        out.scales[j + 4] = static_cast<std::uint8_t>((ls & 0x0Fu) | ((lm & 0x0Fu) << 4));
-        out.scales[j - 4] = static_cast<std::uint8_t>(out.scales[j - 4] | ((ls >> 4) << 6));
-        out.scales[j] = static_cast<std::uint8_t>(out.scales[j] | ((lm >> 4) << 6));
-      }
-    }
-    out.d = to_f16(max_scale / 63.0f);
-    out.dmin = to_f16(max_min / 63.0f);
-    const float d = to_float(out.d), dmin = to_float(out.dmin);
-    for (std::size_t j = 0; j < 8; ++j) {
-      std::uint8_t sc, m;
-      quant_detail::q4_k_scale_min(out.scales, j, sc, m);
-      const float ds = d * static_cast<float>(sc);
-      if (ds == 0.0f) continue;  // keep the fit's quants, as ggml does
-      const float dm = dmin * static_cast<float>(m);
-      for (std::size_t l = 0; l < 32; ++l) {
-        L[32 * j + l] =
-            static_cast<std::uint8_t>(std::clamp(quant_detail::nearest_int((x[32 * j + l] + dm) / ds), 0, 15));
-      }
-    }
+    quant_detail::quantize_k_scales_mins(x, out, L, 15, -1.0f, 20);
     for (std::size_t g = 0; g < 4; ++g) {
       for (std::size_t l = 0; l < 32; ++l) {
         out.qs[32 * g + l] = static_cast<std::uint8_t>(L[64 * g + l] | (L[64 * g + 32 + l] << 4));
+      }
+    }
+  }
+}
+
+/// f32 -> Q5_K with ggml's reference search (quantize_row_q5_K_ref): Q4_K's
+/// fit with 32 levels (and ggml's Q5_K search parameters), the fifth bits
+/// into qh. Not a hot path; every backend runs this function. n % 256 == 0.
+inline void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    std::uint8_t L[qk_k];
+    block_q5_k& out = y[b];
+    quant_detail::quantize_k_scales_mins(x, out, L, 31, -0.5f, 15);
+    std::memset(out.qh, 0, sizeof out.qh);
+    for (std::size_t g = 0; g < 4; ++g) {
+      for (std::size_t l = 0; l < 32; ++l) {
+        const std::uint8_t lo = L[64 * g + l], hi = L[64 * g + 32 + l];
+        out.qs[32 * g + l] = static_cast<std::uint8_t>((lo & 0x0Fu) | ((hi & 0x0Fu) << 4));
+        out.qh[l] = static_cast<std::uint8_t>(out.qh[l] | ((lo >> 4) << (2 * g)) | ((hi >> 4) << (2 * g + 1)));
       }
     }
   }
@@ -531,6 +583,20 @@ inline void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexce
   }
 }
 
+/// Q5_K -> f32, ggml's formula exactly: x = (d*sc) * q - (dmin*m). n % 256 == 0.
+inline void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const float d = to_float(x[b].d), dmin = to_float(x[b].dmin);
+    std::uint8_t sc[8], m[8];
+    quant_detail::k_scales_mins(x[b], sc, m);
+    for (std::size_t e = 0; e < qk_k; ++e) {
+      *y++ = d * static_cast<float>(sc[e / 32]) * static_cast<float>(quant_detail::q5_k_quant(x[b], e)) -
+             dmin * static_cast<float>(m[e / 32]);
+    }
+  }
+}
+
 /// Q6_K -> f32, ggml's formula: x = (d * sc) * (q - 32). n % 256 == 0.
 inline void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % qk_k == 0);
@@ -602,18 +668,18 @@ inline void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept
 
 namespace quant_detail {
 
-/// The exact integer parts of one Q4_K . Q8_K super-block: sum over
+/// The exact integer parts of one Q4_K or Q5_K . Q8_K super-block: sum over
 /// sub-blocks of sc_j * sum(q * q_a), and sum of m_j times the activation sums
 /// of sub-block j (from bsums).
-struct q4_k_block_sums {
+struct k_block_sums {
   std::int32_t scaled;
   std::int32_t mins;
 };
 
-[[nodiscard]] inline q4_k_block_sums q4_k_q8_k_sums(const block_q4_k& w, const block_q8_k& a) noexcept {
+[[nodiscard]] inline k_block_sums q4_k_q8_k_sums(const block_q4_k& w, const block_q8_k& a) noexcept {
   std::uint8_t sc[8], m[8];
   q4_k_scales_mins(w, sc, m);
-  q4_k_block_sums s{0, 0};
+  k_block_sums s{0, 0};
   for (std::size_t j = 0; j < 8; ++j) s.mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
   for (std::size_t g = 0; g < 4; ++g) {
     int lo = 0, hi = 0;
@@ -622,6 +688,19 @@ struct q4_k_block_sums {
       hi += (w.qs[32 * g + l] >> 4) * a.qs[64 * g + 32 + l];
     }
     s.scaled += sc[2 * g] * lo + sc[2 * g + 1] * hi;
+  }
+  return s;
+}
+
+[[nodiscard]] inline k_block_sums q5_k_q8_k_sums(const block_q5_k& w, const block_q8_k& a) noexcept {
+  std::uint8_t sc[8], m[8];
+  k_scales_mins(w, sc, m);
+  k_block_sums s{0, 0};
+  for (std::size_t j = 0; j < 8; ++j) {
+    s.mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+    int sum = 0;
+    for (std::size_t l = 0; l < 32; ++l) sum += q5_k_quant(w, 32 * j + l) * a.qs[32 * j + l];
+    s.scaled += sc[j] * sum;
   }
   return s;
 }
@@ -640,19 +719,36 @@ struct q4_k_block_sums {
 
 }  // namespace quant_detail
 
-/// Q4_K weights . Q8_K activations (ggml_vec_dot_q4_K_q8_K): per super-block
-/// sum += (d_w d_a) * scaled - (dmin_w d_a) * mins with the exact integer sums
-/// above. n % 256 == 0.
-[[nodiscard]] inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+namespace quant_detail {
+
+/// The Q4_K / Q5_K dot from their exact integer parts: per super-block
+/// sum += (d_w d_a) * scaled - (dmin_w d_a) * mins.
+template <class Block>
+[[nodiscard]] inline float scale_min_dot(const Block* w, const block_q8_k* a, std::size_t n,
+                                         k_block_sums (*sums)(const Block&, const block_q8_k&) noexcept) noexcept {
   RUVLLM_ASSERT(n % qk_k == 0);
   float sum = 0.0f;
   for (std::size_t b = 0; b < n / qk_k; ++b) {
-    const auto s = quant_detail::q4_k_q8_k_sums(w[b], a[b]);
+    const k_block_sums s = sums(w[b], a[b]);
     const float d = to_float(w[b].d) * a[b].d;
     const float dmin = to_float(w[b].dmin) * a[b].d;
     sum += d * static_cast<float>(s.scaled) - dmin * static_cast<float>(s.mins);
   }
   return sum;
+}
+
+}  // namespace quant_detail
+
+/// Q4_K weights . Q8_K activations (ggml_vec_dot_q4_K_q8_K), with the exact
+/// integer sums above. n % 256 == 0.
+[[nodiscard]] inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return quant_detail::scale_min_dot(w, a, n, quant_detail::q4_k_q8_k_sums);
+}
+
+/// Q5_K weights . Q8_K activations (ggml_vec_dot_q5_K_q8_K): Q4_K's
+/// expression over the 5-bit quants. n % 256 == 0.
+[[nodiscard]] inline float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return quant_detail::scale_min_dot(w, a, n, quant_detail::q5_k_q8_k_sums);
 }
 
 /// Q6_K weights . Q8_K activations (ggml_vec_dot_q6_K_q8_K): per super-block
@@ -680,6 +776,10 @@ inline void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std:
 inline void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
 }
 inline void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                std::size_t n, float* out) noexcept {
@@ -796,6 +896,10 @@ inline void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::siz
                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
 }
+inline void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                           std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_q5_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+}
 inline void gemm_q6_k_q8_k(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q6_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
@@ -885,6 +989,16 @@ struct quant_checked {
     }
     return {};
   }
+  /// Ops::quantize_q5_k after checking n % 256, finite inputs, then finite scales.
+  static result<void> quantize_q5_k_checked(const float* x, block_q5_k* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q5_k>("quantize_q5_k", x, y, n));
+    Ops::quantize_q5_k(x, y, n);
+    for (std::size_t b = 0; b < n / qk_k; ++b) {
+      RUVLLM_TRY(check_scale("quantize_q5_k", "q5_k", b, y[b].d));
+      RUVLLM_TRY(check_scale("quantize_q5_k", "q5_k", b, y[b].dmin));
+    }
+    return {};
+  }
   /// Ops::quantize_q6_k after checking n % 256, finite inputs, then finite scales.
   static result<void> quantize_q6_k_checked(const float* x, block_q6_k* y, std::size_t n) {
     RUVLLM_TRY(check_quantize<precision::q6_k>("quantize_q6_k", x, y, n));
@@ -917,6 +1031,12 @@ struct quant_checked {
     Ops::dequantize_q4_k(x, y, n);
     return {};
   }
+  /// Ops::dequantize_q5_k after checking n % 256.
+  static result<void> dequantize_q5_k_checked(const block_q5_k* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q5_k", "q5_k", n, qk_k));
+    Ops::dequantize_q5_k(x, y, n);
+    return {};
+  }
   /// Ops::dequantize_q6_k after checking n % 256.
   static result<void> dequantize_q6_k_checked(const block_q6_k* x, float* y, std::size_t n) {
     RUVLLM_TRY(check_length("dequantize_q6_k", "q6_k", n, qk_k));
@@ -938,6 +1058,11 @@ struct quant_checked {
   static result<float> dot_q4_k_q8_k_checked(const block_q4_k* w, const block_q8_k* a, std::size_t n) {
     RUVLLM_TRY(check_length("dot_q4_k_q8_k", "q4_k", n, qk_k));
     return Ops::dot_q4_k_q8_k(w, a, n);
+  }
+  /// Ops::dot_q5_k_q8_k after checking n % 256.
+  static result<float> dot_q5_k_q8_k_checked(const block_q5_k* w, const block_q8_k* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q5_k_q8_k", "q5_k", n, qk_k));
+    return Ops::dot_q5_k_q8_k(w, a, n);
   }
   /// Ops::dot_q6_k_q8_k after checking n % 256.
   static result<float> dot_q6_k_q8_k_checked(const block_q6_k* w, const block_q8_k* a, std::size_t n) {
@@ -966,6 +1091,13 @@ struct quant_checked {
     Ops::dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
     return {};
   }
+  /// Ops::dot_q5_k_q8_k_rows after checking n, the stride and the alignment.
+  static result<void> dot_q5_k_q8_k_rows_checked(const block_q5_k* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_k* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q5_k>("dot_q5_k_q8_k_rows", w, row_stride, rows, n));
+    Ops::dot_q5_k_q8_k_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
   /// Ops::dot_q6_k_q8_k_rows after checking n, the stride and the alignment.
   static result<void> dot_q6_k_q8_k_rows_checked(const block_q6_k* w, std::size_t row_stride, std::size_t rows,
                                                  const block_q8_k* a, std::size_t n, float* out) {
@@ -985,6 +1117,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept { scalar::quantize_q8_0(x, y, n); }
   static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept { scalar::quantize_q4_0(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
+  static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
   static void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept { scalar::quantize_q8_k(x, y, n); }
 
@@ -996,6 +1129,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   }
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_k(x, y, n);
+  }
+  static void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_k(x, y, n);
   }
   static void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q6_k(x, y, n);
@@ -1026,6 +1162,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     return scalar::dot_q4_k_q8_k(w, a, n);
   }
+  [[nodiscard]] static float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    return scalar::dot_q5_k_q8_k(w, a, n);
+  }
   [[nodiscard]] static float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
     return scalar::dot_q6_k_q8_k(w, a, n);
   }
@@ -1041,6 +1180,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q5_k_q8_k_rows(w, row_stride, rows, a, n, out);
   }
   static void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
@@ -1072,6 +1215,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q4_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q5_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   static void gemm_q6_k_q8_k(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -1109,6 +1256,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0_quads, float, ruvllm::kernels::q8_0_quad)              \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad) \
@@ -1116,6 +1264,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q6_k_q8_k, ruvllm::block_q6_k, ruvllm::block_q8_k)
 
 #endif  // RUVLLM_KERNELS_SCALAR_QUANT_HPP

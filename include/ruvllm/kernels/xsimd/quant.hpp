@@ -6,7 +6,7 @@
 // load and multiplied there; each block's int32 sum is exact, and the float
 // accumulation is the reference's own expression, so results equal the
 // scalar reference's. Q8_0/Q4_0/Q8_K quantizers and Q8_0/Q4_0 dequantizers are
-// vectorized too; Q4_K/Q6_K quantizers, K-quant dequantizers and the f16/bf16
+// vectorized too; K-quant quantizers and dequantizers and the f16/bf16
 // row conversions run the scalar reference. Semantics and preconditions:
 // kernels/scalar/quant.hpp.
 
@@ -101,19 +101,19 @@ inline float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t
   return sum;
 }
 
-inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+/// The Q4_K / Q5_K dot: sub-block j's 32 quants come from
+/// unpack(block, j, q); scales, mins and the float expression are shared.
+template <class Block, class Unpack>
+inline float dot_scale_min_q8_k(const Block* w, const block_q8_k* a, std::size_t n, Unpack unpack) noexcept {
   float sum = 0.0f;
   alignas(64) std::int8_t q[32];
   for (std::size_t b = 0; b < n / qk_k; ++b) {
     std::uint8_t sc[8], m[8];
-    scalar::quant_detail::q4_k_scales_mins(w[b], sc, m);
+    scalar::quant_detail::k_scales_mins(w[b], sc, m);
     std::int32_t mins = 0, scaled = 0;
     for (std::size_t j = 0; j < 8; ++j) mins += m[j] * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
     for (std::size_t j = 0; j < 8; ++j) {
-      const std::uint8_t* packed = w[b].qs + 32 * (j / 2);
-      for (std::size_t l = 0; l < 32; ++l) {
-        q[l] = static_cast<std::int8_t>((j % 2 == 0) ? (packed[l] & 0x0F) : (packed[l] >> 4));
-      }
+      unpack(w[b], j, q);
       scaled += sc[j] * dot_i8(q, a[b].qs + 32 * j, 32);
     }
     const float d = to_float(w[b].d) * a[b].d;
@@ -121,6 +121,21 @@ inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t
     sum += d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
   }
   return sum;
+}
+
+inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return dot_scale_min_q8_k(w, a, n, [](const block_q4_k& b, std::size_t j, std::int8_t* q) {
+    const std::uint8_t* packed = b.qs + 32 * (j / 2);
+    for (std::size_t l = 0; l < 32; ++l)
+      q[l] = static_cast<std::int8_t>((j % 2 == 0) ? (packed[l] & 0x0F) : (packed[l] >> 4));
+  });
+}
+
+inline float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return dot_scale_min_q8_k(w, a, n, [](const block_q5_k& b, std::size_t j, std::int8_t* q) {
+    for (std::size_t l = 0; l < 32; ++l)
+      q[l] = static_cast<std::int8_t>(scalar::quant_detail::q5_k_quant(b, 32 * j + l));
+  });
 }
 
 inline float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
@@ -237,6 +252,7 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
   /// f32 -> Q8_K activations with bsums, ggml's bytes; n % 256 == 0.
   static void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept {
@@ -259,6 +275,9 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     scalar::dequantize_q4_k(x, y, n);
   }
   /// Q6_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_k(x, y, n);
+  }
   static void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q6_k(x, y, n);
   }
@@ -299,6 +318,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     RUVLLM_ASSERT(n % qk_k == 0);
     return xsimd_impl::quant::dot_q4_k_q8_k(w, a, n);
   }
+  /// One Q5_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    return xsimd_impl::quant::dot_q5_k_q8_k(w, a, n);
+  }
   /// One Q6_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0);
@@ -319,6 +343,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q5_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
+  static void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
   /// Q6_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
   static void dot_q6_k_q8_k_rows(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -384,6 +413,10 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+  }
+  static void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_q5_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
   }
   static void gemm_q6_k_q8_k(const block_q6_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
