@@ -849,6 +849,7 @@ enum class gguf_type : std::uint32_t {
   f32 = 0,
   f16 = 1,
   q4_0 = 2,
+  q5_0 = 6,
   q8_0 = 8,
   q4_k = 12,
   q5_k = 13,
@@ -871,6 +872,15 @@ struct block_q8_0 {
 /// element j in its low nibble and element j + 16 in its high nibble.
 struct block_q4_0 {
   f16 d;
+  std::uint8_t qs[16];
+};
+
+/// Q5_0: Q4_0's nibbles with a fifth bit per quant in qh (bit j for element
+/// j); x = d * (q - 16). qh is bytes, not a uint32_t, to keep ggml's 2-byte
+/// alignment (the bits are read as a little-endian 32-bit word).
+struct block_q5_0 {
+  f16 d;
+  std::uint8_t qh[4];
   std::uint8_t qs[16];
 };
 
@@ -925,6 +935,7 @@ struct block_kivi {
 
 static_assert(sizeof(block_q8_0) == 34);
 static_assert(sizeof(block_q4_0) == 18);
+static_assert(sizeof(block_q5_0) == 22);
 static_assert(sizeof(block_q4_k) == 144);
 static_assert(sizeof(block_q5_k) == 176);
 static_assert(sizeof(block_q6_k) == 210);
@@ -960,6 +971,9 @@ struct q8_0 : detail::format<block_q8_0, 32, gguf_type::q8_0> {
 };
 struct q4_0 : detail::format<block_q4_0, 32, gguf_type::q4_0> {
   static constexpr std::string_view name = "q4_0";
+};
+struct q5_0 : detail::format<block_q5_0, 32, gguf_type::q5_0> {
+  static constexpr std::string_view name = "q5_0";
 };
 struct q4_k : detail::format<block_q4_k, qk_k, gguf_type::q4_k> {
   static constexpr std::string_view name = "q4_k";
@@ -3823,6 +3837,7 @@ namespace quant_detail {
 
 inline constexpr std::size_t qk8_0 = precision::q8_0::block_size;
 inline constexpr std::size_t qk4_0 = precision::q4_0::block_size;
+inline constexpr std::size_t qk5_0 = precision::q5_0::block_size;
 
 /// Largest |x| ggml's nearest_int is defined for (its magic-number trick
 /// needs |x| < 2^22).
@@ -3843,6 +3858,20 @@ inline constexpr float nearest_int_limit = 4194303.0f;
   return static_cast<int>(bits & 0x007F'FFFFu) - 0x0040'0000;
 }
 
+/// The first of x[0..n) with the largest magnitude (0 when all are zero),
+/// found as ggml's strict-greater scans find it: the block's signed scale is
+/// derived from it.
+[[nodiscard]] inline float first_of_largest_magnitude(const float* x, std::size_t n) noexcept {
+  float amax = 0.0f, max = 0.0f;
+  for (std::size_t j = 0; j < n; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
 /// Q4_0's quant of p = x / d: min(15, trunc(p + 8.5)). p <= 8 (1 + 2^-22)
 /// for finite inputs, so clamping it to 7.5 first changes nothing (both give
 /// 15) but stops a compiler from fusing p = x * id into the addition.
@@ -3850,6 +3879,27 @@ inline constexpr float nearest_int_limit = 4194303.0f;
   p = p < 7.5f ? p : 7.5f;
   const int q = static_cast<int>(p + 8.5f);
   return static_cast<std::uint8_t>(q < 15 ? q : 15);
+}
+
+/// Q5_0's quant of p = x / d: min(31, trunc(p + 16.5)), ggml's rule; the
+/// clamp to 15.5 changes nothing (both give 31) but stops a compiler from
+/// fusing p = x * id into the addition, as in q4_0_nibble.
+[[nodiscard]] inline std::uint8_t q5_0_quant(float p) noexcept {
+  p = p < 15.5f ? p : 15.5f;
+  const int q = static_cast<int>(p + 16.5f);
+  return static_cast<std::uint8_t>(q < 31 ? q : 31);
+}
+
+/// The fifth bits of a Q5_0 block (bit j for element j).
+[[nodiscard]] inline std::uint32_t q5_0_high_bits(const block_q5_0& b) noexcept {
+  return static_cast<std::uint32_t>(b.qh[0]) | (static_cast<std::uint32_t>(b.qh[1]) << 8) |
+         (static_cast<std::uint32_t>(b.qh[2]) << 16) | (static_cast<std::uint32_t>(b.qh[3]) << 24);
+}
+
+/// The 5-bit Q5_0 quant (0..31) of element j (0..31).
+[[nodiscard]] inline int q5_0_quant_of(const block_q5_0& b, std::size_t j) noexcept {
+  const unsigned low = j < 16 ? (b.qs[j] & 0x0Fu) : (b.qs[j - 16] >> 4);
+  return static_cast<int>(low | (((q5_0_high_bits(b) >> j) & 1u) << 4));
 }
 
 /// The 6-bit scale and min of sub-block j (0..7) of a Q4_K super-block:
@@ -4056,14 +4106,7 @@ inline void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept
 inline void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % quant_detail::qk4_0 == 0);
   for (std::size_t b = 0; b < n / quant_detail::qk4_0; ++b, x += quant_detail::qk4_0) {
-    float amax = 0.0f, max = 0.0f;
-    for (std::size_t j = 0; j < quant_detail::qk4_0; ++j) {
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -8.0f;
+    const float d = quant_detail::first_of_largest_magnitude(x, quant_detail::qk4_0) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = to_f16(d);
     const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
@@ -4075,21 +4118,36 @@ inline void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept
   }
 }
 
+/// f32 -> Q5_0, byte-identical to ggml's quantize_row_q5_0_ref: d = max /
+/// -16 where max is the first element of largest magnitude, q = min(31,
+/// trunc(x / d + 16.5)). n % 32 == 0.
+inline void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, x += quant_detail::qk5_0) {
+    const float d = quant_detail::first_of_largest_magnitude(x, quant_detail::qk5_0) / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = to_f16(d);
+    const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
+    std::uint32_t high = 0;
+    for (std::size_t j = 0; j < 16; ++j) {
+      const std::uint8_t lo = usable ? quant_detail::q5_0_quant(x[j] * id) : std::uint8_t{16};
+      const std::uint8_t hi = usable ? quant_detail::q5_0_quant(x[j + 16] * id) : std::uint8_t{16};
+      y[b].qs[j] = static_cast<std::uint8_t>((lo & 0x0Fu) | ((hi & 0x0Fu) << 4));
+      high |= static_cast<std::uint32_t>(lo >> 4) << j;
+      high |= static_cast<std::uint32_t>(hi >> 4) << (j + 16);
+    }
+    for (std::size_t k = 0; k < 4; ++k) y[b].qh[k] = static_cast<std::uint8_t>(high >> (8 * k));
+  }
+}
+
 /// f32 -> Q8_K (activations for the K-quant dots), byte-identical to ggml's
 /// quantize_row_q8_K_ref, bsums included; n % 256 == 0.
 inline void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % qk_k == 0);
   for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
-    float amax = 0.0f, max = 0.0f;
-    for (std::size_t j = 0; j < qk_k; ++j) {
-      const float ax = std::fabs(x[j]);
-      if (ax > amax) {
-        amax = ax;
-        max = x[j];
-      }
-    }
+    const float max = quant_detail::first_of_largest_magnitude(x, qk_k);
     block_q8_k& out = y[b];
-    if (amax == 0.0f) {
+    if (max == 0.0f) {
       out.d = 0.0f;
       std::memset(out.qs, 0, sizeof out.qs);
       std::memset(out.bsums, 0, sizeof out.bsums);
@@ -4284,6 +4342,15 @@ inline void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexce
   }
 }
 
+/// Q5_0 -> f32: x = d * (q - 16). n % 32 == 0.
+inline void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, y += quant_detail::qk5_0) {
+    const float d = to_float(x[b].d);
+    for (std::size_t j = 0; j < 32; ++j) y[j] = static_cast<float>(quant_detail::q5_0_quant_of(x[b], j) - 16) * d;
+  }
+}
+
 /// Q4_K -> f32, ggml's formula exactly: x = (d*sc) * q - (dmin*m). n % 256 == 0.
 inline void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % qk_k == 0);
@@ -4380,6 +4447,20 @@ inline void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept
       sumi += ((w[b].qs[j] >> 4) - 8) * a[b].qs[j + 16];
     }
     sum += static_cast<float>(sumi) * to_float(w[b].d) * to_float(a[b].d);
+  }
+  return sum;
+}
+
+/// Q5_0 weights . Q8_0 activations (ggml_vec_dot_q5_0_q8_0): per block the
+/// exact int sum of (q_w - 16) * q_a, then sum += sumi * (d_w * d_a), the
+/// product of the scales rounded first as ggml does. n % 32 == 0.
+[[nodiscard]] inline float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b) {
+    int sumi = 0;
+    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_0_quant_of(w[b], j) - 16) * a[b].qs[j];
+    sum += static_cast<float>(sumi) * (to_float(w[b].d) * to_float(a[b].d));
   }
   return sum;
 }
@@ -4491,6 +4572,10 @@ inline void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std:
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
 }
+inline void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
+}
 inline void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
@@ -4586,6 +4671,21 @@ inline void quad_block(const q8_0_quad* a, std::size_t b, std::int8_t (&qs)[32],
   return sum;
 }
 
+/// dot_q5_0_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_q5_0_quads(const block_q5_0* w, const q8_0_quad* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b) {
+    std::int8_t qs[32];
+    float d;
+    quant_detail::quad_block(a, b, qs, d);
+    int sumi = 0;
+    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_0_quant_of(w[b], j) - 16) * qs[j];
+    sum += static_cast<float>(sumi) * (to_float(w[b].d) * d);
+  }
+  return sum;
+}
+
 /// out[r] = dot(row r, a) for r < rows with quad activations, rows as in
 /// dot_q8_0_q8_0_rows.
 inline void dot_q8_0_quad_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
@@ -4595,6 +4695,10 @@ inline void dot_q8_0_quad_rows(const block_q8_0* w, std::size_t row_stride, std:
 inline void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
 }
 
 /// The prefill form: y[t * y_stride + r] = dot(row r, token t) for r < rows
@@ -4607,6 +4711,10 @@ inline void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::si
 inline void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q4_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
+}
+inline void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
 }
 /// The prefill form of the K-quant rows: token t's activations are the n /
 /// 256 Q8_K blocks at a + t * (n / 256).
@@ -4697,6 +4805,13 @@ struct quant_checked {
     for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_q4_0", "q4_0", b, y[b].d));
     return {};
   }
+  /// Ops::quantize_q5_0 after checking n % 32, finite inputs, then finite scales.
+  static result<void> quantize_q5_0_checked(const float* x, block_q5_0* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q5_0>("quantize_q5_0", x, y, n));
+    Ops::quantize_q5_0(x, y, n);
+    for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_q5_0", "q5_0", b, y[b].d));
+    return {};
+  }
   /// Ops::quantize_q4_k after checking n % 256, finite inputs, then finite scales.
   static result<void> quantize_q4_k_checked(const float* x, block_q4_k* y, std::size_t n) {
     RUVLLM_TRY(check_quantize<precision::q4_k>("quantize_q4_k", x, y, n));
@@ -4743,6 +4858,12 @@ struct quant_checked {
     Ops::dequantize_q4_0(x, y, n);
     return {};
   }
+  /// Ops::dequantize_q5_0 after checking n % 32.
+  static result<void> dequantize_q5_0_checked(const block_q5_0* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q5_0", "q5_0", n, 32));
+    Ops::dequantize_q5_0(x, y, n);
+    return {};
+  }
   /// Ops::dequantize_q4_k after checking n % 256.
   static result<void> dequantize_q4_k_checked(const block_q4_k* x, float* y, std::size_t n) {
     RUVLLM_TRY(check_length("dequantize_q4_k", "q4_k", n, qk_k));
@@ -4772,6 +4893,11 @@ struct quant_checked {
     RUVLLM_TRY(check_length("dot_q4_0_q8_0", "q4_0", n, 32));
     return Ops::dot_q4_0_q8_0(w, a, n);
   }
+  /// Ops::dot_q5_0_q8_0 after checking n % 32.
+  static result<float> dot_q5_0_q8_0_checked(const block_q5_0* w, const block_q8_0* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q5_0_q8_0", "q5_0", n, 32));
+    return Ops::dot_q5_0_q8_0(w, a, n);
+  }
   /// Ops::dot_q4_k_q8_k after checking n % 256.
   static result<float> dot_q4_k_q8_k_checked(const block_q4_k* w, const block_q8_k* a, std::size_t n) {
     RUVLLM_TRY(check_length("dot_q4_k_q8_k", "q4_k", n, qk_k));
@@ -4800,6 +4926,13 @@ struct quant_checked {
                                                  const block_q8_0* a, std::size_t n, float* out) {
     RUVLLM_TRY(check_rows<precision::q4_0>("dot_q4_0_q8_0_rows", w, row_stride, rows, n));
     Ops::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
+  /// Ops::dot_q5_0_q8_0_rows after checking n, the stride and the alignment.
+  static result<void> dot_q5_0_q8_0_rows_checked(const block_q5_0* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_0* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q5_0>("dot_q5_0_q8_0_rows", w, row_stride, rows, n));
+    Ops::dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
     return {};
   }
   /// Ops::dot_q4_k_q8_k_rows after checking n, the stride and the alignment.
@@ -4834,6 +4967,7 @@ template <>
 struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::scalar>> {
   static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept { scalar::quantize_q8_0(x, y, n); }
   static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept { scalar::quantize_q4_0(x, y, n); }
+  static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
@@ -4844,6 +4978,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   }
   static void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_0(x, y, n);
+  }
+  static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_0(x, y, n);
   }
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_k(x, y, n);
@@ -4877,6 +5014,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   [[nodiscard]] static float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
     return scalar::dot_q4_0_q8_0(w, a, n);
   }
+  [[nodiscard]] static float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    return scalar::dot_q5_0_q8_0(w, a, n);
+  }
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     return scalar::dot_q4_k_q8_k(w, a, n);
   }
@@ -4894,6 +5034,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
   }
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
@@ -4922,6 +5066,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
   }
+  static void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q5_0_quad_rows(w, row_stride, rows, a, n, out);
+  }
   static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q8_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
@@ -4929,6 +5077,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q4_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q5_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -4973,14 +5125,17 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)                            \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_q8_0_rows, ruvllm::block_q5_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0_quads, float, ruvllm::kernels::q8_0_quad)              \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_quad_rows, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_quad_rows, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)    \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_0_quads, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q6_k_q8_k, ruvllm::block_q6_k, ruvllm::block_q8_k)
@@ -8515,6 +8670,43 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT
 #endif
 }
 
+/// Lanes summing to sum((q[i] - 16) * a[i]) over one Q5_0 block: Q4_0's
+/// nibbles with the fifth bit of element j (bit j of qh) added as 16, then
+/// sum(q a) - 16 sum(a) with q in [0, 31] (VPMADDUBSW pair sums at most 2 *
+/// 31 * 127, so none saturates).
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q5_0_block(const block_q5_0& w, const act32& a) {
+  const std::uint32_t high = scalar::quant_detail::q5_0_high_bits(w);
+#if RUVLLM_QUANT_WIDE
+  const __m256i packed = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs)));
+  const __m256i both = _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+  const __m256i nibbles = _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+  // Byte j of the register (element j) takes byte j / 8 of qh and keeps bit j % 8.
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(high)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040'2010'0804'0201ull));
+  const __m256i fifth = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+  return hn::Sub(u8_dot256(_mm256_or_si256(nibbles, fifth), a.raw), hn::Add(a.eight_sum, a.eight_sum));
+#else
+  const D16 d16;
+  const hn::RebindToUnsigned<D16> du16;
+  const hn::Rebind<std::uint8_t, D16> du8;
+  const auto mask = hn::Set(d16, 0x0F);
+  const auto b0 = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, w.qs)));
+  const auto b1 = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, w.qs + 8)));
+  hn::Vec<D16> q[4] = {hn::And(b0, mask), hn::And(b1, mask), hn::ShiftRight<4>(b0), hn::ShiftRight<4>(b1)};
+  // Part k holds elements 8k .. 8k + 7, whose fifth bits are byte k of qh.
+  HWY_ALIGN static constexpr std::int16_t lane_bits[8] = {1, 2, 4, 8, 16, 32, 64, 128};
+  const auto lane_bit = hn::Load(d16, lane_bits);
+  const auto zero = hn::Zero(d16), sixteen = hn::Set(d16, 16);
+  for (std::size_t k = 0; k < 4; ++k) {
+    const auto set = hn::And(hn::Set(d16, static_cast<std::int16_t>((high >> (8 * k)) & 0xFFu)), lane_bit);
+    q[k] = hn::Or(q[k], hn::IfThenElseZero(hn::Ne(set, zero), sixteen));
+  }
+  return hn::Sub(dot_parts(q, a), hn::Add(a.eight_sum, a.eight_sum));
+#endif
+}
+
 /// Where rows_of_32 finds activation block b: an array of Q8_0 blocks ...
 struct q8_0_block_source {
   const block_q8_0* HWY_RESTRICT a;
@@ -8535,8 +8727,8 @@ struct q8_0_quad_source {
   RUVLLM_QUANT_ATTR HWY_INLINE float scale(std::size_t b) const { return a[b / 4].d[4 * (b % 4)]; }
 };
 
-/// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0 or Q4_0
-/// weights): each activation block is prepared once for the R rows. Every
+/// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0, Q4_0 or
+/// Q5_0 weights): each activation block is prepared once for the R rows. Every
 /// row accumulates in its own two float vectors (even and odd blocks), so its
 /// result does not depend on R or on which rows share the batch.
 template <std::size_t R, class Block, class Source, class BlockDot>
@@ -8552,7 +8744,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::s
     const float da = a.scale(b);
     for (std::size_t k = 0; k < R; ++k) {
       const auto scale = hn::Set(df, half_to_float(row[k][b].d) * da);
-      acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, block_dot(row[k][b].qs, act)), scale, acc[k][slot]);
+      acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, block_dot(row[k][b], act)), scale, acc[k][slot]);
     }
   };
   std::size_t b = 0;
@@ -8615,9 +8807,18 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    groups of eight.
 namespace vnni {
 
+/// The weight formats met by quad activations.
+enum class quad_weights { q8_0, q4_0, q5_0 };
+
+/// Whether a format packs its quants as nibbles (Q4_0, Q5_0).
+template <quad_weights F>
+inline constexpr bool packs_nibbles = F != quad_weights::q8_0;
+
 /// Bytes of the four blocks one quad step reads.
-template <bool Q4>
-inline constexpr std::size_t quad_bytes = Q4 ? 4 * sizeof(block_q4_0) : 4 * sizeof(block_q8_0);
+template <quad_weights F>
+inline constexpr std::size_t quad_bytes = F == quad_weights::q8_0   ? 4 * sizeof(block_q8_0)
+                                          : F == quad_weights::q4_0 ? 4 * sizeof(block_q4_0)
+                                                                    : 4 * sizeof(block_q5_0);
 
 struct permute_tables {
   std::uint8_t q4_qs[64];  // Q4_0: the 16 quant bytes of block j (at 18j + 2) into chunk j
@@ -8625,6 +8826,9 @@ struct permute_tables {
   std::uint8_t q8_lo[64];  // Q8_0: bytes 0-15 of block j (at 34j + 2) into chunk j
   std::uint8_t q8_hi[64];  // Q8_0: bytes 16-31 (at 34j + 18), read from the registers at +8 and +72
   std::uint8_t q8_d[64];   // Q8_0: block j's f16 scale (bytes 34j, 34j + 1), as q4_d
+  std::uint8_t q5_qs[64];  // Q5_0: the 16 quant bytes of block j (at 22j + 6) into chunk j
+  std::uint8_t q5_d[64];   // Q5_0: block j's f16 scale (bytes 22j, 22j + 1), as q4_d
+  std::uint8_t q5_qh[64];  // Q5_0: bytes 0-7 the low 16 bits of each block's qh (at 22j + 2), 8-15 the high
 };
 
 inline constexpr permute_tables make_permute_tables() {
@@ -8641,6 +8845,13 @@ inline constexpr permute_tables make_permute_tables() {
       t.q4_d[lane + 3] = static_cast<std::uint8_t>(18 * j + 1);
       t.q8_d[lane + 2] = static_cast<std::uint8_t>(34 * j);
       t.q8_d[lane + 3] = static_cast<std::uint8_t>(34 * j + 1);
+      t.q5_d[lane + 2] = static_cast<std::uint8_t>(22 * j);
+      t.q5_d[lane + 3] = static_cast<std::uint8_t>(22 * j + 1);
+    }
+    for (std::size_t i = 0; i < 16; ++i) t.q5_qs[16 * j + i] = static_cast<std::uint8_t>(22 * j + 6 + i);
+    for (std::size_t i = 0; i < 2; ++i) {
+      t.q5_qh[2 * j + i] = static_cast<std::uint8_t>(22 * j + 2 + i);
+      t.q5_qh[8 + 2 * j + i] = static_cast<std::uint8_t>(22 * j + 4 + i);
     }
   }
   return t;
@@ -8653,16 +8864,21 @@ inline constexpr std::uint64_t upper_halves = 0xCCCC'CCCC'CCCC'CCCCull;
 
 /// The index vectors and constants of one kernel call (hoisted out of loops).
 struct constants {
-  __m512i qs_lo, qs_hi, d_index, nibble_mask, sign_bit, f16_bits;
+  __m512i qs_lo, qs_hi, d_index, nibble_mask, sign_bit, f16_bits, qh_index, fifth_bit;
 };
 
-template <bool Q4>
+template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE constants load_constants() {
   constants c;
-  if constexpr (Q4) {
+  if constexpr (F == quad_weights::q4_0) {
     c.qs_lo = _mm512_load_si512(tables.q4_qs);
     c.qs_hi = c.qs_lo;
     c.d_index = _mm512_load_si512(tables.q4_d);
+  } else if constexpr (F == quad_weights::q5_0) {
+    c.qs_lo = _mm512_load_si512(tables.q5_qs);
+    c.qs_hi = c.qs_lo;
+    c.d_index = _mm512_load_si512(tables.q5_d);
+    c.qh_index = _mm512_load_si512(tables.q5_qh);
   } else {
     c.qs_lo = _mm512_load_si512(tables.q8_lo);
     c.qs_hi = _mm512_load_si512(tables.q8_hi);
@@ -8671,6 +8887,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE constants load_constants() {
   c.nibble_mask = _mm512_set1_epi8(0x0F);
   c.sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
   c.f16_bits = _mm512_set1_epi32(static_cast<int>(0x8FFF'FFFFu));
+  c.fifth_bit = _mm512_set1_epi8(0x10);
   return c;
 }
 
@@ -8687,7 +8904,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m512 f16_scales(__m512i halves, const constants& 
 }
 
 /// One row's four blocks of a quad, unpacked: unsigned quant bytes in the
-/// quad's chunk order (Q4_0: nibbles 0..15; Q8_0: w + 128) and the four
+/// quad's chunk order (Q4_0: nibbles 0..15; Q5_0: 0..31; Q8_0: w + 128) and the four
 /// weight scales (times 2^-112, see f16_scales) in the quad's lanes.
 struct unpacked {
   __m512i lo, hi;
@@ -8701,7 +8918,7 @@ HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
   return k >= 64 ? ~__mmask64{0} : ((__mmask64{1} << k) - 1);
 }
 
-/// Unpacks the blocks at p. `valid` bytes of them exist (quad_bytes<Q4> for a
+/// Unpacks the blocks at p. `valid` bytes of them exist (quad_bytes<F> for a
 /// whole quad, fewer for the last, partial one): the rest read as zero, so
 /// scales and quants of missing blocks are 0 and nothing past the row is read.
 /// HalfLoads reads a whole Q8_0 quad's 128 bytes as four 32-byte loads, the
@@ -8711,10 +8928,36 @@ HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
 /// 30.4-31.4, 110M 335-355 against 256-303). The GEMM tile, whose rows come
 /// from L2, is as fast either way (0.165-0.174 ns per row, token and block)
 /// and keeps the 64-byte loads.
-template <bool Q4, bool Whole, bool HalfLoads = false>
+template <quad_weights F, bool Whole, bool HalfLoads = false>
 RUVLLM_QUANT_ATTR HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c, std::size_t valid) {
   unpacked u;
-  if constexpr (Q4) {
+  if constexpr (F == quad_weights::q5_0) {
+    // 88 bytes: 64 in one register, the last 24 as a 16- and an 8-byte load
+    // (nothing past the quad is read).
+    __m512i z0, z1;
+    if constexpr (Whole) {
+      z0 = _mm512_loadu_si512(p);
+      const __m256i tail =
+          _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 64))),
+                                  _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 80)), 1);
+      z1 = _mm512_castsi256_si512(tail);
+    } else {
+      z0 = _mm512_maskz_loadu_epi8(bytes_below(0, valid), p);
+      z1 = _mm512_maskz_loadu_epi8(bytes_below(64, valid), p + 64);
+    }
+    const __m512i qs = _mm512_permutex2var_epi8(z0, c.qs_lo, z1);
+    // The fifth bits as byte masks: bits 16j .. 16j + 15 of the low mask are
+    // bits 0-15 of block j's qh (values 0-15 of chunk j), of the high mask
+    // bits 16-31; one permute gathers them (missing blocks read as zero).
+    const __m128i qh = _mm512_castsi512_si128(_mm512_permutex2var_epi8(z0, c.qh_index, z1));
+    const auto low_bits = static_cast<__mmask64>(_mm_cvtsi128_si64(qh));
+    const auto high_bits = static_cast<__mmask64>(_mm_extract_epi64(qh, 1));
+    const __m512i lo = _mm512_and_si512(qs, c.nibble_mask);
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), c.nibble_mask);
+    u.lo = _mm512_mask_add_epi8(lo, low_bits, lo, c.fifth_bit);
+    u.hi = _mm512_mask_add_epi8(hi, high_bits, hi, c.fifth_bit);
+    u.d = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.d_index, z1), c);
+  } else if constexpr (F == quad_weights::q4_0) {
     // 72 bytes: 64 in one register, the last 8 broadcast into another (the
     // permute reads only its first 8 bytes).
     __m512i z0, z1;
@@ -8770,12 +9013,20 @@ struct quad_regs {
   __m512 d;
 };
 
-template <bool Q4>
+template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
   quad_regs r;
   r.lo = _mm512_load_si512(q.lo);
   r.hi = _mm512_load_si512(q.hi);
-  r.offset = _mm512_load_si512(Q4 ? q.neg8_sum : q.neg128_sum);
+  // The weights' offset times the activation sums: Q4_0 -8, Q5_0 -16, Q8_0
+  // -128 (its quants carry +128 as unsigned bytes).
+  if constexpr (F == quad_weights::q4_0) {
+    r.offset = _mm512_load_si512(q.neg8_sum);
+  } else if constexpr (F == quad_weights::q5_0) {
+    r.offset = _mm512_slli_epi32(_mm512_load_si512(q.neg8_sum), 1);
+  } else {
+    r.offset = _mm512_load_si512(q.neg128_sum);
+  }
   // Exact: activation scales are f16 values (< 2^16), so the product stays
   // below 2^128.
   r.d = _mm512_mul_ps(_mm512_load_ps(q.d), _mm512_set1_ps(0x1p112f));
@@ -8797,10 +9048,10 @@ RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
 }
 
 /// *out = dot(the row at w, a).
-template <bool Q4, gemv_plan Plan>
+template <quad_weights F, gemv_plan Plan>
 RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, const q8_0_quad* HWY_RESTRICT a,
                                            std::size_t nb, float* HWY_RESTRICT out, const constants& c) {
-  constexpr std::size_t step = quad_bytes<Q4>;
+  constexpr std::size_t step = quad_bytes<F>;
   const std::size_t whole = nb / 4, rest = nb % 4;
   __m512 acc = _mm512_setzero_ps();
   line_prefetcher ahead(w);  // rows_l1's stream; pairs_l1_l2 keeps prefetch_ahead
@@ -8809,10 +9060,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
       ahead.until(w + q * step + step);
     else
       prefetch_ahead<Plan>(w + q * step, step);
-    acc = quad_dot(unpack<Q4, true, !Q4>(w + q * step, c, step), load_quad<Q4>(a[q]), acc);
+    acc = quad_dot(unpack<F, true, F == quad_weights::q8_0>(w + q * step, c, step), load_quad<F>(a[q]), acc);
   }
-  if (rest != 0)
-    acc = quad_dot(unpack<Q4, false>(w + whole * step, c, rest * (step / 4)), load_quad<Q4>(a[whole]), acc);
+  if (rest != 0) acc = quad_dot(unpack<F, false>(w + whole * step, c, rest * (step / 4)), load_quad<F>(a[whole]), acc);
   *out = sum_lanes(acc);
 }
 
@@ -8828,42 +9078,42 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
 /// over 768 / 2048 columns and slowed a 1B Q8_0 decode from ~27.5 to ~22
 /// tok/s (two streams 2-8.5 KiB apart). The two rows are two streams, each
 /// prefetched as its own.
-template <bool Q4>
+template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE void quad_row_pair(const std::uint8_t* HWY_RESTRICT w, std::size_t stride,
                                                 const q8_0_quad* HWY_RESTRICT a, std::size_t nb,
                                                 float* HWY_RESTRICT out, const constants& c) {
-  constexpr std::size_t step = quad_bytes<Q4>;
+  constexpr std::size_t step = quad_bytes<F>;
   const std::size_t whole = nb / 4, rest = nb % 4;
   const std::uint8_t* w1 = w + stride;
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   for (std::size_t q = 0; q < whole; ++q) {
     prefetch_ahead<gemv_plan::pairs_l1_l2>(w + q * step, step);
     prefetch_ahead<gemv_plan::pairs_l1_l2>(w1 + q * step, step);
-    const quad_regs x = load_quad<Q4>(a[q]);
-    acc0 = quad_dot(unpack<Q4, true>(w + q * step, c, step), x, acc0);
-    acc1 = quad_dot(unpack<Q4, true>(w1 + q * step, c, step), x, acc1);
+    const quad_regs x = load_quad<F>(a[q]);
+    acc0 = quad_dot(unpack<F, true>(w + q * step, c, step), x, acc0);
+    acc1 = quad_dot(unpack<F, true>(w1 + q * step, c, step), x, acc1);
   }
   if (rest != 0) {
-    const quad_regs x = load_quad<Q4>(a[whole]);
-    acc0 = quad_dot(unpack<Q4, false>(w + whole * step, c, rest * (step / 4)), x, acc0);
-    acc1 = quad_dot(unpack<Q4, false>(w1 + whole * step, c, rest * (step / 4)), x, acc1);
+    const quad_regs x = load_quad<F>(a[whole]);
+    acc0 = quad_dot(unpack<F, false>(w + whole * step, c, rest * (step / 4)), x, acc0);
+    acc1 = quad_dot(unpack<F, false>(w1 + whole * step, c, rest * (step / 4)), x, acc1);
   }
   out[0] = sum_lanes(acc0);
   out[1] = sum_lanes(acc1);
 }
 
-template <bool Q4>
+template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_stride, std::size_t rows,
                                                 const q8_0_quad* a, std::size_t n, float* out) {
   const auto* base = static_cast<const std::uint8_t*>(w);
-  const constants c = load_constants<Q4>();
+  const constants c = load_constants<F>();
   const std::size_t nb = n / 32;
   with_gemv_plan([&](auto plan) RUVLLM_QUANT_LAMBDA {
     constexpr gemv_plan Plan = decltype(plan)::value;
     std::size_t r = 0;
-    if constexpr (Q4 && Plan == gemv_plan::pairs_l1_l2)
-      for (; r + 2 <= rows; r += 2) quad_row_pair<Q4>(base + r * row_stride, row_stride, a, nb, out + r, c);
-    for (; r < rows; ++r) quad_row<Q4, Plan>(base + r * row_stride, a, nb, out + r, c);
+    if constexpr (packs_nibbles<F> && Plan == gemv_plan::pairs_l1_l2)
+      for (; r + 2 <= rows; r += 2) quad_row_pair<F>(base + r * row_stride, row_stride, a, nb, out + r, c);
+    for (; r < rows; ++r) quad_row<F, Plan>(base + r * row_stride, a, nb, out + r, c);
   });
 }
 
@@ -8872,13 +9122,13 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
 /// pair of tokens runs over them with 4 x 2 float accumulators (partial sums
 /// of a K block parked in `parked` between blocks). Each weight byte is
 /// unpacked once per call instead of once per token.
-template <bool Q4>
+template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE void quad_gemm(const void* w, std::size_t row_stride, std::size_t rows,
                                             const q8_0_quad* HWY_RESTRICT a, std::size_t tokens, std::size_t n,
                                             float* HWY_RESTRICT y, std::size_t y_stride) {
   constexpr std::size_t R = 4, kb_quads = 8, token_block = 64;
-  const constants c = load_constants<Q4>();
-  constexpr std::size_t step = quad_bytes<Q4>;
+  const constants c = load_constants<F>();
+  constexpr std::size_t step = quad_bytes<F>;
   const std::size_t nb = n / 32, nq = q8_0_quads(n);
   const auto* base = static_cast<const std::uint8_t*>(w);
   HWY_ALIGN unpacked u[R][kb_quads];
@@ -8894,8 +9144,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_gemm(const void* w, std::size_t row_strid
           const std::uint8_t* row = base + (r0 + k) * row_stride;
           for (std::size_t q = 0; q < kq; ++q) {
             const std::size_t blocks = std::min<std::size_t>(4, nb - 4 * (k0 + q));
-            u[k][q] = blocks == 4 ? unpack<Q4, true>(row + (k0 + q) * step, c, step)
-                                  : unpack<Q4, false>(row + (k0 + q) * step, c, blocks * (step / 4));
+            u[k][q] = blocks == 4 ? unpack<F, true>(row + (k0 + q) * step, c, step)
+                                  : unpack<F, false>(row + (k0 + q) * step, c, blocks * (step / 4));
           }
         }
         // Rows past nr reuse row 0's unpacked blocks; their results are dropped.
@@ -8909,7 +9159,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_gemm(const void* w, std::size_t row_strid
             for (std::size_t j = 0; j < T; ++j) acc[k][j] = first ? _mm512_setzero_ps() : parked[k][t + j];
           for (std::size_t q = 0; q < kq; ++q) {
             for (std::size_t j = 0; j < T; ++j) {
-              const quad_regs act = load_quad<Q4>(a[(t0 + t + j) * nq + k0 + q]);
+              const quad_regs act = load_quad<F>(a[(t0 + t + j) * nq + k0 + q]);
               for (std::size_t k = 0; k < R; ++k) acc[k][j] = quad_dot(u[k][q], act, acc[k][j]);
             }
           }
@@ -9649,6 +9899,77 @@ struct q4_0_pair_format : block_pair_steps<sizeof(block_q4_0)> {
     const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, load256(q.lo + 32 * half)),
                                            _mm256_maddubs_epi16(u.hi, load256(q.hi + 32 * half)));
     const __m256i sums = _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), neg8_sum);
+#endif
+    s.add(sums, _mm256_mul_ps(u.d, activation_scales(q, half)));
+  }
+};
+
+/// Q5_0: Q4_0's pair step with the fifth bit of every quant from qh (bit j
+/// of a block's little-endian word for value j), which the pair's first 32
+/// bytes already hold: the first block's qh at bytes 2-5 of the lower
+/// 128-bit lane, the second's at bytes 8-11 of the upper (22 + 2 - 16).
+struct q5_0_pair_format : block_pair_steps<sizeof(block_q5_0)> {
+  struct constants {
+    __m256i nibble_mask, scale_index, spread_lo, spread_hi, lane_bit, fifth_bit;
+  };
+  using unpacked = q4_0_pair_format::unpacked;
+
+  /// Indices that put qh byte (first + i / 8) of each block at byte i of its
+  /// 128-bit lane (lower lane: the block's qh at byte lo_at, upper: hi_at).
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m256i spread(int lo_at, int hi_at) {
+    alignas(32) std::int8_t idx[32];
+    for (int i = 0; i < 32; ++i) idx[i] = static_cast<std::int8_t>((i < 16 ? lo_at : hi_at) + (i % 16) / 8);
+    return load256(idx);
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    // d of the pair's second block at 22-23 (bytes 6-7 of the upper lane);
+    // values 0-15 take qh bits 0-15 (bytes 2-3 / 8-9), values 16-31 bits
+    // 16-31 (bytes 4-5 / 10-11).
+    return {_mm256_set1_epi8(0x0F),
+            scale_index(0, 6),
+            spread(2, 8),
+            spread(4, 10),
+            _mm256_set1_epi64x(static_cast<long long>(0x8040'2010'0804'0201ull)),
+            _mm256_set1_epi8(0x10)};
+  }
+
+  /// 0x10 in every byte whose bit (byte index % 8) is set in the spread qh.
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m256i fifth_bits(__m256i head, __m256i index, const constants& c) {
+    const __m256i spread_bits = _mm256_and_si256(_mm256_shuffle_epi8(head, index), c.lane_bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(spread_bits, c.lane_bit), c.fifth_bit);
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked quants(__m256i packed, __m256i head, const constants& c) {
+    const __m256i lo = _mm256_and_si256(packed, c.nibble_mask);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), c.nibble_mask);
+    return {_mm256_or_si256(lo, fifth_bits(head, c.spread_lo, c)),
+            _mm256_or_si256(hi, fifth_bits(head, c.spread_hi, c)), scales(head, c.scale_index)};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    static_assert(offsetof(block_q5_0, qh) == 2 && offsetof(block_q5_0, qs) == 6 && sizeof(block_q5_0) == 22);
+    return quants(two_lanes(p + 6, p + 28), load256(p), c);
+  }
+  /// A last, lone block: the upper lanes (quants, qh and d) read as zero.
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
+    return quants(lower_lane(p + 6), lower_lane(p), c);
+  }
+
+  /// sum(q a) - 16 sum(a) per block (twice the quad's neg8_sum). VPMADDUBSW
+  /// pair sums are at most 2 * 31 * 127, so the lo and hi pairs still add in
+  /// 16 bits.
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
+                                                      std::size_t step) {
+    const q8_0_quad& q = a[step / 2];
+    const std::size_t half = step % 2;
+    const __m256i neg16_sum =
+        _mm256_slli_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(q.neg8_sum + 8 * half)), 1);
+#if RUVLLM_QUANT_DOT4
+    const __m256i sums =
+        add_dot4(add_dot4(neg16_sum, u.lo, load256(q.lo + 32 * half)), u.hi, load256(q.hi + 32 * half));
+#else
+    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, load256(q.lo + 32 * half)),
+                                           _mm256_maddubs_epi16(u.hi, load256(q.hi + 32 * half)));
+    const __m256i sums = _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), neg16_sum);
 #endif
     s.add(sums, _mm256_mul_ps(u.d, activation_scales(q, half)));
   }
@@ -10427,6 +10748,77 @@ struct q4_0_pair_format : block_pair_steps<sizeof(block_q4_0)> {
   }
 };
 
+/// Q5_0: Q4_0's pair step with the fifth bit of every quant from qh (bit j
+/// of a block's little-endian word for value j), which the pair's first 32
+/// bytes already hold: the first block's qh at bytes 2-5 of the lower
+/// 128-bit lane, the second's at bytes 8-11 of the upper (22 + 2 - 16).
+struct q5_0_pair_format : block_pair_steps<sizeof(block_q5_0)> {
+  struct constants {
+    __m256i nibble_mask, scale_index, spread_lo, spread_hi, lane_bit, fifth_bit;
+  };
+  using unpacked = q4_0_pair_format::unpacked;
+
+  /// Indices that put qh byte (first + i / 8) of each block at byte i of its
+  /// 128-bit lane (lower lane: the block's qh at byte lo_at, upper: hi_at).
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m256i spread(int lo_at, int hi_at) {
+    alignas(32) std::int8_t idx[32];
+    for (int i = 0; i < 32; ++i) idx[i] = static_cast<std::int8_t>((i < 16 ? lo_at : hi_at) + (i % 16) / 8);
+    return load256(idx);
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    // d of the pair's second block at 22-23 (bytes 6-7 of the upper lane);
+    // values 0-15 take qh bits 0-15 (bytes 2-3 / 8-9), values 16-31 bits
+    // 16-31 (bytes 4-5 / 10-11).
+    return {_mm256_set1_epi8(0x0F),
+            scale_index(0, 6),
+            spread(2, 8),
+            spread(4, 10),
+            _mm256_set1_epi64x(static_cast<long long>(0x8040'2010'0804'0201ull)),
+            _mm256_set1_epi8(0x10)};
+  }
+
+  /// 0x10 in every byte whose bit (byte index % 8) is set in the spread qh.
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m256i fifth_bits(__m256i head, __m256i index, const constants& c) {
+    const __m256i spread_bits = _mm256_and_si256(_mm256_shuffle_epi8(head, index), c.lane_bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(spread_bits, c.lane_bit), c.fifth_bit);
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked quants(__m256i packed, __m256i head, const constants& c) {
+    const __m256i lo = _mm256_and_si256(packed, c.nibble_mask);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), c.nibble_mask);
+    return {_mm256_or_si256(lo, fifth_bits(head, c.spread_lo, c)),
+            _mm256_or_si256(hi, fifth_bits(head, c.spread_hi, c)), scales(head, c.scale_index)};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    static_assert(offsetof(block_q5_0, qh) == 2 && offsetof(block_q5_0, qs) == 6 && sizeof(block_q5_0) == 22);
+    return quants(two_lanes(p + 6, p + 28), load256(p), c);
+  }
+  /// A last, lone block: the upper lanes (quants, qh and d) read as zero.
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
+    return quants(lower_lane(p + 6), lower_lane(p), c);
+  }
+
+  /// sum(q a) - 16 sum(a) per block (twice the quad's neg8_sum). VPMADDUBSW
+  /// pair sums are at most 2 * 31 * 127, so the lo and hi pairs still add in
+  /// 16 bits.
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
+                                                      std::size_t step) {
+    const q8_0_quad& q = a[step / 2];
+    const std::size_t half = step % 2;
+    const __m256i neg16_sum =
+        _mm256_slli_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(q.neg8_sum + 8 * half)), 1);
+#if RUVLLM_QUANT_DOT4
+    const __m256i sums =
+        add_dot4(add_dot4(neg16_sum, u.lo, load256(q.lo + 32 * half)), u.hi, load256(q.hi + 32 * half));
+#else
+    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, load256(q.lo + 32 * half)),
+                                           _mm256_maddubs_epi16(u.hi, load256(q.hi + 32 * half)));
+    const __m256i sums = _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), neg16_sum);
+#endif
+    s.add(sums, _mm256_mul_ps(u.d, activation_scales(q, half)));
+  }
+};
+
 struct q8_0_pair_format : block_pair_steps<sizeof(block_q8_0)> {
   struct constants {
     __m256i scale_index;
@@ -11015,8 +11407,8 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_q8_0_rows(const block_q8_0* HWY_RES
   scalar::dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
-                             [](const std::int8_t* qs, const quant_simd::act32& act)
-                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q8_0_block(qs, act); });
+                             [](const block_q8_0& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q8_0_block(w_b.qs, act); });
 #endif
 }
 
@@ -11027,8 +11419,20 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_q8_0_rows(const block_q4_0* HWY_RES
   scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
-                             [](const std::uint8_t* qs, const quant_simd::act32& act)
-                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q4_0_block(qs, act); });
+                             [](const block_q4_0& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q4_0_block(w_b.qs, act); });
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_q8_0_rows(const block_q5_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_0* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
+                             [](const block_q5_0& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q5_0_block(w_b, act); });
 #endif
 }
 
@@ -11144,13 +11548,13 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_quad_rows(const block_q8_0* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q8_0_quad_rows(w, row_stride, rows, a, n, out);
 #elif RUVLLM_QUANT_VNNI
-  quant_simd::vnni::all_quad_rows<false>(w, row_stride, rows, a, n, out);
+  quant_simd::vnni::all_quad_rows<quant_simd::vnni::quad_weights::q8_0>(w, row_stride, rows, a, n, out);
 #elif RUVLLM_QUANT_WIDE
   RUVLLM_QUANT_WIDE_CALL(rows, q8_0_pair_format, (w, row_stride, rows, a, n, out));
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
-                             [](const std::int8_t* qs, const quant_simd::act32& act)
-                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q8_0_block(qs, act); });
+                             [](const block_q8_0& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q8_0_block(w_b.qs, act); });
 #endif
 }
 
@@ -11160,13 +11564,29 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_quad_rows(const block_q4_0* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
 #elif RUVLLM_QUANT_VNNI
-  quant_simd::vnni::all_quad_rows<true>(w, row_stride, rows, a, n, out);
+  quant_simd::vnni::all_quad_rows<quant_simd::vnni::quad_weights::q4_0>(w, row_stride, rows, a, n, out);
 #elif RUVLLM_QUANT_WIDE
   RUVLLM_QUANT_WIDE_CALL(rows, q4_0_pair_format, (w, row_stride, rows, a, n, out));
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
-                             [](const std::uint8_t* qs, const quant_simd::act32& act)
-                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q4_0_block(qs, act); });
+                             [](const block_q4_0& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q4_0_block(w_b.qs, act); });
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_quad_rows(const block_q5_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t n,
+                                                       float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q5_0_quad_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_VNNI
+  quant_simd::vnni::all_quad_rows<quant_simd::vnni::quad_weights::q5_0>(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, q5_0_pair_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
+                             [](const block_q5_0& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q5_0_block(w_b, act); });
 #endif
 }
 
@@ -11175,7 +11595,7 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q8_0_quads(const block_q8_0* HWY_RESTRI
                                                     std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
                                                     std::size_t y_stride) {
 #if RUVLLM_QUANT_VNNI
-  quant_simd::vnni::quad_gemm<false>(w, row_stride, rows, a, tokens, n, y, y_stride);
+  quant_simd::vnni::quad_gemm<quant_simd::vnni::quad_weights::q8_0>(w, row_stride, rows, a, tokens, n, y, y_stride);
 #elif RUVLLM_QUANT_WIDE
   RUVLLM_QUANT_WIDE_CALL(gemm, q8_0_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
@@ -11189,11 +11609,25 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q4_0_quads(const block_q4_0* HWY_RESTRI
                                                     std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
                                                     std::size_t y_stride) {
 #if RUVLLM_QUANT_VNNI
-  quant_simd::vnni::quad_gemm<true>(w, row_stride, rows, a, tokens, n, y, y_stride);
+  quant_simd::vnni::quad_gemm<quant_simd::vnni::quad_weights::q4_0>(w, row_stride, rows, a, tokens, n, y, y_stride);
 #elif RUVLLM_QUANT_WIDE
   RUVLLM_QUANT_WIDE_CALL(gemm, q4_0_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q4_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                     y_stride);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_gemm_q5_0_quads(const block_q5_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                    std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
+                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                    std::size_t y_stride) {
+#if RUVLLM_QUANT_VNNI
+  quant_simd::vnni::quad_gemm<quant_simd::vnni::quad_weights::q5_0>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, q5_0_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                      y_stride);
 #endif
 }
@@ -13424,6 +13858,8 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     RUVLLM_ASSERT(n % 32 == 0);
     dispatch::quant_quantize_q4_0(x, y, n);
   }
+  /// f32 -> Q5_0, ggml's bytes (scalar: weights are quantized offline); n % 32 == 0.
+  static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   /// f32 -> Q5_K with ggml's reference search (scalar); n % 256 == 0.
@@ -13445,6 +13881,10 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   static void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % 32 == 0);
     dispatch::quant_dequantize_q4_0(x, y, n);
+  }
+  /// Q5_0 -> f32 (scalar: one embedding row per token); n % 32 == 0.
+  static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_0(x, y, n);
   }
   /// Q4_K -> f32, bit-identical to ggml's formula; n % 256 == 0.
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
@@ -13495,6 +13935,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     dot_q4_0_q8_0_rows(w, row_bytes<precision::q4_0>(n), 1, a, n, &out);
     return out;
   }
+  /// One Q5_0 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    float out;
+    dot_q5_0_q8_0_rows(w, row_bytes<precision::q5_0>(n), 1, a, n, &out);
+    return out;
+  }
   /// One Q4_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     float out;
@@ -13526,6 +13972,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                                  std::size_t n, float* out) noexcept {
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
     dispatch::quant_dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q5_0 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_0) == 0);
+    dispatch::quant_dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
   }
   /// Q4_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -13568,6 +14020,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
     dispatch::quant_dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
   }
+  /// Q5_0 rows . quad activations, as dot_q5_0_q8_0_rows. One dispatch.
+  static void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_0) == 0);
+    dispatch::quant_dot_q5_0_quad_rows(w, row_stride, rows, a, n, out);
+  }
   /// y[t * y_stride + r] = dot(row r, token t's quads at a + t * q8_0_quads(n)),
   /// each equal to dot_q8_0_quad_rows' result for that token. One dispatch.
   static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
@@ -13580,6 +14038,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
     dispatch::quant_gemm_q4_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// Q5_0 form of gemm_q8_0_quads.
+  static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_0) == 0);
+    dispatch::quant_gemm_q5_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   /// y[t * y_stride + r] = dot(row r, token t's Q8_K blocks at a + t * (n /
   /// 256)), each equal to dot_q4_k_q8_k_rows' result for that token. One
@@ -15094,6 +15558,24 @@ inline float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t
   return sum;
 }
 
+/// The 32 quants of a Q5_0 block minus 16, in element order.
+inline void unpack_q5_0(const block_q5_0& b, std::int8_t* q) noexcept {
+  for (std::size_t j = 0; j < 32; ++j) q[j] = static_cast<std::int8_t>(scalar::quant_detail::q5_0_quant_of(b, j) - 16);
+}
+
+/// A Q5_0 block's dot with 32 activation quants whose scale is d_a.
+inline float q5_0_block_dot(const block_q5_0& w, const std::int8_t* a, float d_a) noexcept {
+  alignas(64) std::int8_t q[32];
+  unpack_q5_0(w, q);
+  return static_cast<float>(dot_i8(q, a, 32)) * (to_float(w.d) * d_a);
+}
+
+inline float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / 32; ++b) sum += q5_0_block_dot(w[b], a[b].qs, to_float(a[b].d));
+  return sum;
+}
+
 inline float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
   float sum = 0.0f;
   alignas(64) std::int8_t q[32];
@@ -15254,6 +15736,7 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     xsimd_impl::quant::quantize_q4_0(x, y, n);
   }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
@@ -15275,6 +15758,9 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     xsimd_impl::quant::dequantize_q4_0(x, y, n);
   }
   /// Q4_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_0(x, y, n);
+  }
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_k(x, y, n);
   }
@@ -15317,6 +15803,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     RUVLLM_ASSERT(n % 32 == 0);
     return xsimd_impl::quant::dot_q4_0_q8_0(w, a, n);
   }
+  /// One Q5_0 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    return xsimd_impl::quant::dot_q5_0_q8_0(w, a, n);
+  }
   /// One Q4_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0);
@@ -15342,6 +15833,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q5_0 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
   /// Q4_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -15404,6 +15900,21 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
       out[r] = sum;
     }
   }
+  static void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const block_q5_0* row = scalar::quant_detail::row_at(w, row_stride, r);
+      float sum = 0.0f;
+      for (std::size_t b = 0; b < n / 32; ++b) {
+        alignas(64) std::int8_t qs[32];
+        float d;
+        scalar::quant_detail::quad_block(a, b, qs, d);
+        sum += xsimd_impl::quant::q5_0_block_dot(row[b], qs, d);
+      }
+      out[r] = sum;
+    }
+  }
   static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q8_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
@@ -15412,6 +15923,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q4_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                       y_stride);
+  }
+  static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                        y_stride);
   }
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -16184,6 +16700,20 @@ struct quantized_gemv_traits<block_q4_0> : q8_0_quad_traits {
   }
 };
 
+template <>
+struct quantized_gemv_traits<block_q5_0> : q8_0_quad_traits {
+  template <Backend B>
+  static void rows(const block_q5_0* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
+                   float* out) noexcept {
+    ops<B>::dot_q5_0_quad_rows(w, stride, rows, a, n, out);
+  }
+  template <Backend B>
+  static void gemm(const block_q5_0* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_q5_0_quads(w, stride, rows, a, tokens, n, y, y_stride);
+  }
+};
+
 // K-quants: Q8_K activations.
 struct q8_k_traits {
   using activation_block = block_q8_k;
@@ -16240,7 +16770,7 @@ struct quantized_gemv_traits<block_q6_k> : q8_k_traits {
 }  // namespace detail
 
 /// The activation form a quantized weight block is multiplied with:
-/// q8_0_quad for Q8_0 / Q4_0 weights, block_q8_k for Q4_K / Q5_K / Q6_K.
+/// q8_0_quad for Q8_0 / Q4_0 / Q5_0 weights, block_q8_k for Q4_K / Q5_K / Q6_K.
 template <class WeightBlock>
 using activation_block_t = typename detail::quantized_gemv_traits<WeightBlock>::activation_block;
 
@@ -16251,8 +16781,8 @@ template <class WeightBlock>
   return detail::quantized_gemv_traits<WeightBlock>::activation_count(cols);
 }
 
-/// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q4_k,
-/// block_q5_k or block_q6_k rows, `row_stride` bytes apart, cols a multiple of the block
+/// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q5_0,
+/// block_q4_k, block_q5_k or block_q6_k rows, `row_stride` bytes apart, cols a multiple of the block
 /// size): x is quantized once into `activations` (activation_blocks(cols)
 /// of them, caller-provided so the call never allocates) by the calling
 /// thread, then row blocks of ~128 KiB of weights run on every pool thread,
@@ -19883,19 +20413,20 @@ struct gguf_type_traits {
 };
 
 /// The tensor types ruvllm reads, with their block geometry.
-inline constexpr std::array<gguf_type_traits, 8> gguf_supported_types = {{
+inline constexpr std::array<gguf_type_traits, 9> gguf_supported_types = {{
     {gguf_type::f32, 1, 4, alignof(float)},
     {gguf_type::f16, 1, 2, alignof(f16)},
     {gguf_type::bf16, 1, 2, alignof(bf16)},
     {gguf_type::q8_0, 32, sizeof(block_q8_0), alignof(block_q8_0)},
     {gguf_type::q4_0, 32, sizeof(block_q4_0), alignof(block_q4_0)},
+    {gguf_type::q5_0, 32, sizeof(block_q5_0), alignof(block_q5_0)},
     {gguf_type::q4_k, qk_k, sizeof(block_q4_k), alignof(block_q4_k)},
     {gguf_type::q5_k, qk_k, sizeof(block_q5_k), alignof(block_q5_k)},
     {gguf_type::q6_k, qk_k, sizeof(block_q6_k), alignof(block_q6_k)},
 }};
 
 /// Geometry of a supported tensor type, or nullptr for every other ggml type
-/// (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K are supported).
+/// (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K are supported).
 [[nodiscard]] constexpr const gguf_type_traits* find_gguf_type(std::uint32_t id) noexcept {
   for (const auto& t : gguf_supported_types)
     if (static_cast<std::uint32_t>(t.type) == id) return &t;
@@ -20368,8 +20899,9 @@ class gguf_file {
     RUVLLM_TRY_ASSIGN(t.offset, r.read<std::uint64_t>("tensor offset"));
     const gguf_type_traits* traits = find_gguf_type(type);
     if (traits == nullptr)
-      return make_error(errc::unsupported, "tensor '", t.name, "' has type ", ggml_type_name(type), " (", type,
-                        "), which ruvllm does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K are supported)")
+      return make_error(
+                 errc::unsupported, "tensor '", t.name, "' has type ", ggml_type_name(type), " (", type,
+                 "), which ruvllm does not read (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K are supported)")
           .at(source_, type_offset);
     t.type = traits->type;
     t.block_size = traits->block_size;
@@ -20701,6 +21233,7 @@ class llama_model {
       case gguf_type::bf16: break;
       case gguf_type::q8_0:
       case gguf_type::q4_0:
+      case gguf_type::q5_0:
         if (cols % 32 != 0)
           return make_error(errc::invalid_argument, "tensor '", name, "': ", cols, " columns are not whole Q8_0 blocks")
               .at(file_.source(), t->info_offset);
@@ -20813,6 +21346,9 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
       return;
     case gguf_type::q4_0:
       kops::dot_q4_0_quad_rows(reinterpret_cast<const block_q4_0*>(first), m.row_bytes, rows, in.quads, m.cols, out);
+      return;
+    case gguf_type::q5_0:
+      kops::dot_q5_0_quad_rows(reinterpret_cast<const block_q5_0*>(first), m.row_bytes, rows, in.quads, m.cols, out);
       return;
     case gguf_type::q4_k:
       kops::dot_q4_k_q8_k_rows(reinterpret_cast<const block_q4_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
@@ -21229,6 +21765,7 @@ class llama_context {
           break;
         case gguf_type::q8_0:
         case gguf_type::q4_0:
+        case gguf_type::q5_0:
           if (in.quads == nullptr) {
             kops::quantize_q8_0_quads(x, buf_.act_q8_0.data(), cols);
             in.quads = buf_.act_q8_0.data();
@@ -21489,6 +22026,10 @@ class llama_context {
         quantized(reinterpret_cast<const block_q4_0*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_0.data());
         return;
+      case gguf_type::q5_0:
+        quantized(reinterpret_cast<const block_q5_0*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_0.data());
+        return;
       case gguf_type::q4_k:
         quantized(reinterpret_cast<const block_q4_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_k.data());
@@ -21536,6 +22077,7 @@ class llama_context {
       case gguf_type::bf16: kops::convert_bf16_to_f32(reinterpret_cast<const bf16*>(row), out, e.cols); return;
       case gguf_type::q8_0: kops::dequantize_q8_0(reinterpret_cast<const block_q8_0*>(row), out, e.cols); return;
       case gguf_type::q4_0: kops::dequantize_q4_0(reinterpret_cast<const block_q4_0*>(row), out, e.cols); return;
+      case gguf_type::q5_0: kops::dequantize_q5_0(reinterpret_cast<const block_q5_0*>(row), out, e.cols); return;
       case gguf_type::q4_k: kops::dequantize_q4_k(reinterpret_cast<const block_q4_k*>(row), out, e.cols); return;
       case gguf_type::q5_k: kops::dequantize_q5_k(reinterpret_cast<const block_q5_k*>(row), out, e.cols); return;
       case gguf_type::q6_k: kops::dequantize_q6_k(reinterpret_cast<const block_q6_k*>(row), out, e.cols); return;

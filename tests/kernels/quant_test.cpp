@@ -38,6 +38,7 @@ namespace {
 using ruvllm::bf16;
 using ruvllm::block_q4_0;
 using ruvllm::block_q4_k;
+using ruvllm::block_q5_0;
 using ruvllm::block_q5_k;
 using ruvllm::block_q6_k;
 using ruvllm::block_q8_0;
@@ -126,6 +127,18 @@ void unpack_q4_k_quants(const block_q4_k& b, int* q) {
   }
 }
 
+/// Q5_0 quants minus 16 in element order, as ggml's dequantizer builds them
+/// from the little-endian qh word: xh_0 = ((qh >> j) << 4) & 0x10 for element
+/// j, xh_1 = (qh >> (j + 12)) & 0x10 for element j + 16.
+void unpack_q5_0_quants(const block_q5_0& b, int* q) {
+  std::uint32_t qh;
+  std::memcpy(&qh, b.qh, sizeof qh);
+  for (int j = 0; j < 16; ++j) {
+    q[j] = static_cast<int>((b.qs[j] & 0x0Fu) | (((qh >> j) << 4) & 0x10u)) - 16;
+    q[j + 16] = static_cast<int>((b.qs[j] >> 4) | ((qh >> (j + 12)) & 0x10u)) - 16;
+  }
+}
+
 /// Q5_K quants in element order: Q4_K's nibbles plus 16 where ggml's
 /// dequantizer tests qh[l] against u1 = 1 << 2g (low nibbles of group g) and
 /// u2 = 2 << 2g (high nibbles).
@@ -157,6 +170,15 @@ std::vector<float> ggml_dequantize(const block_q8_0* x, std::size_t nb) {
   std::vector<float> y;
   for (std::size_t b = 0; b < nb; ++b) {
     for (int j = 0; j < 32; ++j) y.push_back(static_cast<float>(x[b].qs[j]) * value(x[b].d));
+  }
+  return y;
+}
+std::vector<float> ggml_dequantize(const block_q5_0* x, std::size_t nb) {
+  std::vector<float> y;
+  for (std::size_t b = 0; b < nb; ++b) {
+    int q[32];
+    unpack_q5_0_quants(x[b], q);
+    for (int j = 0; j < 32; ++j) y.push_back(static_cast<float>(q[j]) * value(x[b].d));
   }
   return y;
 }
@@ -242,6 +264,22 @@ exact_dot exact(const block_q4_0* w, const block_q8_0* a, std::size_t nb) {
       const int lo = (w[b].qs[j] & 0x0F) - 8, hi = (w[b].qs[j] >> 4) - 8;
       s += lo * a[b].qs[j] + hi * a[b].qs[j + 16];
       m += std::abs(lo * a[b].qs[j]) + std::abs(hi * a[b].qs[j + 16]);
+    }
+    const long double scale = static_cast<long double>(value(w[b].d)) * value(a[b].d);
+    r.value += scale * s;
+    r.magnitude += std::fabs(scale) * m;
+  }
+  return r;
+}
+exact_dot exact(const block_q5_0* w, const block_q8_0* a, std::size_t nb) {
+  exact_dot r;
+  for (std::size_t b = 0; b < nb; ++b) {
+    int q[32];
+    unpack_q5_0_quants(w[b], q);
+    long long s = 0, m = 0;
+    for (int j = 0; j < 32; ++j) {
+      s += q[j] * a[b].qs[j];
+      m += std::abs(q[j] * a[b].qs[j]);
     }
     const long double scale = static_cast<long double>(value(w[b].d)) * value(a[b].d);
     r.value += scale * s;
@@ -337,6 +375,9 @@ void set_scales(block_q8_0* w, std::size_t nb, float d) {
 void set_scales(block_q4_0* w, std::size_t nb, float d) {
   for (std::size_t b = 0; b < nb; ++b) w[b].d = half(d);
 }
+void set_scales(block_q5_0* w, std::size_t nb, float d) {
+  for (std::size_t b = 0; b < nb; ++b) w[b].d = half(d);
+}
 void set_scales(block_q4_k* w, std::size_t nb, float d) {
   for (std::size_t b = 0; b < nb; ++b) w[b].d = w[b].dmin = half(d);
 }
@@ -381,6 +422,19 @@ struct q4_0_pair {
   template <class B>
   static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
     ops<B>::dot_q4_0_q8_0_rows(w, stride, rows, a, n, out);
+  }
+};
+struct q5_0_pair {
+  using weight = block_q5_0;
+  using act = block_q8_0;
+  static constexpr std::size_t block = 32;
+  template <class B>
+  static float dot(const weight* w, const act* a, std::size_t n) {
+    return ops<B>::dot_q5_0_q8_0(w, a, n);
+  }
+  template <class B>
+  static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
+    ops<B>::dot_q5_0_q8_0_rows(w, stride, rows, a, n, out);
   }
 };
 struct q4_k_pair {
@@ -449,6 +503,7 @@ template <class B, class Block>
 void quantize(const float* x, Block* y, std::size_t n) {
   if constexpr (std::is_same_v<Block, block_q8_0>) ops<B>::quantize_q8_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_0>) ops<B>::quantize_q4_0(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q5_0>) ops<B>::quantize_q5_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_k>) ops<B>::quantize_q4_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_k>) ops<B>::quantize_q5_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q6_k>) ops<B>::quantize_q6_k(x, y, n);
@@ -458,13 +513,16 @@ template <class B, class Block>
 void dequantize(const Block* x, float* y, std::size_t n) {
   if constexpr (std::is_same_v<Block, block_q8_0>) ops<B>::dequantize_q8_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_0>) ops<B>::dequantize_q4_0(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q5_0>) ops<B>::dequantize_q5_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_k>) ops<B>::dequantize_q4_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_k>) ops<B>::dequantize_q5_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q6_k>) ops<B>::dequantize_q6_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q8_k>) ops<B>::dequantize_q8_k(x, y, n);
 }
 template <class Block>
-constexpr std::size_t block_elems = std::is_same_v<Block, block_q8_0> || std::is_same_v<Block, block_q4_0> ? 32 : 256;
+constexpr std::size_t block_elems =
+    std::is_same_v<Block, block_q8_0> || std::is_same_v<Block, block_q4_0> || std::is_same_v<Block, block_q5_0> ? 32
+                                                                                                                : 256;
 
 /// Runs body(backend_name, tag) for xsimd and every Highway target.
 template <class Body>
@@ -551,6 +609,41 @@ TEST_CASE("Q4_0 quantizes known blocks to ggml's exact bytes", "[kernels][quant]
   check(y.data());
   for_each_simd_backend([&](auto b) {
     placed<block_q4_0> z(3);
+    quantize<decltype(b)>(x, z.data(), 96);
+    check(z.data());
+  });
+}
+
+TEST_CASE("Q5_0 quantizes known blocks to ggml's exact bytes", "[kernels][quant]") {
+  // Block 0: x_j = j - 16, whose first element of largest magnitude is -16:
+  // d = 1 and q_j = min(31, trunc(x_j + 16.5)) = j, so the low nibbles of
+  // byte j are j and j + 16's (both j % 16) and the fifth bit is set for
+  // j >= 16 alone. Block 1: x_j = 16 - j, +16 first: d = -1, the same quants.
+  // Block 2: all zero, d = -0 and every quant 16 (nibble 0, fifth bit set).
+  float x[96] = {};
+  for (int j = 0; j < 32; ++j) {
+    x[j] = static_cast<float>(j - 16);
+    x[32 + j] = static_cast<float>(16 - j);
+  }
+  const auto check = [&](const block_q5_0* q) {
+    CHECK(bits(q[0].d) == 0x3C00);
+    CHECK(bits(q[1].d) == 0xBC00);
+    CHECK(bits(q[2].d) == 0x8000);
+    for (int b = 0; b < 2; ++b) {
+      for (int j = 0; j < 16; ++j) CHECK(q[b].qs[j] == static_cast<std::uint8_t>(j | (j << 4)));
+      CHECK((q[b].qh[0] == 0x00 && q[b].qh[1] == 0x00 && q[b].qh[2] == 0xFF && q[b].qh[3] == 0xFF));
+    }
+    for (int j = 0; j < 16; ++j) CHECK(q[2].qs[j] == 0x00);
+    for (int k = 0; k < 4; ++k) CHECK(q[2].qh[k] == 0xFF);
+  };
+  placed<block_q5_0> y(3);
+  ops<scalar>::quantize_q5_0(x, y.data(), 96);
+  check(y.data());
+  // The values come back exactly.
+  const auto back = ggml_dequantize(y.data(), 3);
+  for (int i = 0; i < 96; ++i) CHECK(back[static_cast<std::size_t>(i)] == x[i]);
+  for_each_simd_backend([&](auto b) {
+    placed<block_q5_0> z(3);
     quantize<decltype(b)>(x, z.data(), 96);
     check(z.data());
   });
@@ -643,7 +736,7 @@ TEST_CASE("Q5_K quantizes a hand-made block whose values the format holds", "[ke
 // ================================================ dequantization formulas
 
 TEMPLATE_TEST_CASE("dequantization equals ggml's formulas bit for bit on random blocks", "[kernels][quant]", block_q8_0,
-                   block_q4_0, block_q4_k, block_q5_k, block_q6_k, block_q8_k) {
+                   block_q4_0, block_q5_0, block_q4_k, block_q5_k, block_q6_k, block_q8_k) {
   using Block = TestType;
   ruvllm::test::rng gen(11);
   for (const std::size_t nb : block_counts) {
@@ -1004,6 +1097,11 @@ void check_k_quant_gemm(std::uint64_t seed) {
 
 }  // namespace
 
+TEST_CASE("q5_0 . q8_0 dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
+  check_quantized_dots<q5_0_pair>(38);
+  check_exact_integer_dots<q5_0_pair>(39);
+}
+
 TEST_CASE("q4_k, q5_k and q6_k gemm tiles equal their rows token by token", "[kernels][quant][gemm]") {
   check_k_quant_gemm<q4_k_pair>(33);
   check_k_quant_gemm<q5_k_pair>(35);
@@ -1032,6 +1130,8 @@ template <class B, class W>
 void quad_rows(const W* w, std::size_t stride, std::size_t rows, const q8_0_quad* a, std::size_t n, float* out) {
   if constexpr (std::is_same_v<W, block_q8_0>) {
     ops<B>::dot_q8_0_quad_rows(w, stride, rows, a, n, out);
+  } else if constexpr (std::is_same_v<W, block_q5_0>) {
+    ops<B>::dot_q5_0_quad_rows(w, stride, rows, a, n, out);
   } else {
     ops<B>::dot_q4_0_quad_rows(w, stride, rows, a, n, out);
   }
@@ -1041,6 +1141,8 @@ void quad_gemm(const W* w, std::size_t stride, std::size_t rows, const q8_0_quad
                float* y, std::size_t y_stride) {
   if constexpr (std::is_same_v<W, block_q8_0>) {
     ops<B>::gemm_q8_0_quads(w, stride, rows, a, tokens, n, y, y_stride);
+  } else if constexpr (std::is_same_v<W, block_q5_0>) {
+    ops<B>::gemm_q5_0_quads(w, stride, rows, a, tokens, n, y, y_stride);
   } else {
     ops<B>::gemm_q4_0_quads(w, stride, rows, a, tokens, n, y, y_stride);
   }
@@ -1179,11 +1281,13 @@ void check_exact_quad_dots(std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("q8_0 and q4_0 rows over quad activations: layout, exact, rows = gemm", "[kernels][quant][dot]") {
+TEST_CASE("q8_0, q4_0 and q5_0 rows over quad activations: layout, exact, rows = gemm", "[kernels][quant][dot]") {
   check_quad_dots<q8_0_pair>(29);
   check_quad_dots<q4_0_pair>(30);
+  check_quad_dots<q5_0_pair>(40);
   check_exact_quad_dots<q8_0_pair>(31);
   check_exact_quad_dots<q4_0_pair>(32);
+  check_exact_quad_dots<q5_0_pair>(41);
 }
 
 TEST_CASE("AVX-VNNI: detection follows the CPU's flags and use_avx_vnni only enables it where present",
@@ -1305,7 +1409,7 @@ TEST_CASE("a quantized dot approximates the float dot of the original rows", "[k
 // ====================================================== backends vs scalar
 
 TEMPLATE_TEST_CASE("quantizers give the scalar reference's bytes on every backend", "[kernels][quant]", block_q8_0,
-                   block_q4_0, block_q4_k, block_q5_k, block_q6_k, block_q8_k) {
+                   block_q4_0, block_q5_0, block_q4_k, block_q5_k, block_q6_k, block_q8_k) {
   using Block = TestType;
   ruvllm::test::rng gen(31);
   for (const std::size_t nb : block_counts) {

@@ -22,6 +22,7 @@ enum class gguf_type : std::uint32_t {
   f32 = 0,
   f16 = 1,
   q4_0 = 2,
+  q5_0 = 6,
   q8_0 = 8,
   q4_k = 12,
   q5_k = 13,
@@ -44,6 +45,15 @@ struct block_q8_0 {
 /// element j in its low nibble and element j + 16 in its high nibble.
 struct block_q4_0 {
   f16 d;
+  std::uint8_t qs[16];
+};
+
+/// Q5_0: Q4_0's nibbles with a fifth bit per quant in qh (bit j for element
+/// j); x = d * (q - 16). qh is bytes, not a uint32_t, to keep ggml's 2-byte
+/// alignment (the bits are read as a little-endian 32-bit word).
+struct block_q5_0 {
+  f16 d;
+  std::uint8_t qh[4];
   std::uint8_t qs[16];
 };
 
@@ -98,6 +108,7 @@ struct block_kivi {
 
 static_assert(sizeof(block_q8_0) == 34);
 static_assert(sizeof(block_q4_0) == 18);
+static_assert(sizeof(block_q5_0) == 22);
 static_assert(sizeof(block_q4_k) == 144);
 static_assert(sizeof(block_q5_k) == 176);
 static_assert(sizeof(block_q6_k) == 210);
@@ -133,6 +144,9 @@ struct q8_0 : detail::format<block_q8_0, 32, gguf_type::q8_0> {
 };
 struct q4_0 : detail::format<block_q4_0, 32, gguf_type::q4_0> {
   static constexpr std::string_view name = "q4_0";
+};
+struct q5_0 : detail::format<block_q5_0, 32, gguf_type::q5_0> {
+  static constexpr std::string_view name = "q5_0";
 };
 struct q4_k : detail::format<block_q4_k, qk_k, gguf_type::q4_k> {
   static constexpr std::string_view name = "q4_k";

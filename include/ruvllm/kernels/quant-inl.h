@@ -265,6 +265,43 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT
 #endif
 }
 
+/// Lanes summing to sum((q[i] - 16) * a[i]) over one Q5_0 block: Q4_0's
+/// nibbles with the fifth bit of element j (bit j of qh) added as 16, then
+/// sum(q a) - 16 sum(a) with q in [0, 31] (VPMADDUBSW pair sums at most 2 *
+/// 31 * 127, so none saturates).
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q5_0_block(const block_q5_0& w, const act32& a) {
+  const std::uint32_t high = scalar::quant_detail::q5_0_high_bits(w);
+#if RUVLLM_QUANT_WIDE
+  const __m256i packed = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs)));
+  const __m256i both = _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+  const __m256i nibbles = _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+  // Byte j of the register (element j) takes byte j / 8 of qh and keeps bit j % 8.
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(high)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040'2010'0804'0201ull));
+  const __m256i fifth = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+  return hn::Sub(u8_dot256(_mm256_or_si256(nibbles, fifth), a.raw), hn::Add(a.eight_sum, a.eight_sum));
+#else
+  const D16 d16;
+  const hn::RebindToUnsigned<D16> du16;
+  const hn::Rebind<std::uint8_t, D16> du8;
+  const auto mask = hn::Set(d16, 0x0F);
+  const auto b0 = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, w.qs)));
+  const auto b1 = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, w.qs + 8)));
+  hn::Vec<D16> q[4] = {hn::And(b0, mask), hn::And(b1, mask), hn::ShiftRight<4>(b0), hn::ShiftRight<4>(b1)};
+  // Part k holds elements 8k .. 8k + 7, whose fifth bits are byte k of qh.
+  HWY_ALIGN static constexpr std::int16_t lane_bits[8] = {1, 2, 4, 8, 16, 32, 64, 128};
+  const auto lane_bit = hn::Load(d16, lane_bits);
+  const auto zero = hn::Zero(d16), sixteen = hn::Set(d16, 16);
+  for (std::size_t k = 0; k < 4; ++k) {
+    const auto set = hn::And(hn::Set(d16, static_cast<std::int16_t>((high >> (8 * k)) & 0xFFu)), lane_bit);
+    q[k] = hn::Or(q[k], hn::IfThenElseZero(hn::Ne(set, zero), sixteen));
+  }
+  return hn::Sub(dot_parts(q, a), hn::Add(a.eight_sum, a.eight_sum));
+#endif
+}
+
 /// Where rows_of_32 finds activation block b: an array of Q8_0 blocks ...
 struct q8_0_block_source {
   const block_q8_0* HWY_RESTRICT a;
@@ -285,8 +322,8 @@ struct q8_0_quad_source {
   RUVLLM_QUANT_ATTR HWY_INLINE float scale(std::size_t b) const { return a[b / 4].d[4 * (b % 4)]; }
 };
 
-/// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0 or Q4_0
-/// weights): each activation block is prepared once for the R rows. Every
+/// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0, Q4_0 or
+/// Q5_0 weights): each activation block is prepared once for the R rows. Every
 /// row accumulates in its own two float vectors (even and odd blocks), so its
 /// result does not depend on R or on which rows share the batch.
 template <std::size_t R, class Block, class Source, class BlockDot>
@@ -302,7 +339,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::s
     const float da = a.scale(b);
     for (std::size_t k = 0; k < R; ++k) {
       const auto scale = hn::Set(df, half_to_float(row[k][b].d) * da);
-      acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, block_dot(row[k][b].qs, act)), scale, acc[k][slot]);
+      acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, block_dot(row[k][b], act)), scale, acc[k][slot]);
     }
   };
   std::size_t b = 0;
@@ -365,9 +402,18 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    groups of eight.
 namespace vnni {
 
+/// The weight formats met by quad activations.
+enum class quad_weights { q8_0, q4_0, q5_0 };
+
+/// Whether a format packs its quants as nibbles (Q4_0, Q5_0).
+template <quad_weights F>
+inline constexpr bool packs_nibbles = F != quad_weights::q8_0;
+
 /// Bytes of the four blocks one quad step reads.
-template <bool Q4>
-inline constexpr std::size_t quad_bytes = Q4 ? 4 * sizeof(block_q4_0) : 4 * sizeof(block_q8_0);
+template <quad_weights F>
+inline constexpr std::size_t quad_bytes = F == quad_weights::q8_0   ? 4 * sizeof(block_q8_0)
+                                          : F == quad_weights::q4_0 ? 4 * sizeof(block_q4_0)
+                                                                    : 4 * sizeof(block_q5_0);
 
 struct permute_tables {
   std::uint8_t q4_qs[64];  // Q4_0: the 16 quant bytes of block j (at 18j + 2) into chunk j
@@ -375,6 +421,9 @@ struct permute_tables {
   std::uint8_t q8_lo[64];  // Q8_0: bytes 0-15 of block j (at 34j + 2) into chunk j
   std::uint8_t q8_hi[64];  // Q8_0: bytes 16-31 (at 34j + 18), read from the registers at +8 and +72
   std::uint8_t q8_d[64];   // Q8_0: block j's f16 scale (bytes 34j, 34j + 1), as q4_d
+  std::uint8_t q5_qs[64];  // Q5_0: the 16 quant bytes of block j (at 22j + 6) into chunk j
+  std::uint8_t q5_d[64];   // Q5_0: block j's f16 scale (bytes 22j, 22j + 1), as q4_d
+  std::uint8_t q5_qh[64];  // Q5_0: bytes 0-7 the low 16 bits of each block's qh (at 22j + 2), 8-15 the high
 };
 
 inline constexpr permute_tables make_permute_tables() {
@@ -391,6 +440,13 @@ inline constexpr permute_tables make_permute_tables() {
       t.q4_d[lane + 3] = static_cast<std::uint8_t>(18 * j + 1);
       t.q8_d[lane + 2] = static_cast<std::uint8_t>(34 * j);
       t.q8_d[lane + 3] = static_cast<std::uint8_t>(34 * j + 1);
+      t.q5_d[lane + 2] = static_cast<std::uint8_t>(22 * j);
+      t.q5_d[lane + 3] = static_cast<std::uint8_t>(22 * j + 1);
+    }
+    for (std::size_t i = 0; i < 16; ++i) t.q5_qs[16 * j + i] = static_cast<std::uint8_t>(22 * j + 6 + i);
+    for (std::size_t i = 0; i < 2; ++i) {
+      t.q5_qh[2 * j + i] = static_cast<std::uint8_t>(22 * j + 2 + i);
+      t.q5_qh[8 + 2 * j + i] = static_cast<std::uint8_t>(22 * j + 4 + i);
     }
   }
   return t;
@@ -403,16 +459,21 @@ inline constexpr std::uint64_t upper_halves = 0xCCCC'CCCC'CCCC'CCCCull;
 
 /// The index vectors and constants of one kernel call (hoisted out of loops).
 struct constants {
-  __m512i qs_lo, qs_hi, d_index, nibble_mask, sign_bit, f16_bits;
+  __m512i qs_lo, qs_hi, d_index, nibble_mask, sign_bit, f16_bits, qh_index, fifth_bit;
 };
 
-template <bool Q4>
+template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE constants load_constants() {
   constants c;
-  if constexpr (Q4) {
+  if constexpr (F == quad_weights::q4_0) {
     c.qs_lo = _mm512_load_si512(tables.q4_qs);
     c.qs_hi = c.qs_lo;
     c.d_index = _mm512_load_si512(tables.q4_d);
+  } else if constexpr (F == quad_weights::q5_0) {
+    c.qs_lo = _mm512_load_si512(tables.q5_qs);
+    c.qs_hi = c.qs_lo;
+    c.d_index = _mm512_load_si512(tables.q5_d);
+    c.qh_index = _mm512_load_si512(tables.q5_qh);
   } else {
     c.qs_lo = _mm512_load_si512(tables.q8_lo);
     c.qs_hi = _mm512_load_si512(tables.q8_hi);
@@ -421,6 +482,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE constants load_constants() {
   c.nibble_mask = _mm512_set1_epi8(0x0F);
   c.sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
   c.f16_bits = _mm512_set1_epi32(static_cast<int>(0x8FFF'FFFFu));
+  c.fifth_bit = _mm512_set1_epi8(0x10);
   return c;
 }
 
@@ -437,7 +499,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m512 f16_scales(__m512i halves, const constants& 
 }
 
 /// One row's four blocks of a quad, unpacked: unsigned quant bytes in the
-/// quad's chunk order (Q4_0: nibbles 0..15; Q8_0: w + 128) and the four
+/// quad's chunk order (Q4_0: nibbles 0..15; Q5_0: 0..31; Q8_0: w + 128) and the four
 /// weight scales (times 2^-112, see f16_scales) in the quad's lanes.
 struct unpacked {
   __m512i lo, hi;
@@ -451,7 +513,7 @@ HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
   return k >= 64 ? ~__mmask64{0} : ((__mmask64{1} << k) - 1);
 }
 
-/// Unpacks the blocks at p. `valid` bytes of them exist (quad_bytes<Q4> for a
+/// Unpacks the blocks at p. `valid` bytes of them exist (quad_bytes<F> for a
 /// whole quad, fewer for the last, partial one): the rest read as zero, so
 /// scales and quants of missing blocks are 0 and nothing past the row is read.
 /// HalfLoads reads a whole Q8_0 quad's 128 bytes as four 32-byte loads, the
@@ -461,10 +523,36 @@ HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
 /// 30.4-31.4, 110M 335-355 against 256-303). The GEMM tile, whose rows come
 /// from L2, is as fast either way (0.165-0.174 ns per row, token and block)
 /// and keeps the 64-byte loads.
-template <bool Q4, bool Whole, bool HalfLoads = false>
+template <quad_weights F, bool Whole, bool HalfLoads = false>
 RUVLLM_QUANT_ATTR HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c, std::size_t valid) {
   unpacked u;
-  if constexpr (Q4) {
+  if constexpr (F == quad_weights::q5_0) {
+    // 88 bytes: 64 in one register, the last 24 as a 16- and an 8-byte load
+    // (nothing past the quad is read).
+    __m512i z0, z1;
+    if constexpr (Whole) {
+      z0 = _mm512_loadu_si512(p);
+      const __m256i tail =
+          _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 64))),
+                                  _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 80)), 1);
+      z1 = _mm512_castsi256_si512(tail);
+    } else {
+      z0 = _mm512_maskz_loadu_epi8(bytes_below(0, valid), p);
+      z1 = _mm512_maskz_loadu_epi8(bytes_below(64, valid), p + 64);
+    }
+    const __m512i qs = _mm512_permutex2var_epi8(z0, c.qs_lo, z1);
+    // The fifth bits as byte masks: bits 16j .. 16j + 15 of the low mask are
+    // bits 0-15 of block j's qh (values 0-15 of chunk j), of the high mask
+    // bits 16-31; one permute gathers them (missing blocks read as zero).
+    const __m128i qh = _mm512_castsi512_si128(_mm512_permutex2var_epi8(z0, c.qh_index, z1));
+    const auto low_bits = static_cast<__mmask64>(_mm_cvtsi128_si64(qh));
+    const auto high_bits = static_cast<__mmask64>(_mm_extract_epi64(qh, 1));
+    const __m512i lo = _mm512_and_si512(qs, c.nibble_mask);
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), c.nibble_mask);
+    u.lo = _mm512_mask_add_epi8(lo, low_bits, lo, c.fifth_bit);
+    u.hi = _mm512_mask_add_epi8(hi, high_bits, hi, c.fifth_bit);
+    u.d = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.d_index, z1), c);
+  } else if constexpr (F == quad_weights::q4_0) {
     // 72 bytes: 64 in one register, the last 8 broadcast into another (the
     // permute reads only its first 8 bytes).
     __m512i z0, z1;
@@ -520,12 +608,20 @@ struct quad_regs {
   __m512 d;
 };
 
-template <bool Q4>
+template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
   quad_regs r;
   r.lo = _mm512_load_si512(q.lo);
   r.hi = _mm512_load_si512(q.hi);
-  r.offset = _mm512_load_si512(Q4 ? q.neg8_sum : q.neg128_sum);
+  // The weights' offset times the activation sums: Q4_0 -8, Q5_0 -16, Q8_0
+  // -128 (its quants carry +128 as unsigned bytes).
+  if constexpr (F == quad_weights::q4_0) {
+    r.offset = _mm512_load_si512(q.neg8_sum);
+  } else if constexpr (F == quad_weights::q5_0) {
+    r.offset = _mm512_slli_epi32(_mm512_load_si512(q.neg8_sum), 1);
+  } else {
+    r.offset = _mm512_load_si512(q.neg128_sum);
+  }
   // Exact: activation scales are f16 values (< 2^16), so the product stays
   // below 2^128.
   r.d = _mm512_mul_ps(_mm512_load_ps(q.d), _mm512_set1_ps(0x1p112f));
@@ -547,10 +643,10 @@ RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
 }
 
 /// *out = dot(the row at w, a).
-template <bool Q4, gemv_plan Plan>
+template <quad_weights F, gemv_plan Plan>
 RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, const q8_0_quad* HWY_RESTRICT a,
                                            std::size_t nb, float* HWY_RESTRICT out, const constants& c) {
-  constexpr std::size_t step = quad_bytes<Q4>;
+  constexpr std::size_t step = quad_bytes<F>;
   const std::size_t whole = nb / 4, rest = nb % 4;
   __m512 acc = _mm512_setzero_ps();
   line_prefetcher ahead(w);  // rows_l1's stream; pairs_l1_l2 keeps prefetch_ahead
@@ -559,10 +655,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
       ahead.until(w + q * step + step);
     else
       prefetch_ahead<Plan>(w + q * step, step);
-    acc = quad_dot(unpack<Q4, true, !Q4>(w + q * step, c, step), load_quad<Q4>(a[q]), acc);
+    acc = quad_dot(unpack<F, true, F == quad_weights::q8_0>(w + q * step, c, step), load_quad<F>(a[q]), acc);
   }
-  if (rest != 0)
-    acc = quad_dot(unpack<Q4, false>(w + whole * step, c, rest * (step / 4)), load_quad<Q4>(a[whole]), acc);
+  if (rest != 0) acc = quad_dot(unpack<F, false>(w + whole * step, c, rest * (step / 4)), load_quad<F>(a[whole]), acc);
   *out = sum_lanes(acc);
 }
 
@@ -578,42 +673,42 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
 /// over 768 / 2048 columns and slowed a 1B Q8_0 decode from ~27.5 to ~22
 /// tok/s (two streams 2-8.5 KiB apart). The two rows are two streams, each
 /// prefetched as its own.
-template <bool Q4>
+template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE void quad_row_pair(const std::uint8_t* HWY_RESTRICT w, std::size_t stride,
                                                 const q8_0_quad* HWY_RESTRICT a, std::size_t nb,
                                                 float* HWY_RESTRICT out, const constants& c) {
-  constexpr std::size_t step = quad_bytes<Q4>;
+  constexpr std::size_t step = quad_bytes<F>;
   const std::size_t whole = nb / 4, rest = nb % 4;
   const std::uint8_t* w1 = w + stride;
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   for (std::size_t q = 0; q < whole; ++q) {
     prefetch_ahead<gemv_plan::pairs_l1_l2>(w + q * step, step);
     prefetch_ahead<gemv_plan::pairs_l1_l2>(w1 + q * step, step);
-    const quad_regs x = load_quad<Q4>(a[q]);
-    acc0 = quad_dot(unpack<Q4, true>(w + q * step, c, step), x, acc0);
-    acc1 = quad_dot(unpack<Q4, true>(w1 + q * step, c, step), x, acc1);
+    const quad_regs x = load_quad<F>(a[q]);
+    acc0 = quad_dot(unpack<F, true>(w + q * step, c, step), x, acc0);
+    acc1 = quad_dot(unpack<F, true>(w1 + q * step, c, step), x, acc1);
   }
   if (rest != 0) {
-    const quad_regs x = load_quad<Q4>(a[whole]);
-    acc0 = quad_dot(unpack<Q4, false>(w + whole * step, c, rest * (step / 4)), x, acc0);
-    acc1 = quad_dot(unpack<Q4, false>(w1 + whole * step, c, rest * (step / 4)), x, acc1);
+    const quad_regs x = load_quad<F>(a[whole]);
+    acc0 = quad_dot(unpack<F, false>(w + whole * step, c, rest * (step / 4)), x, acc0);
+    acc1 = quad_dot(unpack<F, false>(w1 + whole * step, c, rest * (step / 4)), x, acc1);
   }
   out[0] = sum_lanes(acc0);
   out[1] = sum_lanes(acc1);
 }
 
-template <bool Q4>
+template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_stride, std::size_t rows,
                                                 const q8_0_quad* a, std::size_t n, float* out) {
   const auto* base = static_cast<const std::uint8_t*>(w);
-  const constants c = load_constants<Q4>();
+  const constants c = load_constants<F>();
   const std::size_t nb = n / 32;
   with_gemv_plan([&](auto plan) RUVLLM_QUANT_LAMBDA {
     constexpr gemv_plan Plan = decltype(plan)::value;
     std::size_t r = 0;
-    if constexpr (Q4 && Plan == gemv_plan::pairs_l1_l2)
-      for (; r + 2 <= rows; r += 2) quad_row_pair<Q4>(base + r * row_stride, row_stride, a, nb, out + r, c);
-    for (; r < rows; ++r) quad_row<Q4, Plan>(base + r * row_stride, a, nb, out + r, c);
+    if constexpr (packs_nibbles<F> && Plan == gemv_plan::pairs_l1_l2)
+      for (; r + 2 <= rows; r += 2) quad_row_pair<F>(base + r * row_stride, row_stride, a, nb, out + r, c);
+    for (; r < rows; ++r) quad_row<F, Plan>(base + r * row_stride, a, nb, out + r, c);
   });
 }
 
@@ -622,13 +717,13 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
 /// pair of tokens runs over them with 4 x 2 float accumulators (partial sums
 /// of a K block parked in `parked` between blocks). Each weight byte is
 /// unpacked once per call instead of once per token.
-template <bool Q4>
+template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE void quad_gemm(const void* w, std::size_t row_stride, std::size_t rows,
                                             const q8_0_quad* HWY_RESTRICT a, std::size_t tokens, std::size_t n,
                                             float* HWY_RESTRICT y, std::size_t y_stride) {
   constexpr std::size_t R = 4, kb_quads = 8, token_block = 64;
-  const constants c = load_constants<Q4>();
-  constexpr std::size_t step = quad_bytes<Q4>;
+  const constants c = load_constants<F>();
+  constexpr std::size_t step = quad_bytes<F>;
   const std::size_t nb = n / 32, nq = q8_0_quads(n);
   const auto* base = static_cast<const std::uint8_t*>(w);
   HWY_ALIGN unpacked u[R][kb_quads];
@@ -644,8 +739,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_gemm(const void* w, std::size_t row_strid
           const std::uint8_t* row = base + (r0 + k) * row_stride;
           for (std::size_t q = 0; q < kq; ++q) {
             const std::size_t blocks = std::min<std::size_t>(4, nb - 4 * (k0 + q));
-            u[k][q] = blocks == 4 ? unpack<Q4, true>(row + (k0 + q) * step, c, step)
-                                  : unpack<Q4, false>(row + (k0 + q) * step, c, blocks * (step / 4));
+            u[k][q] = blocks == 4 ? unpack<F, true>(row + (k0 + q) * step, c, step)
+                                  : unpack<F, false>(row + (k0 + q) * step, c, blocks * (step / 4));
           }
         }
         // Rows past nr reuse row 0's unpacked blocks; their results are dropped.
@@ -659,7 +754,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_gemm(const void* w, std::size_t row_strid
             for (std::size_t j = 0; j < T; ++j) acc[k][j] = first ? _mm512_setzero_ps() : parked[k][t + j];
           for (std::size_t q = 0; q < kq; ++q) {
             for (std::size_t j = 0; j < T; ++j) {
-              const quad_regs act = load_quad<Q4>(a[(t0 + t + j) * nq + k0 + q]);
+              const quad_regs act = load_quad<F>(a[(t0 + t + j) * nq + k0 + q]);
               for (std::size_t k = 0; k < R; ++k) acc[k][j] = quad_dot(u[k][q], act, acc[k][j]);
             }
           }
@@ -1261,8 +1356,8 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_q8_0_rows(const block_q8_0* HWY_RES
   scalar::dot_q8_0_q8_0_rows(w, row_stride, rows, a, n, out);
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
-                             [](const std::int8_t* qs, const quant_simd::act32& act)
-                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q8_0_block(qs, act); });
+                             [](const block_q8_0& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q8_0_block(w_b.qs, act); });
 #endif
 }
 
@@ -1273,8 +1368,20 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_q8_0_rows(const block_q4_0* HWY_RES
   scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
-                             [](const std::uint8_t* qs, const quant_simd::act32& act)
-                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q4_0_block(qs, act); });
+                             [](const block_q4_0& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q4_0_block(w_b.qs, act); });
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_q8_0_rows(const block_q5_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_0* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
+                             [](const block_q5_0& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q5_0_block(w_b, act); });
 #endif
 }
 
@@ -1390,13 +1497,13 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q8_0_quad_rows(const block_q8_0* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q8_0_quad_rows(w, row_stride, rows, a, n, out);
 #elif RUVLLM_QUANT_VNNI
-  quant_simd::vnni::all_quad_rows<false>(w, row_stride, rows, a, n, out);
+  quant_simd::vnni::all_quad_rows<quant_simd::vnni::quad_weights::q8_0>(w, row_stride, rows, a, n, out);
 #elif RUVLLM_QUANT_WIDE
   RUVLLM_QUANT_WIDE_CALL(rows, q8_0_pair_format, (w, row_stride, rows, a, n, out));
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
-                             [](const std::int8_t* qs, const quant_simd::act32& act)
-                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q8_0_block(qs, act); });
+                             [](const block_q8_0& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q8_0_block(w_b.qs, act); });
 #endif
 }
 
@@ -1406,13 +1513,29 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_0_quad_rows(const block_q4_0* HWY_RES
 #if !RUVLLM_QUANT_SIMD
   scalar::dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
 #elif RUVLLM_QUANT_VNNI
-  quant_simd::vnni::all_quad_rows<true>(w, row_stride, rows, a, n, out);
+  quant_simd::vnni::all_quad_rows<quant_simd::vnni::quad_weights::q4_0>(w, row_stride, rows, a, n, out);
 #elif RUVLLM_QUANT_WIDE
   RUVLLM_QUANT_WIDE_CALL(rows, q4_0_pair_format, (w, row_stride, rows, a, n, out));
 #else
   quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
-                             [](const std::uint8_t* qs, const quant_simd::act32& act)
-                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q4_0_block(qs, act); });
+                             [](const block_q4_0& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q4_0_block(w_b.qs, act); });
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_quad_rows(const block_q5_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t n,
+                                                       float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q5_0_quad_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_VNNI
+  quant_simd::vnni::all_quad_rows<quant_simd::vnni::quad_weights::q5_0>(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, q5_0_pair_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
+                             [](const block_q5_0& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_q5_0_block(w_b, act); });
 #endif
 }
 
@@ -1421,7 +1544,7 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q8_0_quads(const block_q8_0* HWY_RESTRI
                                                     std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
                                                     std::size_t y_stride) {
 #if RUVLLM_QUANT_VNNI
-  quant_simd::vnni::quad_gemm<false>(w, row_stride, rows, a, tokens, n, y, y_stride);
+  quant_simd::vnni::quad_gemm<quant_simd::vnni::quad_weights::q8_0>(w, row_stride, rows, a, tokens, n, y, y_stride);
 #elif RUVLLM_QUANT_WIDE
   RUVLLM_QUANT_WIDE_CALL(gemm, q8_0_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
@@ -1435,11 +1558,25 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q4_0_quads(const block_q4_0* HWY_RESTRI
                                                     std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
                                                     std::size_t y_stride) {
 #if RUVLLM_QUANT_VNNI
-  quant_simd::vnni::quad_gemm<true>(w, row_stride, rows, a, tokens, n, y, y_stride);
+  quant_simd::vnni::quad_gemm<quant_simd::vnni::quad_weights::q4_0>(w, row_stride, rows, a, tokens, n, y, y_stride);
 #elif RUVLLM_QUANT_WIDE
   RUVLLM_QUANT_WIDE_CALL(gemm, q4_0_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q4_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                     y_stride);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_gemm_q5_0_quads(const block_q5_0* HWY_RESTRICT w, std::size_t row_stride,
+                                                    std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
+                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                    std::size_t y_stride) {
+#if RUVLLM_QUANT_VNNI
+  quant_simd::vnni::quad_gemm<quant_simd::vnni::quad_weights::q5_0>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, q5_0_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                      y_stride);
 #endif
 }

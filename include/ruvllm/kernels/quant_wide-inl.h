@@ -609,6 +609,77 @@ struct q4_0_pair_format : block_pair_steps<sizeof(block_q4_0)> {
   }
 };
 
+/// Q5_0: Q4_0's pair step with the fifth bit of every quant from qh (bit j
+/// of a block's little-endian word for value j), which the pair's first 32
+/// bytes already hold: the first block's qh at bytes 2-5 of the lower
+/// 128-bit lane, the second's at bytes 8-11 of the upper (22 + 2 - 16).
+struct q5_0_pair_format : block_pair_steps<sizeof(block_q5_0)> {
+  struct constants {
+    __m256i nibble_mask, scale_index, spread_lo, spread_hi, lane_bit, fifth_bit;
+  };
+  using unpacked = q4_0_pair_format::unpacked;
+
+  /// Indices that put qh byte (first + i / 8) of each block at byte i of its
+  /// 128-bit lane (lower lane: the block's qh at byte lo_at, upper: hi_at).
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m256i spread(int lo_at, int hi_at) {
+    alignas(32) std::int8_t idx[32];
+    for (int i = 0; i < 32; ++i) idx[i] = static_cast<std::int8_t>((i < 16 ? lo_at : hi_at) + (i % 16) / 8);
+    return load256(idx);
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    // d of the pair's second block at 22-23 (bytes 6-7 of the upper lane);
+    // values 0-15 take qh bits 0-15 (bytes 2-3 / 8-9), values 16-31 bits
+    // 16-31 (bytes 4-5 / 10-11).
+    return {_mm256_set1_epi8(0x0F),
+            scale_index(0, 6),
+            spread(2, 8),
+            spread(4, 10),
+            _mm256_set1_epi64x(static_cast<long long>(0x8040'2010'0804'0201ull)),
+            _mm256_set1_epi8(0x10)};
+  }
+
+  /// 0x10 in every byte whose bit (byte index % 8) is set in the spread qh.
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m256i fifth_bits(__m256i head, __m256i index, const constants& c) {
+    const __m256i spread_bits = _mm256_and_si256(_mm256_shuffle_epi8(head, index), c.lane_bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(spread_bits, c.lane_bit), c.fifth_bit);
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked quants(__m256i packed, __m256i head, const constants& c) {
+    const __m256i lo = _mm256_and_si256(packed, c.nibble_mask);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), c.nibble_mask);
+    return {_mm256_or_si256(lo, fifth_bits(head, c.spread_lo, c)),
+            _mm256_or_si256(hi, fifth_bits(head, c.spread_hi, c)), scales(head, c.scale_index)};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    static_assert(offsetof(block_q5_0, qh) == 2 && offsetof(block_q5_0, qs) == 6 && sizeof(block_q5_0) == 22);
+    return quants(two_lanes(p + 6, p + 28), load256(p), c);
+  }
+  /// A last, lone block: the upper lanes (quants, qh and d) read as zero.
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
+    return quants(lower_lane(p + 6), lower_lane(p), c);
+  }
+
+  /// sum(q a) - 16 sum(a) per block (twice the quad's neg8_sum). VPMADDUBSW
+  /// pair sums are at most 2 * 31 * 127, so the lo and hi pairs still add in
+  /// 16 bits.
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
+                                                      std::size_t step) {
+    const q8_0_quad& q = a[step / 2];
+    const std::size_t half = step % 2;
+    const __m256i neg16_sum =
+        _mm256_slli_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(q.neg8_sum + 8 * half)), 1);
+#if RUVLLM_QUANT_DOT4
+    const __m256i sums =
+        add_dot4(add_dot4(neg16_sum, u.lo, load256(q.lo + 32 * half)), u.hi, load256(q.hi + 32 * half));
+#else
+    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, load256(q.lo + 32 * half)),
+                                           _mm256_maddubs_epi16(u.hi, load256(q.hi + 32 * half)));
+    const __m256i sums = _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), neg16_sum);
+#endif
+    s.add(sums, _mm256_mul_ps(u.d, activation_scales(q, half)));
+  }
+};
+
 struct q8_0_pair_format : block_pair_steps<sizeof(block_q8_0)> {
   struct constants {
     __m256i scale_index;

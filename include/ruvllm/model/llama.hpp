@@ -227,6 +227,7 @@ class llama_model {
       case gguf_type::bf16: break;
       case gguf_type::q8_0:
       case gguf_type::q4_0:
+      case gguf_type::q5_0:
         if (cols % 32 != 0)
           return make_error(errc::invalid_argument, "tensor '", name, "': ", cols, " columns are not whole Q8_0 blocks")
               .at(file_.source(), t->info_offset);
@@ -339,6 +340,9 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
       return;
     case gguf_type::q4_0:
       kops::dot_q4_0_quad_rows(reinterpret_cast<const block_q4_0*>(first), m.row_bytes, rows, in.quads, m.cols, out);
+      return;
+    case gguf_type::q5_0:
+      kops::dot_q5_0_quad_rows(reinterpret_cast<const block_q5_0*>(first), m.row_bytes, rows, in.quads, m.cols, out);
       return;
     case gguf_type::q4_k:
       kops::dot_q4_k_q8_k_rows(reinterpret_cast<const block_q4_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
@@ -755,6 +759,7 @@ class llama_context {
           break;
         case gguf_type::q8_0:
         case gguf_type::q4_0:
+        case gguf_type::q5_0:
           if (in.quads == nullptr) {
             kops::quantize_q8_0_quads(x, buf_.act_q8_0.data(), cols);
             in.quads = buf_.act_q8_0.data();
@@ -1015,6 +1020,10 @@ class llama_context {
         quantized(reinterpret_cast<const block_q4_0*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_0.data());
         return;
+      case gguf_type::q5_0:
+        quantized(reinterpret_cast<const block_q5_0*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_0.data());
+        return;
       case gguf_type::q4_k:
         quantized(reinterpret_cast<const block_q4_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_k.data());
@@ -1062,6 +1071,7 @@ class llama_context {
       case gguf_type::bf16: kops::convert_bf16_to_f32(reinterpret_cast<const bf16*>(row), out, e.cols); return;
       case gguf_type::q8_0: kops::dequantize_q8_0(reinterpret_cast<const block_q8_0*>(row), out, e.cols); return;
       case gguf_type::q4_0: kops::dequantize_q4_0(reinterpret_cast<const block_q4_0*>(row), out, e.cols); return;
+      case gguf_type::q5_0: kops::dequantize_q5_0(reinterpret_cast<const block_q5_0*>(row), out, e.cols); return;
       case gguf_type::q4_k: kops::dequantize_q4_k(reinterpret_cast<const block_q4_k*>(row), out, e.cols); return;
       case gguf_type::q5_k: kops::dequantize_q5_k(reinterpret_cast<const block_q5_k*>(row), out, e.cols); return;
       case gguf_type::q6_k: kops::dequantize_q6_k(reinterpret_cast<const block_q6_k*>(row), out, e.cols); return;

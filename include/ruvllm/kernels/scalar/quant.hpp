@@ -105,6 +105,7 @@ namespace quant_detail {
 
 inline constexpr std::size_t qk8_0 = precision::q8_0::block_size;
 inline constexpr std::size_t qk4_0 = precision::q4_0::block_size;
+inline constexpr std::size_t qk5_0 = precision::q5_0::block_size;
 
 /// Largest |x| ggml's nearest_int is defined for (its magic-number trick
 /// needs |x| < 2^22).
@@ -125,6 +126,20 @@ inline constexpr float nearest_int_limit = 4194303.0f;
   return static_cast<int>(bits & 0x007F'FFFFu) - 0x0040'0000;
 }
 
+/// The first of x[0..n) with the largest magnitude (0 when all are zero),
+/// found as ggml's strict-greater scans find it: the block's signed scale is
+/// derived from it.
+[[nodiscard]] inline float first_of_largest_magnitude(const float* x, std::size_t n) noexcept {
+  float amax = 0.0f, max = 0.0f;
+  for (std::size_t j = 0; j < n; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
 /// Q4_0's quant of p = x / d: min(15, trunc(p + 8.5)). p <= 8 (1 + 2^-22)
 /// for finite inputs, so clamping it to 7.5 first changes nothing (both give
 /// 15) but stops a compiler from fusing p = x * id into the addition.
@@ -132,6 +147,27 @@ inline constexpr float nearest_int_limit = 4194303.0f;
   p = p < 7.5f ? p : 7.5f;
   const int q = static_cast<int>(p + 8.5f);
   return static_cast<std::uint8_t>(q < 15 ? q : 15);
+}
+
+/// Q5_0's quant of p = x / d: min(31, trunc(p + 16.5)), ggml's rule; the
+/// clamp to 15.5 changes nothing (both give 31) but stops a compiler from
+/// fusing p = x * id into the addition, as in q4_0_nibble.
+[[nodiscard]] inline std::uint8_t q5_0_quant(float p) noexcept {
+  p = p < 15.5f ? p : 15.5f;
+  const int q = static_cast<int>(p + 16.5f);
+  return static_cast<std::uint8_t>(q < 31 ? q : 31);
+}
+
+/// The fifth bits of a Q5_0 block (bit j for element j).
+[[nodiscard]] inline std::uint32_t q5_0_high_bits(const block_q5_0& b) noexcept {
+  return static_cast<std::uint32_t>(b.qh[0]) | (static_cast<std::uint32_t>(b.qh[1]) << 8) |
+         (static_cast<std::uint32_t>(b.qh[2]) << 16) | (static_cast<std::uint32_t>(b.qh[3]) << 24);
+}
+
+/// The 5-bit Q5_0 quant (0..31) of element j (0..31).
+[[nodiscard]] inline int q5_0_quant_of(const block_q5_0& b, std::size_t j) noexcept {
+  const unsigned low = j < 16 ? (b.qs[j] & 0x0Fu) : (b.qs[j - 16] >> 4);
+  return static_cast<int>(low | (((q5_0_high_bits(b) >> j) & 1u) << 4));
 }
 
 /// The 6-bit scale and min of sub-block j (0..7) of a Q4_K super-block:
@@ -338,14 +374,7 @@ inline void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept
 inline void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % quant_detail::qk4_0 == 0);
   for (std::size_t b = 0; b < n / quant_detail::qk4_0; ++b, x += quant_detail::qk4_0) {
-    float amax = 0.0f, max = 0.0f;
-    for (std::size_t j = 0; j < quant_detail::qk4_0; ++j) {
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -8.0f;
+    const float d = quant_detail::first_of_largest_magnitude(x, quant_detail::qk4_0) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = to_f16(d);
     const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
@@ -357,21 +386,36 @@ inline void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept
   }
 }
 
+/// f32 -> Q5_0, byte-identical to ggml's quantize_row_q5_0_ref: d = max /
+/// -16 where max is the first element of largest magnitude, q = min(31,
+/// trunc(x / d + 16.5)). n % 32 == 0.
+inline void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, x += quant_detail::qk5_0) {
+    const float d = quant_detail::first_of_largest_magnitude(x, quant_detail::qk5_0) / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = to_f16(d);
+    const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
+    std::uint32_t high = 0;
+    for (std::size_t j = 0; j < 16; ++j) {
+      const std::uint8_t lo = usable ? quant_detail::q5_0_quant(x[j] * id) : std::uint8_t{16};
+      const std::uint8_t hi = usable ? quant_detail::q5_0_quant(x[j + 16] * id) : std::uint8_t{16};
+      y[b].qs[j] = static_cast<std::uint8_t>((lo & 0x0Fu) | ((hi & 0x0Fu) << 4));
+      high |= static_cast<std::uint32_t>(lo >> 4) << j;
+      high |= static_cast<std::uint32_t>(hi >> 4) << (j + 16);
+    }
+    for (std::size_t k = 0; k < 4; ++k) y[b].qh[k] = static_cast<std::uint8_t>(high >> (8 * k));
+  }
+}
+
 /// f32 -> Q8_K (activations for the K-quant dots), byte-identical to ggml's
 /// quantize_row_q8_K_ref, bsums included; n % 256 == 0.
 inline void quantize_q8_k(const float* x, block_q8_k* y, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % qk_k == 0);
   for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
-    float amax = 0.0f, max = 0.0f;
-    for (std::size_t j = 0; j < qk_k; ++j) {
-      const float ax = std::fabs(x[j]);
-      if (ax > amax) {
-        amax = ax;
-        max = x[j];
-      }
-    }
+    const float max = quant_detail::first_of_largest_magnitude(x, qk_k);
     block_q8_k& out = y[b];
-    if (amax == 0.0f) {
+    if (max == 0.0f) {
       out.d = 0.0f;
       std::memset(out.qs, 0, sizeof out.qs);
       std::memset(out.bsums, 0, sizeof out.bsums);
@@ -566,6 +610,15 @@ inline void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexce
   }
 }
 
+/// Q5_0 -> f32: x = d * (q - 16). n % 32 == 0.
+inline void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, y += quant_detail::qk5_0) {
+    const float d = to_float(x[b].d);
+    for (std::size_t j = 0; j < 32; ++j) y[j] = static_cast<float>(quant_detail::q5_0_quant_of(x[b], j) - 16) * d;
+  }
+}
+
 /// Q4_K -> f32, ggml's formula exactly: x = (d*sc) * q - (dmin*m). n % 256 == 0.
 inline void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % qk_k == 0);
@@ -662,6 +715,20 @@ inline void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept
       sumi += ((w[b].qs[j] >> 4) - 8) * a[b].qs[j + 16];
     }
     sum += static_cast<float>(sumi) * to_float(w[b].d) * to_float(a[b].d);
+  }
+  return sum;
+}
+
+/// Q5_0 weights . Q8_0 activations (ggml_vec_dot_q5_0_q8_0): per block the
+/// exact int sum of (q_w - 16) * q_a, then sum += sumi * (d_w * d_a), the
+/// product of the scales rounded first as ggml does. n % 32 == 0.
+[[nodiscard]] inline float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b) {
+    int sumi = 0;
+    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_0_quant_of(w[b], j) - 16) * a[b].qs[j];
+    sum += static_cast<float>(sumi) * (to_float(w[b].d) * to_float(a[b].d));
   }
   return sum;
 }
@@ -773,6 +840,10 @@ inline void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std:
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
 }
+inline void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
+}
 inline void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
@@ -868,6 +939,21 @@ inline void quad_block(const q8_0_quad* a, std::size_t b, std::int8_t (&qs)[32],
   return sum;
 }
 
+/// dot_q5_0_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_q5_0_quads(const block_q5_0* w, const q8_0_quad* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b) {
+    std::int8_t qs[32];
+    float d;
+    quant_detail::quad_block(a, b, qs, d);
+    int sumi = 0;
+    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_0_quant_of(w[b], j) - 16) * qs[j];
+    sum += static_cast<float>(sumi) * (to_float(w[b].d) * d);
+  }
+  return sum;
+}
+
 /// out[r] = dot(row r, a) for r < rows with quad activations, rows as in
 /// dot_q8_0_q8_0_rows.
 inline void dot_q8_0_quad_rows(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
@@ -877,6 +963,10 @@ inline void dot_q8_0_quad_rows(const block_q8_0* w, std::size_t row_stride, std:
 inline void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
 }
 
 /// The prefill form: y[t * y_stride + r] = dot(row r, token t) for r < rows
@@ -889,6 +979,10 @@ inline void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::si
 inline void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q4_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
+}
+inline void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
 }
 /// The prefill form of the K-quant rows: token t's activations are the n /
 /// 256 Q8_K blocks at a + t * (n / 256).
@@ -979,6 +1073,13 @@ struct quant_checked {
     for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_q4_0", "q4_0", b, y[b].d));
     return {};
   }
+  /// Ops::quantize_q5_0 after checking n % 32, finite inputs, then finite scales.
+  static result<void> quantize_q5_0_checked(const float* x, block_q5_0* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q5_0>("quantize_q5_0", x, y, n));
+    Ops::quantize_q5_0(x, y, n);
+    for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_q5_0", "q5_0", b, y[b].d));
+    return {};
+  }
   /// Ops::quantize_q4_k after checking n % 256, finite inputs, then finite scales.
   static result<void> quantize_q4_k_checked(const float* x, block_q4_k* y, std::size_t n) {
     RUVLLM_TRY(check_quantize<precision::q4_k>("quantize_q4_k", x, y, n));
@@ -1025,6 +1126,12 @@ struct quant_checked {
     Ops::dequantize_q4_0(x, y, n);
     return {};
   }
+  /// Ops::dequantize_q5_0 after checking n % 32.
+  static result<void> dequantize_q5_0_checked(const block_q5_0* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q5_0", "q5_0", n, 32));
+    Ops::dequantize_q5_0(x, y, n);
+    return {};
+  }
   /// Ops::dequantize_q4_k after checking n % 256.
   static result<void> dequantize_q4_k_checked(const block_q4_k* x, float* y, std::size_t n) {
     RUVLLM_TRY(check_length("dequantize_q4_k", "q4_k", n, qk_k));
@@ -1054,6 +1161,11 @@ struct quant_checked {
     RUVLLM_TRY(check_length("dot_q4_0_q8_0", "q4_0", n, 32));
     return Ops::dot_q4_0_q8_0(w, a, n);
   }
+  /// Ops::dot_q5_0_q8_0 after checking n % 32.
+  static result<float> dot_q5_0_q8_0_checked(const block_q5_0* w, const block_q8_0* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q5_0_q8_0", "q5_0", n, 32));
+    return Ops::dot_q5_0_q8_0(w, a, n);
+  }
   /// Ops::dot_q4_k_q8_k after checking n % 256.
   static result<float> dot_q4_k_q8_k_checked(const block_q4_k* w, const block_q8_k* a, std::size_t n) {
     RUVLLM_TRY(check_length("dot_q4_k_q8_k", "q4_k", n, qk_k));
@@ -1082,6 +1194,13 @@ struct quant_checked {
                                                  const block_q8_0* a, std::size_t n, float* out) {
     RUVLLM_TRY(check_rows<precision::q4_0>("dot_q4_0_q8_0_rows", w, row_stride, rows, n));
     Ops::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
+  /// Ops::dot_q5_0_q8_0_rows after checking n, the stride and the alignment.
+  static result<void> dot_q5_0_q8_0_rows_checked(const block_q5_0* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_0* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q5_0>("dot_q5_0_q8_0_rows", w, row_stride, rows, n));
+    Ops::dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
     return {};
   }
   /// Ops::dot_q4_k_q8_k_rows after checking n, the stride and the alignment.
@@ -1116,6 +1235,7 @@ template <>
 struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::scalar>> {
   static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept { scalar::quantize_q8_0(x, y, n); }
   static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept { scalar::quantize_q4_0(x, y, n); }
+  static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
@@ -1126,6 +1246,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   }
   static void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_0(x, y, n);
+  }
+  static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_0(x, y, n);
   }
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_k(x, y, n);
@@ -1159,6 +1282,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   [[nodiscard]] static float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
     return scalar::dot_q4_0_q8_0(w, a, n);
   }
+  [[nodiscard]] static float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
+    return scalar::dot_q5_0_q8_0(w, a, n);
+  }
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     return scalar::dot_q4_k_q8_k(w, a, n);
   }
@@ -1176,6 +1302,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
   }
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
@@ -1204,6 +1334,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
   }
+  static void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q5_0_quad_rows(w, row_stride, rows, a, n, out);
+  }
   static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q8_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
@@ -1211,6 +1345,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q4_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q5_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -1255,14 +1393,17 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)                            \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_q8_0_rows, ruvllm::block_q5_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0_quads, float, ruvllm::kernels::q8_0_quad)              \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_quad_rows, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_quad_rows, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)    \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_0_quads, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q6_k_q8_k, ruvllm::block_q6_k, ruvllm::block_q8_k)
