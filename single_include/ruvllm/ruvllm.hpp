@@ -850,6 +850,7 @@ enum class gguf_type : std::uint32_t {
   f16 = 1,
   q4_0 = 2,
   q5_0 = 6,
+  q5_1 = 7,
   q8_0 = 8,
   q4_k = 12,
   q5_k = 13,
@@ -880,6 +881,14 @@ struct block_q4_0 {
 /// alignment (the bits are read as a little-endian 32-bit word).
 struct block_q5_0 {
   f16 d;
+  std::uint8_t qh[4];
+  std::uint8_t qs[16];
+};
+
+/// Q5_1: Q5_0's quants without the offset, plus a minimum; x = d * q + m.
+struct block_q5_1 {
+  f16 d;
+  f16 m;
   std::uint8_t qh[4];
   std::uint8_t qs[16];
 };
@@ -936,6 +945,7 @@ struct block_kivi {
 static_assert(sizeof(block_q8_0) == 34);
 static_assert(sizeof(block_q4_0) == 18);
 static_assert(sizeof(block_q5_0) == 22);
+static_assert(sizeof(block_q5_1) == 24);
 static_assert(sizeof(block_q4_k) == 144);
 static_assert(sizeof(block_q5_k) == 176);
 static_assert(sizeof(block_q6_k) == 210);
@@ -974,6 +984,9 @@ struct q4_0 : detail::format<block_q4_0, 32, gguf_type::q4_0> {
 };
 struct q5_0 : detail::format<block_q5_0, 32, gguf_type::q5_0> {
   static constexpr std::string_view name = "q5_0";
+};
+struct q5_1 : detail::format<block_q5_1, 32, gguf_type::q5_1> {
+  static constexpr std::string_view name = "q5_1";
 };
 struct q4_k : detail::format<block_q4_k, qk_k, gguf_type::q4_k> {
   static constexpr std::string_view name = "q4_k";
@@ -3890,16 +3903,30 @@ inline constexpr float nearest_int_limit = 4194303.0f;
   return static_cast<std::uint8_t>(q < 31 ? q : 31);
 }
 
-/// The fifth bits of a Q5_0 block (bit j for element j).
-[[nodiscard]] inline std::uint32_t q5_0_high_bits(const block_q5_0& b) noexcept {
+/// The fifth bits of a Q5_0 or Q5_1 block (bit j for element j).
+template <class Block>
+[[nodiscard]] inline std::uint32_t q5_high_bits(const Block& b) noexcept {
   return static_cast<std::uint32_t>(b.qh[0]) | (static_cast<std::uint32_t>(b.qh[1]) << 8) |
          (static_cast<std::uint32_t>(b.qh[2]) << 16) | (static_cast<std::uint32_t>(b.qh[3]) << 24);
 }
 
-/// The 5-bit Q5_0 quant (0..31) of element j (0..31).
-[[nodiscard]] inline int q5_0_quant_of(const block_q5_0& b, std::size_t j) noexcept {
+/// The 5-bit Q5_0 or Q5_1 quant (0..31) of element j (0..31).
+template <class Block>
+[[nodiscard]] inline int q5_quant_of(const Block& b, std::size_t j) noexcept {
   const unsigned low = j < 16 ? (b.qs[j] & 0x0Fu) : (b.qs[j - 16] >> 4);
-  return static_cast<int>(low | (((q5_0_high_bits(b) >> j) & 1u) << 4));
+  return static_cast<int>(low | (((q5_high_bits(b) >> j) & 1u) << 4));
+}
+
+/// Packs 32 quants in [0, 31] into a Q5_0 or Q5_1 block's qs and qh.
+template <class Block>
+inline void q5_pack(const std::uint8_t* q, Block& out) noexcept {
+  std::uint32_t high = 0;
+  for (std::size_t j = 0; j < 16; ++j) {
+    out.qs[j] = static_cast<std::uint8_t>((q[j] & 0x0Fu) | ((q[j + 16] & 0x0Fu) << 4));
+    high |= static_cast<std::uint32_t>(q[j] >> 4) << j;
+    high |= static_cast<std::uint32_t>(q[j + 16] >> 4) << (j + 16);
+  }
+  for (std::size_t k = 0; k < 4; ++k) out.qh[k] = static_cast<std::uint8_t>(high >> (8 * k));
 }
 
 /// The 6-bit scale and min of sub-block j (0..7) of a Q4_K super-block:
@@ -4128,15 +4155,31 @@ inline void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = to_f16(d);
     const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
-    std::uint32_t high = 0;
-    for (std::size_t j = 0; j < 16; ++j) {
-      const std::uint8_t lo = usable ? quant_detail::q5_0_quant(x[j] * id) : std::uint8_t{16};
-      const std::uint8_t hi = usable ? quant_detail::q5_0_quant(x[j + 16] * id) : std::uint8_t{16};
-      y[b].qs[j] = static_cast<std::uint8_t>((lo & 0x0Fu) | ((hi & 0x0Fu) << 4));
-      high |= static_cast<std::uint32_t>(lo >> 4) << j;
-      high |= static_cast<std::uint32_t>(hi >> 4) << (j + 16);
+    std::uint8_t q[32];
+    for (std::size_t j = 0; j < 32; ++j) q[j] = usable ? quant_detail::q5_0_quant(x[j] * id) : std::uint8_t{16};
+    quant_detail::q5_pack(q, y[b]);
+  }
+}
+
+/// f32 -> Q5_1, byte-identical to ggml's quantize_row_q5_1_ref: d = (max -
+/// min) / 31, m = min, q = trunc((x - min) / d + 0.5) (at most 31 in exact
+/// arithmetic; clamped so a rounding past it cannot wrap). n % 32 == 0.
+inline void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, x += quant_detail::qk5_0) {
+    const auto [lowest, highest] = std::minmax_element(x, x + quant_detail::qk5_0);
+    const float min = *lowest, d = (*highest - min) / 31.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = to_f16(d);
+    y[b].m = to_f16(min);
+    const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
+    std::uint8_t q[32];
+    for (std::size_t j = 0; j < 32; ++j) {
+      const float p = usable ? (x[j] - min) * id : 0.0f;
+      const int l = static_cast<int>(std::min(p, 31.0f) + 0.5f);
+      q[j] = static_cast<std::uint8_t>(std::min(l, 31));
     }
-    for (std::size_t k = 0; k < 4; ++k) y[b].qh[k] = static_cast<std::uint8_t>(high >> (8 * k));
+    quant_detail::q5_pack(q, y[b]);
   }
 }
 
@@ -4347,7 +4390,16 @@ inline void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexce
   RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
   for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, y += quant_detail::qk5_0) {
     const float d = to_float(x[b].d);
-    for (std::size_t j = 0; j < 32; ++j) y[j] = static_cast<float>(quant_detail::q5_0_quant_of(x[b], j) - 16) * d;
+    for (std::size_t j = 0; j < 32; ++j) y[j] = static_cast<float>(quant_detail::q5_quant_of(x[b], j) - 16) * d;
+  }
+}
+
+/// Q5_1 -> f32, ggml's formula: x = q * d + m (q * d exact). n % 32 == 0.
+inline void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, y += quant_detail::qk5_0) {
+    const float d = to_float(x[b].d), m = to_float(x[b].m);
+    for (std::size_t j = 0; j < 32; ++j) y[j] = static_cast<float>(quant_detail::q5_quant_of(x[b], j)) * d + m;
   }
 }
 
@@ -4459,9 +4511,36 @@ inline void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept
   float sum = 0.0f;
   for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b) {
     int sumi = 0;
-    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_0_quant_of(w[b], j) - 16) * a[b].qs[j];
+    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_quant_of(w[b], j) - 16) * a[b].qs[j];
     sum += static_cast<float>(sumi) * (to_float(w[b].d) * to_float(a[b].d));
   }
+  return sum;
+}
+
+namespace quant_detail {
+
+/// One Q5_1 block's dot with 32 activation quants of scale d_a: the exact
+/// sums of q * a and of a, then (d_w d_a) * sum(q a) + (m_w d_a) * sum(a),
+/// each factor's product rounded once (ggml_vec_dot_q5_1_q8_1 takes m_w
+/// times its Q8_1 block's f16 d_a * sum(a) instead).
+[[nodiscard]] inline float q5_1_block_dot(const block_q5_1& w, const std::int8_t* a, float d_a) noexcept {
+  int sumi = 0, sum_a = 0;
+  for (std::size_t j = 0; j < 32; ++j) {
+    sumi += q5_quant_of(w, j) * a[j];
+    sum_a += a[j];
+  }
+  return static_cast<float>(sumi) * (to_float(w.d) * d_a) + static_cast<float>(sum_a) * (to_float(w.m) * d_a);
+}
+
+}  // namespace quant_detail
+
+/// Q5_1 weights . Q8_0 activations: the sum of q5_1_block_dot over the
+/// blocks. n % 32 == 0.
+[[nodiscard]] inline float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b)
+    sum += quant_detail::q5_1_block_dot(w[b], a[b].qs, to_float(a[b].d));
   return sum;
 }
 
@@ -4576,6 +4655,10 @@ inline void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std:
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
 }
+inline void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_1_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
+}
 inline void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
@@ -4680,8 +4763,21 @@ inline void quad_block(const q8_0_quad* a, std::size_t b, std::int8_t (&qs)[32],
     float d;
     quant_detail::quad_block(a, b, qs, d);
     int sumi = 0;
-    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_0_quant_of(w[b], j) - 16) * qs[j];
+    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_quant_of(w[b], j) - 16) * qs[j];
     sum += static_cast<float>(sumi) * (to_float(w[b].d) * d);
+  }
+  return sum;
+}
+
+/// dot_q5_1_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_q5_1_quads(const block_q5_1* w, const q8_0_quad* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b) {
+    std::int8_t qs[32];
+    float d;
+    quant_detail::quad_block(a, b, qs, d);
+    sum += quant_detail::q5_1_block_dot(w[b], qs, d);
   }
   return sum;
 }
@@ -4700,6 +4796,10 @@ inline void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std:
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
 }
+inline void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_1_quads(quant_detail::row_at(w, row_stride, r), a, n);
+}
 
 /// The prefill form: y[t * y_stride + r] = dot(row r, token t) for r < rows
 /// and t < tokens, token t's activations being the q8_0_quads(n) quads at
@@ -4715,6 +4815,10 @@ inline void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::si
 inline void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
+}
+inline void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_q5_1_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
 }
 /// The prefill form of the K-quant rows: token t's activations are the n /
 /// 256 Q8_K blocks at a + t * (n / 256).
@@ -4812,6 +4916,16 @@ struct quant_checked {
     for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_q5_0", "q5_0", b, y[b].d));
     return {};
   }
+  /// Ops::quantize_q5_1 after checking n % 32, finite inputs, then finite scales.
+  static result<void> quantize_q5_1_checked(const float* x, block_q5_1* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q5_1>("quantize_q5_1", x, y, n));
+    Ops::quantize_q5_1(x, y, n);
+    for (std::size_t b = 0; b < n / 32; ++b) {
+      RUVLLM_TRY(check_scale("quantize_q5_1", "q5_1", b, y[b].d));
+      RUVLLM_TRY(check_scale("quantize_q5_1", "q5_1", b, y[b].m));
+    }
+    return {};
+  }
   /// Ops::quantize_q4_k after checking n % 256, finite inputs, then finite scales.
   static result<void> quantize_q4_k_checked(const float* x, block_q4_k* y, std::size_t n) {
     RUVLLM_TRY(check_quantize<precision::q4_k>("quantize_q4_k", x, y, n));
@@ -4864,6 +4978,12 @@ struct quant_checked {
     Ops::dequantize_q5_0(x, y, n);
     return {};
   }
+  /// Ops::dequantize_q5_1 after checking n % 32.
+  static result<void> dequantize_q5_1_checked(const block_q5_1* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q5_1", "q5_1", n, 32));
+    Ops::dequantize_q5_1(x, y, n);
+    return {};
+  }
   /// Ops::dequantize_q4_k after checking n % 256.
   static result<void> dequantize_q4_k_checked(const block_q4_k* x, float* y, std::size_t n) {
     RUVLLM_TRY(check_length("dequantize_q4_k", "q4_k", n, qk_k));
@@ -4897,6 +5017,11 @@ struct quant_checked {
   static result<float> dot_q5_0_q8_0_checked(const block_q5_0* w, const block_q8_0* a, std::size_t n) {
     RUVLLM_TRY(check_length("dot_q5_0_q8_0", "q5_0", n, 32));
     return Ops::dot_q5_0_q8_0(w, a, n);
+  }
+  /// Ops::dot_q5_1_q8_0 after checking n % 32.
+  static result<float> dot_q5_1_q8_0_checked(const block_q5_1* w, const block_q8_0* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q5_1_q8_0", "q5_1", n, 32));
+    return Ops::dot_q5_1_q8_0(w, a, n);
   }
   /// Ops::dot_q4_k_q8_k after checking n % 256.
   static result<float> dot_q4_k_q8_k_checked(const block_q4_k* w, const block_q8_k* a, std::size_t n) {
@@ -4935,6 +5060,13 @@ struct quant_checked {
     Ops::dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
     return {};
   }
+  /// Ops::dot_q5_1_q8_0_rows after checking n, the stride and the alignment.
+  static result<void> dot_q5_1_q8_0_rows_checked(const block_q5_1* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_0* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q5_1>("dot_q5_1_q8_0_rows", w, row_stride, rows, n));
+    Ops::dot_q5_1_q8_0_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
   /// Ops::dot_q4_k_q8_k_rows after checking n, the stride and the alignment.
   static result<void> dot_q4_k_q8_k_rows_checked(const block_q4_k* w, std::size_t row_stride, std::size_t rows,
                                                  const block_q8_k* a, std::size_t n, float* out) {
@@ -4968,6 +5100,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept { scalar::quantize_q8_0(x, y, n); }
   static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept { scalar::quantize_q4_0(x, y, n); }
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
+  static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
@@ -4981,6 +5114,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   }
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
+  }
+  static void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_1(x, y, n);
   }
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_k(x, y, n);
@@ -5017,6 +5153,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   [[nodiscard]] static float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
     return scalar::dot_q5_0_q8_0(w, a, n);
   }
+  [[nodiscard]] static float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
+    return scalar::dot_q5_1_q8_0(w, a, n);
+  }
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     return scalar::dot_q4_k_q8_k(w, a, n);
   }
@@ -5038,6 +5177,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q5_1_q8_0_rows(w, row_stride, rows, a, n, out);
   }
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
@@ -5070,6 +5213,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q5_0_quad_rows(w, row_stride, rows, a, n, out);
   }
+  static void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q5_1_quad_rows(w, row_stride, rows, a, n, out);
+  }
   static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q8_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
@@ -5081,6 +5228,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q5_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q5_1_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -5126,6 +5277,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_q8_0_rows, ruvllm::block_q5_0, ruvllm::block_q8_0)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_q8_0_rows, ruvllm::block_q5_1, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)         \
@@ -5133,9 +5285,11 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_quad_rows, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_quad_rows, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_quad_rows, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_0_quads, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad)    \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_1_quads, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q6_k_q8_k, ruvllm::block_q6_k, ruvllm::block_q8_k)
@@ -8670,12 +8824,13 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT
 #endif
 }
 
-/// Lanes summing to sum((q[i] - 16) * a[i]) over one Q5_0 block: Q4_0's
-/// nibbles with the fifth bit of element j (bit j of qh) added as 16, then
-/// sum(q a) - 16 sum(a) with q in [0, 31] (VPMADDUBSW pair sums at most 2 *
-/// 31 * 127, so none saturates).
-RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q5_0_block(const block_q5_0& w, const act32& a) {
-  const std::uint32_t high = scalar::quant_detail::q5_0_high_bits(w);
+/// Lanes summing to sum(q[i] * a[i]) over one Q5_0 or Q5_1 block's quants
+/// q in [0, 31]: Q4_0's nibbles with the fifth bit of element j (bit j of
+/// qh) added as 16 (VPMADDUBSW pair sums at most 2 * 31 * 127, so none
+/// saturates).
+template <class Block>
+RUVLLM_QUANT_ATTR HWY_INLINE V32 five_bit_dot(const Block& w, const act32& a) {
+  const std::uint32_t high = scalar::quant_detail::q5_high_bits(w);
 #if RUVLLM_QUANT_WIDE
   const __m256i packed = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs)));
   const __m256i both = _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
@@ -8686,7 +8841,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q5_0_block(const block_q5_0& w, const act32
       _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040'2010'0804'0201ull));
   const __m256i fifth = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
-  return hn::Sub(u8_dot256(_mm256_or_si256(nibbles, fifth), a.raw), hn::Add(a.eight_sum, a.eight_sum));
+  return u8_dot256(_mm256_or_si256(nibbles, fifth), a.raw);
 #else
   const D16 d16;
   const hn::RebindToUnsigned<D16> du16;
@@ -8703,8 +8858,13 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q5_0_block(const block_q5_0& w, const act32
     const auto set = hn::And(hn::Set(d16, static_cast<std::int16_t>((high >> (8 * k)) & 0xFFu)), lane_bit);
     q[k] = hn::Or(q[k], hn::IfThenElseZero(hn::Ne(set, zero), sixteen));
   }
-  return hn::Sub(dot_parts(q, a), hn::Add(a.eight_sum, a.eight_sum));
+  return dot_parts(q, a);
 #endif
+}
+
+/// Lanes summing to sum((q[i] - 16) * a[i]) over one Q5_0 block.
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q5_0_block(const block_q5_0& w, const act32& a) {
+  return hn::Sub(five_bit_dot(w, a), hn::Add(a.eight_sum, a.eight_sum));
 }
 
 /// Where rows_of_32 finds activation block b: an array of Q8_0 blocks ...
@@ -8727,10 +8887,10 @@ struct q8_0_quad_source {
   RUVLLM_QUANT_ATTR HWY_INLINE float scale(std::size_t b) const { return a[b / 4].d[4 * (b % 4)]; }
 };
 
-/// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0, Q4_0 or
-/// Q5_0 weights): each activation block is prepared once for the R rows. Every
-/// row accumulates in its own two float vectors (even and odd blocks), so its
-/// result does not depend on R or on which rows share the batch.
+/// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0, Q4_0, Q5_0
+/// or Q5_1 weights; Q5_1's minimum adds its term per block): each activation block is prepared once for the R rows.
+/// Every row accumulates in its own two float vectors (even and odd blocks), so its result does not depend on R or on
+/// which rows share the batch.
 template <std::size_t R, class Block, class Source, class BlockDot>
 RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride, const Source& a,
                                              std::size_t nb, float* HWY_RESTRICT out, BlockDot block_dot) {
@@ -8745,6 +8905,11 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::s
     for (std::size_t k = 0; k < R; ++k) {
       const auto scale = hn::Set(df, half_to_float(row[k][b].d) * da);
       acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, block_dot(row[k][b], act)), scale, acc[k][slot]);
+      if constexpr (std::is_same_v<Block, block_q5_1>) {
+        // + (m_w d_a) sum(a), the lanes of eight_sum adding to 8 sum(a).
+        const auto min_scale = hn::Set(df, half_to_float(row[k][b].m) * da * 0.125f);
+        acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, act.eight_sum), min_scale, acc[k][slot]);
+      }
     }
   };
   std::size_t b = 0;
@@ -8808,7 +8973,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 namespace vnni {
 
 /// The weight formats met by quad activations.
-enum class quad_weights { q8_0, q4_0, q5_0 };
+enum class quad_weights { q8_0, q4_0, q5_0, q5_1 };
 
 /// Whether a format packs its quants as nibbles (Q4_0, Q5_0).
 template <quad_weights F>
@@ -8818,17 +8983,22 @@ inline constexpr bool packs_nibbles = F != quad_weights::q8_0;
 template <quad_weights F>
 inline constexpr std::size_t quad_bytes = F == quad_weights::q8_0   ? 4 * sizeof(block_q8_0)
                                           : F == quad_weights::q4_0 ? 4 * sizeof(block_q4_0)
-                                                                    : 4 * sizeof(block_q5_0);
+                                          : F == quad_weights::q5_0 ? 4 * sizeof(block_q5_0)
+                                                                    : 4 * sizeof(block_q5_1);
 
 struct permute_tables {
-  std::uint8_t q4_qs[64];  // Q4_0: the 16 quant bytes of block j (at 18j + 2) into chunk j
-  std::uint8_t q4_d[64];   // Q4_0: block j's f16 scale (bytes 18j, 18j + 1) into bytes 2-3 of lanes 4j .. 4j + 3
-  std::uint8_t q8_lo[64];  // Q8_0: bytes 0-15 of block j (at 34j + 2) into chunk j
-  std::uint8_t q8_hi[64];  // Q8_0: bytes 16-31 (at 34j + 18), read from the registers at +8 and +72
-  std::uint8_t q8_d[64];   // Q8_0: block j's f16 scale (bytes 34j, 34j + 1), as q4_d
-  std::uint8_t q5_qs[64];  // Q5_0: the 16 quant bytes of block j (at 22j + 6) into chunk j
-  std::uint8_t q5_d[64];   // Q5_0: block j's f16 scale (bytes 22j, 22j + 1), as q4_d
-  std::uint8_t q5_qh[64];  // Q5_0: bytes 0-7 the low 16 bits of each block's qh (at 22j + 2), 8-15 the high
+  std::uint8_t q4_qs[64];   // Q4_0: the 16 quant bytes of block j (at 18j + 2) into chunk j
+  std::uint8_t q4_d[64];    // Q4_0: block j's f16 scale (bytes 18j, 18j + 1) into bytes 2-3 of lanes 4j .. 4j + 3
+  std::uint8_t q8_lo[64];   // Q8_0: bytes 0-15 of block j (at 34j + 2) into chunk j
+  std::uint8_t q8_hi[64];   // Q8_0: bytes 16-31 (at 34j + 18), read from the registers at +8 and +72
+  std::uint8_t q8_d[64];    // Q8_0: block j's f16 scale (bytes 34j, 34j + 1), as q4_d
+  std::uint8_t q5_qs[64];   // Q5_0: the 16 quant bytes of block j (at 22j + 6) into chunk j
+  std::uint8_t q5_d[64];    // Q5_0: block j's f16 scale (bytes 22j, 22j + 1), as q4_d
+  std::uint8_t q5_qh[64];   // Q5_0: bytes 0-7 the low 16 bits of each block's qh (at 22j + 2), 8-15 the high
+  std::uint8_t q51_qs[64];  // Q5_1: as q5_qs, block j's quant bytes at 24j + 8
+  std::uint8_t q51_d[64];   // Q5_1: as q5_d, d at 24j
+  std::uint8_t q51_m[64];   // Q5_1: as q5_d, the minimum m at 24j + 2
+  std::uint8_t q51_qh[64];  // Q5_1: as q5_qh, qh at 24j + 4
 };
 
 inline constexpr permute_tables make_permute_tables() {
@@ -8848,10 +9018,22 @@ inline constexpr permute_tables make_permute_tables() {
       t.q5_d[lane + 2] = static_cast<std::uint8_t>(22 * j);
       t.q5_d[lane + 3] = static_cast<std::uint8_t>(22 * j + 1);
     }
-    for (std::size_t i = 0; i < 16; ++i) t.q5_qs[16 * j + i] = static_cast<std::uint8_t>(22 * j + 6 + i);
+    for (std::size_t i = 0; i < 4; ++i) {
+      const std::size_t lane = 4 * (4 * j + i);
+      t.q51_d[lane + 2] = static_cast<std::uint8_t>(24 * j);
+      t.q51_d[lane + 3] = static_cast<std::uint8_t>(24 * j + 1);
+      t.q51_m[lane + 2] = static_cast<std::uint8_t>(24 * j + 2);
+      t.q51_m[lane + 3] = static_cast<std::uint8_t>(24 * j + 3);
+    }
+    for (std::size_t i = 0; i < 16; ++i) {
+      t.q5_qs[16 * j + i] = static_cast<std::uint8_t>(22 * j + 6 + i);
+      t.q51_qs[16 * j + i] = static_cast<std::uint8_t>(24 * j + 8 + i);
+    }
     for (std::size_t i = 0; i < 2; ++i) {
       t.q5_qh[2 * j + i] = static_cast<std::uint8_t>(22 * j + 2 + i);
       t.q5_qh[8 + 2 * j + i] = static_cast<std::uint8_t>(22 * j + 4 + i);
+      t.q51_qh[2 * j + i] = static_cast<std::uint8_t>(24 * j + 4 + i);
+      t.q51_qh[8 + 2 * j + i] = static_cast<std::uint8_t>(24 * j + 6 + i);
     }
   }
   return t;
@@ -8864,7 +9046,7 @@ inline constexpr std::uint64_t upper_halves = 0xCCCC'CCCC'CCCC'CCCCull;
 
 /// The index vectors and constants of one kernel call (hoisted out of loops).
 struct constants {
-  __m512i qs_lo, qs_hi, d_index, nibble_mask, sign_bit, f16_bits, qh_index, fifth_bit;
+  __m512i qs_lo, qs_hi, d_index, nibble_mask, sign_bit, f16_bits, qh_index, fifth_bit, m_index;
 };
 
 template <quad_weights F>
@@ -8879,6 +9061,12 @@ RUVLLM_QUANT_ATTR HWY_INLINE constants load_constants() {
     c.qs_hi = c.qs_lo;
     c.d_index = _mm512_load_si512(tables.q5_d);
     c.qh_index = _mm512_load_si512(tables.q5_qh);
+  } else if constexpr (F == quad_weights::q5_1) {
+    c.qs_lo = _mm512_load_si512(tables.q51_qs);
+    c.qs_hi = c.qs_lo;
+    c.d_index = _mm512_load_si512(tables.q51_d);
+    c.qh_index = _mm512_load_si512(tables.q51_qh);
+    c.m_index = _mm512_load_si512(tables.q51_m);
   } else {
     c.qs_lo = _mm512_load_si512(tables.q8_lo);
     c.qs_hi = _mm512_load_si512(tables.q8_hi);
@@ -8906,9 +9094,16 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m512 f16_scales(__m512i halves, const constants& 
 /// One row's four blocks of a quad, unpacked: unsigned quant bytes in the
 /// quad's chunk order (Q4_0: nibbles 0..15; Q5_0: 0..31; Q8_0: w + 128) and the four
 /// weight scales (times 2^-112, see f16_scales) in the quad's lanes.
+template <quad_weights F>
 struct unpacked {
   __m512i lo, hi;
   __m512 d;
+};
+/// Q5_1 adds its blocks' minima (times 2^-112, as d).
+template <>
+struct unpacked<quad_weights::q5_1> {
+  __m512i lo, hi;
+  __m512 d, m;
 };
 
 /// Mask of the bytes [from, from + 64) that lie below `valid`.
@@ -8929,13 +9124,17 @@ HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
 /// from L2, is as fast either way (0.165-0.174 ns per row, token and block)
 /// and keeps the 64-byte loads.
 template <quad_weights F, bool Whole, bool HalfLoads = false>
-RUVLLM_QUANT_ATTR HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c, std::size_t valid) {
-  unpacked u;
-  if constexpr (F == quad_weights::q5_0) {
-    // 88 bytes: 64 in one register, the last 24 as a 16- and an 8-byte load
-    // (nothing past the quad is read).
+RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const constants& c, std::size_t valid) {
+  unpacked<F> u;
+  if constexpr (F == quad_weights::q5_0 || F == quad_weights::q5_1) {
+    // Q5_0: 88 bytes, 64 in one register, the last 24 as a 16- and an
+    // 8-byte load; Q5_1: 96, the last 32 in one load (nothing past the quad
+    // is read).
     __m512i z0, z1;
-    if constexpr (Whole) {
+    if constexpr (Whole && F == quad_weights::q5_1) {
+      z0 = _mm512_loadu_si512(p);
+      z1 = _mm512_castsi256_si512(load256(p + 64));
+    } else if constexpr (Whole) {
       z0 = _mm512_loadu_si512(p);
       const __m256i tail =
           _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 64))),
@@ -8957,6 +9156,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked unpack(const std::uint8_t* p, const consta
     u.lo = _mm512_mask_add_epi8(lo, low_bits, lo, c.fifth_bit);
     u.hi = _mm512_mask_add_epi8(hi, high_bits, hi, c.fifth_bit);
     u.d = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.d_index, z1), c);
+    if constexpr (F == quad_weights::q5_1)
+      u.m = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.m_index, z1), c);
   } else if constexpr (F == quad_weights::q4_0) {
     // 72 bytes: 64 in one register, the last 8 broadcast into another (the
     // permute reads only its first 8 bytes).
@@ -9008,9 +9209,11 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked unpack(const std::uint8_t* p, const consta
 }
 
 /// One quad's activations in registers; d carries the 2^112 of f16_scales.
+/// For Q5_1's minima, neg8 holds -8 sum(a) in lane 4j (block j) and d_min
+/// is -d / 8, so their product is d sum(a).
 struct quad_regs {
-  __m512i lo, hi, offset;
-  __m512 d;
+  __m512i lo, hi, offset, neg8;
+  __m512 d, d_min;
 };
 
 template <quad_weights F>
@@ -9020,24 +9223,34 @@ RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
   r.hi = _mm512_load_si512(q.hi);
   // The weights' offset times the activation sums: Q4_0 -8, Q5_0 -16, Q8_0
   // -128 (its quants carry +128 as unsigned bytes).
+  // (Q5_1 has no offset: its minima take the activation sums instead.)
+  r.neg8 = _mm512_load_si512(q.neg8_sum);
   if constexpr (F == quad_weights::q4_0) {
-    r.offset = _mm512_load_si512(q.neg8_sum);
+    r.offset = r.neg8;
   } else if constexpr (F == quad_weights::q5_0) {
-    r.offset = _mm512_slli_epi32(_mm512_load_si512(q.neg8_sum), 1);
+    r.offset = _mm512_slli_epi32(r.neg8, 1);
+  } else if constexpr (F == quad_weights::q5_1) {
+    r.offset = _mm512_setzero_si512();
   } else {
     r.offset = _mm512_load_si512(q.neg128_sum);
   }
   // Exact: activation scales are f16 values (< 2^16), so the product stays
   // below 2^128.
   r.d = _mm512_mul_ps(_mm512_load_ps(q.d), _mm512_set1_ps(0x1p112f));
+  r.d_min = _mm512_mul_ps(r.d, _mm512_set1_ps(-0.125f));
   return r;
 }
 
 /// acc + float(dot of one row's quad with the activations) * (d_w * d_a), lane-wise.
-RUVLLM_QUANT_ATTR HWY_INLINE __m512 quad_dot(const unpacked& w, const quad_regs& a, __m512 acc) {
+template <quad_weights F>
+RUVLLM_QUANT_ATTR HWY_INLINE __m512 quad_dot(const unpacked<F>& w, const quad_regs& a, __m512 acc) {
   __m512i sums = _mm512_dpbusd_epi32(a.offset, w.lo, a.lo);
   sums = _mm512_dpbusd_epi32(sums, w.hi, a.hi);
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(w.d, a.d), acc);
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(w.d, a.d), acc);
+  // Q5_1: + float(-8 sum(a)) * (m_w * d_a) / -8.
+  if constexpr (F == quad_weights::q5_1)
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a.neg8), _mm512_mul_ps(w.m, a.d_min), acc);
+  return acc;
 }
 
 RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
@@ -9131,7 +9344,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_gemm(const void* w, std::size_t row_strid
   constexpr std::size_t step = quad_bytes<F>;
   const std::size_t nb = n / 32, nq = q8_0_quads(n);
   const auto* base = static_cast<const std::uint8_t*>(w);
-  HWY_ALIGN unpacked u[R][kb_quads];
+  HWY_ALIGN unpacked<F> u[R][kb_quads];
   HWY_ALIGN __m512 parked[R][token_block];
   for (std::size_t r0 = 0; r0 < rows; r0 += R) {
     const std::size_t nr = std::min(R, rows - r0);
@@ -9972,6 +10185,59 @@ struct q5_0_pair_format : block_pair_steps<sizeof(block_q5_0)> {
     const __m256i sums = _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), neg16_sum);
 #endif
     s.add(sums, _mm256_mul_ps(u.d, activation_scales(q, half)));
+  }
+};
+
+/// Q5_1: Q5_0's quants without the offset, each block's minimum times the
+/// activation sum added (the quad's -8 sum(a) times m_w d_a / -8). Within a
+/// pair's first 32 bytes: d at 0 and 24 (upper lane 8), m at 2 and 26 (10),
+/// qh at 4-7 and 28-31 (12-15); the quants at 8 and 32.
+struct q5_1_pair_format : block_pair_steps<sizeof(block_q5_1)> {
+  struct constants {
+    q5_0_pair_format::constants five;
+    __m256i m_index;
+  };
+  struct unpacked {
+    q5_0_pair_format::unpacked q;
+    __m256 m;
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    constants c;
+    c.five = q5_0_pair_format::load_constants();
+    c.five.scale_index = scale_index(0, 8);
+    c.five.spread_lo = q5_0_pair_format::spread(4, 12);
+    c.five.spread_hi = q5_0_pair_format::spread(6, 14);
+    c.m_index = scale_index(2, 10);
+    return c;
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    static_assert(offsetof(block_q5_1, qh) == 4 && offsetof(block_q5_1, qs) == 8 && sizeof(block_q5_1) == 24);
+    const __m256i head = load256(p);
+    return {q5_0_pair_format::quants(two_lanes(p + 8, p + 32), head, c.five), scales(head, c.m_index)};
+  }
+  /// A last, lone block: the upper lanes read as zero.
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
+    const __m256i head = lower_lane(p);
+    return {q5_0_pair_format::quants(lower_lane(p + 8), head, c.five), scales(head, c.m_index)};
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
+                                                      std::size_t step) {
+    const q8_0_quad& q = a[step / 2];
+    const std::size_t half = step % 2;
+#if RUVLLM_QUANT_DOT4
+    const __m256i sums = add_dot4(add_dot4(_mm256_setzero_si256(), u.q.lo, load256(q.lo + 32 * half)), u.q.hi,
+                                  load256(q.hi + 32 * half));
+#else
+    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u.q.lo, load256(q.lo + 32 * half)),
+                                           _mm256_maddubs_epi16(u.q.hi, load256(q.hi + 32 * half)));
+    const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+#endif
+    const __m256 d_a = activation_scales(q, half);
+    s.add(sums, _mm256_mul_ps(u.q.d, d_a));
+    const __m256i neg8_sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.neg8_sum + 8 * half));
+    s.add(neg8_sum, _mm256_mul_ps(u.m, _mm256_mul_ps(d_a, _mm256_set1_ps(-0.125f))));
   }
 };
 
@@ -10819,6 +11085,59 @@ struct q5_0_pair_format : block_pair_steps<sizeof(block_q5_0)> {
   }
 };
 
+/// Q5_1: Q5_0's quants without the offset, each block's minimum times the
+/// activation sum added (the quad's -8 sum(a) times m_w d_a / -8). Within a
+/// pair's first 32 bytes: d at 0 and 24 (upper lane 8), m at 2 and 26 (10),
+/// qh at 4-7 and 28-31 (12-15); the quants at 8 and 32.
+struct q5_1_pair_format : block_pair_steps<sizeof(block_q5_1)> {
+  struct constants {
+    q5_0_pair_format::constants five;
+    __m256i m_index;
+  };
+  struct unpacked {
+    q5_0_pair_format::unpacked q;
+    __m256 m;
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    constants c;
+    c.five = q5_0_pair_format::load_constants();
+    c.five.scale_index = scale_index(0, 8);
+    c.five.spread_lo = q5_0_pair_format::spread(4, 12);
+    c.five.spread_hi = q5_0_pair_format::spread(6, 14);
+    c.m_index = scale_index(2, 10);
+    return c;
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    static_assert(offsetof(block_q5_1, qh) == 4 && offsetof(block_q5_1, qs) == 8 && sizeof(block_q5_1) == 24);
+    const __m256i head = load256(p);
+    return {q5_0_pair_format::quants(two_lanes(p + 8, p + 32), head, c.five), scales(head, c.m_index)};
+  }
+  /// A last, lone block: the upper lanes read as zero.
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
+    const __m256i head = lower_lane(p);
+    return {q5_0_pair_format::quants(lower_lane(p + 8), head, c.five), scales(head, c.m_index)};
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
+                                                      std::size_t step) {
+    const q8_0_quad& q = a[step / 2];
+    const std::size_t half = step % 2;
+#if RUVLLM_QUANT_DOT4
+    const __m256i sums = add_dot4(add_dot4(_mm256_setzero_si256(), u.q.lo, load256(q.lo + 32 * half)), u.q.hi,
+                                  load256(q.hi + 32 * half));
+#else
+    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u.q.lo, load256(q.lo + 32 * half)),
+                                           _mm256_maddubs_epi16(u.q.hi, load256(q.hi + 32 * half)));
+    const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+#endif
+    const __m256 d_a = activation_scales(q, half);
+    s.add(sums, _mm256_mul_ps(u.q.d, d_a));
+    const __m256i neg8_sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.neg8_sum + 8 * half));
+    s.add(neg8_sum, _mm256_mul_ps(u.m, _mm256_mul_ps(d_a, _mm256_set1_ps(-0.125f))));
+  }
+};
+
 struct q8_0_pair_format : block_pair_steps<sizeof(block_q8_0)> {
   struct constants {
     __m256i scale_index;
@@ -11436,6 +11755,18 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_q8_0_rows(const block_q5_0* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_q5_1_q8_0_rows(const block_q5_1* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_0* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q5_1_q8_0_rows(w, row_stride, rows, a, n, out);
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
+                             [](const block_q5_1& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::five_bit_dot(w_b, act); });
+#endif
+}
+
 RUVLLM_QUANT_ATTR inline void quant_dot_q4_k_q8_k_rows(const block_q4_k* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const block_q8_k* HWY_RESTRICT a,
                                                        std::size_t n, float* HWY_RESTRICT out) {
@@ -11590,6 +11921,22 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_quad_rows(const block_q5_0* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_q5_1_quad_rows(const block_q5_1* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t n,
+                                                       float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q5_1_quad_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_VNNI
+  quant_simd::vnni::all_quad_rows<quant_simd::vnni::quad_weights::q5_1>(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, q5_1_pair_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
+                             [](const block_q5_1& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::five_bit_dot(w_b, act); });
+#endif
+}
+
 RUVLLM_QUANT_ATTR inline void quant_gemm_q8_0_quads(const block_q8_0* HWY_RESTRICT w, std::size_t row_stride,
                                                     std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
                                                     std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
@@ -11628,6 +11975,20 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q5_0_quads(const block_q5_0* HWY_RESTRI
   RUVLLM_QUANT_WIDE_CALL(gemm, q5_0_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                     y_stride);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_gemm_q5_1_quads(const block_q5_1* HWY_RESTRICT w, std::size_t row_stride,
+                                                    std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
+                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                    std::size_t y_stride) {
+#if RUVLLM_QUANT_VNNI
+  quant_simd::vnni::quad_gemm<quant_simd::vnni::quad_weights::q5_1>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, q5_1_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_q5_1_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                      y_stride);
 #endif
 }
@@ -13860,6 +14221,8 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   }
   /// f32 -> Q5_0, ggml's bytes (scalar: weights are quantized offline); n % 32 == 0.
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
+  /// f32 -> Q5_1, ggml's bytes (scalar: weights are quantized offline); n % 32 == 0.
+  static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   /// f32 -> Q5_K with ggml's reference search (scalar); n % 256 == 0.
@@ -13885,6 +14248,10 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   /// Q5_0 -> f32 (scalar: one embedding row per token); n % 32 == 0.
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
+  }
+  /// Q5_1 -> f32 (scalar: one embedding row per token); n % 32 == 0.
+  static void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_1(x, y, n);
   }
   /// Q4_K -> f32, bit-identical to ggml's formula; n % 256 == 0.
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
@@ -13941,6 +14308,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     dot_q5_0_q8_0_rows(w, row_bytes<precision::q5_0>(n), 1, a, n, &out);
     return out;
   }
+  /// One Q5_1 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
+    float out;
+    dot_q5_1_q8_0_rows(w, row_bytes<precision::q5_1>(n), 1, a, n, &out);
+    return out;
+  }
   /// One Q4_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     float out;
@@ -13978,6 +14351,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                                  std::size_t n, float* out) noexcept {
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_0) == 0);
     dispatch::quant_dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q5_1 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_1) == 0);
+    dispatch::quant_dot_q5_1_q8_0_rows(w, row_stride, rows, a, n, out);
   }
   /// Q4_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -14026,6 +14405,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_0) == 0);
     dispatch::quant_dot_q5_0_quad_rows(w, row_stride, rows, a, n, out);
   }
+  /// Q5_1 rows . quad activations, as dot_q5_1_q8_0_rows. One dispatch.
+  static void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_1) == 0);
+    dispatch::quant_dot_q5_1_quad_rows(w, row_stride, rows, a, n, out);
+  }
   /// y[t * y_stride + r] = dot(row r, token t's quads at a + t * q8_0_quads(n)),
   /// each equal to dot_q8_0_quad_rows' result for that token. One dispatch.
   static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
@@ -14044,6 +14429,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_0) == 0);
     dispatch::quant_gemm_q5_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// Q5_1 form of gemm_q8_0_quads.
+  static void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_1) == 0);
+    dispatch::quant_gemm_q5_1_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   /// y[t * y_stride + r] = dot(row r, token t's Q8_K blocks at a + t * (n /
   /// 256)), each equal to dot_q4_k_q8_k_rows' result for that token. One
@@ -15560,7 +15951,7 @@ inline float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t
 
 /// The 32 quants of a Q5_0 block minus 16, in element order.
 inline void unpack_q5_0(const block_q5_0& b, std::int8_t* q) noexcept {
-  for (std::size_t j = 0; j < 32; ++j) q[j] = static_cast<std::int8_t>(scalar::quant_detail::q5_0_quant_of(b, j) - 16);
+  for (std::size_t j = 0; j < 32; ++j) q[j] = static_cast<std::int8_t>(scalar::quant_detail::q5_quant_of(b, j) - 16);
 }
 
 /// A Q5_0 block's dot with 32 activation quants whose scale is d_a.
@@ -15568,6 +15959,24 @@ inline float q5_0_block_dot(const block_q5_0& w, const std::int8_t* a, float d_a
   alignas(64) std::int8_t q[32];
   unpack_q5_0(w, q);
   return static_cast<float>(dot_i8(q, a, 32)) * (to_float(w.d) * d_a);
+}
+
+/// A Q5_1 block's dot with 32 activation quants whose scale is d_a (see
+/// scalar::quant_detail::q5_1_block_dot).
+inline float q5_1_block_dot(const block_q5_1& w, const std::int8_t* a, float d_a) noexcept {
+  alignas(64) std::int8_t q[32], ones[32];
+  for (std::size_t j = 0; j < 32; ++j) {
+    q[j] = static_cast<std::int8_t>(scalar::quant_detail::q5_quant_of(w, j));
+    ones[j] = 1;
+  }
+  return static_cast<float>(dot_i8(q, a, 32)) * (to_float(w.d) * d_a) +
+         static_cast<float>(dot_i8(ones, a, 32)) * (to_float(w.m) * d_a);
+}
+
+inline float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / 32; ++b) sum += q5_1_block_dot(w[b], a[b].qs, to_float(a[b].d));
+  return sum;
 }
 
 inline float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
@@ -15737,6 +16146,7 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
+  static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
@@ -15760,6 +16170,10 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   /// Q4_K -> f32 (scalar); n % 256 == 0.
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
+  }
+  /// Q4_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_1(x, y, n);
   }
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_k(x, y, n);
@@ -15808,6 +16222,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     RUVLLM_ASSERT(n % 32 == 0);
     return xsimd_impl::quant::dot_q5_0_q8_0(w, a, n);
   }
+  /// One Q5_1 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    return xsimd_impl::quant::dot_q5_1_q8_0(w, a, n);
+  }
   /// One Q4_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0);
@@ -15838,6 +16257,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q5_1 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_1_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
   /// Q4_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -15915,6 +16339,21 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
       out[r] = sum;
     }
   }
+  static void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const block_q5_1* row = scalar::quant_detail::row_at(w, row_stride, r);
+      float sum = 0.0f;
+      for (std::size_t b = 0; b < n / 32; ++b) {
+        alignas(64) std::int8_t qs[32];
+        float d;
+        scalar::quant_detail::quad_block(a, b, qs, d);
+        sum += xsimd_impl::quant::q5_1_block_dot(row[b], qs, d);
+      }
+      out[r] = sum;
+    }
+  }
   static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q8_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
@@ -15928,6 +16367,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                       y_stride);
+  }
+  static void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_q5_1_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                        y_stride);
   }
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -16714,6 +17158,20 @@ struct quantized_gemv_traits<block_q5_0> : q8_0_quad_traits {
   }
 };
 
+template <>
+struct quantized_gemv_traits<block_q5_1> : q8_0_quad_traits {
+  template <Backend B>
+  static void rows(const block_q5_1* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
+                   float* out) noexcept {
+    ops<B>::dot_q5_1_quad_rows(w, stride, rows, a, n, out);
+  }
+  template <Backend B>
+  static void gemm(const block_q5_1* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_q5_1_quads(w, stride, rows, a, tokens, n, y, y_stride);
+  }
+};
+
 // K-quants: Q8_K activations.
 struct q8_k_traits {
   using activation_block = block_q8_k;
@@ -16770,7 +17228,7 @@ struct quantized_gemv_traits<block_q6_k> : q8_k_traits {
 }  // namespace detail
 
 /// The activation form a quantized weight block is multiplied with:
-/// q8_0_quad for Q8_0 / Q4_0 / Q5_0 weights, block_q8_k for Q4_K / Q5_K / Q6_K.
+/// q8_0_quad for Q8_0 / Q4_0 / Q5_0 / Q5_1 weights, block_q8_k for Q4_K / Q5_K / Q6_K.
 template <class WeightBlock>
 using activation_block_t = typename detail::quantized_gemv_traits<WeightBlock>::activation_block;
 
@@ -16782,7 +17240,7 @@ template <class WeightBlock>
 }
 
 /// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q5_0,
-/// block_q4_k, block_q5_k or block_q6_k rows, `row_stride` bytes apart, cols a multiple of the block
+/// block_q5_1, block_q4_k, block_q5_k or block_q6_k rows, `row_stride` bytes apart, cols a multiple of the block
 /// size): x is quantized once into `activations` (activation_blocks(cols)
 /// of them, caller-provided so the call never allocates) by the calling
 /// thread, then row blocks of ~128 KiB of weights run on every pool thread,
@@ -20413,20 +20871,21 @@ struct gguf_type_traits {
 };
 
 /// The tensor types ruvllm reads, with their block geometry.
-inline constexpr std::array<gguf_type_traits, 9> gguf_supported_types = {{
+inline constexpr std::array<gguf_type_traits, 10> gguf_supported_types = {{
     {gguf_type::f32, 1, 4, alignof(float)},
     {gguf_type::f16, 1, 2, alignof(f16)},
     {gguf_type::bf16, 1, 2, alignof(bf16)},
     {gguf_type::q8_0, 32, sizeof(block_q8_0), alignof(block_q8_0)},
     {gguf_type::q4_0, 32, sizeof(block_q4_0), alignof(block_q4_0)},
     {gguf_type::q5_0, 32, sizeof(block_q5_0), alignof(block_q5_0)},
+    {gguf_type::q5_1, 32, sizeof(block_q5_1), alignof(block_q5_1)},
     {gguf_type::q4_k, qk_k, sizeof(block_q4_k), alignof(block_q4_k)},
     {gguf_type::q5_k, qk_k, sizeof(block_q5_k), alignof(block_q5_k)},
     {gguf_type::q6_k, qk_k, sizeof(block_q6_k), alignof(block_q6_k)},
 }};
 
 /// Geometry of a supported tensor type, or nullptr for every other ggml type
-/// (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K are supported).
+/// (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K are supported).
 [[nodiscard]] constexpr const gguf_type_traits* find_gguf_type(std::uint32_t id) noexcept {
   for (const auto& t : gguf_supported_types)
     if (static_cast<std::uint32_t>(t.type) == id) return &t;
@@ -20899,9 +21358,9 @@ class gguf_file {
     RUVLLM_TRY_ASSIGN(t.offset, r.read<std::uint64_t>("tensor offset"));
     const gguf_type_traits* traits = find_gguf_type(type);
     if (traits == nullptr)
-      return make_error(
-                 errc::unsupported, "tensor '", t.name, "' has type ", ggml_type_name(type), " (", type,
-                 "), which ruvllm does not read (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K are supported)")
+      return make_error(errc::unsupported, "tensor '", t.name, "' has type ", ggml_type_name(type), " (", type,
+                        "), which ruvllm does not read (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K "
+                        "are supported)")
           .at(source_, type_offset);
     t.type = traits->type;
     t.block_size = traits->block_size;
@@ -21234,6 +21693,7 @@ class llama_model {
       case gguf_type::q8_0:
       case gguf_type::q4_0:
       case gguf_type::q5_0:
+      case gguf_type::q5_1:
         if (cols % 32 != 0)
           return make_error(errc::invalid_argument, "tensor '", name, "': ", cols, " columns are not whole Q8_0 blocks")
               .at(file_.source(), t->info_offset);
@@ -21349,6 +21809,9 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
       return;
     case gguf_type::q5_0:
       kops::dot_q5_0_quad_rows(reinterpret_cast<const block_q5_0*>(first), m.row_bytes, rows, in.quads, m.cols, out);
+      return;
+    case gguf_type::q5_1:
+      kops::dot_q5_1_quad_rows(reinterpret_cast<const block_q5_1*>(first), m.row_bytes, rows, in.quads, m.cols, out);
       return;
     case gguf_type::q4_k:
       kops::dot_q4_k_q8_k_rows(reinterpret_cast<const block_q4_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
@@ -21766,6 +22229,7 @@ class llama_context {
         case gguf_type::q8_0:
         case gguf_type::q4_0:
         case gguf_type::q5_0:
+        case gguf_type::q5_1:
           if (in.quads == nullptr) {
             kops::quantize_q8_0_quads(x, buf_.act_q8_0.data(), cols);
             in.quads = buf_.act_q8_0.data();
@@ -22030,6 +22494,10 @@ class llama_context {
         quantized(reinterpret_cast<const block_q5_0*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_0.data());
         return;
+      case gguf_type::q5_1:
+        quantized(reinterpret_cast<const block_q5_1*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_0.data());
+        return;
       case gguf_type::q4_k:
         quantized(reinterpret_cast<const block_q4_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_k.data());
@@ -22078,6 +22546,7 @@ class llama_context {
       case gguf_type::q8_0: kops::dequantize_q8_0(reinterpret_cast<const block_q8_0*>(row), out, e.cols); return;
       case gguf_type::q4_0: kops::dequantize_q4_0(reinterpret_cast<const block_q4_0*>(row), out, e.cols); return;
       case gguf_type::q5_0: kops::dequantize_q5_0(reinterpret_cast<const block_q5_0*>(row), out, e.cols); return;
+      case gguf_type::q5_1: kops::dequantize_q5_1(reinterpret_cast<const block_q5_1*>(row), out, e.cols); return;
       case gguf_type::q4_k: kops::dequantize_q4_k(reinterpret_cast<const block_q4_k*>(row), out, e.cols); return;
       case gguf_type::q5_k: kops::dequantize_q5_k(reinterpret_cast<const block_q5_k*>(row), out, e.cols); return;
       case gguf_type::q6_k: kops::dequantize_q6_k(reinterpret_cast<const block_q6_k*>(row), out, e.cols); return;

@@ -73,6 +73,7 @@ TEST_CASE("Precision accepts GGUF and KV formats with ggml's sizes", "[core][con
   STATIC_REQUIRE(ruvllm::Precision<p::q4_0>);
   STATIC_REQUIRE(ruvllm::Precision<p::q4_k>);
   STATIC_REQUIRE(ruvllm::Precision<p::q5_0>);
+  STATIC_REQUIRE(ruvllm::Precision<p::q5_1>);
   STATIC_REQUIRE(ruvllm::Precision<p::q5_k>);
   STATIC_REQUIRE(ruvllm::Precision<p::q6_k>);
   STATIC_REQUIRE(ruvllm::Precision<p::kivi<2>>);
@@ -89,6 +90,7 @@ TEST_CASE("Precision accepts GGUF and KV formats with ggml's sizes", "[core][con
   STATIC_REQUIRE((p::q4_0::block_size == 32 && p::q4_0::bytes_per_block == 18));
   STATIC_REQUIRE((p::q4_k::block_size == 256 && p::q4_k::bytes_per_block == 144));
   STATIC_REQUIRE((p::q5_0::block_size == 32 && p::q5_0::bytes_per_block == 22));
+  STATIC_REQUIRE((p::q5_1::block_size == 32 && p::q5_1::bytes_per_block == 24));
   STATIC_REQUIRE((p::q5_k::block_size == 256 && p::q5_k::bytes_per_block == 176));
   STATIC_REQUIRE((p::q6_k::block_size == 256 && p::q6_k::bytes_per_block == 210));
   STATIC_REQUIRE((p::kivi<2>::block_size == 32 && p::kivi<2>::bytes_per_block == 12));

@@ -23,6 +23,7 @@ enum class gguf_type : std::uint32_t {
   f16 = 1,
   q4_0 = 2,
   q5_0 = 6,
+  q5_1 = 7,
   q8_0 = 8,
   q4_k = 12,
   q5_k = 13,
@@ -53,6 +54,14 @@ struct block_q4_0 {
 /// alignment (the bits are read as a little-endian 32-bit word).
 struct block_q5_0 {
   f16 d;
+  std::uint8_t qh[4];
+  std::uint8_t qs[16];
+};
+
+/// Q5_1: Q5_0's quants without the offset, plus a minimum; x = d * q + m.
+struct block_q5_1 {
+  f16 d;
+  f16 m;
   std::uint8_t qh[4];
   std::uint8_t qs[16];
 };
@@ -109,6 +118,7 @@ struct block_kivi {
 static_assert(sizeof(block_q8_0) == 34);
 static_assert(sizeof(block_q4_0) == 18);
 static_assert(sizeof(block_q5_0) == 22);
+static_assert(sizeof(block_q5_1) == 24);
 static_assert(sizeof(block_q4_k) == 144);
 static_assert(sizeof(block_q5_k) == 176);
 static_assert(sizeof(block_q6_k) == 210);
@@ -147,6 +157,9 @@ struct q4_0 : detail::format<block_q4_0, 32, gguf_type::q4_0> {
 };
 struct q5_0 : detail::format<block_q5_0, 32, gguf_type::q5_0> {
   static constexpr std::string_view name = "q5_0";
+};
+struct q5_1 : detail::format<block_q5_1, 32, gguf_type::q5_1> {
+  static constexpr std::string_view name = "q5_1";
 };
 struct q4_k : detail::format<block_q4_k, qk_k, gguf_type::q4_k> {
   static constexpr std::string_view name = "q4_k";

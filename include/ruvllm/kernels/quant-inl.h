@@ -265,12 +265,13 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT
 #endif
 }
 
-/// Lanes summing to sum((q[i] - 16) * a[i]) over one Q5_0 block: Q4_0's
-/// nibbles with the fifth bit of element j (bit j of qh) added as 16, then
-/// sum(q a) - 16 sum(a) with q in [0, 31] (VPMADDUBSW pair sums at most 2 *
-/// 31 * 127, so none saturates).
-RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q5_0_block(const block_q5_0& w, const act32& a) {
-  const std::uint32_t high = scalar::quant_detail::q5_0_high_bits(w);
+/// Lanes summing to sum(q[i] * a[i]) over one Q5_0 or Q5_1 block's quants
+/// q in [0, 31]: Q4_0's nibbles with the fifth bit of element j (bit j of
+/// qh) added as 16 (VPMADDUBSW pair sums at most 2 * 31 * 127, so none
+/// saturates).
+template <class Block>
+RUVLLM_QUANT_ATTR HWY_INLINE V32 five_bit_dot(const Block& w, const act32& a) {
+  const std::uint32_t high = scalar::quant_detail::q5_high_bits(w);
 #if RUVLLM_QUANT_WIDE
   const __m256i packed = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs)));
   const __m256i both = _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
@@ -281,7 +282,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q5_0_block(const block_q5_0& w, const act32
       _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040'2010'0804'0201ull));
   const __m256i fifth = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
-  return hn::Sub(u8_dot256(_mm256_or_si256(nibbles, fifth), a.raw), hn::Add(a.eight_sum, a.eight_sum));
+  return u8_dot256(_mm256_or_si256(nibbles, fifth), a.raw);
 #else
   const D16 d16;
   const hn::RebindToUnsigned<D16> du16;
@@ -298,8 +299,13 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q5_0_block(const block_q5_0& w, const act32
     const auto set = hn::And(hn::Set(d16, static_cast<std::int16_t>((high >> (8 * k)) & 0xFFu)), lane_bit);
     q[k] = hn::Or(q[k], hn::IfThenElseZero(hn::Ne(set, zero), sixteen));
   }
-  return hn::Sub(dot_parts(q, a), hn::Add(a.eight_sum, a.eight_sum));
+  return dot_parts(q, a);
 #endif
+}
+
+/// Lanes summing to sum((q[i] - 16) * a[i]) over one Q5_0 block.
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q5_0_block(const block_q5_0& w, const act32& a) {
+  return hn::Sub(five_bit_dot(w, a), hn::Add(a.eight_sum, a.eight_sum));
 }
 
 /// Where rows_of_32 finds activation block b: an array of Q8_0 blocks ...
@@ -322,10 +328,10 @@ struct q8_0_quad_source {
   RUVLLM_QUANT_ATTR HWY_INLINE float scale(std::size_t b) const { return a[b / 4].d[4 * (b % 4)]; }
 };
 
-/// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0, Q4_0 or
-/// Q5_0 weights): each activation block is prepared once for the R rows. Every
-/// row accumulates in its own two float vectors (even and odd blocks), so its
-/// result does not depend on R or on which rows share the batch.
+/// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0, Q4_0, Q5_0
+/// or Q5_1 weights; Q5_1's minimum adds its term per block): each activation block is prepared once for the R rows.
+/// Every row accumulates in its own two float vectors (even and odd blocks), so its result does not depend on R or on
+/// which rows share the batch.
 template <std::size_t R, class Block, class Source, class BlockDot>
 RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride, const Source& a,
                                              std::size_t nb, float* HWY_RESTRICT out, BlockDot block_dot) {
@@ -340,6 +346,11 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::s
     for (std::size_t k = 0; k < R; ++k) {
       const auto scale = hn::Set(df, half_to_float(row[k][b].d) * da);
       acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, block_dot(row[k][b], act)), scale, acc[k][slot]);
+      if constexpr (std::is_same_v<Block, block_q5_1>) {
+        // + (m_w d_a) sum(a), the lanes of eight_sum adding to 8 sum(a).
+        const auto min_scale = hn::Set(df, half_to_float(row[k][b].m) * da * 0.125f);
+        acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, act.eight_sum), min_scale, acc[k][slot]);
+      }
     }
   };
   std::size_t b = 0;
@@ -403,7 +414,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 namespace vnni {
 
 /// The weight formats met by quad activations.
-enum class quad_weights { q8_0, q4_0, q5_0 };
+enum class quad_weights { q8_0, q4_0, q5_0, q5_1 };
 
 /// Whether a format packs its quants as nibbles (Q4_0, Q5_0).
 template <quad_weights F>
@@ -413,17 +424,22 @@ inline constexpr bool packs_nibbles = F != quad_weights::q8_0;
 template <quad_weights F>
 inline constexpr std::size_t quad_bytes = F == quad_weights::q8_0   ? 4 * sizeof(block_q8_0)
                                           : F == quad_weights::q4_0 ? 4 * sizeof(block_q4_0)
-                                                                    : 4 * sizeof(block_q5_0);
+                                          : F == quad_weights::q5_0 ? 4 * sizeof(block_q5_0)
+                                                                    : 4 * sizeof(block_q5_1);
 
 struct permute_tables {
-  std::uint8_t q4_qs[64];  // Q4_0: the 16 quant bytes of block j (at 18j + 2) into chunk j
-  std::uint8_t q4_d[64];   // Q4_0: block j's f16 scale (bytes 18j, 18j + 1) into bytes 2-3 of lanes 4j .. 4j + 3
-  std::uint8_t q8_lo[64];  // Q8_0: bytes 0-15 of block j (at 34j + 2) into chunk j
-  std::uint8_t q8_hi[64];  // Q8_0: bytes 16-31 (at 34j + 18), read from the registers at +8 and +72
-  std::uint8_t q8_d[64];   // Q8_0: block j's f16 scale (bytes 34j, 34j + 1), as q4_d
-  std::uint8_t q5_qs[64];  // Q5_0: the 16 quant bytes of block j (at 22j + 6) into chunk j
-  std::uint8_t q5_d[64];   // Q5_0: block j's f16 scale (bytes 22j, 22j + 1), as q4_d
-  std::uint8_t q5_qh[64];  // Q5_0: bytes 0-7 the low 16 bits of each block's qh (at 22j + 2), 8-15 the high
+  std::uint8_t q4_qs[64];   // Q4_0: the 16 quant bytes of block j (at 18j + 2) into chunk j
+  std::uint8_t q4_d[64];    // Q4_0: block j's f16 scale (bytes 18j, 18j + 1) into bytes 2-3 of lanes 4j .. 4j + 3
+  std::uint8_t q8_lo[64];   // Q8_0: bytes 0-15 of block j (at 34j + 2) into chunk j
+  std::uint8_t q8_hi[64];   // Q8_0: bytes 16-31 (at 34j + 18), read from the registers at +8 and +72
+  std::uint8_t q8_d[64];    // Q8_0: block j's f16 scale (bytes 34j, 34j + 1), as q4_d
+  std::uint8_t q5_qs[64];   // Q5_0: the 16 quant bytes of block j (at 22j + 6) into chunk j
+  std::uint8_t q5_d[64];    // Q5_0: block j's f16 scale (bytes 22j, 22j + 1), as q4_d
+  std::uint8_t q5_qh[64];   // Q5_0: bytes 0-7 the low 16 bits of each block's qh (at 22j + 2), 8-15 the high
+  std::uint8_t q51_qs[64];  // Q5_1: as q5_qs, block j's quant bytes at 24j + 8
+  std::uint8_t q51_d[64];   // Q5_1: as q5_d, d at 24j
+  std::uint8_t q51_m[64];   // Q5_1: as q5_d, the minimum m at 24j + 2
+  std::uint8_t q51_qh[64];  // Q5_1: as q5_qh, qh at 24j + 4
 };
 
 inline constexpr permute_tables make_permute_tables() {
@@ -443,10 +459,22 @@ inline constexpr permute_tables make_permute_tables() {
       t.q5_d[lane + 2] = static_cast<std::uint8_t>(22 * j);
       t.q5_d[lane + 3] = static_cast<std::uint8_t>(22 * j + 1);
     }
-    for (std::size_t i = 0; i < 16; ++i) t.q5_qs[16 * j + i] = static_cast<std::uint8_t>(22 * j + 6 + i);
+    for (std::size_t i = 0; i < 4; ++i) {
+      const std::size_t lane = 4 * (4 * j + i);
+      t.q51_d[lane + 2] = static_cast<std::uint8_t>(24 * j);
+      t.q51_d[lane + 3] = static_cast<std::uint8_t>(24 * j + 1);
+      t.q51_m[lane + 2] = static_cast<std::uint8_t>(24 * j + 2);
+      t.q51_m[lane + 3] = static_cast<std::uint8_t>(24 * j + 3);
+    }
+    for (std::size_t i = 0; i < 16; ++i) {
+      t.q5_qs[16 * j + i] = static_cast<std::uint8_t>(22 * j + 6 + i);
+      t.q51_qs[16 * j + i] = static_cast<std::uint8_t>(24 * j + 8 + i);
+    }
     for (std::size_t i = 0; i < 2; ++i) {
       t.q5_qh[2 * j + i] = static_cast<std::uint8_t>(22 * j + 2 + i);
       t.q5_qh[8 + 2 * j + i] = static_cast<std::uint8_t>(22 * j + 4 + i);
+      t.q51_qh[2 * j + i] = static_cast<std::uint8_t>(24 * j + 4 + i);
+      t.q51_qh[8 + 2 * j + i] = static_cast<std::uint8_t>(24 * j + 6 + i);
     }
   }
   return t;
@@ -459,7 +487,7 @@ inline constexpr std::uint64_t upper_halves = 0xCCCC'CCCC'CCCC'CCCCull;
 
 /// The index vectors and constants of one kernel call (hoisted out of loops).
 struct constants {
-  __m512i qs_lo, qs_hi, d_index, nibble_mask, sign_bit, f16_bits, qh_index, fifth_bit;
+  __m512i qs_lo, qs_hi, d_index, nibble_mask, sign_bit, f16_bits, qh_index, fifth_bit, m_index;
 };
 
 template <quad_weights F>
@@ -474,6 +502,12 @@ RUVLLM_QUANT_ATTR HWY_INLINE constants load_constants() {
     c.qs_hi = c.qs_lo;
     c.d_index = _mm512_load_si512(tables.q5_d);
     c.qh_index = _mm512_load_si512(tables.q5_qh);
+  } else if constexpr (F == quad_weights::q5_1) {
+    c.qs_lo = _mm512_load_si512(tables.q51_qs);
+    c.qs_hi = c.qs_lo;
+    c.d_index = _mm512_load_si512(tables.q51_d);
+    c.qh_index = _mm512_load_si512(tables.q51_qh);
+    c.m_index = _mm512_load_si512(tables.q51_m);
   } else {
     c.qs_lo = _mm512_load_si512(tables.q8_lo);
     c.qs_hi = _mm512_load_si512(tables.q8_hi);
@@ -501,9 +535,16 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m512 f16_scales(__m512i halves, const constants& 
 /// One row's four blocks of a quad, unpacked: unsigned quant bytes in the
 /// quad's chunk order (Q4_0: nibbles 0..15; Q5_0: 0..31; Q8_0: w + 128) and the four
 /// weight scales (times 2^-112, see f16_scales) in the quad's lanes.
+template <quad_weights F>
 struct unpacked {
   __m512i lo, hi;
   __m512 d;
+};
+/// Q5_1 adds its blocks' minima (times 2^-112, as d).
+template <>
+struct unpacked<quad_weights::q5_1> {
+  __m512i lo, hi;
+  __m512 d, m;
 };
 
 /// Mask of the bytes [from, from + 64) that lie below `valid`.
@@ -524,13 +565,17 @@ HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
 /// from L2, is as fast either way (0.165-0.174 ns per row, token and block)
 /// and keeps the 64-byte loads.
 template <quad_weights F, bool Whole, bool HalfLoads = false>
-RUVLLM_QUANT_ATTR HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c, std::size_t valid) {
-  unpacked u;
-  if constexpr (F == quad_weights::q5_0) {
-    // 88 bytes: 64 in one register, the last 24 as a 16- and an 8-byte load
-    // (nothing past the quad is read).
+RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const constants& c, std::size_t valid) {
+  unpacked<F> u;
+  if constexpr (F == quad_weights::q5_0 || F == quad_weights::q5_1) {
+    // Q5_0: 88 bytes, 64 in one register, the last 24 as a 16- and an
+    // 8-byte load; Q5_1: 96, the last 32 in one load (nothing past the quad
+    // is read).
     __m512i z0, z1;
-    if constexpr (Whole) {
+    if constexpr (Whole && F == quad_weights::q5_1) {
+      z0 = _mm512_loadu_si512(p);
+      z1 = _mm512_castsi256_si512(load256(p + 64));
+    } else if constexpr (Whole) {
       z0 = _mm512_loadu_si512(p);
       const __m256i tail =
           _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 64))),
@@ -552,6 +597,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked unpack(const std::uint8_t* p, const consta
     u.lo = _mm512_mask_add_epi8(lo, low_bits, lo, c.fifth_bit);
     u.hi = _mm512_mask_add_epi8(hi, high_bits, hi, c.fifth_bit);
     u.d = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.d_index, z1), c);
+    if constexpr (F == quad_weights::q5_1)
+      u.m = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.m_index, z1), c);
   } else if constexpr (F == quad_weights::q4_0) {
     // 72 bytes: 64 in one register, the last 8 broadcast into another (the
     // permute reads only its first 8 bytes).
@@ -603,9 +650,11 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked unpack(const std::uint8_t* p, const consta
 }
 
 /// One quad's activations in registers; d carries the 2^112 of f16_scales.
+/// For Q5_1's minima, neg8 holds -8 sum(a) in lane 4j (block j) and d_min
+/// is -d / 8, so their product is d sum(a).
 struct quad_regs {
-  __m512i lo, hi, offset;
-  __m512 d;
+  __m512i lo, hi, offset, neg8;
+  __m512 d, d_min;
 };
 
 template <quad_weights F>
@@ -615,24 +664,34 @@ RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
   r.hi = _mm512_load_si512(q.hi);
   // The weights' offset times the activation sums: Q4_0 -8, Q5_0 -16, Q8_0
   // -128 (its quants carry +128 as unsigned bytes).
+  // (Q5_1 has no offset: its minima take the activation sums instead.)
+  r.neg8 = _mm512_load_si512(q.neg8_sum);
   if constexpr (F == quad_weights::q4_0) {
-    r.offset = _mm512_load_si512(q.neg8_sum);
+    r.offset = r.neg8;
   } else if constexpr (F == quad_weights::q5_0) {
-    r.offset = _mm512_slli_epi32(_mm512_load_si512(q.neg8_sum), 1);
+    r.offset = _mm512_slli_epi32(r.neg8, 1);
+  } else if constexpr (F == quad_weights::q5_1) {
+    r.offset = _mm512_setzero_si512();
   } else {
     r.offset = _mm512_load_si512(q.neg128_sum);
   }
   // Exact: activation scales are f16 values (< 2^16), so the product stays
   // below 2^128.
   r.d = _mm512_mul_ps(_mm512_load_ps(q.d), _mm512_set1_ps(0x1p112f));
+  r.d_min = _mm512_mul_ps(r.d, _mm512_set1_ps(-0.125f));
   return r;
 }
 
 /// acc + float(dot of one row's quad with the activations) * (d_w * d_a), lane-wise.
-RUVLLM_QUANT_ATTR HWY_INLINE __m512 quad_dot(const unpacked& w, const quad_regs& a, __m512 acc) {
+template <quad_weights F>
+RUVLLM_QUANT_ATTR HWY_INLINE __m512 quad_dot(const unpacked<F>& w, const quad_regs& a, __m512 acc) {
   __m512i sums = _mm512_dpbusd_epi32(a.offset, w.lo, a.lo);
   sums = _mm512_dpbusd_epi32(sums, w.hi, a.hi);
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(w.d, a.d), acc);
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(w.d, a.d), acc);
+  // Q5_1: + float(-8 sum(a)) * (m_w * d_a) / -8.
+  if constexpr (F == quad_weights::q5_1)
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a.neg8), _mm512_mul_ps(w.m, a.d_min), acc);
+  return acc;
 }
 
 RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
@@ -726,7 +785,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_gemm(const void* w, std::size_t row_strid
   constexpr std::size_t step = quad_bytes<F>;
   const std::size_t nb = n / 32, nq = q8_0_quads(n);
   const auto* base = static_cast<const std::uint8_t*>(w);
-  HWY_ALIGN unpacked u[R][kb_quads];
+  HWY_ALIGN unpacked<F> u[R][kb_quads];
   HWY_ALIGN __m512 parked[R][token_block];
   for (std::size_t r0 = 0; r0 < rows; r0 += R) {
     const std::size_t nr = std::min(R, rows - r0);
@@ -1385,6 +1444,18 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_q8_0_rows(const block_q5_0* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_q5_1_q8_0_rows(const block_q5_1* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_0* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q5_1_q8_0_rows(w, row_stride, rows, a, n, out);
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
+                             [](const block_q5_1& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::five_bit_dot(w_b, act); });
+#endif
+}
+
 RUVLLM_QUANT_ATTR inline void quant_dot_q4_k_q8_k_rows(const block_q4_k* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const block_q8_k* HWY_RESTRICT a,
                                                        std::size_t n, float* HWY_RESTRICT out) {
@@ -1539,6 +1610,22 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_quad_rows(const block_q5_0* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_q5_1_quad_rows(const block_q5_1* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t n,
+                                                       float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q5_1_quad_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_VNNI
+  quant_simd::vnni::all_quad_rows<quant_simd::vnni::quad_weights::q5_1>(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, q5_1_pair_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
+                             [](const block_q5_1& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::five_bit_dot(w_b, act); });
+#endif
+}
+
 RUVLLM_QUANT_ATTR inline void quant_gemm_q8_0_quads(const block_q8_0* HWY_RESTRICT w, std::size_t row_stride,
                                                     std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
                                                     std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
@@ -1577,6 +1664,20 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q5_0_quads(const block_q5_0* HWY_RESTRI
   RUVLLM_QUANT_WIDE_CALL(gemm, q5_0_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                     y_stride);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_gemm_q5_1_quads(const block_q5_1* HWY_RESTRICT w, std::size_t row_stride,
+                                                    std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
+                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                    std::size_t y_stride) {
+#if RUVLLM_QUANT_VNNI
+  quant_simd::vnni::quad_gemm<quant_simd::vnni::quad_weights::q5_1>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, q5_1_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_q5_1_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                      y_stride);
 #endif
 }

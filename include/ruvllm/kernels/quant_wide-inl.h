@@ -680,6 +680,59 @@ struct q5_0_pair_format : block_pair_steps<sizeof(block_q5_0)> {
   }
 };
 
+/// Q5_1: Q5_0's quants without the offset, each block's minimum times the
+/// activation sum added (the quad's -8 sum(a) times m_w d_a / -8). Within a
+/// pair's first 32 bytes: d at 0 and 24 (upper lane 8), m at 2 and 26 (10),
+/// qh at 4-7 and 28-31 (12-15); the quants at 8 and 32.
+struct q5_1_pair_format : block_pair_steps<sizeof(block_q5_1)> {
+  struct constants {
+    q5_0_pair_format::constants five;
+    __m256i m_index;
+  };
+  struct unpacked {
+    q5_0_pair_format::unpacked q;
+    __m256 m;
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    constants c;
+    c.five = q5_0_pair_format::load_constants();
+    c.five.scale_index = scale_index(0, 8);
+    c.five.spread_lo = q5_0_pair_format::spread(4, 12);
+    c.five.spread_hi = q5_0_pair_format::spread(6, 14);
+    c.m_index = scale_index(2, 10);
+    return c;
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    static_assert(offsetof(block_q5_1, qh) == 4 && offsetof(block_q5_1, qs) == 8 && sizeof(block_q5_1) == 24);
+    const __m256i head = load256(p);
+    return {q5_0_pair_format::quants(two_lanes(p + 8, p + 32), head, c.five), scales(head, c.m_index)};
+  }
+  /// A last, lone block: the upper lanes read as zero.
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
+    const __m256i head = lower_lane(p);
+    return {q5_0_pair_format::quants(lower_lane(p + 8), head, c.five), scales(head, c.m_index)};
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
+                                                      std::size_t step) {
+    const q8_0_quad& q = a[step / 2];
+    const std::size_t half = step % 2;
+#if RUVLLM_QUANT_DOT4
+    const __m256i sums = add_dot4(add_dot4(_mm256_setzero_si256(), u.q.lo, load256(q.lo + 32 * half)), u.q.hi,
+                                  load256(q.hi + 32 * half));
+#else
+    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u.q.lo, load256(q.lo + 32 * half)),
+                                           _mm256_maddubs_epi16(u.q.hi, load256(q.hi + 32 * half)));
+    const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+#endif
+    const __m256 d_a = activation_scales(q, half);
+    s.add(sums, _mm256_mul_ps(u.q.d, d_a));
+    const __m256i neg8_sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.neg8_sum + 8 * half));
+    s.add(neg8_sum, _mm256_mul_ps(u.m, _mm256_mul_ps(d_a, _mm256_set1_ps(-0.125f))));
+  }
+};
+
 struct q8_0_pair_format : block_pair_steps<sizeof(block_q8_0)> {
   struct constants {
     __m256i scale_index;

@@ -228,6 +228,7 @@ class llama_model {
       case gguf_type::q8_0:
       case gguf_type::q4_0:
       case gguf_type::q5_0:
+      case gguf_type::q5_1:
         if (cols % 32 != 0)
           return make_error(errc::invalid_argument, "tensor '", name, "': ", cols, " columns are not whole Q8_0 blocks")
               .at(file_.source(), t->info_offset);
@@ -343,6 +344,9 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
       return;
     case gguf_type::q5_0:
       kops::dot_q5_0_quad_rows(reinterpret_cast<const block_q5_0*>(first), m.row_bytes, rows, in.quads, m.cols, out);
+      return;
+    case gguf_type::q5_1:
+      kops::dot_q5_1_quad_rows(reinterpret_cast<const block_q5_1*>(first), m.row_bytes, rows, in.quads, m.cols, out);
       return;
     case gguf_type::q4_k:
       kops::dot_q4_k_q8_k_rows(reinterpret_cast<const block_q4_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
@@ -760,6 +764,7 @@ class llama_context {
         case gguf_type::q8_0:
         case gguf_type::q4_0:
         case gguf_type::q5_0:
+        case gguf_type::q5_1:
           if (in.quads == nullptr) {
             kops::quantize_q8_0_quads(x, buf_.act_q8_0.data(), cols);
             in.quads = buf_.act_q8_0.data();
@@ -1024,6 +1029,10 @@ class llama_context {
         quantized(reinterpret_cast<const block_q5_0*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_0.data());
         return;
+      case gguf_type::q5_1:
+        quantized(reinterpret_cast<const block_q5_1*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_0.data());
+        return;
       case gguf_type::q4_k:
         quantized(reinterpret_cast<const block_q4_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_k.data());
@@ -1072,6 +1081,7 @@ class llama_context {
       case gguf_type::q8_0: kops::dequantize_q8_0(reinterpret_cast<const block_q8_0*>(row), out, e.cols); return;
       case gguf_type::q4_0: kops::dequantize_q4_0(reinterpret_cast<const block_q4_0*>(row), out, e.cols); return;
       case gguf_type::q5_0: kops::dequantize_q5_0(reinterpret_cast<const block_q5_0*>(row), out, e.cols); return;
+      case gguf_type::q5_1: kops::dequantize_q5_1(reinterpret_cast<const block_q5_1*>(row), out, e.cols); return;
       case gguf_type::q4_k: kops::dequantize_q4_k(reinterpret_cast<const block_q4_k*>(row), out, e.cols); return;
       case gguf_type::q5_k: kops::dequantize_q5_k(reinterpret_cast<const block_q5_k*>(row), out, e.cols); return;
       case gguf_type::q6_k: kops::dequantize_q6_k(reinterpret_cast<const block_q6_k*>(row), out, e.cols); return;

@@ -158,16 +158,30 @@ inline constexpr float nearest_int_limit = 4194303.0f;
   return static_cast<std::uint8_t>(q < 31 ? q : 31);
 }
 
-/// The fifth bits of a Q5_0 block (bit j for element j).
-[[nodiscard]] inline std::uint32_t q5_0_high_bits(const block_q5_0& b) noexcept {
+/// The fifth bits of a Q5_0 or Q5_1 block (bit j for element j).
+template <class Block>
+[[nodiscard]] inline std::uint32_t q5_high_bits(const Block& b) noexcept {
   return static_cast<std::uint32_t>(b.qh[0]) | (static_cast<std::uint32_t>(b.qh[1]) << 8) |
          (static_cast<std::uint32_t>(b.qh[2]) << 16) | (static_cast<std::uint32_t>(b.qh[3]) << 24);
 }
 
-/// The 5-bit Q5_0 quant (0..31) of element j (0..31).
-[[nodiscard]] inline int q5_0_quant_of(const block_q5_0& b, std::size_t j) noexcept {
+/// The 5-bit Q5_0 or Q5_1 quant (0..31) of element j (0..31).
+template <class Block>
+[[nodiscard]] inline int q5_quant_of(const Block& b, std::size_t j) noexcept {
   const unsigned low = j < 16 ? (b.qs[j] & 0x0Fu) : (b.qs[j - 16] >> 4);
-  return static_cast<int>(low | (((q5_0_high_bits(b) >> j) & 1u) << 4));
+  return static_cast<int>(low | (((q5_high_bits(b) >> j) & 1u) << 4));
+}
+
+/// Packs 32 quants in [0, 31] into a Q5_0 or Q5_1 block's qs and qh.
+template <class Block>
+inline void q5_pack(const std::uint8_t* q, Block& out) noexcept {
+  std::uint32_t high = 0;
+  for (std::size_t j = 0; j < 16; ++j) {
+    out.qs[j] = static_cast<std::uint8_t>((q[j] & 0x0Fu) | ((q[j + 16] & 0x0Fu) << 4));
+    high |= static_cast<std::uint32_t>(q[j] >> 4) << j;
+    high |= static_cast<std::uint32_t>(q[j + 16] >> 4) << (j + 16);
+  }
+  for (std::size_t k = 0; k < 4; ++k) out.qh[k] = static_cast<std::uint8_t>(high >> (8 * k));
 }
 
 /// The 6-bit scale and min of sub-block j (0..7) of a Q4_K super-block:
@@ -396,15 +410,31 @@ inline void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = to_f16(d);
     const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
-    std::uint32_t high = 0;
-    for (std::size_t j = 0; j < 16; ++j) {
-      const std::uint8_t lo = usable ? quant_detail::q5_0_quant(x[j] * id) : std::uint8_t{16};
-      const std::uint8_t hi = usable ? quant_detail::q5_0_quant(x[j + 16] * id) : std::uint8_t{16};
-      y[b].qs[j] = static_cast<std::uint8_t>((lo & 0x0Fu) | ((hi & 0x0Fu) << 4));
-      high |= static_cast<std::uint32_t>(lo >> 4) << j;
-      high |= static_cast<std::uint32_t>(hi >> 4) << (j + 16);
+    std::uint8_t q[32];
+    for (std::size_t j = 0; j < 32; ++j) q[j] = usable ? quant_detail::q5_0_quant(x[j] * id) : std::uint8_t{16};
+    quant_detail::q5_pack(q, y[b]);
+  }
+}
+
+/// f32 -> Q5_1, byte-identical to ggml's quantize_row_q5_1_ref: d = (max -
+/// min) / 31, m = min, q = trunc((x - min) / d + 0.5) (at most 31 in exact
+/// arithmetic; clamped so a rounding past it cannot wrap). n % 32 == 0.
+inline void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, x += quant_detail::qk5_0) {
+    const auto [lowest, highest] = std::minmax_element(x, x + quant_detail::qk5_0);
+    const float min = *lowest, d = (*highest - min) / 31.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = to_f16(d);
+    y[b].m = to_f16(min);
+    const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
+    std::uint8_t q[32];
+    for (std::size_t j = 0; j < 32; ++j) {
+      const float p = usable ? (x[j] - min) * id : 0.0f;
+      const int l = static_cast<int>(std::min(p, 31.0f) + 0.5f);
+      q[j] = static_cast<std::uint8_t>(std::min(l, 31));
     }
-    for (std::size_t k = 0; k < 4; ++k) y[b].qh[k] = static_cast<std::uint8_t>(high >> (8 * k));
+    quant_detail::q5_pack(q, y[b]);
   }
 }
 
@@ -615,7 +645,16 @@ inline void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexce
   RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
   for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, y += quant_detail::qk5_0) {
     const float d = to_float(x[b].d);
-    for (std::size_t j = 0; j < 32; ++j) y[j] = static_cast<float>(quant_detail::q5_0_quant_of(x[b], j) - 16) * d;
+    for (std::size_t j = 0; j < 32; ++j) y[j] = static_cast<float>(quant_detail::q5_quant_of(x[b], j) - 16) * d;
+  }
+}
+
+/// Q5_1 -> f32, ggml's formula: x = q * d + m (q * d exact). n % 32 == 0.
+inline void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, y += quant_detail::qk5_0) {
+    const float d = to_float(x[b].d), m = to_float(x[b].m);
+    for (std::size_t j = 0; j < 32; ++j) y[j] = static_cast<float>(quant_detail::q5_quant_of(x[b], j)) * d + m;
   }
 }
 
@@ -727,9 +766,36 @@ inline void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept
   float sum = 0.0f;
   for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b) {
     int sumi = 0;
-    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_0_quant_of(w[b], j) - 16) * a[b].qs[j];
+    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_quant_of(w[b], j) - 16) * a[b].qs[j];
     sum += static_cast<float>(sumi) * (to_float(w[b].d) * to_float(a[b].d));
   }
+  return sum;
+}
+
+namespace quant_detail {
+
+/// One Q5_1 block's dot with 32 activation quants of scale d_a: the exact
+/// sums of q * a and of a, then (d_w d_a) * sum(q a) + (m_w d_a) * sum(a),
+/// each factor's product rounded once (ggml_vec_dot_q5_1_q8_1 takes m_w
+/// times its Q8_1 block's f16 d_a * sum(a) instead).
+[[nodiscard]] inline float q5_1_block_dot(const block_q5_1& w, const std::int8_t* a, float d_a) noexcept {
+  int sumi = 0, sum_a = 0;
+  for (std::size_t j = 0; j < 32; ++j) {
+    sumi += q5_quant_of(w, j) * a[j];
+    sum_a += a[j];
+  }
+  return static_cast<float>(sumi) * (to_float(w.d) * d_a) + static_cast<float>(sum_a) * (to_float(w.m) * d_a);
+}
+
+}  // namespace quant_detail
+
+/// Q5_1 weights . Q8_0 activations: the sum of q5_1_block_dot over the
+/// blocks. n % 32 == 0.
+[[nodiscard]] inline float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b)
+    sum += quant_detail::q5_1_block_dot(w[b], a[b].qs, to_float(a[b].d));
   return sum;
 }
 
@@ -844,6 +910,10 @@ inline void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std:
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
 }
+inline void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_1_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
+}
 inline void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
@@ -948,8 +1018,21 @@ inline void quad_block(const q8_0_quad* a, std::size_t b, std::int8_t (&qs)[32],
     float d;
     quant_detail::quad_block(a, b, qs, d);
     int sumi = 0;
-    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_0_quant_of(w[b], j) - 16) * qs[j];
+    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_quant_of(w[b], j) - 16) * qs[j];
     sum += static_cast<float>(sumi) * (to_float(w[b].d) * d);
+  }
+  return sum;
+}
+
+/// dot_q5_1_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_q5_1_quads(const block_q5_1* w, const q8_0_quad* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b) {
+    std::int8_t qs[32];
+    float d;
+    quant_detail::quad_block(a, b, qs, d);
+    sum += quant_detail::q5_1_block_dot(w[b], qs, d);
   }
   return sum;
 }
@@ -968,6 +1051,10 @@ inline void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std:
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
 }
+inline void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_1_quads(quant_detail::row_at(w, row_stride, r), a, n);
+}
 
 /// The prefill form: y[t * y_stride + r] = dot(row r, token t) for r < rows
 /// and t < tokens, token t's activations being the q8_0_quads(n) quads at
@@ -983,6 +1070,10 @@ inline void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::si
 inline void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
+}
+inline void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_q5_1_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
 }
 /// The prefill form of the K-quant rows: token t's activations are the n /
 /// 256 Q8_K blocks at a + t * (n / 256).
@@ -1080,6 +1171,16 @@ struct quant_checked {
     for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_q5_0", "q5_0", b, y[b].d));
     return {};
   }
+  /// Ops::quantize_q5_1 after checking n % 32, finite inputs, then finite scales.
+  static result<void> quantize_q5_1_checked(const float* x, block_q5_1* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q5_1>("quantize_q5_1", x, y, n));
+    Ops::quantize_q5_1(x, y, n);
+    for (std::size_t b = 0; b < n / 32; ++b) {
+      RUVLLM_TRY(check_scale("quantize_q5_1", "q5_1", b, y[b].d));
+      RUVLLM_TRY(check_scale("quantize_q5_1", "q5_1", b, y[b].m));
+    }
+    return {};
+  }
   /// Ops::quantize_q4_k after checking n % 256, finite inputs, then finite scales.
   static result<void> quantize_q4_k_checked(const float* x, block_q4_k* y, std::size_t n) {
     RUVLLM_TRY(check_quantize<precision::q4_k>("quantize_q4_k", x, y, n));
@@ -1132,6 +1233,12 @@ struct quant_checked {
     Ops::dequantize_q5_0(x, y, n);
     return {};
   }
+  /// Ops::dequantize_q5_1 after checking n % 32.
+  static result<void> dequantize_q5_1_checked(const block_q5_1* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q5_1", "q5_1", n, 32));
+    Ops::dequantize_q5_1(x, y, n);
+    return {};
+  }
   /// Ops::dequantize_q4_k after checking n % 256.
   static result<void> dequantize_q4_k_checked(const block_q4_k* x, float* y, std::size_t n) {
     RUVLLM_TRY(check_length("dequantize_q4_k", "q4_k", n, qk_k));
@@ -1165,6 +1272,11 @@ struct quant_checked {
   static result<float> dot_q5_0_q8_0_checked(const block_q5_0* w, const block_q8_0* a, std::size_t n) {
     RUVLLM_TRY(check_length("dot_q5_0_q8_0", "q5_0", n, 32));
     return Ops::dot_q5_0_q8_0(w, a, n);
+  }
+  /// Ops::dot_q5_1_q8_0 after checking n % 32.
+  static result<float> dot_q5_1_q8_0_checked(const block_q5_1* w, const block_q8_0* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q5_1_q8_0", "q5_1", n, 32));
+    return Ops::dot_q5_1_q8_0(w, a, n);
   }
   /// Ops::dot_q4_k_q8_k after checking n % 256.
   static result<float> dot_q4_k_q8_k_checked(const block_q4_k* w, const block_q8_k* a, std::size_t n) {
@@ -1203,6 +1315,13 @@ struct quant_checked {
     Ops::dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
     return {};
   }
+  /// Ops::dot_q5_1_q8_0_rows after checking n, the stride and the alignment.
+  static result<void> dot_q5_1_q8_0_rows_checked(const block_q5_1* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_0* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q5_1>("dot_q5_1_q8_0_rows", w, row_stride, rows, n));
+    Ops::dot_q5_1_q8_0_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
   /// Ops::dot_q4_k_q8_k_rows after checking n, the stride and the alignment.
   static result<void> dot_q4_k_q8_k_rows_checked(const block_q4_k* w, std::size_t row_stride, std::size_t rows,
                                                  const block_q8_k* a, std::size_t n, float* out) {
@@ -1236,6 +1355,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept { scalar::quantize_q8_0(x, y, n); }
   static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept { scalar::quantize_q4_0(x, y, n); }
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
+  static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
@@ -1249,6 +1369,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   }
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
+  }
+  static void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_1(x, y, n);
   }
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_k(x, y, n);
@@ -1285,6 +1408,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   [[nodiscard]] static float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
     return scalar::dot_q5_0_q8_0(w, a, n);
   }
+  [[nodiscard]] static float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
+    return scalar::dot_q5_1_q8_0(w, a, n);
+  }
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     return scalar::dot_q4_k_q8_k(w, a, n);
   }
@@ -1306,6 +1432,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q5_1_q8_0_rows(w, row_stride, rows, a, n, out);
   }
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
@@ -1338,6 +1468,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q5_0_quad_rows(w, row_stride, rows, a, n, out);
   }
+  static void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q5_1_quad_rows(w, row_stride, rows, a, n, out);
+  }
   static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q8_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
@@ -1349,6 +1483,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q5_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q5_1_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -1394,6 +1532,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_q8_0_rows, ruvllm::block_q5_0, ruvllm::block_q8_0)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_q8_0_rows, ruvllm::block_q5_1, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)         \
@@ -1401,9 +1540,11 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_quad_rows, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_quad_rows, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_quad_rows, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_0_quads, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad)    \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_1_quads, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q6_k_q8_k, ruvllm::block_q6_k, ruvllm::block_q8_k)

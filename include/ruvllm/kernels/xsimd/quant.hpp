@@ -92,7 +92,7 @@ inline float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t
 
 /// The 32 quants of a Q5_0 block minus 16, in element order.
 inline void unpack_q5_0(const block_q5_0& b, std::int8_t* q) noexcept {
-  for (std::size_t j = 0; j < 32; ++j) q[j] = static_cast<std::int8_t>(scalar::quant_detail::q5_0_quant_of(b, j) - 16);
+  for (std::size_t j = 0; j < 32; ++j) q[j] = static_cast<std::int8_t>(scalar::quant_detail::q5_quant_of(b, j) - 16);
 }
 
 /// A Q5_0 block's dot with 32 activation quants whose scale is d_a.
@@ -100,6 +100,24 @@ inline float q5_0_block_dot(const block_q5_0& w, const std::int8_t* a, float d_a
   alignas(64) std::int8_t q[32];
   unpack_q5_0(w, q);
   return static_cast<float>(dot_i8(q, a, 32)) * (to_float(w.d) * d_a);
+}
+
+/// A Q5_1 block's dot with 32 activation quants whose scale is d_a (see
+/// scalar::quant_detail::q5_1_block_dot).
+inline float q5_1_block_dot(const block_q5_1& w, const std::int8_t* a, float d_a) noexcept {
+  alignas(64) std::int8_t q[32], ones[32];
+  for (std::size_t j = 0; j < 32; ++j) {
+    q[j] = static_cast<std::int8_t>(scalar::quant_detail::q5_quant_of(w, j));
+    ones[j] = 1;
+  }
+  return static_cast<float>(dot_i8(q, a, 32)) * (to_float(w.d) * d_a) +
+         static_cast<float>(dot_i8(ones, a, 32)) * (to_float(w.m) * d_a);
+}
+
+inline float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / 32; ++b) sum += q5_1_block_dot(w[b], a[b].qs, to_float(a[b].d));
+  return sum;
 }
 
 inline float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
@@ -269,6 +287,7 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
+  static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
@@ -292,6 +311,10 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   /// Q4_K -> f32 (scalar); n % 256 == 0.
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
+  }
+  /// Q4_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q5_1(x, y, n);
   }
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_k(x, y, n);
@@ -340,6 +363,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     RUVLLM_ASSERT(n % 32 == 0);
     return xsimd_impl::quant::dot_q5_0_q8_0(w, a, n);
   }
+  /// One Q5_1 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    return xsimd_impl::quant::dot_q5_1_q8_0(w, a, n);
+  }
   /// One Q4_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0);
@@ -370,6 +398,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q5_1 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_1_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
   /// Q4_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -447,6 +480,21 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
       out[r] = sum;
     }
   }
+  static void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const block_q5_1* row = scalar::quant_detail::row_at(w, row_stride, r);
+      float sum = 0.0f;
+      for (std::size_t b = 0; b < n / 32; ++b) {
+        alignas(64) std::int8_t qs[32];
+        float d;
+        scalar::quant_detail::quad_block(a, b, qs, d);
+        sum += xsimd_impl::quant::q5_1_block_dot(row[b], qs, d);
+      }
+      out[r] = sum;
+    }
+  }
   static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q8_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
@@ -460,6 +508,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                       y_stride);
+  }
+  static void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_q5_1_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                        y_stride);
   }
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
