@@ -1,6 +1,6 @@
 // GEMV y = W x at LLM layer shapes (4096x4096: attention projections of a
 // 7B model; 11008x4096: its FFN), f32/f16/bf16 and GGUF-quantized (q8_0, q4_0,
-// q5_0, q5_1, q4_k, q5_k, q6_k) weights, 1 and 2 threads:
+// q4_1, q5_0, q5_1, q4_k, q5_k, q6_k) weights, 1 and 2 threads:
 //  * f32 against OpenBLAS cblas_sgemv with the same thread count, measured
 //    in the same process on the same data (both should run at memory speed);
 //  * every row reports GBps and bw_frac of the weight bytes it streams;
@@ -431,6 +431,7 @@ void register_quantize_quads() {
     namespace precision = ruvllm::precision;
     const auto q8_0 = register_quantized<precision::q8_0>(m, hw::quantize_q8_0);
     const auto q4_0 = register_quantized<precision::q4_0>(m, hw::quantize_q4_0);
+    const auto q4_1 = register_quantized<precision::q4_1>(m, hw::quantize_q4_1);
     const auto q5_0 = register_quantized<precision::q5_0>(m, hw::quantize_q5_0);
     const auto q5_1 = register_quantized<precision::q5_1>(m, hw::quantize_q5_1);
     const auto q4_k = register_quantized<precision::q4_k>(m, hw::quantize_q4_k);
@@ -439,6 +440,7 @@ void register_quantize_quads() {
     if (m == square) {
       register_avx_vnni<precision::q8_0>(m, q8_0);
       register_avx_vnni<precision::q4_0>(m, q4_0);
+      register_avx_vnni<precision::q4_1>(m, q4_1);
       register_avx_vnni<precision::q5_0>(m, q5_0);
       register_avx_vnni<precision::q5_1>(m, q5_1);
       register_avx_vnni<precision::q4_k>(m, q4_k);

@@ -849,6 +849,7 @@ enum class gguf_type : std::uint32_t {
   f32 = 0,
   f16 = 1,
   q4_0 = 2,
+  q4_1 = 3,
   q5_0 = 6,
   q5_1 = 7,
   q8_0 = 8,
@@ -873,6 +874,14 @@ struct block_q8_0 {
 /// element j in its low nibble and element j + 16 in its high nibble.
 struct block_q4_0 {
   f16 d;
+  std::uint8_t qs[16];
+};
+
+/// Q4_1: 32 4-bit quants with a scale and a minimum; x = d * q + m. Byte j
+/// holds element j in its low nibble and element j + 16 in its high nibble.
+struct block_q4_1 {
+  f16 d;
+  f16 m;
   std::uint8_t qs[16];
 };
 
@@ -944,6 +953,7 @@ struct block_kivi {
 
 static_assert(sizeof(block_q8_0) == 34);
 static_assert(sizeof(block_q4_0) == 18);
+static_assert(sizeof(block_q4_1) == 20);
 static_assert(sizeof(block_q5_0) == 22);
 static_assert(sizeof(block_q5_1) == 24);
 static_assert(sizeof(block_q4_k) == 144);
@@ -981,6 +991,9 @@ struct q8_0 : detail::format<block_q8_0, 32, gguf_type::q8_0> {
 };
 struct q4_0 : detail::format<block_q4_0, 32, gguf_type::q4_0> {
   static constexpr std::string_view name = "q4_0";
+};
+struct q4_1 : detail::format<block_q4_1, 32, gguf_type::q4_1> {
+  static constexpr std::string_view name = "q4_1";
 };
 struct q5_0 : detail::format<block_q5_0, 32, gguf_type::q5_0> {
   static constexpr std::string_view name = "q5_0";
@@ -3917,6 +3930,14 @@ template <class Block>
   return static_cast<int>(low | (((q5_high_bits(b) >> j) & 1u) << 4));
 }
 
+/// The 4-bit Q4_1 quant (0..15) of element j (0..31).
+[[nodiscard]] inline int q4_1_quant_of(const block_q4_1& b, std::size_t j) noexcept {
+  return static_cast<int>(j < 16 ? (b.qs[j] & 0x0Fu) : (b.qs[j - 16] >> 4));
+}
+/// The quant of element j of a block with a minimum (Q4_1, Q5_1).
+[[nodiscard]] inline int quant_of(const block_q4_1& b, std::size_t j) noexcept { return q4_1_quant_of(b, j); }
+[[nodiscard]] inline int quant_of(const block_q5_1& b, std::size_t j) noexcept { return q5_quant_of(b, j); }
+
 /// Packs 32 quants in [0, 31] into a Q5_0 or Q5_1 block's qs and qh.
 template <class Block>
 inline void q5_pack(const std::uint8_t* q, Block& out) noexcept {
@@ -4161,24 +4182,47 @@ inline void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept
   }
 }
 
-/// f32 -> Q5_1, byte-identical to ggml's quantize_row_q5_1_ref: d = (max -
-/// min) / 31, m = min, q = trunc((x - min) / d + 0.5) (at most 31 in exact
-/// arithmetic; clamped so a rounding past it cannot wrap). n % 32 == 0.
+namespace quant_detail {
+
+/// ggml's Q4_1 / Q5_1 reference rule for one block of 32: d = (max - min) /
+/// top, m = min, q = trunc((x - min) / d + 0.5), at most top in exact
+/// arithmetic and clamped there so a rounding past it cannot wrap. Stores d
+/// and m; the quants go to q.
+template <class Block>
+inline void quantize_min_block(const float* x, int top, Block& out, std::uint8_t* q) noexcept {
+  const auto [lowest, highest] = std::minmax_element(x, x + 32);
+  const float min = *lowest, d = (*highest - min) / static_cast<float>(top);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  out.d = to_f16(d);
+  out.m = to_f16(min);
+  const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
+  for (std::size_t j = 0; j < 32; ++j) {
+    const float p = usable ? (x[j] - min) * id : 0.0f;
+    const int l = static_cast<int>(std::min(p, static_cast<float>(top)) + 0.5f);
+    q[j] = static_cast<std::uint8_t>(std::min(l, top));
+  }
+}
+
+}  // namespace quant_detail
+
+/// f32 -> Q4_1, byte-identical to ggml's quantize_row_q4_1_ref (d = (max -
+/// min) / 15, see quantize_min_block). n % 32 == 0.
+inline void quantize_q4_1(const float* x, block_q4_1* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk4_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk4_0; ++b, x += quant_detail::qk4_0) {
+    std::uint8_t q[32];
+    quant_detail::quantize_min_block(x, 15, y[b], q);
+    for (std::size_t j = 0; j < 16; ++j) y[b].qs[j] = static_cast<std::uint8_t>(q[j] | (q[j + 16] << 4));
+  }
+}
+
+/// f32 -> Q5_1, byte-identical to ggml's quantize_row_q5_1_ref (d = (max -
+/// min) / 31, see quantize_min_block). n % 32 == 0.
 inline void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
   for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, x += quant_detail::qk5_0) {
-    const auto [lowest, highest] = std::minmax_element(x, x + quant_detail::qk5_0);
-    const float min = *lowest, d = (*highest - min) / 31.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = to_f16(d);
-    y[b].m = to_f16(min);
-    const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
     std::uint8_t q[32];
-    for (std::size_t j = 0; j < 32; ++j) {
-      const float p = usable ? (x[j] - min) * id : 0.0f;
-      const int l = static_cast<int>(std::min(p, 31.0f) + 0.5f);
-      q[j] = static_cast<std::uint8_t>(std::min(l, 31));
-    }
+    quant_detail::quantize_min_block(x, 31, y[b], q);
     quant_detail::q5_pack(q, y[b]);
   }
 }
@@ -4394,13 +4438,25 @@ inline void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexce
   }
 }
 
-/// Q5_1 -> f32, ggml's formula: x = q * d + m (q * d exact). n % 32 == 0.
-inline void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
-  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
-  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, y += quant_detail::qk5_0) {
+namespace quant_detail {
+/// Q4_1 / Q5_1 -> f32, ggml's formula: x = q * d + m (q * d exact).
+template <class Block>
+inline void dequantize_min_blocks(const Block* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
+  for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
     const float d = to_float(x[b].d), m = to_float(x[b].m);
-    for (std::size_t j = 0; j < 32; ++j) y[j] = static_cast<float>(quant_detail::q5_quant_of(x[b], j)) * d + m;
+    for (std::size_t j = 0; j < 32; ++j) y[j] = static_cast<float>(quant_of(x[b], j)) * d + m;
   }
+}
+}  // namespace quant_detail
+
+/// Q4_1 -> f32: x = q * d + m. n % 32 == 0.
+inline void dequantize_q4_1(const block_q4_1* x, float* y, std::size_t n) noexcept {
+  quant_detail::dequantize_min_blocks(x, y, n);
+}
+/// Q5_1 -> f32: x = q * d + m. n % 32 == 0.
+inline void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
+  quant_detail::dequantize_min_blocks(x, y, n);
 }
 
 /// Q4_K -> f32, ggml's formula exactly: x = (d*sc) * q - (dmin*m). n % 256 == 0.
@@ -4519,29 +4575,38 @@ inline void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept
 
 namespace quant_detail {
 
-/// One Q5_1 block's dot with 32 activation quants of scale d_a: the exact
-/// sums of q * a and of a, then (d_w d_a) * sum(q a) + (m_w d_a) * sum(a),
-/// each factor's product rounded once (ggml_vec_dot_q5_1_q8_1 takes m_w
-/// times its Q8_1 block's f16 d_a * sum(a) instead).
-[[nodiscard]] inline float q5_1_block_dot(const block_q5_1& w, const std::int8_t* a, float d_a) noexcept {
+/// One Q4_1 or Q5_1 block's dot with 32 activation quants of scale d_a:
+/// the exact sums of q * a and of a, then (d_w d_a) * sum(q a) + (m_w d_a)
+/// * sum(a), each factor's product rounded once (ggml's dots with Q8_1
+/// activations take m_w times that block's f16 d_a * sum(a) instead).
+template <class Block>
+[[nodiscard]] inline float min_block_dot(const Block& w, const std::int8_t* a, float d_a) noexcept {
   int sumi = 0, sum_a = 0;
   for (std::size_t j = 0; j < 32; ++j) {
-    sumi += q5_quant_of(w, j) * a[j];
+    sumi += quant_of(w, j) * a[j];
     sum_a += a[j];
   }
   return static_cast<float>(sumi) * (to_float(w.d) * d_a) + static_cast<float>(sum_a) * (to_float(w.m) * d_a);
 }
 
+/// The sum of min_block_dot over the blocks, with Q8_0 blocks or quads.
+template <class Block>
+[[nodiscard]] inline float min_dot(const Block* w, const block_q8_0* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / 32; ++b) sum += min_block_dot(w[b], a[b].qs, to_float(a[b].d));
+  return sum;
+}
+
 }  // namespace quant_detail
 
-/// Q5_1 weights . Q8_0 activations: the sum of q5_1_block_dot over the
-/// blocks. n % 32 == 0.
+/// Q4_1 weights . Q8_0 activations (see min_block_dot). n % 32 == 0.
+[[nodiscard]] inline float dot_q4_1_q8_0(const block_q4_1* w, const block_q8_0* a, std::size_t n) noexcept {
+  return quant_detail::min_dot(w, a, n);
+}
+/// Q5_1 weights . Q8_0 activations (see min_block_dot). n % 32 == 0.
 [[nodiscard]] inline float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
-  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
-  float sum = 0.0f;
-  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b)
-    sum += quant_detail::q5_1_block_dot(w[b], a[b].qs, to_float(a[b].d));
-  return sum;
+  return quant_detail::min_dot(w, a, n);
 }
 
 namespace quant_detail {
@@ -4654,6 +4719,10 @@ inline void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std:
 inline void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q4_1_q8_0_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_1_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
 }
 inline void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                std::size_t n, float* out) noexcept {
@@ -4769,17 +4838,29 @@ inline void quad_block(const q8_0_quad* a, std::size_t b, std::int8_t (&qs)[32],
   return sum;
 }
 
-/// dot_q5_1_q8_0 with quad activations (same arithmetic, same result).
-[[nodiscard]] inline float dot_q5_1_quads(const block_q5_1* w, const q8_0_quad* a, std::size_t n) noexcept {
-  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+namespace quant_detail {
+/// min_dot with quad activations (same arithmetic, same result).
+template <class Block>
+[[nodiscard]] inline float min_dot_quads(const Block* w, const q8_0_quad* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
   float sum = 0.0f;
-  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b) {
+  for (std::size_t b = 0; b < n / 32; ++b) {
     std::int8_t qs[32];
     float d;
-    quant_detail::quad_block(a, b, qs, d);
-    sum += quant_detail::q5_1_block_dot(w[b], qs, d);
+    quad_block(a, b, qs, d);
+    sum += min_block_dot(w[b], qs, d);
   }
   return sum;
+}
+}  // namespace quant_detail
+
+/// dot_q4_1_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_q4_1_quads(const block_q4_1* w, const q8_0_quad* a, std::size_t n) noexcept {
+  return quant_detail::min_dot_quads(w, a, n);
+}
+/// dot_q5_1_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_q5_1_quads(const block_q5_1* w, const q8_0_quad* a, std::size_t n) noexcept {
+  return quant_detail::min_dot_quads(w, a, n);
 }
 
 /// out[r] = dot(row r, a) for r < rows with quad activations, rows as in
@@ -4795,6 +4876,10 @@ inline void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std:
 inline void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q4_1_quad_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_1_quads(quant_detail::row_at(w, row_stride, r), a, n);
 }
 inline void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                std::size_t n, float* out) noexcept {
@@ -4815,6 +4900,10 @@ inline void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::si
 inline void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
+}
+inline void gemm_q4_1_quads(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_q4_1_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
 }
 inline void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -4916,6 +5005,16 @@ struct quant_checked {
     for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_q5_0", "q5_0", b, y[b].d));
     return {};
   }
+  /// Ops::quantize_q4_1 after checking n % 32, finite inputs, then finite scales.
+  static result<void> quantize_q4_1_checked(const float* x, block_q4_1* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q4_1>("quantize_q4_1", x, y, n));
+    Ops::quantize_q4_1(x, y, n);
+    for (std::size_t b = 0; b < n / 32; ++b) {
+      RUVLLM_TRY(check_scale("quantize_q4_1", "q4_1", b, y[b].d));
+      RUVLLM_TRY(check_scale("quantize_q4_1", "q4_1", b, y[b].m));
+    }
+    return {};
+  }
   /// Ops::quantize_q5_1 after checking n % 32, finite inputs, then finite scales.
   static result<void> quantize_q5_1_checked(const float* x, block_q5_1* y, std::size_t n) {
     RUVLLM_TRY(check_quantize<precision::q5_1>("quantize_q5_1", x, y, n));
@@ -4978,6 +5077,12 @@ struct quant_checked {
     Ops::dequantize_q5_0(x, y, n);
     return {};
   }
+  /// Ops::dequantize_q4_1 after checking n % 32.
+  static result<void> dequantize_q4_1_checked(const block_q4_1* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q4_1", "q4_1", n, 32));
+    Ops::dequantize_q4_1(x, y, n);
+    return {};
+  }
   /// Ops::dequantize_q5_1 after checking n % 32.
   static result<void> dequantize_q5_1_checked(const block_q5_1* x, float* y, std::size_t n) {
     RUVLLM_TRY(check_length("dequantize_q5_1", "q5_1", n, 32));
@@ -5017,6 +5122,11 @@ struct quant_checked {
   static result<float> dot_q5_0_q8_0_checked(const block_q5_0* w, const block_q8_0* a, std::size_t n) {
     RUVLLM_TRY(check_length("dot_q5_0_q8_0", "q5_0", n, 32));
     return Ops::dot_q5_0_q8_0(w, a, n);
+  }
+  /// Ops::dot_q4_1_q8_0 after checking n % 32.
+  static result<float> dot_q4_1_q8_0_checked(const block_q4_1* w, const block_q8_0* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q4_1_q8_0", "q4_1", n, 32));
+    return Ops::dot_q4_1_q8_0(w, a, n);
   }
   /// Ops::dot_q5_1_q8_0 after checking n % 32.
   static result<float> dot_q5_1_q8_0_checked(const block_q5_1* w, const block_q8_0* a, std::size_t n) {
@@ -5060,6 +5170,13 @@ struct quant_checked {
     Ops::dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
     return {};
   }
+  /// Ops::dot_q4_1_q8_0_rows after checking n, the stride and the alignment.
+  static result<void> dot_q4_1_q8_0_rows_checked(const block_q4_1* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_0* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q4_1>("dot_q4_1_q8_0_rows", w, row_stride, rows, n));
+    Ops::dot_q4_1_q8_0_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
   /// Ops::dot_q5_1_q8_0_rows after checking n, the stride and the alignment.
   static result<void> dot_q5_1_q8_0_rows_checked(const block_q5_1* w, std::size_t row_stride, std::size_t rows,
                                                  const block_q8_0* a, std::size_t n, float* out) {
@@ -5100,6 +5217,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept { scalar::quantize_q8_0(x, y, n); }
   static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept { scalar::quantize_q4_0(x, y, n); }
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
+  static void quantize_q4_1(const float* x, block_q4_1* y, std::size_t n) noexcept { scalar::quantize_q4_1(x, y, n); }
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
@@ -5114,6 +5232,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   }
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
+  }
+  static void dequantize_q4_1(const block_q4_1* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q4_1(x, y, n);
   }
   static void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_1(x, y, n);
@@ -5153,6 +5274,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   [[nodiscard]] static float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
     return scalar::dot_q5_0_q8_0(w, a, n);
   }
+  [[nodiscard]] static float dot_q4_1_q8_0(const block_q4_1* w, const block_q8_0* a, std::size_t n) noexcept {
+    return scalar::dot_q4_1_q8_0(w, a, n);
+  }
   [[nodiscard]] static float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
     return scalar::dot_q5_1_q8_0(w, a, n);
   }
@@ -5177,6 +5301,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q4_1_q8_0_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q4_1_q8_0_rows(w, row_stride, rows, a, n, out);
   }
   static void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
@@ -5213,6 +5341,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q5_0_quad_rows(w, row_stride, rows, a, n, out);
   }
+  static void dot_q4_1_quad_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q4_1_quad_rows(w, row_stride, rows, a, n, out);
+  }
   static void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q5_1_quad_rows(w, row_stride, rows, a, n, out);
@@ -5228,6 +5360,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q5_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_q4_1_quads(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q4_1_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   static void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -5277,6 +5413,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_q8_0_rows, ruvllm::block_q5_0, ruvllm::block_q8_0)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_1_q8_0_rows, ruvllm::block_q4_1, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_q8_0_rows, ruvllm::block_q5_1, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)         \
@@ -5285,10 +5422,12 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_quad_rows, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_quad_rows, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_1_quad_rows, ruvllm::block_q4_1, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_quad_rows, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_0_quads, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad)    \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_1_quads, ruvllm::block_q4_1, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_1_quads, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
@@ -8801,7 +8940,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q8_0_block(const std::int8_t* HWY_RESTRICT 
 /// Lanes summing to sum((q[i] - 8) * a[i]) over one Q4_0 block's 16 packed
 /// bytes (element j in the low nibble of byte j, element j + 16 in the high):
 /// sum(q a) - 8 sum(a) with q in [0, 15].
-RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT qs, const act32& a) {
+/// Lanes summing to sum(q[i] * a[i]) over one block's 16 packed nibble
+/// bytes (element j in the low nibble of byte j, element j + 16 in the high).
+RUVLLM_QUANT_ATTR HWY_INLINE V32 nibble_dot(const std::uint8_t* HWY_RESTRICT qs, const act32& a) {
 #if RUVLLM_QUANT_WIDE
   // Both nibble halves in one register (low nibbles in the lower 128 bits):
   // the bytes loaded into both halves, the upper half shifted right by 4 (a
@@ -8809,7 +8950,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT
   const __m256i packed = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
   const __m256i both = _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
   const __m256i nibbles = _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
-  return hn::Sub(u8_dot256(nibbles, a.raw), a.eight_sum);
+  return u8_dot256(nibbles, a.raw);
 #else
   // Each byte zero-extended to an int16 lane, then split with a mask and a
   // 16-bit shift: one widening per 16 bytes and no 8-bit shift emulation.
@@ -8820,8 +8961,14 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT
   const auto b0 = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, qs)));
   const auto b1 = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, qs + 8)));
   const hn::Vec<D16> q[4] = {hn::And(b0, mask), hn::And(b1, mask), hn::ShiftRight<4>(b0), hn::ShiftRight<4>(b1)};
-  return hn::Sub(dot_parts(q, a), a.eight_sum);
+  return dot_parts(q, a);
 #endif
+}
+
+/// Lanes summing to sum((q[i] - 8) * a[i]) over one Q4_0 block: sum(q a) -
+/// 8 sum(a) with q in [0, 15].
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT qs, const act32& a) {
+  return hn::Sub(nibble_dot(qs, a), a.eight_sum);
 }
 
 /// Lanes summing to sum(q[i] * a[i]) over one Q5_0 or Q5_1 block's quants
@@ -8887,8 +9034,8 @@ struct q8_0_quad_source {
   RUVLLM_QUANT_ATTR HWY_INLINE float scale(std::size_t b) const { return a[b / 4].d[4 * (b % 4)]; }
 };
 
-/// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0, Q4_0, Q5_0
-/// or Q5_1 weights; Q5_1's minimum adds its term per block): each activation block is prepared once for the R rows.
+/// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0, Q4_0, Q4_1,
+/// Q5_0 or Q5_1 weights; a minimum adds its term per block): each activation block is prepared once for the R rows.
 /// Every row accumulates in its own two float vectors (even and odd blocks), so its result does not depend on R or on
 /// which rows share the batch.
 template <std::size_t R, class Block, class Source, class BlockDot>
@@ -8905,7 +9052,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::s
     for (std::size_t k = 0; k < R; ++k) {
       const auto scale = hn::Set(df, half_to_float(row[k][b].d) * da);
       acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, block_dot(row[k][b], act)), scale, acc[k][slot]);
-      if constexpr (std::is_same_v<Block, block_q5_1>) {
+      if constexpr (std::is_same_v<Block, block_q4_1> || std::is_same_v<Block, block_q5_1>) {
         // + (m_w d_a) sum(a), the lanes of eight_sum adding to 8 sum(a).
         const auto min_scale = hn::Set(df, half_to_float(row[k][b].m) * da * 0.125f);
         acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, act.eight_sum), min_scale, acc[k][slot]);
@@ -8973,7 +9120,11 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 namespace vnni {
 
 /// The weight formats met by quad activations.
-enum class quad_weights { q8_0, q4_0, q5_0, q5_1 };
+enum class quad_weights { q8_0, q4_0, q4_1, q5_0, q5_1 };
+
+/// Whether a format's blocks carry a minimum (x = d q + m).
+template <quad_weights F>
+inline constexpr bool has_minimum = F == quad_weights::q4_1 || F == quad_weights::q5_1;
 
 /// Whether a format packs its quants as nibbles (Q4_0, Q5_0).
 template <quad_weights F>
@@ -8983,6 +9134,7 @@ inline constexpr bool packs_nibbles = F != quad_weights::q8_0;
 template <quad_weights F>
 inline constexpr std::size_t quad_bytes = F == quad_weights::q8_0   ? 4 * sizeof(block_q8_0)
                                           : F == quad_weights::q4_0 ? 4 * sizeof(block_q4_0)
+                                          : F == quad_weights::q4_1 ? 4 * sizeof(block_q4_1)
                                           : F == quad_weights::q5_0 ? 4 * sizeof(block_q5_0)
                                                                     : 4 * sizeof(block_q5_1);
 
@@ -8999,6 +9151,9 @@ struct permute_tables {
   std::uint8_t q51_d[64];   // Q5_1: as q5_d, d at 24j
   std::uint8_t q51_m[64];   // Q5_1: as q5_d, the minimum m at 24j + 2
   std::uint8_t q51_qh[64];  // Q5_1: as q5_qh, qh at 24j + 4
+  std::uint8_t q41_qs[64];  // Q4_1: as q5_qs, block j's quant bytes at 20j + 4
+  std::uint8_t q41_d[64];   // Q4_1: as q5_d, d at 20j
+  std::uint8_t q41_m[64];   // Q4_1: as q5_d, the minimum m at 20j + 2
 };
 
 inline constexpr permute_tables make_permute_tables() {
@@ -9024,10 +9179,15 @@ inline constexpr permute_tables make_permute_tables() {
       t.q51_d[lane + 3] = static_cast<std::uint8_t>(24 * j + 1);
       t.q51_m[lane + 2] = static_cast<std::uint8_t>(24 * j + 2);
       t.q51_m[lane + 3] = static_cast<std::uint8_t>(24 * j + 3);
+      t.q41_d[lane + 2] = static_cast<std::uint8_t>(20 * j);
+      t.q41_d[lane + 3] = static_cast<std::uint8_t>(20 * j + 1);
+      t.q41_m[lane + 2] = static_cast<std::uint8_t>(20 * j + 2);
+      t.q41_m[lane + 3] = static_cast<std::uint8_t>(20 * j + 3);
     }
     for (std::size_t i = 0; i < 16; ++i) {
       t.q5_qs[16 * j + i] = static_cast<std::uint8_t>(22 * j + 6 + i);
       t.q51_qs[16 * j + i] = static_cast<std::uint8_t>(24 * j + 8 + i);
+      t.q41_qs[16 * j + i] = static_cast<std::uint8_t>(20 * j + 4 + i);
     }
     for (std::size_t i = 0; i < 2; ++i) {
       t.q5_qh[2 * j + i] = static_cast<std::uint8_t>(22 * j + 2 + i);
@@ -9061,6 +9221,11 @@ RUVLLM_QUANT_ATTR HWY_INLINE constants load_constants() {
     c.qs_hi = c.qs_lo;
     c.d_index = _mm512_load_si512(tables.q5_d);
     c.qh_index = _mm512_load_si512(tables.q5_qh);
+  } else if constexpr (F == quad_weights::q4_1) {
+    c.qs_lo = _mm512_load_si512(tables.q41_qs);
+    c.qs_hi = c.qs_lo;
+    c.d_index = _mm512_load_si512(tables.q41_d);
+    c.m_index = _mm512_load_si512(tables.q41_m);
   } else if constexpr (F == quad_weights::q5_1) {
     c.qs_lo = _mm512_load_si512(tables.q51_qs);
     c.qs_hi = c.qs_lo;
@@ -9099,12 +9264,15 @@ struct unpacked {
   __m512i lo, hi;
   __m512 d;
 };
-/// Q5_1 adds its blocks' minima (times 2^-112, as d).
-template <>
-struct unpacked<quad_weights::q5_1> {
+/// Formats with a minimum add their blocks' minima (times 2^-112, as d).
+struct unpacked_with_minimum {
   __m512i lo, hi;
   __m512 d, m;
 };
+template <>
+struct unpacked<quad_weights::q4_1> : unpacked_with_minimum {};
+template <>
+struct unpacked<quad_weights::q5_1> : unpacked_with_minimum {};
 
 /// Mask of the bytes [from, from + 64) that lie below `valid`.
 HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
@@ -9126,7 +9294,22 @@ HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
 template <quad_weights F, bool Whole, bool HalfLoads = false>
 RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const constants& c, std::size_t valid) {
   unpacked<F> u;
-  if constexpr (F == quad_weights::q5_0 || F == quad_weights::q5_1) {
+  if constexpr (F == quad_weights::q4_1) {
+    // 80 bytes: 64 in one register, the last 16 in one load.
+    __m512i z0, z1;
+    if constexpr (Whole) {
+      z0 = _mm512_loadu_si512(p);
+      z1 = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 64)));
+    } else {
+      z0 = _mm512_maskz_loadu_epi8(bytes_below(0, valid), p);
+      z1 = _mm512_maskz_loadu_epi8(bytes_below(64, valid), p + 64);
+    }
+    const __m512i qs = _mm512_permutex2var_epi8(z0, c.qs_lo, z1);
+    u.lo = _mm512_and_si512(qs, c.nibble_mask);
+    u.hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), c.nibble_mask);
+    u.d = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.d_index, z1), c);
+    u.m = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.m_index, z1), c);
+  } else if constexpr (F == quad_weights::q5_0 || F == quad_weights::q5_1) {
     // Q5_0: 88 bytes, 64 in one register, the last 24 as a 16- and an
     // 8-byte load; Q5_1: 96, the last 32 in one load (nothing past the quad
     // is read).
@@ -9209,7 +9392,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const con
 }
 
 /// One quad's activations in registers; d carries the 2^112 of f16_scales.
-/// For Q5_1's minima, neg8 holds -8 sum(a) in lane 4j (block j) and d_min
+/// For the minima (Q4_1, Q5_1), neg8 holds -8 sum(a) in lane 4j (block j) and d_min
 /// is -d / 8, so their product is d sum(a).
 struct quad_regs {
   __m512i lo, hi, offset, neg8;
@@ -9223,13 +9406,13 @@ RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
   r.hi = _mm512_load_si512(q.hi);
   // The weights' offset times the activation sums: Q4_0 -8, Q5_0 -16, Q8_0
   // -128 (its quants carry +128 as unsigned bytes).
-  // (Q5_1 has no offset: its minima take the activation sums instead.)
+  // (Q4_1 and Q5_1 have no offset: their minima take the activation sums.)
   r.neg8 = _mm512_load_si512(q.neg8_sum);
   if constexpr (F == quad_weights::q4_0) {
     r.offset = r.neg8;
   } else if constexpr (F == quad_weights::q5_0) {
     r.offset = _mm512_slli_epi32(r.neg8, 1);
-  } else if constexpr (F == quad_weights::q5_1) {
+  } else if constexpr (has_minimum<F>) {
     r.offset = _mm512_setzero_si512();
   } else {
     r.offset = _mm512_load_si512(q.neg128_sum);
@@ -9247,9 +9430,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m512 quad_dot(const unpacked<F>& w, const quad_re
   __m512i sums = _mm512_dpbusd_epi32(a.offset, w.lo, a.lo);
   sums = _mm512_dpbusd_epi32(sums, w.hi, a.hi);
   acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(w.d, a.d), acc);
-  // Q5_1: + float(-8 sum(a)) * (m_w * d_a) / -8.
-  if constexpr (F == quad_weights::q5_1)
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a.neg8), _mm512_mul_ps(w.m, a.d_min), acc);
+  // Q4_1, Q5_1: + float(-8 sum(a)) * (m_w * d_a) / -8.
+  if constexpr (has_minimum<F>) acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a.neg8), _mm512_mul_ps(w.m, a.d_min), acc);
   return acc;
 }
 
@@ -10188,6 +10370,61 @@ struct q5_0_pair_format : block_pair_steps<sizeof(block_q5_0)> {
   }
 };
 
+/// A pair step of unsigned quants lo / hi (values 0-15 / 16-31 of both
+/// blocks, at most 31) with scales d and minima m: sum(q a) d_w d_a plus the
+/// quad's -8 sum(a) times m_w d_a / -8 (exact scalings), for Q4_1 and Q5_1.
+/// VPMADDUBSW pair sums are at most 2 * 31 * 127, so lo and hi add in 16
+/// bits.
+RUVLLM_QUANT_ATTR HWY_INLINE void accumulate_with_minimum(pair_sum& s, __m256i lo, __m256i hi, __m256 d, __m256 m,
+                                                          const q8_0_quad* a, std::size_t step) {
+  const q8_0_quad& q = a[step / 2];
+  const std::size_t half = step % 2;
+#if RUVLLM_QUANT_DOT4
+  const __m256i sums =
+      add_dot4(add_dot4(_mm256_setzero_si256(), lo, load256(q.lo + 32 * half)), hi, load256(q.hi + 32 * half));
+#else
+  const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, load256(q.lo + 32 * half)),
+                                         _mm256_maddubs_epi16(hi, load256(q.hi + 32 * half)));
+  const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+#endif
+  const __m256 d_a = _mm256_load_ps(q.d + 8 * half);
+  s.add(sums, _mm256_mul_ps(d, d_a));
+  const __m256i neg8_sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.neg8_sum + 8 * half));
+  s.add(neg8_sum, _mm256_mul_ps(m, _mm256_mul_ps(d_a, _mm256_set1_ps(-0.125f))));
+}
+
+/// Q4_1: Q4_0's nibbles without the offset, plus each block's minimum (see
+/// accumulate_with_minimum). Within a pair's first 32 bytes: d at 0 and 20
+/// (upper lane 4), m at 2 and 22 (6); the quants at 4 and 24.
+struct q4_1_pair_format : block_pair_steps<sizeof(block_q4_1)> {
+  struct constants {
+    q4_0_pair_format::constants four;
+    __m256i m_index;
+  };
+  struct unpacked {
+    q4_0_pair_format::unpacked q;
+    __m256 m;
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    return {{_mm256_set1_epi8(0x0F), scale_index(0, 4)}, scale_index(2, 6)};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    static_assert(offsetof(block_q4_1, qs) == 4 && sizeof(block_q4_1) == 20);
+    const __m256i head = load256(p);
+    return {q4_0_pair_format::nibbles(two_lanes(p + 4, p + 24), head, c.four), scales(head, c.m_index)};
+  }
+  /// A last, lone block: the upper lanes read as zero.
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
+    const __m256i head = lower_lane(p);
+    return {q4_0_pair_format::nibbles(lower_lane(p + 4), head, c.four), scales(head, c.m_index)};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
+                                                      std::size_t step) {
+    accumulate_with_minimum(s, u.q.lo, u.q.hi, u.q.d, u.m, a, step);
+  }
+};
+
 /// Q5_1: Q5_0's quants without the offset, each block's minimum times the
 /// activation sum added (the quad's -8 sum(a) times m_w d_a / -8). Within a
 /// pair's first 32 bytes: d at 0 and 24 (upper lane 8), m at 2 and 26 (10),
@@ -10224,20 +10461,7 @@ struct q5_1_pair_format : block_pair_steps<sizeof(block_q5_1)> {
 
   RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
                                                       std::size_t step) {
-    const q8_0_quad& q = a[step / 2];
-    const std::size_t half = step % 2;
-#if RUVLLM_QUANT_DOT4
-    const __m256i sums = add_dot4(add_dot4(_mm256_setzero_si256(), u.q.lo, load256(q.lo + 32 * half)), u.q.hi,
-                                  load256(q.hi + 32 * half));
-#else
-    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u.q.lo, load256(q.lo + 32 * half)),
-                                           _mm256_maddubs_epi16(u.q.hi, load256(q.hi + 32 * half)));
-    const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-#endif
-    const __m256 d_a = activation_scales(q, half);
-    s.add(sums, _mm256_mul_ps(u.q.d, d_a));
-    const __m256i neg8_sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.neg8_sum + 8 * half));
-    s.add(neg8_sum, _mm256_mul_ps(u.m, _mm256_mul_ps(d_a, _mm256_set1_ps(-0.125f))));
+    accumulate_with_minimum(s, u.q.lo, u.q.hi, u.q.d, u.m, a, step);
   }
 };
 
@@ -11085,6 +11309,61 @@ struct q5_0_pair_format : block_pair_steps<sizeof(block_q5_0)> {
   }
 };
 
+/// A pair step of unsigned quants lo / hi (values 0-15 / 16-31 of both
+/// blocks, at most 31) with scales d and minima m: sum(q a) d_w d_a plus the
+/// quad's -8 sum(a) times m_w d_a / -8 (exact scalings), for Q4_1 and Q5_1.
+/// VPMADDUBSW pair sums are at most 2 * 31 * 127, so lo and hi add in 16
+/// bits.
+RUVLLM_QUANT_ATTR HWY_INLINE void accumulate_with_minimum(pair_sum& s, __m256i lo, __m256i hi, __m256 d, __m256 m,
+                                                          const q8_0_quad* a, std::size_t step) {
+  const q8_0_quad& q = a[step / 2];
+  const std::size_t half = step % 2;
+#if RUVLLM_QUANT_DOT4
+  const __m256i sums =
+      add_dot4(add_dot4(_mm256_setzero_si256(), lo, load256(q.lo + 32 * half)), hi, load256(q.hi + 32 * half));
+#else
+  const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, load256(q.lo + 32 * half)),
+                                         _mm256_maddubs_epi16(hi, load256(q.hi + 32 * half)));
+  const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+#endif
+  const __m256 d_a = _mm256_load_ps(q.d + 8 * half);
+  s.add(sums, _mm256_mul_ps(d, d_a));
+  const __m256i neg8_sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.neg8_sum + 8 * half));
+  s.add(neg8_sum, _mm256_mul_ps(m, _mm256_mul_ps(d_a, _mm256_set1_ps(-0.125f))));
+}
+
+/// Q4_1: Q4_0's nibbles without the offset, plus each block's minimum (see
+/// accumulate_with_minimum). Within a pair's first 32 bytes: d at 0 and 20
+/// (upper lane 4), m at 2 and 22 (6); the quants at 4 and 24.
+struct q4_1_pair_format : block_pair_steps<sizeof(block_q4_1)> {
+  struct constants {
+    q4_0_pair_format::constants four;
+    __m256i m_index;
+  };
+  struct unpacked {
+    q4_0_pair_format::unpacked q;
+    __m256 m;
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    return {{_mm256_set1_epi8(0x0F), scale_index(0, 4)}, scale_index(2, 6)};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    static_assert(offsetof(block_q4_1, qs) == 4 && sizeof(block_q4_1) == 20);
+    const __m256i head = load256(p);
+    return {q4_0_pair_format::nibbles(two_lanes(p + 4, p + 24), head, c.four), scales(head, c.m_index)};
+  }
+  /// A last, lone block: the upper lanes read as zero.
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
+    const __m256i head = lower_lane(p);
+    return {q4_0_pair_format::nibbles(lower_lane(p + 4), head, c.four), scales(head, c.m_index)};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
+                                                      std::size_t step) {
+    accumulate_with_minimum(s, u.q.lo, u.q.hi, u.q.d, u.m, a, step);
+  }
+};
+
 /// Q5_1: Q5_0's quants without the offset, each block's minimum times the
 /// activation sum added (the quad's -8 sum(a) times m_w d_a / -8). Within a
 /// pair's first 32 bytes: d at 0 and 24 (upper lane 8), m at 2 and 26 (10),
@@ -11121,20 +11400,7 @@ struct q5_1_pair_format : block_pair_steps<sizeof(block_q5_1)> {
 
   RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
                                                       std::size_t step) {
-    const q8_0_quad& q = a[step / 2];
-    const std::size_t half = step % 2;
-#if RUVLLM_QUANT_DOT4
-    const __m256i sums = add_dot4(add_dot4(_mm256_setzero_si256(), u.q.lo, load256(q.lo + 32 * half)), u.q.hi,
-                                  load256(q.hi + 32 * half));
-#else
-    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u.q.lo, load256(q.lo + 32 * half)),
-                                           _mm256_maddubs_epi16(u.q.hi, load256(q.hi + 32 * half)));
-    const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-#endif
-    const __m256 d_a = activation_scales(q, half);
-    s.add(sums, _mm256_mul_ps(u.q.d, d_a));
-    const __m256i neg8_sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.neg8_sum + 8 * half));
-    s.add(neg8_sum, _mm256_mul_ps(u.m, _mm256_mul_ps(d_a, _mm256_set1_ps(-0.125f))));
+    accumulate_with_minimum(s, u.q.lo, u.q.hi, u.q.d, u.m, a, step);
   }
 };
 
@@ -11755,6 +12021,18 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_q8_0_rows(const block_q5_0* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_q4_1_q8_0_rows(const block_q4_1* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_0* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q4_1_q8_0_rows(w, row_stride, rows, a, n, out);
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
+                             [](const block_q4_1& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::nibble_dot(w_b.qs, act); });
+#endif
+}
+
 RUVLLM_QUANT_ATTR inline void quant_dot_q5_1_q8_0_rows(const block_q5_1* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const block_q8_0* HWY_RESTRICT a,
                                                        std::size_t n, float* HWY_RESTRICT out) {
@@ -11921,6 +12199,22 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_quad_rows(const block_q5_0* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_q4_1_quad_rows(const block_q4_1* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t n,
+                                                       float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q4_1_quad_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_VNNI
+  quant_simd::vnni::all_quad_rows<quant_simd::vnni::quad_weights::q4_1>(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, q4_1_pair_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
+                             [](const block_q4_1& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::nibble_dot(w_b.qs, act); });
+#endif
+}
+
 RUVLLM_QUANT_ATTR inline void quant_dot_q5_1_quad_rows(const block_q5_1* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t n,
                                                        float* HWY_RESTRICT out) {
@@ -11975,6 +12269,20 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q5_0_quads(const block_q5_0* HWY_RESTRI
   RUVLLM_QUANT_WIDE_CALL(gemm, q5_0_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                     y_stride);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_gemm_q4_1_quads(const block_q4_1* HWY_RESTRICT w, std::size_t row_stride,
+                                                    std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
+                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                    std::size_t y_stride) {
+#if RUVLLM_QUANT_VNNI
+  quant_simd::vnni::quad_gemm<quant_simd::vnni::quad_weights::q4_1>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, q4_1_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_q4_1_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                      y_stride);
 #endif
 }
@@ -14221,6 +14529,8 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   }
   /// f32 -> Q5_0, ggml's bytes (scalar: weights are quantized offline); n % 32 == 0.
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
+  /// f32 -> Q4_1, ggml's bytes (scalar: weights are quantized offline); n % 32 == 0.
+  static void quantize_q4_1(const float* x, block_q4_1* y, std::size_t n) noexcept { scalar::quantize_q4_1(x, y, n); }
   /// f32 -> Q5_1, ggml's bytes (scalar: weights are quantized offline); n % 32 == 0.
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
@@ -14248,6 +14558,10 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   /// Q5_0 -> f32 (scalar: one embedding row per token); n % 32 == 0.
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
+  }
+  /// Q4_1 -> f32 (scalar: one embedding row per token); n % 32 == 0.
+  static void dequantize_q4_1(const block_q4_1* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q4_1(x, y, n);
   }
   /// Q5_1 -> f32 (scalar: one embedding row per token); n % 32 == 0.
   static void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
@@ -14308,6 +14622,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     dot_q5_0_q8_0_rows(w, row_bytes<precision::q5_0>(n), 1, a, n, &out);
     return out;
   }
+  /// One Q4_1 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q4_1_q8_0(const block_q4_1* w, const block_q8_0* a, std::size_t n) noexcept {
+    float out;
+    dot_q4_1_q8_0_rows(w, row_bytes<precision::q4_1>(n), 1, a, n, &out);
+    return out;
+  }
   /// One Q5_1 weight row . Q8_0 activations; n % 32 == 0.
   [[nodiscard]] static float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
     float out;
@@ -14351,6 +14671,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                                  std::size_t n, float* out) noexcept {
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_0) == 0);
     dispatch::quant_dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q4_1 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_q4_1_q8_0_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_1) == 0);
+    dispatch::quant_dot_q4_1_q8_0_rows(w, row_stride, rows, a, n, out);
   }
   /// Q5_1 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
   static void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
@@ -14405,6 +14731,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_0) == 0);
     dispatch::quant_dot_q5_0_quad_rows(w, row_stride, rows, a, n, out);
   }
+  /// Q4_1 rows . quad activations, as dot_q4_1_q8_0_rows. One dispatch.
+  static void dot_q4_1_quad_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_1) == 0);
+    dispatch::quant_dot_q4_1_quad_rows(w, row_stride, rows, a, n, out);
+  }
   /// Q5_1 rows . quad activations, as dot_q5_1_q8_0_rows. One dispatch.
   static void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
@@ -14429,6 +14761,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_0) == 0);
     dispatch::quant_gemm_q5_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// Q4_1 form of gemm_q8_0_quads.
+  static void gemm_q4_1_quads(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_1) == 0);
+    dispatch::quant_gemm_q4_1_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   /// Q5_1 form of gemm_q8_0_quads.
   static void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
@@ -15961,21 +16299,42 @@ inline float q5_0_block_dot(const block_q5_0& w, const std::int8_t* a, float d_a
   return static_cast<float>(dot_i8(q, a, 32)) * (to_float(w.d) * d_a);
 }
 
-/// A Q5_1 block's dot with 32 activation quants whose scale is d_a (see
-/// scalar::quant_detail::q5_1_block_dot).
-inline float q5_1_block_dot(const block_q5_1& w, const std::int8_t* a, float d_a) noexcept {
+/// A Q4_1 or Q5_1 block's dot with 32 activation quants whose scale is d_a
+/// (see scalar::quant_detail::min_block_dot).
+template <class Block>
+inline float min_block_dot(const Block& w, const std::int8_t* a, float d_a) noexcept {
   alignas(64) std::int8_t q[32], ones[32];
   for (std::size_t j = 0; j < 32; ++j) {
-    q[j] = static_cast<std::int8_t>(scalar::quant_detail::q5_quant_of(w, j));
+    q[j] = static_cast<std::int8_t>(scalar::quant_detail::quant_of(w, j));
     ones[j] = 1;
   }
   return static_cast<float>(dot_i8(q, a, 32)) * (to_float(w.d) * d_a) +
          static_cast<float>(dot_i8(ones, a, 32)) * (to_float(w.m) * d_a);
 }
 
-inline float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
+/// out[r] = the sum of block_dot(block, its quad activations, d_a) over row
+/// r's blocks (the Q5_0 / Q4_1 / Q5_1 quad rows).
+template <class Block>
+inline void block_quad_rows(const Block* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a, std::size_t n,
+                            float* out, float (*block_dot)(const Block&, const std::int8_t*, float) noexcept) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const Block* row = scalar::quant_detail::row_at(w, row_stride, r);
+    float sum = 0.0f;
+    for (std::size_t b = 0; b < n / 32; ++b) {
+      alignas(64) std::int8_t qs[32];
+      float d;
+      scalar::quant_detail::quad_block(a, b, qs, d);
+      sum += block_dot(row[b], qs, d);
+    }
+    out[r] = sum;
+  }
+}
+
+template <class Block>
+inline float min_dot(const Block* w, const block_q8_0* a, std::size_t n) noexcept {
   float sum = 0.0f;
-  for (std::size_t b = 0; b < n / 32; ++b) sum += q5_1_block_dot(w[b], a[b].qs, to_float(a[b].d));
+  for (std::size_t b = 0; b < n / 32; ++b) sum += min_block_dot(w[b], a[b].qs, to_float(a[b].d));
   return sum;
 }
 
@@ -16146,6 +16505,7 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
+  static void quantize_q4_1(const float* x, block_q4_1* y, std::size_t n) noexcept { scalar::quantize_q4_1(x, y, n); }
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
@@ -16170,6 +16530,10 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   /// Q4_K -> f32 (scalar); n % 256 == 0.
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
+  }
+  /// Q4_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q4_1(const block_q4_1* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q4_1(x, y, n);
   }
   /// Q4_K -> f32 (scalar); n % 256 == 0.
   static void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
@@ -16222,10 +16586,15 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     RUVLLM_ASSERT(n % 32 == 0);
     return xsimd_impl::quant::dot_q5_0_q8_0(w, a, n);
   }
+  /// One Q4_1 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q4_1_q8_0(const block_q4_1* w, const block_q8_0* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    return xsimd_impl::quant::min_dot(w, a, n);
+  }
   /// One Q5_1 weight row . Q8_0 activations; n % 32 == 0.
   [[nodiscard]] static float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % 32 == 0);
-    return xsimd_impl::quant::dot_q5_1_q8_0(w, a, n);
+    return xsimd_impl::quant::min_dot(w, a, n);
   }
   /// One Q4_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
@@ -16257,6 +16626,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q4_1 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_q4_1_q8_0_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_1_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
   /// Q5_1 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
   static void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
@@ -16326,33 +16700,15 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   }
   static void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
-    RUVLLM_ASSERT(n % 32 == 0);
-    for (std::size_t r = 0; r < rows; ++r) {
-      const block_q5_0* row = scalar::quant_detail::row_at(w, row_stride, r);
-      float sum = 0.0f;
-      for (std::size_t b = 0; b < n / 32; ++b) {
-        alignas(64) std::int8_t qs[32];
-        float d;
-        scalar::quant_detail::quad_block(a, b, qs, d);
-        sum += xsimd_impl::quant::q5_0_block_dot(row[b], qs, d);
-      }
-      out[r] = sum;
-    }
+    xsimd_impl::quant::block_quad_rows(w, row_stride, rows, a, n, out, xsimd_impl::quant::q5_0_block_dot);
+  }
+  static void dot_q4_1_quad_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    xsimd_impl::quant::block_quad_rows(w, row_stride, rows, a, n, out, xsimd_impl::quant::min_block_dot<block_q4_1>);
   }
   static void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
-    RUVLLM_ASSERT(n % 32 == 0);
-    for (std::size_t r = 0; r < rows; ++r) {
-      const block_q5_1* row = scalar::quant_detail::row_at(w, row_stride, r);
-      float sum = 0.0f;
-      for (std::size_t b = 0; b < n / 32; ++b) {
-        alignas(64) std::int8_t qs[32];
-        float d;
-        scalar::quant_detail::quad_block(a, b, qs, d);
-        sum += xsimd_impl::quant::q5_1_block_dot(row[b], qs, d);
-      }
-      out[r] = sum;
-    }
+    xsimd_impl::quant::block_quad_rows(w, row_stride, rows, a, n, out, xsimd_impl::quant::min_block_dot<block_q5_1>);
   }
   static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -16367,6 +16723,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                       y_stride);
+  }
+  static void gemm_q4_1_quads(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_q4_1_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                        y_stride);
   }
   static void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
@@ -17159,6 +17520,20 @@ struct quantized_gemv_traits<block_q5_0> : q8_0_quad_traits {
 };
 
 template <>
+struct quantized_gemv_traits<block_q4_1> : q8_0_quad_traits {
+  template <Backend B>
+  static void rows(const block_q4_1* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
+                   float* out) noexcept {
+    ops<B>::dot_q4_1_quad_rows(w, stride, rows, a, n, out);
+  }
+  template <Backend B>
+  static void gemm(const block_q4_1* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_q4_1_quads(w, stride, rows, a, tokens, n, y, y_stride);
+  }
+};
+
+template <>
 struct quantized_gemv_traits<block_q5_1> : q8_0_quad_traits {
   template <Backend B>
   static void rows(const block_q5_1* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
@@ -17228,7 +17603,7 @@ struct quantized_gemv_traits<block_q6_k> : q8_k_traits {
 }  // namespace detail
 
 /// The activation form a quantized weight block is multiplied with:
-/// q8_0_quad for Q8_0 / Q4_0 / Q5_0 / Q5_1 weights, block_q8_k for Q4_K / Q5_K / Q6_K.
+/// q8_0_quad for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights, block_q8_k for Q4_K / Q5_K / Q6_K.
 template <class WeightBlock>
 using activation_block_t = typename detail::quantized_gemv_traits<WeightBlock>::activation_block;
 
@@ -17239,12 +17614,11 @@ template <class WeightBlock>
   return detail::quantized_gemv_traits<WeightBlock>::activation_count(cols);
 }
 
-/// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q5_0,
-/// block_q5_1, block_q4_k, block_q5_k or block_q6_k rows, `row_stride` bytes apart, cols a multiple of the block
-/// size): x is quantized once into `activations` (activation_blocks(cols)
-/// of them, caller-provided so the call never allocates) by the calling
-/// thread, then row blocks of ~128 KiB of weights run on every pool thread,
-/// each one dispatched call of the backend's row-dot kernel.
+/// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q4_1,
+/// block_q5_0, block_q5_1, block_q4_k, block_q5_k or block_q6_k rows, `row_stride` bytes apart, cols a multiple of the
+/// block size): x is quantized once into `activations` (activation_blocks(cols) of them, caller-provided so the call
+/// never allocates) by the calling thread, then row blocks of ~128 KiB of weights run on every pool thread, each one
+/// dispatched call of the backend's row-dot kernel.
 template <Backend B, class WeightBlock>
 void quantized_gemv(thread_pool& pool, const WeightBlock* w, std::size_t row_stride, const float* x, float* y,
                     std::size_t rows, std::size_t cols, activation_block_t<WeightBlock>* activations) noexcept {
@@ -20871,12 +21245,13 @@ struct gguf_type_traits {
 };
 
 /// The tensor types ruvllm reads, with their block geometry.
-inline constexpr std::array<gguf_type_traits, 10> gguf_supported_types = {{
+inline constexpr std::array<gguf_type_traits, 11> gguf_supported_types = {{
     {gguf_type::f32, 1, 4, alignof(float)},
     {gguf_type::f16, 1, 2, alignof(f16)},
     {gguf_type::bf16, 1, 2, alignof(bf16)},
     {gguf_type::q8_0, 32, sizeof(block_q8_0), alignof(block_q8_0)},
     {gguf_type::q4_0, 32, sizeof(block_q4_0), alignof(block_q4_0)},
+    {gguf_type::q4_1, 32, sizeof(block_q4_1), alignof(block_q4_1)},
     {gguf_type::q5_0, 32, sizeof(block_q5_0), alignof(block_q5_0)},
     {gguf_type::q5_1, 32, sizeof(block_q5_1), alignof(block_q5_1)},
     {gguf_type::q4_k, qk_k, sizeof(block_q4_k), alignof(block_q4_k)},
@@ -20885,7 +21260,7 @@ inline constexpr std::array<gguf_type_traits, 10> gguf_supported_types = {{
 }};
 
 /// Geometry of a supported tensor type, or nullptr for every other ggml type
-/// (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K are supported).
+/// (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K are supported).
 [[nodiscard]] constexpr const gguf_type_traits* find_gguf_type(std::uint32_t id) noexcept {
   for (const auto& t : gguf_supported_types)
     if (static_cast<std::uint32_t>(t.type) == id) return &t;
@@ -21692,6 +22067,7 @@ class llama_model {
       case gguf_type::bf16: break;
       case gguf_type::q8_0:
       case gguf_type::q4_0:
+      case gguf_type::q4_1:
       case gguf_type::q5_0:
       case gguf_type::q5_1:
         if (cols % 32 != 0)
@@ -21809,6 +22185,9 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
       return;
     case gguf_type::q5_0:
       kops::dot_q5_0_quad_rows(reinterpret_cast<const block_q5_0*>(first), m.row_bytes, rows, in.quads, m.cols, out);
+      return;
+    case gguf_type::q4_1:
+      kops::dot_q4_1_quad_rows(reinterpret_cast<const block_q4_1*>(first), m.row_bytes, rows, in.quads, m.cols, out);
       return;
     case gguf_type::q5_1:
       kops::dot_q5_1_quad_rows(reinterpret_cast<const block_q5_1*>(first), m.row_bytes, rows, in.quads, m.cols, out);
@@ -22228,6 +22607,7 @@ class llama_context {
           break;
         case gguf_type::q8_0:
         case gguf_type::q4_0:
+        case gguf_type::q4_1:
         case gguf_type::q5_0:
         case gguf_type::q5_1:
           if (in.quads == nullptr) {
@@ -22494,6 +22874,10 @@ class llama_context {
         quantized(reinterpret_cast<const block_q5_0*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_0.data());
         return;
+      case gguf_type::q4_1:
+        quantized(reinterpret_cast<const block_q4_1*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_0.data());
+        return;
       case gguf_type::q5_1:
         quantized(reinterpret_cast<const block_q5_1*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_0.data());
@@ -22546,6 +22930,7 @@ class llama_context {
       case gguf_type::q8_0: kops::dequantize_q8_0(reinterpret_cast<const block_q8_0*>(row), out, e.cols); return;
       case gguf_type::q4_0: kops::dequantize_q4_0(reinterpret_cast<const block_q4_0*>(row), out, e.cols); return;
       case gguf_type::q5_0: kops::dequantize_q5_0(reinterpret_cast<const block_q5_0*>(row), out, e.cols); return;
+      case gguf_type::q4_1: kops::dequantize_q4_1(reinterpret_cast<const block_q4_1*>(row), out, e.cols); return;
       case gguf_type::q5_1: kops::dequantize_q5_1(reinterpret_cast<const block_q5_1*>(row), out, e.cols); return;
       case gguf_type::q4_k: kops::dequantize_q4_k(reinterpret_cast<const block_q4_k*>(row), out, e.cols); return;
       case gguf_type::q5_k: kops::dequantize_q5_k(reinterpret_cast<const block_q5_k*>(row), out, e.cols); return;

@@ -72,6 +72,7 @@ TEST_CASE("Precision accepts GGUF and KV formats with ggml's sizes", "[core][con
   STATIC_REQUIRE(ruvllm::Precision<p::q8_0>);
   STATIC_REQUIRE(ruvllm::Precision<p::q4_0>);
   STATIC_REQUIRE(ruvllm::Precision<p::q4_k>);
+  STATIC_REQUIRE(ruvllm::Precision<p::q4_1>);
   STATIC_REQUIRE(ruvllm::Precision<p::q5_0>);
   STATIC_REQUIRE(ruvllm::Precision<p::q5_1>);
   STATIC_REQUIRE(ruvllm::Precision<p::q5_k>);
@@ -89,6 +90,7 @@ TEST_CASE("Precision accepts GGUF and KV formats with ggml's sizes", "[core][con
   STATIC_REQUIRE((p::q8_0::block_size == 32 && p::q8_0::bytes_per_block == 34));
   STATIC_REQUIRE((p::q4_0::block_size == 32 && p::q4_0::bytes_per_block == 18));
   STATIC_REQUIRE((p::q4_k::block_size == 256 && p::q4_k::bytes_per_block == 144));
+  STATIC_REQUIRE((p::q4_1::block_size == 32 && p::q4_1::bytes_per_block == 20));
   STATIC_REQUIRE((p::q5_0::block_size == 32 && p::q5_0::bytes_per_block == 22));
   STATIC_REQUIRE((p::q5_1::block_size == 32 && p::q5_1::bytes_per_block == 24));
   STATIC_REQUIRE((p::q5_k::block_size == 256 && p::q5_k::bytes_per_block == 176));

@@ -37,6 +37,7 @@ namespace {
 
 using ruvllm::bf16;
 using ruvllm::block_q4_0;
+using ruvllm::block_q4_1;
 using ruvllm::block_q4_k;
 using ruvllm::block_q5_0;
 using ruvllm::block_q5_1;
@@ -189,15 +190,29 @@ std::vector<float> ggml_dequantize(const block_q5_0* x, std::size_t nb) {
   }
   return y;
 }
-std::vector<float> ggml_dequantize(const block_q5_1* x, std::size_t nb) {
+/// Q4_1 quants (0..15) in element order.
+void unpack_q4_1_quants(const block_q4_1& b, int* q) {
+  for (int j = 0; j < 16; ++j) {
+    q[j] = b.qs[j] % 16;
+    q[j + 16] = b.qs[j] / 16;
+  }
+}
+void unpack_quants(const block_q4_1& b, int* q) { unpack_q4_1_quants(b, q); }
+void unpack_quants(const block_q5_1& b, int* q) { unpack_five_bit_quants(b, q); }
+
+/// Q4_1 and Q5_1: q * d + m.
+template <class Block>
+std::vector<float> min_dequantize(const Block* x, std::size_t nb) {
   std::vector<float> y;
   for (std::size_t b = 0; b < nb; ++b) {
     int q[32];
-    unpack_five_bit_quants(x[b], q);
+    unpack_quants(x[b], q);
     for (int j = 0; j < 32; ++j) y.push_back(static_cast<float>(q[j]) * value(x[b].d) + value(x[b].m));
   }
   return y;
 }
+std::vector<float> ggml_dequantize(const block_q4_1* x, std::size_t nb) { return min_dequantize(x, nb); }
+std::vector<float> ggml_dequantize(const block_q5_1* x, std::size_t nb) { return min_dequantize(x, nb); }
 std::vector<float> ggml_dequantize(const block_q4_0* x, std::size_t nb) {
   std::vector<float> y(32 * nb);
   for (std::size_t b = 0; b < nb; ++b) {
@@ -303,11 +318,12 @@ exact_dot exact(const block_q5_0* w, const block_q8_0* a, std::size_t nb) {
   }
   return r;
 }
-exact_dot exact(const block_q5_1* w, const block_q8_0* a, std::size_t nb) {
+template <class Block>
+exact_dot min_exact(const Block* w, const block_q8_0* a, std::size_t nb) {
   exact_dot r;
   for (std::size_t b = 0; b < nb; ++b) {
     int q[32];
-    unpack_five_bit_quants(w[b], q);
+    unpack_quants(w[b], q);
     long long s = 0, m = 0, sum_a = 0, m_a = 0;
     for (int j = 0; j < 32; ++j) {
       s += q[j] * a[b].qs[j];
@@ -322,6 +338,8 @@ exact_dot exact(const block_q5_1* w, const block_q8_0* a, std::size_t nb) {
   }
   return r;
 }
+exact_dot exact(const block_q4_1* w, const block_q8_0* a, std::size_t nb) { return min_exact(w, a, nb); }
+exact_dot exact(const block_q5_1* w, const block_q8_0* a, std::size_t nb) { return min_exact(w, a, nb); }
 template <class Block>
 exact_dot scale_min_exact(const Block* w, const block_q8_k* a, std::size_t nb) {
   exact_dot r;
@@ -413,6 +431,9 @@ void set_scales(block_q4_0* w, std::size_t nb, float d) {
 void set_scales(block_q5_0* w, std::size_t nb, float d) {
   for (std::size_t b = 0; b < nb; ++b) w[b].d = half(d);
 }
+void set_scales(block_q4_1* w, std::size_t nb, float d) {
+  for (std::size_t b = 0; b < nb; ++b) w[b].d = w[b].m = half(d);
+}
 void set_scales(block_q5_1* w, std::size_t nb, float d) {
   for (std::size_t b = 0; b < nb; ++b) w[b].d = w[b].m = half(d);
 }
@@ -473,6 +494,19 @@ struct q5_0_pair {
   template <class B>
   static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
     ops<B>::dot_q5_0_q8_0_rows(w, stride, rows, a, n, out);
+  }
+};
+struct q4_1_pair {
+  using weight = block_q4_1;
+  using act = block_q8_0;
+  static constexpr std::size_t block = 32;
+  template <class B>
+  static float dot(const weight* w, const act* a, std::size_t n) {
+    return ops<B>::dot_q4_1_q8_0(w, a, n);
+  }
+  template <class B>
+  static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
+    ops<B>::dot_q4_1_q8_0_rows(w, stride, rows, a, n, out);
   }
 };
 struct q5_1_pair {
@@ -555,6 +589,7 @@ void quantize(const float* x, Block* y, std::size_t n) {
   if constexpr (std::is_same_v<Block, block_q8_0>) ops<B>::quantize_q8_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_0>) ops<B>::quantize_q4_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_0>) ops<B>::quantize_q5_0(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q4_1>) ops<B>::quantize_q4_1(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_1>) ops<B>::quantize_q5_1(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_k>) ops<B>::quantize_q4_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_k>) ops<B>::quantize_q5_k(x, y, n);
@@ -566,6 +601,7 @@ void dequantize(const Block* x, float* y, std::size_t n) {
   if constexpr (std::is_same_v<Block, block_q8_0>) ops<B>::dequantize_q8_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_0>) ops<B>::dequantize_q4_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_0>) ops<B>::dequantize_q5_0(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q4_1>) ops<B>::dequantize_q4_1(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_1>) ops<B>::dequantize_q5_1(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_k>) ops<B>::dequantize_q4_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_k>) ops<B>::dequantize_q5_k(x, y, n);
@@ -573,10 +609,11 @@ void dequantize(const Block* x, float* y, std::size_t n) {
   if constexpr (std::is_same_v<Block, block_q8_k>) ops<B>::dequantize_q8_k(x, y, n);
 }
 template <class Block>
-constexpr std::size_t block_elems = std::is_same_v<Block, block_q8_0> || std::is_same_v<Block, block_q4_0> ||
-                                            std::is_same_v<Block, block_q5_0> || std::is_same_v<Block, block_q5_1>
-                                        ? 32
-                                        : 256;
+constexpr std::size_t block_elems =
+    std::is_same_v<Block, block_q8_0> || std::is_same_v<Block, block_q4_0> || std::is_same_v<Block, block_q5_0> ||
+            std::is_same_v<Block, block_q5_1> || std::is_same_v<Block, block_q4_1>
+        ? 32
+        : 256;
 
 /// Runs body(backend_name, tag) for xsimd and every Highway target.
 template <class Body>
@@ -703,6 +740,35 @@ TEST_CASE("Q5_0 quantizes known blocks to ggml's exact bytes", "[kernels][quant]
   });
 }
 
+TEST_CASE("Q4_1 quantizes known blocks to ggml's exact bytes", "[kernels][quant]") {
+  // Block 0: x_j = 0.25 (j % 16) + 1 runs from min 1 to max 4.75: d = 3.75 /
+  // 15 = 0.25 and q_j = j % 16, so byte j holds j | j << 4. Block 1: all
+  // -0.5: d = 0, every quant 0, m = -0.5.
+  float x[64] = {};
+  for (int j = 0; j < 32; ++j) {
+    x[j] = 0.25f * static_cast<float>(j % 16) + 1.0f;
+    x[32 + j] = -0.5f;
+  }
+  const auto check = [&](const block_q4_1* q) {
+    CHECK(bits(q[0].d) == 0x3400);  // f16 0.25
+    CHECK(bits(q[0].m) == 0x3C00);  // f16 1.0
+    for (int j = 0; j < 16; ++j) CHECK(q[0].qs[j] == static_cast<std::uint8_t>(j | (j << 4)));
+    CHECK(bits(q[1].d) == 0x0000);
+    CHECK(bits(q[1].m) == 0xB800);  // f16 -0.5
+    for (int j = 0; j < 16; ++j) CHECK(q[1].qs[j] == 0x00);
+  };
+  placed<block_q4_1> y(2);
+  ops<scalar>::quantize_q4_1(x, y.data(), 64);
+  check(y.data());
+  const auto back = ggml_dequantize(y.data(), 2);
+  for (int i = 0; i < 64; ++i) CHECK(back[static_cast<std::size_t>(i)] == x[i]);
+  for_each_simd_backend([&](auto b) {
+    placed<block_q4_1> z(2);
+    quantize<decltype(b)>(x, z.data(), 64);
+    check(z.data());
+  });
+}
+
 TEST_CASE("Q5_1 quantizes known blocks to ggml's exact bytes", "[kernels][quant]") {
   // Block 0: x_j = 0.5 j - 3 runs from min -3 to max 12.5: d = 15.5 / 31 =
   // 0.5 and q_j = trunc((x_j + 3) / 0.5 + 0.5) = j. Block 1: constant 2.25:
@@ -821,7 +887,7 @@ TEST_CASE("Q5_K quantizes a hand-made block whose values the format holds", "[ke
 // ================================================ dequantization formulas
 
 TEMPLATE_TEST_CASE("dequantization equals ggml's formulas bit for bit on random blocks", "[kernels][quant]", block_q8_0,
-                   block_q4_0, block_q5_0, block_q5_1, block_q4_k, block_q5_k, block_q6_k, block_q8_k) {
+                   block_q4_0, block_q4_1, block_q5_0, block_q5_1, block_q4_k, block_q5_k, block_q6_k, block_q8_k) {
   using Block = TestType;
   ruvllm::test::rng gen(11);
   for (const std::size_t nb : block_counts) {
@@ -835,7 +901,8 @@ TEMPLATE_TEST_CASE("dequantization equals ggml's formulas bit for bit on random 
         x[b].d = half(random_scale(gen) * 64.0f);
         if constexpr (std::is_same_v<Block, block_q4_k> || std::is_same_v<Block, block_q5_k>)
           x[b].dmin = half(random_scale(gen));
-        if constexpr (std::is_same_v<Block, block_q5_1>) x[b].m = half(random_scale(gen));
+        if constexpr (std::is_same_v<Block, block_q5_1> || std::is_same_v<Block, block_q4_1>)
+          x[b].m = half(random_scale(gen));
       }
     }
     const std::size_t n = nb * block_elems<Block>;
@@ -1187,6 +1254,10 @@ TEST_CASE("q5_0 . q8_0 dots: exact, against the scalar reference, batch form", "
   check_quantized_dots<q5_0_pair>(38);
   check_exact_integer_dots<q5_0_pair>(39);
 }
+TEST_CASE("q4_1 . q8_0 dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
+  check_quantized_dots<q4_1_pair>(46);
+  check_exact_integer_dots<q4_1_pair>(47);
+}
 TEST_CASE("q5_1 . q8_0 dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
   check_quantized_dots<q5_1_pair>(42);
   check_exact_integer_dots<q5_1_pair>(43);
@@ -1224,6 +1295,8 @@ void quad_rows(const W* w, std::size_t stride, std::size_t rows, const q8_0_quad
     ops<B>::dot_q5_0_quad_rows(w, stride, rows, a, n, out);
   } else if constexpr (std::is_same_v<W, block_q5_1>) {
     ops<B>::dot_q5_1_quad_rows(w, stride, rows, a, n, out);
+  } else if constexpr (std::is_same_v<W, block_q4_1>) {
+    ops<B>::dot_q4_1_quad_rows(w, stride, rows, a, n, out);
   } else {
     ops<B>::dot_q4_0_quad_rows(w, stride, rows, a, n, out);
   }
@@ -1237,6 +1310,8 @@ void quad_gemm(const W* w, std::size_t stride, std::size_t rows, const q8_0_quad
     ops<B>::gemm_q5_0_quads(w, stride, rows, a, tokens, n, y, y_stride);
   } else if constexpr (std::is_same_v<W, block_q5_1>) {
     ops<B>::gemm_q5_1_quads(w, stride, rows, a, tokens, n, y, y_stride);
+  } else if constexpr (std::is_same_v<W, block_q4_1>) {
+    ops<B>::gemm_q4_1_quads(w, stride, rows, a, tokens, n, y, y_stride);
   } else {
     ops<B>::gemm_q4_0_quads(w, stride, rows, a, tokens, n, y, y_stride);
   }
@@ -1375,9 +1450,12 @@ void check_exact_quad_dots(std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("q8_0, q4_0, q5_0 and q5_1 rows over quad activations: layout, exact, rows = gemm", "[kernels][quant][dot]") {
+TEST_CASE("q8_0, q4_0, q4_1, q5_0 and q5_1 rows over quad activations: layout, exact, rows = gemm",
+          "[kernels][quant][dot]") {
   check_quad_dots<q8_0_pair>(29);
   check_quad_dots<q4_0_pair>(30);
+  check_quad_dots<q4_1_pair>(48);
+  check_exact_quad_dots<q4_1_pair>(49);
   check_quad_dots<q5_0_pair>(40);
   check_quad_dots<q5_1_pair>(44);
   check_exact_quad_dots<q8_0_pair>(31);
@@ -1505,7 +1583,7 @@ TEST_CASE("a quantized dot approximates the float dot of the original rows", "[k
 // ====================================================== backends vs scalar
 
 TEMPLATE_TEST_CASE("quantizers give the scalar reference's bytes on every backend", "[kernels][quant]", block_q8_0,
-                   block_q4_0, block_q5_0, block_q5_1, block_q4_k, block_q5_k, block_q6_k, block_q8_k) {
+                   block_q4_0, block_q4_1, block_q5_0, block_q5_1, block_q4_k, block_q5_k, block_q6_k, block_q8_k) {
   using Block = TestType;
   ruvllm::test::rng gen(31);
   for (const std::size_t nb : block_counts) {

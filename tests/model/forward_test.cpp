@@ -153,8 +153,8 @@ TEST_CASE("forward pass matches llama.cpp on the quantized conformance models", 
 namespace {
 
 /// The conformance model `source` with every 2-D weight of type `from`
-/// (F32 or Q4_K) requantized through floats by our quantizer for `to` (Q5_0,
-/// Q5_1 or Q5_K), stored as `to`, or as F32 holding exactly the values of those
+/// (F32 or Q4_K) requantized through floats by our quantizer for `to` (Q4_1,
+/// Q5_0, Q5_1 or Q5_K), stored as `to`, or as F32 holding exactly the values of those
 /// blocks (so the F32 forward pass is the float reference of the other).
 std::vector<std::byte> requantized(std::string_view source, ruvllm::gguf_type from, ruvllm::gguf_type to, bool as_f32) {
   using kops = ruvllm::kernels::ops<ruvllm::backend::scalar>;
@@ -184,6 +184,9 @@ std::vector<std::byte> requantized(std::string_view source, ruvllm::gguf_type fr
       } else if constexpr (std::is_same_v<Block, ruvllm::block_q5_1>) {
         kops::quantize_q5_1(x.data(), q.data(), n);
         if (as_f32) kops::dequantize_q5_1(q.data(), x.data(), n);
+      } else if constexpr (std::is_same_v<Block, ruvllm::block_q4_1>) {
+        kops::quantize_q4_1(x.data(), q.data(), n);
+        if (as_f32) kops::dequantize_q4_1(q.data(), x.data(), n);
       } else {
         kops::quantize_q5_0(x.data(), q.data(), n);
         if (as_f32) kops::dequantize_q5_0(q.data(), x.data(), n);
@@ -198,6 +201,8 @@ std::vector<std::byte> requantized(std::string_view source, ruvllm::gguf_type fr
       store(ruvllm::block_q5_k{});
     } else if (to == ruvllm::gguf_type::q5_1) {
       store(ruvllm::block_q5_1{});
+    } else if (to == ruvllm::gguf_type::q4_1) {
+      store(ruvllm::block_q4_1{});
     } else {
       store(ruvllm::block_q5_0{});
     }
@@ -245,7 +250,7 @@ void check_requantized(std::string_view source, ruvllm::gguf_type from, ruvllm::
 
 }  // namespace
 
-TEST_CASE("forward pass of Q5_0, Q5_1 and Q5_K models: against their float weights and against llama.cpp",
+TEST_CASE("forward pass of Q4_1, Q5_0, Q5_1 and Q5_K models: against their float weights and against llama.cpp",
           "[model][forward]") {
   // small256-q4_k's weights requantized to Q5_K: measured 0.074 from the
   // float weights (tolerance_for's quantized bound covers llama.cpp's own
@@ -259,6 +264,10 @@ TEST_CASE("forward pass of Q5_0, Q5_1 and Q5_K models: against their float weigh
   check_requantized("tiny-f32", ruvllm::gguf_type::f32, ruvllm::gguf_type::q5_0, 0.1, {0.6, 0.8, false});
   // tiny-f32's weights quantized to Q5_1: measured 0.060 and 0.34.
   check_requantized("tiny-f32", ruvllm::gguf_type::f32, ruvllm::gguf_type::q5_1, 0.1, {0.6, 0.8, false});
+  // tiny-f32's weights quantized to Q4_1: measured 0.054 from the float
+  // weights, 0.85 from llama.cpp's F32 outputs (4-bit weights), and the five
+  // steps whose top-two gap exceeds 1.0 agree.
+  check_requantized("tiny-f32", ruvllm::gguf_type::f32, ruvllm::gguf_type::q4_1, 0.1, {1.0, 1.0, false});
 }
 
 TEST_CASE("forward pass: a cached prefix, chunked batches and thread counts give the same logits", "[model][forward]") {

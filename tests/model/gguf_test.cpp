@@ -254,6 +254,7 @@ TEST_CASE("gguf: every value type and tensor type round-trips through the writer
         {"bf16", gguf_type::bf16, {2, 2, 2}, 16},
         {"q8_0", gguf_type::q8_0, {64, 3}, 2 * 3 * 34},
         {"q4_0", gguf_type::q4_0, {32, 1, 2, 2}, 4 * 18},
+        {"q4_1", gguf_type::q4_1, {32, 3}, 3 * 20},
         {"q5_0", gguf_type::q5_0, {64, 3}, 2 * 3 * 22},
         {"q5_1", gguf_type::q5_1, {32, 2}, 2 * 24},
         {"q4_k", gguf_type::q4_k, {256, 2}, 2 * 144},

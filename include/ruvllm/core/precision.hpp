@@ -22,6 +22,7 @@ enum class gguf_type : std::uint32_t {
   f32 = 0,
   f16 = 1,
   q4_0 = 2,
+  q4_1 = 3,
   q5_0 = 6,
   q5_1 = 7,
   q8_0 = 8,
@@ -46,6 +47,14 @@ struct block_q8_0 {
 /// element j in its low nibble and element j + 16 in its high nibble.
 struct block_q4_0 {
   f16 d;
+  std::uint8_t qs[16];
+};
+
+/// Q4_1: 32 4-bit quants with a scale and a minimum; x = d * q + m. Byte j
+/// holds element j in its low nibble and element j + 16 in its high nibble.
+struct block_q4_1 {
+  f16 d;
+  f16 m;
   std::uint8_t qs[16];
 };
 
@@ -117,6 +126,7 @@ struct block_kivi {
 
 static_assert(sizeof(block_q8_0) == 34);
 static_assert(sizeof(block_q4_0) == 18);
+static_assert(sizeof(block_q4_1) == 20);
 static_assert(sizeof(block_q5_0) == 22);
 static_assert(sizeof(block_q5_1) == 24);
 static_assert(sizeof(block_q4_k) == 144);
@@ -154,6 +164,9 @@ struct q8_0 : detail::format<block_q8_0, 32, gguf_type::q8_0> {
 };
 struct q4_0 : detail::format<block_q4_0, 32, gguf_type::q4_0> {
   static constexpr std::string_view name = "q4_0";
+};
+struct q4_1 : detail::format<block_q4_1, 32, gguf_type::q4_1> {
+  static constexpr std::string_view name = "q4_1";
 };
 struct q5_0 : detail::format<block_q5_0, 32, gguf_type::q5_0> {
   static constexpr std::string_view name = "q5_0";

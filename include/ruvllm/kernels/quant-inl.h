@@ -242,7 +242,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q8_0_block(const std::int8_t* HWY_RESTRICT 
 /// Lanes summing to sum((q[i] - 8) * a[i]) over one Q4_0 block's 16 packed
 /// bytes (element j in the low nibble of byte j, element j + 16 in the high):
 /// sum(q a) - 8 sum(a) with q in [0, 15].
-RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT qs, const act32& a) {
+/// Lanes summing to sum(q[i] * a[i]) over one block's 16 packed nibble
+/// bytes (element j in the low nibble of byte j, element j + 16 in the high).
+RUVLLM_QUANT_ATTR HWY_INLINE V32 nibble_dot(const std::uint8_t* HWY_RESTRICT qs, const act32& a) {
 #if RUVLLM_QUANT_WIDE
   // Both nibble halves in one register (low nibbles in the lower 128 bits):
   // the bytes loaded into both halves, the upper half shifted right by 4 (a
@@ -250,7 +252,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT
   const __m256i packed = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
   const __m256i both = _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
   const __m256i nibbles = _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
-  return hn::Sub(u8_dot256(nibbles, a.raw), a.eight_sum);
+  return u8_dot256(nibbles, a.raw);
 #else
   // Each byte zero-extended to an int16 lane, then split with a mask and a
   // 16-bit shift: one widening per 16 bytes and no 8-bit shift emulation.
@@ -261,8 +263,14 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT
   const auto b0 = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, qs)));
   const auto b1 = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, qs + 8)));
   const hn::Vec<D16> q[4] = {hn::And(b0, mask), hn::And(b1, mask), hn::ShiftRight<4>(b0), hn::ShiftRight<4>(b1)};
-  return hn::Sub(dot_parts(q, a), a.eight_sum);
+  return dot_parts(q, a);
 #endif
+}
+
+/// Lanes summing to sum((q[i] - 8) * a[i]) over one Q4_0 block: sum(q a) -
+/// 8 sum(a) with q in [0, 15].
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q4_0_block(const std::uint8_t* HWY_RESTRICT qs, const act32& a) {
+  return hn::Sub(nibble_dot(qs, a), a.eight_sum);
 }
 
 /// Lanes summing to sum(q[i] * a[i]) over one Q5_0 or Q5_1 block's quants
@@ -328,8 +336,8 @@ struct q8_0_quad_source {
   RUVLLM_QUANT_ATTR HWY_INLINE float scale(std::size_t b) const { return a[b / 4].d[4 * (b % 4)]; }
 };
 
-/// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0, Q4_0, Q5_0
-/// or Q5_1 weights; Q5_1's minimum adds its term per block): each activation block is prepared once for the R rows.
+/// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0, Q4_0, Q4_1,
+/// Q5_0 or Q5_1 weights; a minimum adds its term per block): each activation block is prepared once for the R rows.
 /// Every row accumulates in its own two float vectors (even and odd blocks), so its result does not depend on R or on
 /// which rows share the batch.
 template <std::size_t R, class Block, class Source, class BlockDot>
@@ -346,7 +354,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::s
     for (std::size_t k = 0; k < R; ++k) {
       const auto scale = hn::Set(df, half_to_float(row[k][b].d) * da);
       acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, block_dot(row[k][b], act)), scale, acc[k][slot]);
-      if constexpr (std::is_same_v<Block, block_q5_1>) {
+      if constexpr (std::is_same_v<Block, block_q4_1> || std::is_same_v<Block, block_q5_1>) {
         // + (m_w d_a) sum(a), the lanes of eight_sum adding to 8 sum(a).
         const auto min_scale = hn::Set(df, half_to_float(row[k][b].m) * da * 0.125f);
         acc[k][slot] = hn::MulAdd(hn::ConvertTo(df, act.eight_sum), min_scale, acc[k][slot]);
@@ -414,7 +422,11 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 namespace vnni {
 
 /// The weight formats met by quad activations.
-enum class quad_weights { q8_0, q4_0, q5_0, q5_1 };
+enum class quad_weights { q8_0, q4_0, q4_1, q5_0, q5_1 };
+
+/// Whether a format's blocks carry a minimum (x = d q + m).
+template <quad_weights F>
+inline constexpr bool has_minimum = F == quad_weights::q4_1 || F == quad_weights::q5_1;
 
 /// Whether a format packs its quants as nibbles (Q4_0, Q5_0).
 template <quad_weights F>
@@ -424,6 +436,7 @@ inline constexpr bool packs_nibbles = F != quad_weights::q8_0;
 template <quad_weights F>
 inline constexpr std::size_t quad_bytes = F == quad_weights::q8_0   ? 4 * sizeof(block_q8_0)
                                           : F == quad_weights::q4_0 ? 4 * sizeof(block_q4_0)
+                                          : F == quad_weights::q4_1 ? 4 * sizeof(block_q4_1)
                                           : F == quad_weights::q5_0 ? 4 * sizeof(block_q5_0)
                                                                     : 4 * sizeof(block_q5_1);
 
@@ -440,6 +453,9 @@ struct permute_tables {
   std::uint8_t q51_d[64];   // Q5_1: as q5_d, d at 24j
   std::uint8_t q51_m[64];   // Q5_1: as q5_d, the minimum m at 24j + 2
   std::uint8_t q51_qh[64];  // Q5_1: as q5_qh, qh at 24j + 4
+  std::uint8_t q41_qs[64];  // Q4_1: as q5_qs, block j's quant bytes at 20j + 4
+  std::uint8_t q41_d[64];   // Q4_1: as q5_d, d at 20j
+  std::uint8_t q41_m[64];   // Q4_1: as q5_d, the minimum m at 20j + 2
 };
 
 inline constexpr permute_tables make_permute_tables() {
@@ -465,10 +481,15 @@ inline constexpr permute_tables make_permute_tables() {
       t.q51_d[lane + 3] = static_cast<std::uint8_t>(24 * j + 1);
       t.q51_m[lane + 2] = static_cast<std::uint8_t>(24 * j + 2);
       t.q51_m[lane + 3] = static_cast<std::uint8_t>(24 * j + 3);
+      t.q41_d[lane + 2] = static_cast<std::uint8_t>(20 * j);
+      t.q41_d[lane + 3] = static_cast<std::uint8_t>(20 * j + 1);
+      t.q41_m[lane + 2] = static_cast<std::uint8_t>(20 * j + 2);
+      t.q41_m[lane + 3] = static_cast<std::uint8_t>(20 * j + 3);
     }
     for (std::size_t i = 0; i < 16; ++i) {
       t.q5_qs[16 * j + i] = static_cast<std::uint8_t>(22 * j + 6 + i);
       t.q51_qs[16 * j + i] = static_cast<std::uint8_t>(24 * j + 8 + i);
+      t.q41_qs[16 * j + i] = static_cast<std::uint8_t>(20 * j + 4 + i);
     }
     for (std::size_t i = 0; i < 2; ++i) {
       t.q5_qh[2 * j + i] = static_cast<std::uint8_t>(22 * j + 2 + i);
@@ -502,6 +523,11 @@ RUVLLM_QUANT_ATTR HWY_INLINE constants load_constants() {
     c.qs_hi = c.qs_lo;
     c.d_index = _mm512_load_si512(tables.q5_d);
     c.qh_index = _mm512_load_si512(tables.q5_qh);
+  } else if constexpr (F == quad_weights::q4_1) {
+    c.qs_lo = _mm512_load_si512(tables.q41_qs);
+    c.qs_hi = c.qs_lo;
+    c.d_index = _mm512_load_si512(tables.q41_d);
+    c.m_index = _mm512_load_si512(tables.q41_m);
   } else if constexpr (F == quad_weights::q5_1) {
     c.qs_lo = _mm512_load_si512(tables.q51_qs);
     c.qs_hi = c.qs_lo;
@@ -540,12 +566,15 @@ struct unpacked {
   __m512i lo, hi;
   __m512 d;
 };
-/// Q5_1 adds its blocks' minima (times 2^-112, as d).
-template <>
-struct unpacked<quad_weights::q5_1> {
+/// Formats with a minimum add their blocks' minima (times 2^-112, as d).
+struct unpacked_with_minimum {
   __m512i lo, hi;
   __m512 d, m;
 };
+template <>
+struct unpacked<quad_weights::q4_1> : unpacked_with_minimum {};
+template <>
+struct unpacked<quad_weights::q5_1> : unpacked_with_minimum {};
 
 /// Mask of the bytes [from, from + 64) that lie below `valid`.
 HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
@@ -567,7 +596,22 @@ HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
 template <quad_weights F, bool Whole, bool HalfLoads = false>
 RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const constants& c, std::size_t valid) {
   unpacked<F> u;
-  if constexpr (F == quad_weights::q5_0 || F == quad_weights::q5_1) {
+  if constexpr (F == quad_weights::q4_1) {
+    // 80 bytes: 64 in one register, the last 16 in one load.
+    __m512i z0, z1;
+    if constexpr (Whole) {
+      z0 = _mm512_loadu_si512(p);
+      z1 = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 64)));
+    } else {
+      z0 = _mm512_maskz_loadu_epi8(bytes_below(0, valid), p);
+      z1 = _mm512_maskz_loadu_epi8(bytes_below(64, valid), p + 64);
+    }
+    const __m512i qs = _mm512_permutex2var_epi8(z0, c.qs_lo, z1);
+    u.lo = _mm512_and_si512(qs, c.nibble_mask);
+    u.hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), c.nibble_mask);
+    u.d = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.d_index, z1), c);
+    u.m = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.m_index, z1), c);
+  } else if constexpr (F == quad_weights::q5_0 || F == quad_weights::q5_1) {
     // Q5_0: 88 bytes, 64 in one register, the last 24 as a 16- and an
     // 8-byte load; Q5_1: 96, the last 32 in one load (nothing past the quad
     // is read).
@@ -650,7 +694,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const con
 }
 
 /// One quad's activations in registers; d carries the 2^112 of f16_scales.
-/// For Q5_1's minima, neg8 holds -8 sum(a) in lane 4j (block j) and d_min
+/// For the minima (Q4_1, Q5_1), neg8 holds -8 sum(a) in lane 4j (block j) and d_min
 /// is -d / 8, so their product is d sum(a).
 struct quad_regs {
   __m512i lo, hi, offset, neg8;
@@ -664,13 +708,13 @@ RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
   r.hi = _mm512_load_si512(q.hi);
   // The weights' offset times the activation sums: Q4_0 -8, Q5_0 -16, Q8_0
   // -128 (its quants carry +128 as unsigned bytes).
-  // (Q5_1 has no offset: its minima take the activation sums instead.)
+  // (Q4_1 and Q5_1 have no offset: their minima take the activation sums.)
   r.neg8 = _mm512_load_si512(q.neg8_sum);
   if constexpr (F == quad_weights::q4_0) {
     r.offset = r.neg8;
   } else if constexpr (F == quad_weights::q5_0) {
     r.offset = _mm512_slli_epi32(r.neg8, 1);
-  } else if constexpr (F == quad_weights::q5_1) {
+  } else if constexpr (has_minimum<F>) {
     r.offset = _mm512_setzero_si512();
   } else {
     r.offset = _mm512_load_si512(q.neg128_sum);
@@ -688,9 +732,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m512 quad_dot(const unpacked<F>& w, const quad_re
   __m512i sums = _mm512_dpbusd_epi32(a.offset, w.lo, a.lo);
   sums = _mm512_dpbusd_epi32(sums, w.hi, a.hi);
   acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(w.d, a.d), acc);
-  // Q5_1: + float(-8 sum(a)) * (m_w * d_a) / -8.
-  if constexpr (F == quad_weights::q5_1)
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a.neg8), _mm512_mul_ps(w.m, a.d_min), acc);
+  // Q4_1, Q5_1: + float(-8 sum(a)) * (m_w * d_a) / -8.
+  if constexpr (has_minimum<F>) acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a.neg8), _mm512_mul_ps(w.m, a.d_min), acc);
   return acc;
 }
 
@@ -1444,6 +1487,18 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_q8_0_rows(const block_q5_0* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_q4_1_q8_0_rows(const block_q4_1* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_0* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q4_1_q8_0_rows(w, row_stride, rows, a, n, out);
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
+                             [](const block_q4_1& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::nibble_dot(w_b.qs, act); });
+#endif
+}
+
 RUVLLM_QUANT_ATTR inline void quant_dot_q5_1_q8_0_rows(const block_q5_1* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const block_q8_0* HWY_RESTRICT a,
                                                        std::size_t n, float* HWY_RESTRICT out) {
@@ -1610,6 +1665,22 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_quad_rows(const block_q5_0* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_q4_1_quad_rows(const block_q4_1* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t n,
+                                                       float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q4_1_quad_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_VNNI
+  quant_simd::vnni::all_quad_rows<quant_simd::vnni::quad_weights::q4_1>(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, q4_1_pair_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
+                             [](const block_q4_1& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::nibble_dot(w_b.qs, act); });
+#endif
+}
+
 RUVLLM_QUANT_ATTR inline void quant_dot_q5_1_quad_rows(const block_q5_1* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t n,
                                                        float* HWY_RESTRICT out) {
@@ -1664,6 +1735,20 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q5_0_quads(const block_q5_0* HWY_RESTRI
   RUVLLM_QUANT_WIDE_CALL(gemm, q5_0_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                     y_stride);
+#endif
+}
+
+RUVLLM_QUANT_ATTR inline void quant_gemm_q4_1_quads(const block_q4_1* HWY_RESTRICT w, std::size_t row_stride,
+                                                    std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
+                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                    std::size_t y_stride) {
+#if RUVLLM_QUANT_VNNI
+  quant_simd::vnni::quad_gemm<quant_simd::vnni::quad_weights::q4_1>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, q4_1_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_q4_1_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                      y_stride);
 #endif
 }

@@ -680,6 +680,61 @@ struct q5_0_pair_format : block_pair_steps<sizeof(block_q5_0)> {
   }
 };
 
+/// A pair step of unsigned quants lo / hi (values 0-15 / 16-31 of both
+/// blocks, at most 31) with scales d and minima m: sum(q a) d_w d_a plus the
+/// quad's -8 sum(a) times m_w d_a / -8 (exact scalings), for Q4_1 and Q5_1.
+/// VPMADDUBSW pair sums are at most 2 * 31 * 127, so lo and hi add in 16
+/// bits.
+RUVLLM_QUANT_ATTR HWY_INLINE void accumulate_with_minimum(pair_sum& s, __m256i lo, __m256i hi, __m256 d, __m256 m,
+                                                          const q8_0_quad* a, std::size_t step) {
+  const q8_0_quad& q = a[step / 2];
+  const std::size_t half = step % 2;
+#if RUVLLM_QUANT_DOT4
+  const __m256i sums =
+      add_dot4(add_dot4(_mm256_setzero_si256(), lo, load256(q.lo + 32 * half)), hi, load256(q.hi + 32 * half));
+#else
+  const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, load256(q.lo + 32 * half)),
+                                         _mm256_maddubs_epi16(hi, load256(q.hi + 32 * half)));
+  const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+#endif
+  const __m256 d_a = _mm256_load_ps(q.d + 8 * half);
+  s.add(sums, _mm256_mul_ps(d, d_a));
+  const __m256i neg8_sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.neg8_sum + 8 * half));
+  s.add(neg8_sum, _mm256_mul_ps(m, _mm256_mul_ps(d_a, _mm256_set1_ps(-0.125f))));
+}
+
+/// Q4_1: Q4_0's nibbles without the offset, plus each block's minimum (see
+/// accumulate_with_minimum). Within a pair's first 32 bytes: d at 0 and 20
+/// (upper lane 4), m at 2 and 22 (6); the quants at 4 and 24.
+struct q4_1_pair_format : block_pair_steps<sizeof(block_q4_1)> {
+  struct constants {
+    q4_0_pair_format::constants four;
+    __m256i m_index;
+  };
+  struct unpacked {
+    q4_0_pair_format::unpacked q;
+    __m256 m;
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    return {{_mm256_set1_epi8(0x0F), scale_index(0, 4)}, scale_index(2, 6)};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    static_assert(offsetof(block_q4_1, qs) == 4 && sizeof(block_q4_1) == 20);
+    const __m256i head = load256(p);
+    return {q4_0_pair_format::nibbles(two_lanes(p + 4, p + 24), head, c.four), scales(head, c.m_index)};
+  }
+  /// A last, lone block: the upper lanes read as zero.
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
+    const __m256i head = lower_lane(p);
+    return {q4_0_pair_format::nibbles(lower_lane(p + 4), head, c.four), scales(head, c.m_index)};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
+                                                      std::size_t step) {
+    accumulate_with_minimum(s, u.q.lo, u.q.hi, u.q.d, u.m, a, step);
+  }
+};
+
 /// Q5_1: Q5_0's quants without the offset, each block's minimum times the
 /// activation sum added (the quad's -8 sum(a) times m_w d_a / -8). Within a
 /// pair's first 32 bytes: d at 0 and 24 (upper lane 8), m at 2 and 26 (10),
@@ -716,20 +771,7 @@ struct q5_1_pair_format : block_pair_steps<sizeof(block_q5_1)> {
 
   RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
                                                       std::size_t step) {
-    const q8_0_quad& q = a[step / 2];
-    const std::size_t half = step % 2;
-#if RUVLLM_QUANT_DOT4
-    const __m256i sums = add_dot4(add_dot4(_mm256_setzero_si256(), u.q.lo, load256(q.lo + 32 * half)), u.q.hi,
-                                  load256(q.hi + 32 * half));
-#else
-    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(u.q.lo, load256(q.lo + 32 * half)),
-                                           _mm256_maddubs_epi16(u.q.hi, load256(q.hi + 32 * half)));
-    const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-#endif
-    const __m256 d_a = activation_scales(q, half);
-    s.add(sums, _mm256_mul_ps(u.q.d, d_a));
-    const __m256i neg8_sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(q.neg8_sum + 8 * half));
-    s.add(neg8_sum, _mm256_mul_ps(u.m, _mm256_mul_ps(d_a, _mm256_set1_ps(-0.125f))));
+    accumulate_with_minimum(s, u.q.lo, u.q.hi, u.q.d, u.m, a, step);
   }
 };
 

@@ -146,12 +146,13 @@ struct gguf_type_traits {
 };
 
 /// The tensor types ruvllm reads, with their block geometry.
-inline constexpr std::array<gguf_type_traits, 10> gguf_supported_types = {{
+inline constexpr std::array<gguf_type_traits, 11> gguf_supported_types = {{
     {gguf_type::f32, 1, 4, alignof(float)},
     {gguf_type::f16, 1, 2, alignof(f16)},
     {gguf_type::bf16, 1, 2, alignof(bf16)},
     {gguf_type::q8_0, 32, sizeof(block_q8_0), alignof(block_q8_0)},
     {gguf_type::q4_0, 32, sizeof(block_q4_0), alignof(block_q4_0)},
+    {gguf_type::q4_1, 32, sizeof(block_q4_1), alignof(block_q4_1)},
     {gguf_type::q5_0, 32, sizeof(block_q5_0), alignof(block_q5_0)},
     {gguf_type::q5_1, 32, sizeof(block_q5_1), alignof(block_q5_1)},
     {gguf_type::q4_k, qk_k, sizeof(block_q4_k), alignof(block_q4_k)},
@@ -160,7 +161,7 @@ inline constexpr std::array<gguf_type_traits, 10> gguf_supported_types = {{
 }};
 
 /// Geometry of a supported tensor type, or nullptr for every other ggml type
-/// (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K are supported).
+/// (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K are supported).
 [[nodiscard]] constexpr const gguf_type_traits* find_gguf_type(std::uint32_t id) noexcept {
   for (const auto& t : gguf_supported_types)
     if (static_cast<std::uint32_t>(t.type) == id) return &t;

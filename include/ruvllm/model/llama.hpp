@@ -227,6 +227,7 @@ class llama_model {
       case gguf_type::bf16: break;
       case gguf_type::q8_0:
       case gguf_type::q4_0:
+      case gguf_type::q4_1:
       case gguf_type::q5_0:
       case gguf_type::q5_1:
         if (cols % 32 != 0)
@@ -344,6 +345,9 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
       return;
     case gguf_type::q5_0:
       kops::dot_q5_0_quad_rows(reinterpret_cast<const block_q5_0*>(first), m.row_bytes, rows, in.quads, m.cols, out);
+      return;
+    case gguf_type::q4_1:
+      kops::dot_q4_1_quad_rows(reinterpret_cast<const block_q4_1*>(first), m.row_bytes, rows, in.quads, m.cols, out);
       return;
     case gguf_type::q5_1:
       kops::dot_q5_1_quad_rows(reinterpret_cast<const block_q5_1*>(first), m.row_bytes, rows, in.quads, m.cols, out);
@@ -763,6 +767,7 @@ class llama_context {
           break;
         case gguf_type::q8_0:
         case gguf_type::q4_0:
+        case gguf_type::q4_1:
         case gguf_type::q5_0:
         case gguf_type::q5_1:
           if (in.quads == nullptr) {
@@ -1029,6 +1034,10 @@ class llama_context {
         quantized(reinterpret_cast<const block_q5_0*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_0.data());
         return;
+      case gguf_type::q4_1:
+        quantized(reinterpret_cast<const block_q4_1*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_0.data());
+        return;
       case gguf_type::q5_1:
         quantized(reinterpret_cast<const block_q5_1*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_0.data());
@@ -1081,6 +1090,7 @@ class llama_context {
       case gguf_type::q8_0: kops::dequantize_q8_0(reinterpret_cast<const block_q8_0*>(row), out, e.cols); return;
       case gguf_type::q4_0: kops::dequantize_q4_0(reinterpret_cast<const block_q4_0*>(row), out, e.cols); return;
       case gguf_type::q5_0: kops::dequantize_q5_0(reinterpret_cast<const block_q5_0*>(row), out, e.cols); return;
+      case gguf_type::q4_1: kops::dequantize_q4_1(reinterpret_cast<const block_q4_1*>(row), out, e.cols); return;
       case gguf_type::q5_1: kops::dequantize_q5_1(reinterpret_cast<const block_q5_1*>(row), out, e.cols); return;
       case gguf_type::q4_k: kops::dequantize_q4_k(reinterpret_cast<const block_q4_k*>(row), out, e.cols); return;
       case gguf_type::q5_k: kops::dequantize_q5_k(reinterpret_cast<const block_q5_k*>(row), out, e.cols); return;

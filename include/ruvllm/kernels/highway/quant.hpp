@@ -29,6 +29,8 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   }
   /// f32 -> Q5_0, ggml's bytes (scalar: weights are quantized offline); n % 32 == 0.
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
+  /// f32 -> Q4_1, ggml's bytes (scalar: weights are quantized offline); n % 32 == 0.
+  static void quantize_q4_1(const float* x, block_q4_1* y, std::size_t n) noexcept { scalar::quantize_q4_1(x, y, n); }
   /// f32 -> Q5_1, ggml's bytes (scalar: weights are quantized offline); n % 32 == 0.
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
@@ -56,6 +58,10 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   /// Q5_0 -> f32 (scalar: one embedding row per token); n % 32 == 0.
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
+  }
+  /// Q4_1 -> f32 (scalar: one embedding row per token); n % 32 == 0.
+  static void dequantize_q4_1(const block_q4_1* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q4_1(x, y, n);
   }
   /// Q5_1 -> f32 (scalar: one embedding row per token); n % 32 == 0.
   static void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
@@ -116,6 +122,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     dot_q5_0_q8_0_rows(w, row_bytes<precision::q5_0>(n), 1, a, n, &out);
     return out;
   }
+  /// One Q4_1 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q4_1_q8_0(const block_q4_1* w, const block_q8_0* a, std::size_t n) noexcept {
+    float out;
+    dot_q4_1_q8_0_rows(w, row_bytes<precision::q4_1>(n), 1, a, n, &out);
+    return out;
+  }
   /// One Q5_1 weight row . Q8_0 activations; n % 32 == 0.
   [[nodiscard]] static float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
     float out;
@@ -159,6 +171,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                                  std::size_t n, float* out) noexcept {
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_0) == 0);
     dispatch::quant_dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q4_1 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_q4_1_q8_0_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_1) == 0);
+    dispatch::quant_dot_q4_1_q8_0_rows(w, row_stride, rows, a, n, out);
   }
   /// Q5_1 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
   static void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
@@ -213,6 +231,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_0) == 0);
     dispatch::quant_dot_q5_0_quad_rows(w, row_stride, rows, a, n, out);
   }
+  /// Q4_1 rows . quad activations, as dot_q4_1_q8_0_rows. One dispatch.
+  static void dot_q4_1_quad_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_1) == 0);
+    dispatch::quant_dot_q4_1_quad_rows(w, row_stride, rows, a, n, out);
+  }
   /// Q5_1 rows . quad activations, as dot_q5_1_q8_0_rows. One dispatch.
   static void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
@@ -237,6 +261,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q5_0) == 0);
     dispatch::quant_gemm_q5_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// Q4_1 form of gemm_q8_0_quads.
+  static void gemm_q4_1_quads(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_1) == 0);
+    dispatch::quant_gemm_q4_1_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   /// Q5_1 form of gemm_q8_0_quads.
   static void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,

@@ -172,6 +172,14 @@ template <class Block>
   return static_cast<int>(low | (((q5_high_bits(b) >> j) & 1u) << 4));
 }
 
+/// The 4-bit Q4_1 quant (0..15) of element j (0..31).
+[[nodiscard]] inline int q4_1_quant_of(const block_q4_1& b, std::size_t j) noexcept {
+  return static_cast<int>(j < 16 ? (b.qs[j] & 0x0Fu) : (b.qs[j - 16] >> 4));
+}
+/// The quant of element j of a block with a minimum (Q4_1, Q5_1).
+[[nodiscard]] inline int quant_of(const block_q4_1& b, std::size_t j) noexcept { return q4_1_quant_of(b, j); }
+[[nodiscard]] inline int quant_of(const block_q5_1& b, std::size_t j) noexcept { return q5_quant_of(b, j); }
+
 /// Packs 32 quants in [0, 31] into a Q5_0 or Q5_1 block's qs and qh.
 template <class Block>
 inline void q5_pack(const std::uint8_t* q, Block& out) noexcept {
@@ -416,24 +424,47 @@ inline void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept
   }
 }
 
-/// f32 -> Q5_1, byte-identical to ggml's quantize_row_q5_1_ref: d = (max -
-/// min) / 31, m = min, q = trunc((x - min) / d + 0.5) (at most 31 in exact
-/// arithmetic; clamped so a rounding past it cannot wrap). n % 32 == 0.
+namespace quant_detail {
+
+/// ggml's Q4_1 / Q5_1 reference rule for one block of 32: d = (max - min) /
+/// top, m = min, q = trunc((x - min) / d + 0.5), at most top in exact
+/// arithmetic and clamped there so a rounding past it cannot wrap. Stores d
+/// and m; the quants go to q.
+template <class Block>
+inline void quantize_min_block(const float* x, int top, Block& out, std::uint8_t* q) noexcept {
+  const auto [lowest, highest] = std::minmax_element(x, x + 32);
+  const float min = *lowest, d = (*highest - min) / static_cast<float>(top);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  out.d = to_f16(d);
+  out.m = to_f16(min);
+  const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
+  for (std::size_t j = 0; j < 32; ++j) {
+    const float p = usable ? (x[j] - min) * id : 0.0f;
+    const int l = static_cast<int>(std::min(p, static_cast<float>(top)) + 0.5f);
+    q[j] = static_cast<std::uint8_t>(std::min(l, top));
+  }
+}
+
+}  // namespace quant_detail
+
+/// f32 -> Q4_1, byte-identical to ggml's quantize_row_q4_1_ref (d = (max -
+/// min) / 15, see quantize_min_block). n % 32 == 0.
+inline void quantize_q4_1(const float* x, block_q4_1* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % quant_detail::qk4_0 == 0);
+  for (std::size_t b = 0; b < n / quant_detail::qk4_0; ++b, x += quant_detail::qk4_0) {
+    std::uint8_t q[32];
+    quant_detail::quantize_min_block(x, 15, y[b], q);
+    for (std::size_t j = 0; j < 16; ++j) y[b].qs[j] = static_cast<std::uint8_t>(q[j] | (q[j + 16] << 4));
+  }
+}
+
+/// f32 -> Q5_1, byte-identical to ggml's quantize_row_q5_1_ref (d = (max -
+/// min) / 31, see quantize_min_block). n % 32 == 0.
 inline void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
   for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, x += quant_detail::qk5_0) {
-    const auto [lowest, highest] = std::minmax_element(x, x + quant_detail::qk5_0);
-    const float min = *lowest, d = (*highest - min) / 31.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = to_f16(d);
-    y[b].m = to_f16(min);
-    const bool usable = std::fabs(id) <= std::numeric_limits<float>::max();
     std::uint8_t q[32];
-    for (std::size_t j = 0; j < 32; ++j) {
-      const float p = usable ? (x[j] - min) * id : 0.0f;
-      const int l = static_cast<int>(std::min(p, 31.0f) + 0.5f);
-      q[j] = static_cast<std::uint8_t>(std::min(l, 31));
-    }
+    quant_detail::quantize_min_block(x, 31, y[b], q);
     quant_detail::q5_pack(q, y[b]);
   }
 }
@@ -649,13 +680,25 @@ inline void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexce
   }
 }
 
-/// Q5_1 -> f32, ggml's formula: x = q * d + m (q * d exact). n % 32 == 0.
-inline void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
-  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
-  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, y += quant_detail::qk5_0) {
+namespace quant_detail {
+/// Q4_1 / Q5_1 -> f32, ggml's formula: x = q * d + m (q * d exact).
+template <class Block>
+inline void dequantize_min_blocks(const Block* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
+  for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
     const float d = to_float(x[b].d), m = to_float(x[b].m);
-    for (std::size_t j = 0; j < 32; ++j) y[j] = static_cast<float>(quant_detail::q5_quant_of(x[b], j)) * d + m;
+    for (std::size_t j = 0; j < 32; ++j) y[j] = static_cast<float>(quant_of(x[b], j)) * d + m;
   }
+}
+}  // namespace quant_detail
+
+/// Q4_1 -> f32: x = q * d + m. n % 32 == 0.
+inline void dequantize_q4_1(const block_q4_1* x, float* y, std::size_t n) noexcept {
+  quant_detail::dequantize_min_blocks(x, y, n);
+}
+/// Q5_1 -> f32: x = q * d + m. n % 32 == 0.
+inline void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
+  quant_detail::dequantize_min_blocks(x, y, n);
 }
 
 /// Q4_K -> f32, ggml's formula exactly: x = (d*sc) * q - (dmin*m). n % 256 == 0.
@@ -774,29 +817,38 @@ inline void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept
 
 namespace quant_detail {
 
-/// One Q5_1 block's dot with 32 activation quants of scale d_a: the exact
-/// sums of q * a and of a, then (d_w d_a) * sum(q a) + (m_w d_a) * sum(a),
-/// each factor's product rounded once (ggml_vec_dot_q5_1_q8_1 takes m_w
-/// times its Q8_1 block's f16 d_a * sum(a) instead).
-[[nodiscard]] inline float q5_1_block_dot(const block_q5_1& w, const std::int8_t* a, float d_a) noexcept {
+/// One Q4_1 or Q5_1 block's dot with 32 activation quants of scale d_a:
+/// the exact sums of q * a and of a, then (d_w d_a) * sum(q a) + (m_w d_a)
+/// * sum(a), each factor's product rounded once (ggml's dots with Q8_1
+/// activations take m_w times that block's f16 d_a * sum(a) instead).
+template <class Block>
+[[nodiscard]] inline float min_block_dot(const Block& w, const std::int8_t* a, float d_a) noexcept {
   int sumi = 0, sum_a = 0;
   for (std::size_t j = 0; j < 32; ++j) {
-    sumi += q5_quant_of(w, j) * a[j];
+    sumi += quant_of(w, j) * a[j];
     sum_a += a[j];
   }
   return static_cast<float>(sumi) * (to_float(w.d) * d_a) + static_cast<float>(sum_a) * (to_float(w.m) * d_a);
 }
 
+/// The sum of min_block_dot over the blocks, with Q8_0 blocks or quads.
+template <class Block>
+[[nodiscard]] inline float min_dot(const Block* w, const block_q8_0* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / 32; ++b) sum += min_block_dot(w[b], a[b].qs, to_float(a[b].d));
+  return sum;
+}
+
 }  // namespace quant_detail
 
-/// Q5_1 weights . Q8_0 activations: the sum of q5_1_block_dot over the
-/// blocks. n % 32 == 0.
+/// Q4_1 weights . Q8_0 activations (see min_block_dot). n % 32 == 0.
+[[nodiscard]] inline float dot_q4_1_q8_0(const block_q4_1* w, const block_q8_0* a, std::size_t n) noexcept {
+  return quant_detail::min_dot(w, a, n);
+}
+/// Q5_1 weights . Q8_0 activations (see min_block_dot). n % 32 == 0.
 [[nodiscard]] inline float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
-  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
-  float sum = 0.0f;
-  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b)
-    sum += quant_detail::q5_1_block_dot(w[b], a[b].qs, to_float(a[b].d));
-  return sum;
+  return quant_detail::min_dot(w, a, n);
 }
 
 namespace quant_detail {
@@ -909,6 +961,10 @@ inline void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std:
 inline void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q4_1_q8_0_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_1_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
 }
 inline void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                std::size_t n, float* out) noexcept {
@@ -1024,17 +1080,29 @@ inline void quad_block(const q8_0_quad* a, std::size_t b, std::int8_t (&qs)[32],
   return sum;
 }
 
-/// dot_q5_1_q8_0 with quad activations (same arithmetic, same result).
-[[nodiscard]] inline float dot_q5_1_quads(const block_q5_1* w, const q8_0_quad* a, std::size_t n) noexcept {
-  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+namespace quant_detail {
+/// min_dot with quad activations (same arithmetic, same result).
+template <class Block>
+[[nodiscard]] inline float min_dot_quads(const Block* w, const q8_0_quad* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
   float sum = 0.0f;
-  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b) {
+  for (std::size_t b = 0; b < n / 32; ++b) {
     std::int8_t qs[32];
     float d;
-    quant_detail::quad_block(a, b, qs, d);
-    sum += quant_detail::q5_1_block_dot(w[b], qs, d);
+    quad_block(a, b, qs, d);
+    sum += min_block_dot(w[b], qs, d);
   }
   return sum;
+}
+}  // namespace quant_detail
+
+/// dot_q4_1_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_q4_1_quads(const block_q4_1* w, const q8_0_quad* a, std::size_t n) noexcept {
+  return quant_detail::min_dot_quads(w, a, n);
+}
+/// dot_q5_1_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_q5_1_quads(const block_q5_1* w, const q8_0_quad* a, std::size_t n) noexcept {
+  return quant_detail::min_dot_quads(w, a, n);
 }
 
 /// out[r] = dot(row r, a) for r < rows with quad activations, rows as in
@@ -1050,6 +1118,10 @@ inline void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std:
 inline void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q4_1_quad_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_1_quads(quant_detail::row_at(w, row_stride, r), a, n);
 }
 inline void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                std::size_t n, float* out) noexcept {
@@ -1070,6 +1142,10 @@ inline void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::si
 inline void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
+}
+inline void gemm_q4_1_quads(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_q4_1_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
 }
 inline void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -1171,6 +1247,16 @@ struct quant_checked {
     for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_q5_0", "q5_0", b, y[b].d));
     return {};
   }
+  /// Ops::quantize_q4_1 after checking n % 32, finite inputs, then finite scales.
+  static result<void> quantize_q4_1_checked(const float* x, block_q4_1* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q4_1>("quantize_q4_1", x, y, n));
+    Ops::quantize_q4_1(x, y, n);
+    for (std::size_t b = 0; b < n / 32; ++b) {
+      RUVLLM_TRY(check_scale("quantize_q4_1", "q4_1", b, y[b].d));
+      RUVLLM_TRY(check_scale("quantize_q4_1", "q4_1", b, y[b].m));
+    }
+    return {};
+  }
   /// Ops::quantize_q5_1 after checking n % 32, finite inputs, then finite scales.
   static result<void> quantize_q5_1_checked(const float* x, block_q5_1* y, std::size_t n) {
     RUVLLM_TRY(check_quantize<precision::q5_1>("quantize_q5_1", x, y, n));
@@ -1233,6 +1319,12 @@ struct quant_checked {
     Ops::dequantize_q5_0(x, y, n);
     return {};
   }
+  /// Ops::dequantize_q4_1 after checking n % 32.
+  static result<void> dequantize_q4_1_checked(const block_q4_1* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q4_1", "q4_1", n, 32));
+    Ops::dequantize_q4_1(x, y, n);
+    return {};
+  }
   /// Ops::dequantize_q5_1 after checking n % 32.
   static result<void> dequantize_q5_1_checked(const block_q5_1* x, float* y, std::size_t n) {
     RUVLLM_TRY(check_length("dequantize_q5_1", "q5_1", n, 32));
@@ -1272,6 +1364,11 @@ struct quant_checked {
   static result<float> dot_q5_0_q8_0_checked(const block_q5_0* w, const block_q8_0* a, std::size_t n) {
     RUVLLM_TRY(check_length("dot_q5_0_q8_0", "q5_0", n, 32));
     return Ops::dot_q5_0_q8_0(w, a, n);
+  }
+  /// Ops::dot_q4_1_q8_0 after checking n % 32.
+  static result<float> dot_q4_1_q8_0_checked(const block_q4_1* w, const block_q8_0* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q4_1_q8_0", "q4_1", n, 32));
+    return Ops::dot_q4_1_q8_0(w, a, n);
   }
   /// Ops::dot_q5_1_q8_0 after checking n % 32.
   static result<float> dot_q5_1_q8_0_checked(const block_q5_1* w, const block_q8_0* a, std::size_t n) {
@@ -1315,6 +1412,13 @@ struct quant_checked {
     Ops::dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
     return {};
   }
+  /// Ops::dot_q4_1_q8_0_rows after checking n, the stride and the alignment.
+  static result<void> dot_q4_1_q8_0_rows_checked(const block_q4_1* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_0* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q4_1>("dot_q4_1_q8_0_rows", w, row_stride, rows, n));
+    Ops::dot_q4_1_q8_0_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
   /// Ops::dot_q5_1_q8_0_rows after checking n, the stride and the alignment.
   static result<void> dot_q5_1_q8_0_rows_checked(const block_q5_1* w, std::size_t row_stride, std::size_t rows,
                                                  const block_q8_0* a, std::size_t n, float* out) {
@@ -1355,6 +1459,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept { scalar::quantize_q8_0(x, y, n); }
   static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept { scalar::quantize_q4_0(x, y, n); }
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
+  static void quantize_q4_1(const float* x, block_q4_1* y, std::size_t n) noexcept { scalar::quantize_q4_1(x, y, n); }
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
@@ -1369,6 +1474,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   }
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
+  }
+  static void dequantize_q4_1(const block_q4_1* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q4_1(x, y, n);
   }
   static void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_1(x, y, n);
@@ -1408,6 +1516,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   [[nodiscard]] static float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
     return scalar::dot_q5_0_q8_0(w, a, n);
   }
+  [[nodiscard]] static float dot_q4_1_q8_0(const block_q4_1* w, const block_q8_0* a, std::size_t n) noexcept {
+    return scalar::dot_q4_1_q8_0(w, a, n);
+  }
   [[nodiscard]] static float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
     return scalar::dot_q5_1_q8_0(w, a, n);
   }
@@ -1432,6 +1543,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q5_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q4_1_q8_0_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q4_1_q8_0_rows(w, row_stride, rows, a, n, out);
   }
   static void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
@@ -1468,6 +1583,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q5_0_quad_rows(w, row_stride, rows, a, n, out);
   }
+  static void dot_q4_1_quad_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q4_1_quad_rows(w, row_stride, rows, a, n, out);
+  }
   static void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q5_1_quad_rows(w, row_stride, rows, a, n, out);
@@ -1483,6 +1602,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q5_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_q4_1_quads(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q4_1_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   static void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -1532,6 +1655,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_q8_0_rows, ruvllm::block_q5_0, ruvllm::block_q8_0)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_1_q8_0_rows, ruvllm::block_q4_1, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_q8_0_rows, ruvllm::block_q5_1, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)         \
@@ -1540,10 +1664,12 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_quad_rows, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_quad_rows, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_1_quad_rows, ruvllm::block_q4_1, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_quad_rows, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad) \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_0_quads, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad)    \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_1_quads, ruvllm::block_q4_1, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_1_quads, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)             \

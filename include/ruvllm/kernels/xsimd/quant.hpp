@@ -102,21 +102,42 @@ inline float q5_0_block_dot(const block_q5_0& w, const std::int8_t* a, float d_a
   return static_cast<float>(dot_i8(q, a, 32)) * (to_float(w.d) * d_a);
 }
 
-/// A Q5_1 block's dot with 32 activation quants whose scale is d_a (see
-/// scalar::quant_detail::q5_1_block_dot).
-inline float q5_1_block_dot(const block_q5_1& w, const std::int8_t* a, float d_a) noexcept {
+/// A Q4_1 or Q5_1 block's dot with 32 activation quants whose scale is d_a
+/// (see scalar::quant_detail::min_block_dot).
+template <class Block>
+inline float min_block_dot(const Block& w, const std::int8_t* a, float d_a) noexcept {
   alignas(64) std::int8_t q[32], ones[32];
   for (std::size_t j = 0; j < 32; ++j) {
-    q[j] = static_cast<std::int8_t>(scalar::quant_detail::q5_quant_of(w, j));
+    q[j] = static_cast<std::int8_t>(scalar::quant_detail::quant_of(w, j));
     ones[j] = 1;
   }
   return static_cast<float>(dot_i8(q, a, 32)) * (to_float(w.d) * d_a) +
          static_cast<float>(dot_i8(ones, a, 32)) * (to_float(w.m) * d_a);
 }
 
-inline float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
+/// out[r] = the sum of block_dot(block, its quad activations, d_a) over row
+/// r's blocks (the Q5_0 / Q4_1 / Q5_1 quad rows).
+template <class Block>
+inline void block_quad_rows(const Block* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a, std::size_t n,
+                            float* out, float (*block_dot)(const Block&, const std::int8_t*, float) noexcept) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const Block* row = scalar::quant_detail::row_at(w, row_stride, r);
+    float sum = 0.0f;
+    for (std::size_t b = 0; b < n / 32; ++b) {
+      alignas(64) std::int8_t qs[32];
+      float d;
+      scalar::quant_detail::quad_block(a, b, qs, d);
+      sum += block_dot(row[b], qs, d);
+    }
+    out[r] = sum;
+  }
+}
+
+template <class Block>
+inline float min_dot(const Block* w, const block_q8_0* a, std::size_t n) noexcept {
   float sum = 0.0f;
-  for (std::size_t b = 0; b < n / 32; ++b) sum += q5_1_block_dot(w[b], a[b].qs, to_float(a[b].d));
+  for (std::size_t b = 0; b < n / 32; ++b) sum += min_block_dot(w[b], a[b].qs, to_float(a[b].d));
   return sum;
 }
 
@@ -287,6 +308,7 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
+  static void quantize_q4_1(const float* x, block_q4_1* y, std::size_t n) noexcept { scalar::quantize_q4_1(x, y, n); }
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
@@ -311,6 +333,10 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   /// Q4_K -> f32 (scalar); n % 256 == 0.
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
+  }
+  /// Q4_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q4_1(const block_q4_1* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q4_1(x, y, n);
   }
   /// Q4_K -> f32 (scalar); n % 256 == 0.
   static void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
@@ -363,10 +389,15 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     RUVLLM_ASSERT(n % 32 == 0);
     return xsimd_impl::quant::dot_q5_0_q8_0(w, a, n);
   }
+  /// One Q4_1 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_q4_1_q8_0(const block_q4_1* w, const block_q8_0* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    return xsimd_impl::quant::min_dot(w, a, n);
+  }
   /// One Q5_1 weight row . Q8_0 activations; n % 32 == 0.
   [[nodiscard]] static float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % 32 == 0);
-    return xsimd_impl::quant::dot_q5_1_q8_0(w, a, n);
+    return xsimd_impl::quant::min_dot(w, a, n);
   }
   /// One Q4_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
@@ -398,6 +429,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q4_1 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_q4_1_q8_0_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_1_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
   /// Q5_1 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
   static void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
@@ -467,33 +503,15 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   }
   static void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
-    RUVLLM_ASSERT(n % 32 == 0);
-    for (std::size_t r = 0; r < rows; ++r) {
-      const block_q5_0* row = scalar::quant_detail::row_at(w, row_stride, r);
-      float sum = 0.0f;
-      for (std::size_t b = 0; b < n / 32; ++b) {
-        alignas(64) std::int8_t qs[32];
-        float d;
-        scalar::quant_detail::quad_block(a, b, qs, d);
-        sum += xsimd_impl::quant::q5_0_block_dot(row[b], qs, d);
-      }
-      out[r] = sum;
-    }
+    xsimd_impl::quant::block_quad_rows(w, row_stride, rows, a, n, out, xsimd_impl::quant::q5_0_block_dot);
+  }
+  static void dot_q4_1_quad_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+    xsimd_impl::quant::block_quad_rows(w, row_stride, rows, a, n, out, xsimd_impl::quant::min_block_dot<block_q4_1>);
   }
   static void dot_q5_1_quad_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
-    RUVLLM_ASSERT(n % 32 == 0);
-    for (std::size_t r = 0; r < rows; ++r) {
-      const block_q5_1* row = scalar::quant_detail::row_at(w, row_stride, r);
-      float sum = 0.0f;
-      for (std::size_t b = 0; b < n / 32; ++b) {
-        alignas(64) std::int8_t qs[32];
-        float d;
-        scalar::quant_detail::quad_block(a, b, qs, d);
-        sum += xsimd_impl::quant::q5_1_block_dot(row[b], qs, d);
-      }
-      out[r] = sum;
-    }
+    xsimd_impl::quant::block_quad_rows(w, row_stride, rows, a, n, out, xsimd_impl::quant::min_block_dot<block_q5_1>);
   }
   static void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -508,6 +526,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q5_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                       y_stride);
+  }
+  static void gemm_q4_1_quads(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_q4_1_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                        y_stride);
   }
   static void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
