@@ -15,7 +15,7 @@
 //                             through a function compiled for AVX-VNNI).
 
 // ------------------------------------------ K-quant GEMV rows, GEMM tiles
-// Q4_K and Q6_K rows in the widest integer registers (512-bit on AVX-512
+// Q4_K, Q5_K and Q6_K rows in the widest integer registers (512-bit on AVX-512
 // targets, 256-bit on AVX2), one super-block of a row per step, each row
 // accumulating in float vectors that are reduced once, at the row's end.
 // Reducing every super-block to one float instead (the reference's

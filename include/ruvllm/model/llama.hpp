@@ -4,7 +4,8 @@
 // The llama-family forward pass over a GGUF file: llama (and mistral, which
 // GGUF stores as llama) and qwen2 (q/k/v biases, NeoX RoPE, usually tied
 // embeddings). Weights are used in place from the file's mapping in every
-// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K); nothing is copied or
+// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
+// Q6_K); nothing is copied or
 // dequantized ahead of time.
 //
 // ------------------------------------------------------------- arithmetic

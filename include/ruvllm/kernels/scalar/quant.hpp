@@ -2,7 +2,8 @@
 #define RUVLLM_KERNELS_SCALAR_QUANT_HPP
 
 // Scalar reference for the quant kernel family: GGUF block formats (Q8_0,
-// Q4_0, Q4_K, Q6_K, and Q8_K for activations), f16/bf16 rows, and the dot
+// Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, and Q8_K for activations),
+// f16/bf16 rows, and the dot
 // products of a quantized weight row with quantized activations. Every SIMD
 // backend is tested against these functions, so they favour the obvious loop
 // and spell out ggml's arithmetic (formats and rounding read from ggml's
@@ -10,7 +11,7 @@
 //
 // Conventions shared by every entry point:
 //  * n counts elements and must be a multiple of the format's block size
-//    (32 for Q8_0/Q4_0, 256 for Q4_K/Q6_K/Q8_K); RUVLLM_ASSERT checks it in
+//    (32 for Q8_0 and Q4_0-Q5_1, 256 for the K-quants); RUVLLM_ASSERT checks it in
 //    debug builds. The *_checked wrappers (quant_checked below) validate it at
 //    API boundaries and return ruvllm::result instead.
 //  * Nothing allocates; outputs are written in full, never read.
@@ -29,8 +30,12 @@
 //  * Q8_K: iscale = -127 / m, q = min(127, nearest_int(iscale * x)),
 //    d = 1 / iscale, bsums = sums of 16 quants. Same bytes as ggml, and bsums
 //    are also written for all-zero blocks (ggml leaves them unset).
-//  * Q4_K / Q6_K: ggml's reference search (make_qkx2_quants with weights
-//    av_x + |x| for Q4_K; make_qx_quants with weights x^2 for Q6_K), then the
+//  * Q5_0: as Q4_0 with d = m / -16 and q = min(31, trunc(x / d + 16.5)).
+//    Q4_1 / Q5_1: d = (max - min) / 15 or 31, m = min, q = trunc((x - min)
+//    / d + 0.5). Same bytes as ggml.
+//  * Q4_K / Q5_K / Q6_K: ggml's reference search (make_qkx2_quants with
+//    weights av_x + |x| for Q4_K and Q5_K; make_qx_quants with weights x^2
+//    for Q6_K), then the
 //    same scale packing and requantization, so the error is that of ggml's
 //    reference quantizer. Bytes agree with ggml when both are compiled
 //    without fused multiply-add contraction; they are not promised to.
@@ -39,14 +44,17 @@
 //    NaN), these functions write the quants of zero (q = 0, or nibble 8) with
 //    ggml's scale, which is then 0 or a denormal that f16 rounds to 0.
 //
-// Dequantizers are ggml's formulas (Q4_K: x = d*sc*q - dmin*m; Q6_K:
-// x = d*sc*q); every product involved is exact in float, so the results are
+// Dequantizers are ggml's formulas (Q4_1 / Q5_1: x = d*q + m; Q4_K / Q5_K:
+// x = d*sc*q - dmin*m; Q6_K: x = d*sc*q); every product involved is exact in float, so the results are
 // ggml's bit for bit however a compiler contracts or reorders them.
 //
 // Dot products follow llama.cpp's generic CPU code: exact int32 sums of
-// quant products per block (Q4_K/Q6_K: per super-block, weighted by the 6- or
-// 8-bit sub-block scales, with Q4_K's min term from the activation bsums),
-// then one float multiply-accumulate per block. Activation quants must lie in
+// quant products per block (K-quants: per super-block, weighted by the 6- or
+// 8-bit sub-block scales, with Q4_K's and Q5_K's min term from the
+// activation bsums), then one float multiply-accumulate per block; Q4_1 /
+// Q5_1 add m_w d_a sum(a) per block, which llama.cpp takes from its Q8_1
+// activations' f16 d_a sum(a) (we keep Q8_0 activations for every 32-element
+// format, so that term can differ from llama.cpp's by the f16 rounding). Activation quants must lie in
 // [-127, 127], which every activation quantizer here guarantees (-128 is
 // excluded because SIMD backends take |a| of it).
 
