@@ -3808,8 +3808,9 @@ struct rope_ops<backend::scalar> {
 //    ggml's scale, which is then 0 or a denormal that f16 rounds to 0.
 //
 // Dequantizers are ggml's formulas (Q4_1 / Q5_1: x = d*q + m; Q4_K / Q5_K:
-// x = d*sc*q - dmin*m; Q6_K: x = d*sc*q); every product involved is exact in float, so the results are
-// ggml's bit for bit however a compiler contracts or reorders them.
+// x = d*sc*q - dmin*m; Q6_K: x = d*sc*q); every product involved is exact
+// in float, so the results are ggml's bit for bit however a compiler
+// contracts or reorders them.
 //
 // Dot products follow llama.cpp's generic CPU code: exact int32 sums of
 // quant products per block (K-quants: per super-block, weighted by the 6- or
@@ -3817,9 +3818,10 @@ struct rope_ops<backend::scalar> {
 // activation bsums), then one float multiply-accumulate per block; Q4_1 /
 // Q5_1 add m_w d_a sum(a) per block, which llama.cpp takes from its Q8_1
 // activations' f16 d_a sum(a) (we keep Q8_0 activations for every 32-element
-// format, so that term can differ from llama.cpp's by the f16 rounding). Activation quants must lie in
-// [-127, 127], which every activation quantizer here guarantees (-128 is
-// excluded because SIMD backends take |a| of it).
+// format, so that term can differ from llama.cpp's by the f16 rounding).
+// Activation quants must lie in [-127, 127], which every activation
+// quantizer here guarantees (-128 is excluded because SIMD backends take |a|
+// of it).
 
 #include <algorithm>
 #include <cmath>
@@ -8945,9 +8947,6 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q8_0_block(const std::int8_t* HWY_RESTRICT 
 #endif
 }
 
-/// Lanes summing to sum((q[i] - 8) * a[i]) over one Q4_0 block's 16 packed
-/// bytes (element j in the low nibble of byte j, element j + 16 in the high):
-/// sum(q a) - 8 sum(a) with q in [0, 15].
 /// Lanes summing to sum(q[i] * a[i]) over one block's 16 packed nibble
 /// bytes (element j in the low nibble of byte j, element j + 16 in the high).
 RUVLLM_QUANT_ATTR HWY_INLINE V32 nibble_dot(const std::uint8_t* HWY_RESTRICT qs, const act32& a) {
@@ -9043,9 +9042,10 @@ struct q8_0_quad_source {
 };
 
 /// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0, Q4_0, Q4_1,
-/// Q5_0 or Q5_1 weights; a minimum adds its term per block): each activation block is prepared once for the R rows.
-/// Every row accumulates in its own two float vectors (even and odd blocks), so its result does not depend on R or on
-/// which rows share the batch.
+/// Q5_0 or Q5_1 weights; a minimum adds its term per block): each activation
+/// block is prepared once for the R rows. Every row accumulates in its own
+/// two float vectors (even and odd blocks), so its result does not depend on
+/// R or on which rows share the batch.
 template <std::size_t R, class Block, class Source, class BlockDot>
 RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride, const Source& a,
                                              std::size_t nb, float* HWY_RESTRICT out, BlockDot block_dot) {
@@ -9134,7 +9134,7 @@ enum class quad_weights { q8_0, q4_0, q4_1, q5_0, q5_1 };
 template <quad_weights F>
 inline constexpr bool has_minimum = F == quad_weights::q4_1 || F == quad_weights::q5_1;
 
-/// Whether a format packs its quants as nibbles (Q4_0, Q5_0).
+/// Whether a format packs its quants as nibbles (every format but Q8_0).
 template <quad_weights F>
 inline constexpr bool packs_nibbles = F != quad_weights::q8_0;
 
@@ -9219,7 +9219,7 @@ struct constants {
 
 template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE constants load_constants() {
-  constants c;
+  constants c{};  // the indices a format does not use stay zero
   if constexpr (F == quad_weights::q4_0) {
     c.qs_lo = _mm512_load_si512(tables.q4_qs);
     c.qs_hi = c.qs_lo;
@@ -9265,8 +9265,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m512 f16_scales(__m512i halves, const constants& 
 }
 
 /// One row's four blocks of a quad, unpacked: unsigned quant bytes in the
-/// quad's chunk order (Q4_0: nibbles 0..15; Q5_0: 0..31; Q8_0: w + 128) and the four
-/// weight scales (times 2^-112, see f16_scales) in the quad's lanes.
+/// quad's chunk order (Q4_0, Q4_1: nibbles 0..15; Q5_0, Q5_1: 0..31; Q8_0:
+/// w + 128) and the four weight scales (times 2^-112, see f16_scales) in
+/// the quad's lanes.
 template <quad_weights F>
 struct unpacked {
   __m512i lo, hi;
@@ -9400,8 +9401,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const con
 }
 
 /// One quad's activations in registers; d carries the 2^112 of f16_scales.
-/// For the minima (Q4_1, Q5_1), neg8 holds -8 sum(a) in lane 4j (block j) and d_min
-/// is -d / 8, so their product is d sum(a).
+/// For the minima (Q4_1, Q5_1), neg8 holds -8 sum(a) in lane 4j (block j)
+/// and d_min is -d / 8, so their product is d sum(a).
 struct quad_regs {
   __m512i lo, hi, offset, neg8;
   __m512 d, d_min;
@@ -9413,8 +9414,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
   r.lo = _mm512_load_si512(q.lo);
   r.hi = _mm512_load_si512(q.hi);
   // The weights' offset times the activation sums: Q4_0 -8, Q5_0 -16, Q8_0
-  // -128 (its quants carry +128 as unsigned bytes).
-  // (Q4_1 and Q5_1 have no offset: their minima take the activation sums.)
+  // -128 (its quants carry +128 as unsigned bytes); Q4_1 and Q5_1 have none
+  // (their minima take the activation sums instead).
   r.neg8 = _mm512_load_si512(q.neg8_sum);
   if constexpr (F == quad_weights::q4_0) {
     r.offset = r.neg8;
@@ -9827,8 +9828,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m256 fold_to_256(fvec v) {
 }
 
 /// A Q4_K or Q5_K super-block's eight 6-bit scales (bytes 0-7) and mins
-/// (bytes 8-15) from its 12 scale bytes at `scales`, unpacked four at a time in the 32-bit lanes of one register (the
-/// packing keeps each byte's bits within its byte). Unpacked in general
+/// (bytes 8-15) from its 12 scale bytes at `scales`, unpacked four at a time
+/// in the 32-bit lanes of one register (the packing keeps each byte's bits
+/// within its byte). Unpacked in general
 /// registers instead and stored, the words reached the vector through a load
 /// spanning four stores, which cannot be forwarded: the 512-bit Q4_K GEMV
 /// (Zen 5, one thread, 4096 x 4096 from L3) read 34.1 GB/s that way,
@@ -10766,8 +10768,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m256 fold_to_256(fvec v) {
 }
 
 /// A Q4_K or Q5_K super-block's eight 6-bit scales (bytes 0-7) and mins
-/// (bytes 8-15) from its 12 scale bytes at `scales`, unpacked four at a time in the 32-bit lanes of one register (the
-/// packing keeps each byte's bits within its byte). Unpacked in general
+/// (bytes 8-15) from its 12 scale bytes at `scales`, unpacked four at a time
+/// in the 32-bit lanes of one register (the packing keeps each byte's bits
+/// within its byte). Unpacked in general
 /// registers instead and stored, the words reached the vector through a load
 /// spanning four stores, which cannot be forwarded: the 512-bit Q4_K GEMV
 /// (Zen 5, one thread, 4096 x 4096 from L3) read 34.1 GB/s that way,
@@ -17611,7 +17614,8 @@ struct quantized_gemv_traits<block_q6_k> : q8_k_traits {
 }  // namespace detail
 
 /// The activation form a quantized weight block is multiplied with:
-/// q8_0_quad for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights, block_q8_k for Q4_K / Q5_K / Q6_K.
+/// q8_0_quad for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights, block_q8_k for
+/// Q4_K / Q5_K / Q6_K.
 template <class WeightBlock>
 using activation_block_t = typename detail::quantized_gemv_traits<WeightBlock>::activation_block;
 
@@ -17623,9 +17627,11 @@ template <class WeightBlock>
 }
 
 /// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q4_1,
-/// block_q5_0, block_q5_1, block_q4_k, block_q5_k or block_q6_k rows, `row_stride` bytes apart, cols a multiple of the
-/// block size): x is quantized once into `activations` (activation_blocks(cols) of them, caller-provided so the call
-/// never allocates) by the calling thread, then row blocks of ~128 KiB of weights run on every pool thread, each one
+/// block_q5_0, block_q5_1, block_q4_k, block_q5_k or block_q6_k rows,
+/// `row_stride` bytes apart, cols a multiple of the block size): x is
+/// quantized once into `activations` (activation_blocks(cols) of them,
+/// caller-provided so the call never allocates) by the calling thread, then
+/// row blocks of ~128 KiB of weights run on every pool thread, each one
 /// dispatched call of the backend's row-dot kernel.
 template <Backend B, class WeightBlock>
 void quantized_gemv(thread_pool& pool, const WeightBlock* w, std::size_t row_stride, const float* x, float* y,

@@ -208,7 +208,8 @@ struct quantized_gemv_traits<block_q6_k> : q8_k_traits {
 }  // namespace detail
 
 /// The activation form a quantized weight block is multiplied with:
-/// q8_0_quad for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights, block_q8_k for Q4_K / Q5_K / Q6_K.
+/// q8_0_quad for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights, block_q8_k for
+/// Q4_K / Q5_K / Q6_K.
 template <class WeightBlock>
 using activation_block_t = typename detail::quantized_gemv_traits<WeightBlock>::activation_block;
 
@@ -220,9 +221,11 @@ template <class WeightBlock>
 }
 
 /// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q4_1,
-/// block_q5_0, block_q5_1, block_q4_k, block_q5_k or block_q6_k rows, `row_stride` bytes apart, cols a multiple of the
-/// block size): x is quantized once into `activations` (activation_blocks(cols) of them, caller-provided so the call
-/// never allocates) by the calling thread, then row blocks of ~128 KiB of weights run on every pool thread, each one
+/// block_q5_0, block_q5_1, block_q4_k, block_q5_k or block_q6_k rows,
+/// `row_stride` bytes apart, cols a multiple of the block size): x is
+/// quantized once into `activations` (activation_blocks(cols) of them,
+/// caller-provided so the call never allocates) by the calling thread, then
+/// row blocks of ~128 KiB of weights run on every pool thread, each one
 /// dispatched call of the backend's row-dot kernel.
 template <Backend B, class WeightBlock>
 void quantized_gemv(thread_pool& pool, const WeightBlock* w, std::size_t row_stride, const float* x, float* y,

@@ -239,9 +239,6 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q8_0_block(const std::int8_t* HWY_RESTRICT 
 #endif
 }
 
-/// Lanes summing to sum((q[i] - 8) * a[i]) over one Q4_0 block's 16 packed
-/// bytes (element j in the low nibble of byte j, element j + 16 in the high):
-/// sum(q a) - 8 sum(a) with q in [0, 15].
 /// Lanes summing to sum(q[i] * a[i]) over one block's 16 packed nibble
 /// bytes (element j in the low nibble of byte j, element j + 16 in the high).
 RUVLLM_QUANT_ATTR HWY_INLINE V32 nibble_dot(const std::uint8_t* HWY_RESTRICT qs, const act32& a) {
@@ -337,9 +334,10 @@ struct q8_0_quad_source {
 };
 
 /// out[k] = dot(row k, a) for R rows of 32-element blocks (Q8_0, Q4_0, Q4_1,
-/// Q5_0 or Q5_1 weights; a minimum adds its term per block): each activation block is prepared once for the R rows.
-/// Every row accumulates in its own two float vectors (even and odd blocks), so its result does not depend on R or on
-/// which rows share the batch.
+/// Q5_0 or Q5_1 weights; a minimum adds its term per block): each activation
+/// block is prepared once for the R rows. Every row accumulates in its own
+/// two float vectors (even and odd blocks), so its result does not depend on
+/// R or on which rows share the batch.
 template <std::size_t R, class Block, class Source, class BlockDot>
 RUVLLM_QUANT_ATTR HWY_INLINE void rows_of_32(const Block* HWY_RESTRICT w, std::size_t row_stride, const Source& a,
                                              std::size_t nb, float* HWY_RESTRICT out, BlockDot block_dot) {
@@ -428,7 +426,7 @@ enum class quad_weights { q8_0, q4_0, q4_1, q5_0, q5_1 };
 template <quad_weights F>
 inline constexpr bool has_minimum = F == quad_weights::q4_1 || F == quad_weights::q5_1;
 
-/// Whether a format packs its quants as nibbles (Q4_0, Q5_0).
+/// Whether a format packs its quants as nibbles (every format but Q8_0).
 template <quad_weights F>
 inline constexpr bool packs_nibbles = F != quad_weights::q8_0;
 
@@ -513,7 +511,7 @@ struct constants {
 
 template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE constants load_constants() {
-  constants c;
+  constants c{};  // the indices a format does not use stay zero
   if constexpr (F == quad_weights::q4_0) {
     c.qs_lo = _mm512_load_si512(tables.q4_qs);
     c.qs_hi = c.qs_lo;
@@ -559,8 +557,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m512 f16_scales(__m512i halves, const constants& 
 }
 
 /// One row's four blocks of a quad, unpacked: unsigned quant bytes in the
-/// quad's chunk order (Q4_0: nibbles 0..15; Q5_0: 0..31; Q8_0: w + 128) and the four
-/// weight scales (times 2^-112, see f16_scales) in the quad's lanes.
+/// quad's chunk order (Q4_0, Q4_1: nibbles 0..15; Q5_0, Q5_1: 0..31; Q8_0:
+/// w + 128) and the four weight scales (times 2^-112, see f16_scales) in
+/// the quad's lanes.
 template <quad_weights F>
 struct unpacked {
   __m512i lo, hi;
@@ -694,8 +693,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const con
 }
 
 /// One quad's activations in registers; d carries the 2^112 of f16_scales.
-/// For the minima (Q4_1, Q5_1), neg8 holds -8 sum(a) in lane 4j (block j) and d_min
-/// is -d / 8, so their product is d sum(a).
+/// For the minima (Q4_1, Q5_1), neg8 holds -8 sum(a) in lane 4j (block j)
+/// and d_min is -d / 8, so their product is d sum(a).
 struct quad_regs {
   __m512i lo, hi, offset, neg8;
   __m512 d, d_min;
@@ -707,8 +706,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
   r.lo = _mm512_load_si512(q.lo);
   r.hi = _mm512_load_si512(q.hi);
   // The weights' offset times the activation sums: Q4_0 -8, Q5_0 -16, Q8_0
-  // -128 (its quants carry +128 as unsigned bytes).
-  // (Q4_1 and Q5_1 have no offset: their minima take the activation sums.)
+  // -128 (its quants carry +128 as unsigned bytes); Q4_1 and Q5_1 have none
+  // (their minima take the activation sums instead).
   r.neg8 = _mm512_load_si512(q.neg8_sum);
   if constexpr (F == quad_weights::q4_0) {
     r.offset = r.neg8;

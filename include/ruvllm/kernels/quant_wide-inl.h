@@ -129,8 +129,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m256 fold_to_256(fvec v) {
 }
 
 /// A Q4_K or Q5_K super-block's eight 6-bit scales (bytes 0-7) and mins
-/// (bytes 8-15) from its 12 scale bytes at `scales`, unpacked four at a time in the 32-bit lanes of one register (the
-/// packing keeps each byte's bits within its byte). Unpacked in general
+/// (bytes 8-15) from its 12 scale bytes at `scales`, unpacked four at a time
+/// in the 32-bit lanes of one register (the packing keeps each byte's bits
+/// within its byte). Unpacked in general
 /// registers instead and stored, the words reached the vector through a load
 /// spanning four stores, which cannot be forwarded: the 512-bit Q4_K GEMV
 /// (Zen 5, one thread, 4096 x 4096 from L3) read 34.1 GB/s that way,

@@ -45,8 +45,9 @@
 //    ggml's scale, which is then 0 or a denormal that f16 rounds to 0.
 //
 // Dequantizers are ggml's formulas (Q4_1 / Q5_1: x = d*q + m; Q4_K / Q5_K:
-// x = d*sc*q - dmin*m; Q6_K: x = d*sc*q); every product involved is exact in float, so the results are
-// ggml's bit for bit however a compiler contracts or reorders them.
+// x = d*sc*q - dmin*m; Q6_K: x = d*sc*q); every product involved is exact
+// in float, so the results are ggml's bit for bit however a compiler
+// contracts or reorders them.
 //
 // Dot products follow llama.cpp's generic CPU code: exact int32 sums of
 // quant products per block (K-quants: per super-block, weighted by the 6- or
@@ -54,9 +55,10 @@
 // activation bsums), then one float multiply-accumulate per block; Q4_1 /
 // Q5_1 add m_w d_a sum(a) per block, which llama.cpp takes from its Q8_1
 // activations' f16 d_a sum(a) (we keep Q8_0 activations for every 32-element
-// format, so that term can differ from llama.cpp's by the f16 rounding). Activation quants must lie in
-// [-127, 127], which every activation quantizer here guarantees (-128 is
-// excluded because SIMD backends take |a| of it).
+// format, so that term can differ from llama.cpp's by the f16 rounding).
+// Activation quants must lie in [-127, 127], which every activation
+// quantizer here guarantees (-128 is excluded because SIMD backends take |a|
+// of it).
 
 #include <algorithm>
 #include <cmath>
