@@ -3980,15 +3980,19 @@ template <class Block>
 inline void k_scales_mins(const Block& b, std::uint8_t* sc, std::uint8_t* m) noexcept {
   for (std::size_t j = 0; j < 8; ++j) q4_k_scale_min(b.scales, j, sc[j], m[j]);
 }
-inline void q4_k_scales_mins(const block_q4_k& b, std::uint8_t* sc, std::uint8_t* m) noexcept {
-  k_scales_mins(b, sc, m);
+/// The 4-bit Q4_K quant (0..15) of element e (0..255): within each group of
+/// 64 elements, the low nibbles of 32 qs bytes hold elements 0-31 and the
+/// high nibbles 32-63.
+[[nodiscard]] inline int k_quant(const block_q4_k& b, std::size_t e) noexcept {
+  const std::size_t g = e / 64, h = (e / 32) % 2, l = e % 32;
+  return static_cast<int>((b.qs[32 * g + l] >> (4 * h)) & 0x0Fu);
 }
 
 /// The 5-bit Q5_K quant (0..31) of element e (0..255): within each group of
 /// 64 elements, the low nibbles of 32 qs bytes hold elements 0-31 and the
 /// high nibbles 32-63, as in Q4_K; the fifth bit of element 64g + 32h + l
 /// is bit 2g + h of qh[l].
-[[nodiscard]] inline int q5_k_quant(const block_q5_k& b, std::size_t e) noexcept {
+[[nodiscard]] inline int k_quant(const block_q5_k& b, std::size_t e) noexcept {
   const std::size_t g = e / 64, h = (e / 32) % 2, l = e % 32;
   const unsigned low = (b.qs[32 * g + l] >> (4 * h)) & 0x0Fu;
   const unsigned high = (b.qh[l] >> (2 * g + h)) & 1u;
@@ -4475,7 +4479,7 @@ inline void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexce
   for (std::size_t b = 0; b < n / qk_k; ++b) {
     const float d = to_float(x[b].d), dmin = to_float(x[b].dmin);
     std::uint8_t sc[8], m[8];
-    quant_detail::q4_k_scales_mins(x[b], sc, m);
+    quant_detail::k_scales_mins(x[b], sc, m);
     for (std::size_t g = 0; g < 4; ++g) {
       const std::uint8_t* q = x[b].qs + 32 * g;
       const float d1 = d * static_cast<float>(sc[2 * g]), m1 = dmin * static_cast<float>(m[2 * g]);
@@ -4494,7 +4498,7 @@ inline void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexce
     std::uint8_t sc[8], m[8];
     quant_detail::k_scales_mins(x[b], sc, m);
     for (std::size_t e = 0; e < qk_k; ++e) {
-      *y++ = d * static_cast<float>(sc[e / 32]) * static_cast<float>(quant_detail::q5_k_quant(x[b], e)) -
+      *y++ = d * static_cast<float>(sc[e / 32]) * static_cast<float>(quant_detail::k_quant(x[b], e)) -
              dmin * static_cast<float>(m[e / 32]);
     }
   }
@@ -4629,30 +4633,15 @@ struct k_block_sums {
   std::int32_t mins;
 };
 
-[[nodiscard]] inline k_block_sums q4_k_q8_k_sums(const block_q4_k& w, const block_q8_k& a) noexcept {
-  std::uint8_t sc[8], m[8];
-  q4_k_scales_mins(w, sc, m);
-  k_block_sums s{0, 0};
-  for (std::size_t j = 0; j < 8; ++j) s.mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
-  for (std::size_t g = 0; g < 4; ++g) {
-    int lo = 0, hi = 0;
-    for (std::size_t l = 0; l < 32; ++l) {
-      lo += (w.qs[32 * g + l] & 0x0F) * a.qs[64 * g + l];
-      hi += (w.qs[32 * g + l] >> 4) * a.qs[64 * g + 32 + l];
-    }
-    s.scaled += sc[2 * g] * lo + sc[2 * g + 1] * hi;
-  }
-  return s;
-}
-
-[[nodiscard]] inline k_block_sums q5_k_q8_k_sums(const block_q5_k& w, const block_q8_k& a) noexcept {
+template <class Block>
+[[nodiscard]] inline k_block_sums k_q8_k_sums(const Block& w, const block_q8_k& a) noexcept {
   std::uint8_t sc[8], m[8];
   k_scales_mins(w, sc, m);
   k_block_sums s{0, 0};
   for (std::size_t j = 0; j < 8; ++j) {
     s.mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
     int sum = 0;
-    for (std::size_t l = 0; l < 32; ++l) sum += q5_k_quant(w, 32 * j + l) * a.qs[32 * j + l];
+    for (std::size_t l = 0; l < 32; ++l) sum += k_quant(w, 32 * j + l) * a.qs[32 * j + l];
     s.scaled += sc[j] * sum;
   }
   return s;
@@ -4677,12 +4666,11 @@ namespace quant_detail {
 /// The Q4_K / Q5_K dot from their exact integer parts: per super-block
 /// sum += (d_w d_a) * scaled - (dmin_w d_a) * mins.
 template <class Block>
-[[nodiscard]] inline float scale_min_dot(const Block* w, const block_q8_k* a, std::size_t n,
-                                         k_block_sums (*sums)(const Block&, const block_q8_k&) noexcept) noexcept {
+[[nodiscard]] inline float scale_min_dot(const Block* w, const block_q8_k* a, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % qk_k == 0);
   float sum = 0.0f;
   for (std::size_t b = 0; b < n / qk_k; ++b) {
-    const k_block_sums s = sums(w[b], a[b]);
+    const k_block_sums s = k_q8_k_sums(w[b], a[b]);
     const float d = to_float(w[b].d) * a[b].d;
     const float dmin = to_float(w[b].dmin) * a[b].d;
     sum += d * static_cast<float>(s.scaled) - dmin * static_cast<float>(s.mins);
@@ -4695,13 +4683,13 @@ template <class Block>
 /// Q4_K weights . Q8_K activations (ggml_vec_dot_q4_K_q8_K), with the exact
 /// integer sums above. n % 256 == 0.
 [[nodiscard]] inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
-  return quant_detail::scale_min_dot(w, a, n, quant_detail::q4_k_q8_k_sums);
+  return quant_detail::scale_min_dot(w, a, n);
 }
 
 /// Q5_K weights . Q8_K activations (ggml_vec_dot_q5_K_q8_K): Q4_K's
 /// expression over the 5-bit quants. n % 256 == 0.
 [[nodiscard]] inline float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
-  return quant_detail::scale_min_dot(w, a, n, quant_detail::q5_k_q8_k_sums);
+  return quant_detail::scale_min_dot(w, a, n);
 }
 
 /// Q6_K weights . Q8_K activations (ggml_vec_dot_q6_K_q8_K): per super-block
@@ -9600,33 +9588,11 @@ RUVLLM_QUANT_ATTR HWY_INLINE void q6_k_unpack16(const std::uint8_t* ql, const st
 }
 
 #if !RUVLLM_QUANT_WIDE
-/// One Q4_K . Q8_K super-block, the same float expression as the reference.
-RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q8_k& a) {
-  const D32 d32;
-  const DU8 du8;
-  std::uint8_t sc[8], m[8];
-  scalar::quant_detail::q4_k_scales_mins(w, sc, m);
-  std::int32_t mins = 0;
-  for (std::size_t j = 0; j < 8; ++j) mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
-  V32 acc = hn::Zero(d32);
-  const VU8 mask = hn::Set(du8, 0x0F);
-  for (std::size_t g = 0; g < 4; ++g) {
-    const std::uint8_t* q = w.qs + 32 * g;
-    const std::int8_t* q8 = a.qs + 64 * g;
-    const VU8 p0 = hn::LoadU(du8, q), p1 = hn::LoadU(du8, q + 16);
-    acc = hn::Add(acc, hn::Mul(dot32_u8(hn::And(p0, mask), hn::And(p1, mask), q8), hn::Set(d32, sc[2 * g])));
-    acc = hn::Add(
-        acc, hn::Mul(dot32_u8(hn::ShiftRight<4>(p0), hn::ShiftRight<4>(p1), q8 + 32), hn::Set(d32, sc[2 * g + 1])));
-  }
-  const std::int32_t scaled = hn::GetLane(hn::SumOfLanes(d32, acc));
-  const float d = half_to_float(w.d) * a.d;
-  const float dmin = half_to_float(w.dmin) * a.d;
-  return d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
-}
-
-/// One Q5_K . Q8_K super-block: q4_k_block's expression with the fifth bit
-/// of each quant (bit 2g + h of qh[l] for element 64g + 32h + l) added.
-RUVLLM_QUANT_ATTR HWY_INLINE float q5_k_block(const block_q5_k& w, const block_q8_k& a) {
+/// One Q4_K or Q5_K . Q8_K super-block, the same float expression as the
+/// reference; Q5_K adds the fifth bit of each quant (bit 2g + h of qh[l] for
+/// element 64g + 32h + l) as 16.
+template <class Block>
+RUVLLM_QUANT_ATTR HWY_INLINE float scale_min_block(const Block& w, const block_q8_k& a) {
   const D32 d32;
   const DU8 du8;
   std::uint8_t sc[8], m[8];
@@ -9634,22 +9600,26 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q5_k_block(const block_q5_k& w, const block_q
   std::int32_t mins = 0;
   for (std::size_t j = 0; j < 8; ++j) mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
   V32 acc = hn::Zero(d32);
-  const VU8 mask = hn::Set(du8, 0x0F), sixteen = hn::Set(du8, 0x10), zero = hn::Zero(du8);
-  const VU8 h0 = hn::LoadU(du8, w.qh), h1 = hn::LoadU(du8, w.qh + 16);
-  const auto fifth = [&](VU8 h, unsigned bit) RUVLLM_QUANT_LAMBDA {
-    return hn::IfThenElseZero(hn::Ne(hn::And(h, hn::Set(du8, static_cast<std::uint8_t>(1u << bit))), zero), sixteen);
+  const VU8 mask = hn::Set(du8, 0x0F);
+  // The quants of 16 elements (l = from .. from + 15 of a group) from their
+  // packed bytes p, lower or upper nibbles, plus Q5_K's bit `bit` of qh[l].
+  const auto quants = [&](VU8 p, bool upper, std::size_t from, unsigned bit) RUVLLM_QUANT_LAMBDA {
+    VU8 q = upper ? hn::ShiftRight<4>(p) : hn::And(p, mask);
+    if constexpr (std::is_same_v<Block, block_q5_k>) {
+      const VU8 set = hn::And(hn::LoadU(du8, w.qh + from), hn::Set(du8, static_cast<std::uint8_t>(1u << bit)));
+      q = hn::Or(q, hn::IfThenElseZero(hn::Ne(set, hn::Zero(du8)), hn::Set(du8, 0x10)));
+    }
+    return q;
   };
   for (std::size_t g = 0; g < 4; ++g) {
     const std::uint8_t* q = w.qs + 32 * g;
     const std::int8_t* q8 = a.qs + 64 * g;
     const VU8 p0 = hn::LoadU(du8, q), p1 = hn::LoadU(du8, q + 16);
-    const auto lo = static_cast<unsigned>(2 * g), hi = lo + 1;
-    acc = hn::Add(
-        acc, hn::Mul(dot32_u8(hn::Or(hn::And(p0, mask), fifth(h0, lo)), hn::Or(hn::And(p1, mask), fifth(h1, lo)), q8),
-                     hn::Set(d32, sc[2 * g])));
-    acc = hn::Add(acc, hn::Mul(dot32_u8(hn::Or(hn::ShiftRight<4>(p0), fifth(h0, hi)),
-                                        hn::Or(hn::ShiftRight<4>(p1), fifth(h1, hi)), q8 + 32),
-                               hn::Set(d32, sc[2 * g + 1])));
+    for (unsigned h = 0; h < 2; ++h) {
+      const auto bit = static_cast<unsigned>(2 * g + h);
+      const V32 sums = dot32_u8(quants(p0, h == 1, 0, bit), quants(p1, h == 1, 16, bit), q8 + 32 * h);
+      acc = hn::Add(acc, hn::Mul(sums, hn::Set(d32, sc[2 * g + h])));
+    }
   }
   const std::int32_t scaled = hn::GetLane(hn::SumOfLanes(d32, acc));
   const float d = half_to_float(w.d) * a.d;
@@ -10276,17 +10246,17 @@ struct q4_0_pair_format : block_pair_steps<sizeof(block_q4_0)> {
     return {_mm256_set1_epi8(0x0F), scale_index(0, 2)};
   }
 
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked nibbles(__m256i packed, __m256i scale_bytes, const constants& c) {
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked quants(__m256i packed, __m256i scale_bytes, const constants& c) {
     return {_mm256_and_si256(packed, c.nibble_mask), _mm256_and_si256(_mm256_srli_epi16(packed, 4), c.nibble_mask),
             scales(scale_bytes, c.scale_index)};
   }
   RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
     static_assert(offsetof(block_q4_0, qs) == 2);
-    return nibbles(two_lanes(p + 2, p + 20), load256(p), c);
+    return quants(two_lanes(p + 2, p + 20), load256(p), c);
   }
   /// A last, lone block: the upper lanes (quants and d) read as zero.
   RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
-    return nibbles(lower_lane(p + 2), lower_lane(p), c);
+    return quants(lower_lane(p + 2), lower_lane(p), c);
   }
 
   /// sum(q a) - 8 sum(a) per block, the quad's neg8_sum carrying the second
@@ -10403,31 +10373,33 @@ RUVLLM_QUANT_ATTR HWY_INLINE void accumulate_with_minimum(pair_sum& s, __m256i l
   s.add(neg8_sum, _mm256_mul_ps(m, _mm256_mul_ps(d_a, _mm256_set1_ps(-0.125f))));
 }
 
-/// Q4_1: Q4_0's nibbles without the offset, plus each block's minimum (see
-/// accumulate_with_minimum). Within a pair's first 32 bytes: d at 0 and 20
-/// (upper lane 4), m at 2 and 22 (6); the quants at 4 and 24.
-struct q4_1_pair_format : block_pair_steps<sizeof(block_q4_1)> {
+/// A pair step of a format with a minimum per block (Q4_1, Q5_1): Plain's
+/// quants and scales (Q4_0's, Q5_0's, whose indices load_constants moves to
+/// this layout) without Plain's offset, plus each block's minimum m (bytes
+/// 2-3 of the block) times the activation sum, see accumulate_with_minimum.
+/// A block's quants start at byte QsAt.
+template <class Plain, class Block, std::size_t QsAt>
+struct minimum_pair_format : block_pair_steps<sizeof(Block)> {
+  using steps = block_pair_steps<sizeof(Block)>;
   struct constants {
-    q4_0_pair_format::constants four;
+    typename Plain::constants plain;
     __m256i m_index;
   };
   struct unpacked {
-    q4_0_pair_format::unpacked q;
+    typename Plain::unpacked q;
     __m256 m;
   };
 
-  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
-    return {{_mm256_set1_epi8(0x0F), scale_index(0, 4)}, scale_index(2, 6)};
-  }
   RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
-    static_assert(offsetof(block_q4_1, qs) == 4 && sizeof(block_q4_1) == 20);
+    static_assert(offsetof(Block, m) == 2 && offsetof(Block, qs) == QsAt);
     const __m256i head = load256(p);
-    return {q4_0_pair_format::nibbles(two_lanes(p + 4, p + 24), head, c.four), scales(head, c.m_index)};
+    return {Plain::quants(two_lanes(p + QsAt, p + sizeof(Block) + QsAt), head, c.plain),
+            steps::scales(head, c.m_index)};
   }
   /// A last, lone block: the upper lanes read as zero.
   RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
     const __m256i head = lower_lane(p);
-    return {q4_0_pair_format::nibbles(lower_lane(p + 4), head, c.four), scales(head, c.m_index)};
+    return {Plain::quants(lower_lane(p + QsAt), head, c.plain), steps::scales(head, c.m_index)};
   }
   RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
                                                       std::size_t step) {
@@ -10435,43 +10407,25 @@ struct q4_1_pair_format : block_pair_steps<sizeof(block_q4_1)> {
   }
 };
 
-/// Q5_1: Q5_0's quants without the offset, each block's minimum times the
-/// activation sum added (the quad's -8 sum(a) times m_w d_a / -8). Within a
-/// pair's first 32 bytes: d at 0 and 24 (upper lane 8), m at 2 and 26 (10),
-/// qh at 4-7 and 28-31 (12-15); the quants at 8 and 32.
-struct q5_1_pair_format : block_pair_steps<sizeof(block_q5_1)> {
-  struct constants {
-    q5_0_pair_format::constants five;
-    __m256i m_index;
-  };
-  struct unpacked {
-    q5_0_pair_format::unpacked q;
-    __m256 m;
-  };
+/// Q4_1: within a pair's first 32 bytes, d at 0 and 20 (upper lane 4), m at
+/// 2 and 22 (6); the quants at 4 and 24.
+struct q4_1_pair_format : minimum_pair_format<q4_0_pair_format, block_q4_1, 4> {
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    return {{_mm256_set1_epi8(0x0F), scale_index(0, 4)}, scale_index(2, 6)};
+  }
+};
 
+/// Q5_1: d at 0 and 24 (upper lane 8), m at 2 and 26 (10), qh at 4-7 and
+/// 28-31 (12-15); the quants at 8 and 32.
+struct q5_1_pair_format : minimum_pair_format<q5_0_pair_format, block_q5_1, 8> {
   RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
     constants c;
-    c.five = q5_0_pair_format::load_constants();
-    c.five.scale_index = scale_index(0, 8);
-    c.five.spread_lo = q5_0_pair_format::spread(4, 12);
-    c.five.spread_hi = q5_0_pair_format::spread(6, 14);
+    c.plain = q5_0_pair_format::load_constants();
+    c.plain.scale_index = scale_index(0, 8);
+    c.plain.spread_lo = q5_0_pair_format::spread(4, 12);
+    c.plain.spread_hi = q5_0_pair_format::spread(6, 14);
     c.m_index = scale_index(2, 10);
     return c;
-  }
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
-    static_assert(offsetof(block_q5_1, qh) == 4 && offsetof(block_q5_1, qs) == 8 && sizeof(block_q5_1) == 24);
-    const __m256i head = load256(p);
-    return {q5_0_pair_format::quants(two_lanes(p + 8, p + 32), head, c.five), scales(head, c.m_index)};
-  }
-  /// A last, lone block: the upper lanes read as zero.
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
-    const __m256i head = lower_lane(p);
-    return {q5_0_pair_format::quants(lower_lane(p + 8), head, c.five), scales(head, c.m_index)};
-  }
-
-  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
-                                                      std::size_t step) {
-    accumulate_with_minimum(s, u.q.lo, u.q.hi, u.q.d, u.m, a, step);
   }
 };
 
@@ -11216,17 +11170,17 @@ struct q4_0_pair_format : block_pair_steps<sizeof(block_q4_0)> {
     return {_mm256_set1_epi8(0x0F), scale_index(0, 2)};
   }
 
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked nibbles(__m256i packed, __m256i scale_bytes, const constants& c) {
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked quants(__m256i packed, __m256i scale_bytes, const constants& c) {
     return {_mm256_and_si256(packed, c.nibble_mask), _mm256_and_si256(_mm256_srli_epi16(packed, 4), c.nibble_mask),
             scales(scale_bytes, c.scale_index)};
   }
   RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
     static_assert(offsetof(block_q4_0, qs) == 2);
-    return nibbles(two_lanes(p + 2, p + 20), load256(p), c);
+    return quants(two_lanes(p + 2, p + 20), load256(p), c);
   }
   /// A last, lone block: the upper lanes (quants and d) read as zero.
   RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
-    return nibbles(lower_lane(p + 2), lower_lane(p), c);
+    return quants(lower_lane(p + 2), lower_lane(p), c);
   }
 
   /// sum(q a) - 8 sum(a) per block, the quad's neg8_sum carrying the second
@@ -11343,31 +11297,33 @@ RUVLLM_QUANT_ATTR HWY_INLINE void accumulate_with_minimum(pair_sum& s, __m256i l
   s.add(neg8_sum, _mm256_mul_ps(m, _mm256_mul_ps(d_a, _mm256_set1_ps(-0.125f))));
 }
 
-/// Q4_1: Q4_0's nibbles without the offset, plus each block's minimum (see
-/// accumulate_with_minimum). Within a pair's first 32 bytes: d at 0 and 20
-/// (upper lane 4), m at 2 and 22 (6); the quants at 4 and 24.
-struct q4_1_pair_format : block_pair_steps<sizeof(block_q4_1)> {
+/// A pair step of a format with a minimum per block (Q4_1, Q5_1): Plain's
+/// quants and scales (Q4_0's, Q5_0's, whose indices load_constants moves to
+/// this layout) without Plain's offset, plus each block's minimum m (bytes
+/// 2-3 of the block) times the activation sum, see accumulate_with_minimum.
+/// A block's quants start at byte QsAt.
+template <class Plain, class Block, std::size_t QsAt>
+struct minimum_pair_format : block_pair_steps<sizeof(Block)> {
+  using steps = block_pair_steps<sizeof(Block)>;
   struct constants {
-    q4_0_pair_format::constants four;
+    typename Plain::constants plain;
     __m256i m_index;
   };
   struct unpacked {
-    q4_0_pair_format::unpacked q;
+    typename Plain::unpacked q;
     __m256 m;
   };
 
-  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
-    return {{_mm256_set1_epi8(0x0F), scale_index(0, 4)}, scale_index(2, 6)};
-  }
   RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
-    static_assert(offsetof(block_q4_1, qs) == 4 && sizeof(block_q4_1) == 20);
+    static_assert(offsetof(Block, m) == 2 && offsetof(Block, qs) == QsAt);
     const __m256i head = load256(p);
-    return {q4_0_pair_format::nibbles(two_lanes(p + 4, p + 24), head, c.four), scales(head, c.m_index)};
+    return {Plain::quants(two_lanes(p + QsAt, p + sizeof(Block) + QsAt), head, c.plain),
+            steps::scales(head, c.m_index)};
   }
   /// A last, lone block: the upper lanes read as zero.
   RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
     const __m256i head = lower_lane(p);
-    return {q4_0_pair_format::nibbles(lower_lane(p + 4), head, c.four), scales(head, c.m_index)};
+    return {Plain::quants(lower_lane(p + QsAt), head, c.plain), steps::scales(head, c.m_index)};
   }
   RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
                                                       std::size_t step) {
@@ -11375,43 +11331,25 @@ struct q4_1_pair_format : block_pair_steps<sizeof(block_q4_1)> {
   }
 };
 
-/// Q5_1: Q5_0's quants without the offset, each block's minimum times the
-/// activation sum added (the quad's -8 sum(a) times m_w d_a / -8). Within a
-/// pair's first 32 bytes: d at 0 and 24 (upper lane 8), m at 2 and 26 (10),
-/// qh at 4-7 and 28-31 (12-15); the quants at 8 and 32.
-struct q5_1_pair_format : block_pair_steps<sizeof(block_q5_1)> {
-  struct constants {
-    q5_0_pair_format::constants five;
-    __m256i m_index;
-  };
-  struct unpacked {
-    q5_0_pair_format::unpacked q;
-    __m256 m;
-  };
+/// Q4_1: within a pair's first 32 bytes, d at 0 and 20 (upper lane 4), m at
+/// 2 and 22 (6); the quants at 4 and 24.
+struct q4_1_pair_format : minimum_pair_format<q4_0_pair_format, block_q4_1, 4> {
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    return {{_mm256_set1_epi8(0x0F), scale_index(0, 4)}, scale_index(2, 6)};
+  }
+};
 
+/// Q5_1: d at 0 and 24 (upper lane 8), m at 2 and 26 (10), qh at 4-7 and
+/// 28-31 (12-15); the quants at 8 and 32.
+struct q5_1_pair_format : minimum_pair_format<q5_0_pair_format, block_q5_1, 8> {
   RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
     constants c;
-    c.five = q5_0_pair_format::load_constants();
-    c.five.scale_index = scale_index(0, 8);
-    c.five.spread_lo = q5_0_pair_format::spread(4, 12);
-    c.five.spread_hi = q5_0_pair_format::spread(6, 14);
+    c.plain = q5_0_pair_format::load_constants();
+    c.plain.scale_index = scale_index(0, 8);
+    c.plain.spread_lo = q5_0_pair_format::spread(4, 12);
+    c.plain.spread_hi = q5_0_pair_format::spread(6, 14);
     c.m_index = scale_index(2, 10);
     return c;
-  }
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
-    static_assert(offsetof(block_q5_1, qh) == 4 && offsetof(block_q5_1, qs) == 8 && sizeof(block_q5_1) == 24);
-    const __m256i head = load256(p);
-    return {q5_0_pair_format::quants(two_lanes(p + 8, p + 32), head, c.five), scales(head, c.m_index)};
-  }
-  /// A last, lone block: the upper lanes read as zero.
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
-    const __m256i head = lower_lane(p);
-    return {q5_0_pair_format::quants(lower_lane(p + 8), head, c.five), scales(head, c.m_index)};
-  }
-
-  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
-                                                      std::size_t step) {
-    accumulate_with_minimum(s, u.q.lo, u.q.hi, u.q.d, u.m, a, step);
   }
 };
 
@@ -11865,7 +11803,7 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q4_k(const block_q4_k* HWY_RESTRI
   for (std::size_t b = 0; b < n / qk_k; ++b) {
     const float d = quant_simd::half_to_float(x[b].d), dmin = quant_simd::half_to_float(x[b].dmin);
     std::uint8_t sc[8], m[8];
-    scalar::quant_detail::q4_k_scales_mins(x[b], sc, m);
+    scalar::quant_detail::k_scales_mins(x[b], sc, m);
     for (std::size_t g = 0; g < 4; ++g, y += 64) {
       HWY_ALIGN std::uint8_t q[64];
       for (std::size_t h = 0; h < 32; h += 16) {
@@ -12066,7 +12004,7 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_k_q8_k_rows(const block_q4_k* HWY_RES
 #else
   quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
                               [](const block_q4_k& w_b, const block_q8_k& a_b)
-                                  RUVLLM_QUANT_LAMBDA { return quant_simd::q4_k_block(w_b, a_b); });
+                                  RUVLLM_QUANT_LAMBDA { return quant_simd::scale_min_block(w_b, a_b); });
 #endif
 }
 
@@ -12080,7 +12018,7 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_k_q8_k_rows(const block_q5_k* HWY_RES
 #else
   quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
                               [](const block_q5_k& w_b, const block_q8_k& a_b)
-                                  RUVLLM_QUANT_LAMBDA { return quant_simd::q5_k_block(w_b, a_b); });
+                                  RUVLLM_QUANT_LAMBDA { return quant_simd::scale_min_block(w_b, a_b); });
 #endif
 }
 
@@ -16398,8 +16336,7 @@ inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t
 
 inline float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
   return dot_scale_min_q8_k(w, a, n, [](const block_q5_k& b, std::size_t j, std::int8_t* q) {
-    for (std::size_t l = 0; l < 32; ++l)
-      q[l] = static_cast<std::int8_t>(scalar::quant_detail::q5_k_quant(b, 32 * j + l));
+    for (std::size_t l = 0; l < 32; ++l) q[l] = static_cast<std::int8_t>(scalar::quant_detail::k_quant(b, 32 * j + l));
   });
 }
 

@@ -892,33 +892,11 @@ RUVLLM_QUANT_ATTR HWY_INLINE void q6_k_unpack16(const std::uint8_t* ql, const st
 }
 
 #if !RUVLLM_QUANT_WIDE
-/// One Q4_K . Q8_K super-block, the same float expression as the reference.
-RUVLLM_QUANT_ATTR HWY_INLINE float q4_k_block(const block_q4_k& w, const block_q8_k& a) {
-  const D32 d32;
-  const DU8 du8;
-  std::uint8_t sc[8], m[8];
-  scalar::quant_detail::q4_k_scales_mins(w, sc, m);
-  std::int32_t mins = 0;
-  for (std::size_t j = 0; j < 8; ++j) mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
-  V32 acc = hn::Zero(d32);
-  const VU8 mask = hn::Set(du8, 0x0F);
-  for (std::size_t g = 0; g < 4; ++g) {
-    const std::uint8_t* q = w.qs + 32 * g;
-    const std::int8_t* q8 = a.qs + 64 * g;
-    const VU8 p0 = hn::LoadU(du8, q), p1 = hn::LoadU(du8, q + 16);
-    acc = hn::Add(acc, hn::Mul(dot32_u8(hn::And(p0, mask), hn::And(p1, mask), q8), hn::Set(d32, sc[2 * g])));
-    acc = hn::Add(
-        acc, hn::Mul(dot32_u8(hn::ShiftRight<4>(p0), hn::ShiftRight<4>(p1), q8 + 32), hn::Set(d32, sc[2 * g + 1])));
-  }
-  const std::int32_t scaled = hn::GetLane(hn::SumOfLanes(d32, acc));
-  const float d = half_to_float(w.d) * a.d;
-  const float dmin = half_to_float(w.dmin) * a.d;
-  return d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
-}
-
-/// One Q5_K . Q8_K super-block: q4_k_block's expression with the fifth bit
-/// of each quant (bit 2g + h of qh[l] for element 64g + 32h + l) added.
-RUVLLM_QUANT_ATTR HWY_INLINE float q5_k_block(const block_q5_k& w, const block_q8_k& a) {
+/// One Q4_K or Q5_K . Q8_K super-block, the same float expression as the
+/// reference; Q5_K adds the fifth bit of each quant (bit 2g + h of qh[l] for
+/// element 64g + 32h + l) as 16.
+template <class Block>
+RUVLLM_QUANT_ATTR HWY_INLINE float scale_min_block(const Block& w, const block_q8_k& a) {
   const D32 d32;
   const DU8 du8;
   std::uint8_t sc[8], m[8];
@@ -926,22 +904,26 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q5_k_block(const block_q5_k& w, const block_q
   std::int32_t mins = 0;
   for (std::size_t j = 0; j < 8; ++j) mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
   V32 acc = hn::Zero(d32);
-  const VU8 mask = hn::Set(du8, 0x0F), sixteen = hn::Set(du8, 0x10), zero = hn::Zero(du8);
-  const VU8 h0 = hn::LoadU(du8, w.qh), h1 = hn::LoadU(du8, w.qh + 16);
-  const auto fifth = [&](VU8 h, unsigned bit) RUVLLM_QUANT_LAMBDA {
-    return hn::IfThenElseZero(hn::Ne(hn::And(h, hn::Set(du8, static_cast<std::uint8_t>(1u << bit))), zero), sixteen);
+  const VU8 mask = hn::Set(du8, 0x0F);
+  // The quants of 16 elements (l = from .. from + 15 of a group) from their
+  // packed bytes p, lower or upper nibbles, plus Q5_K's bit `bit` of qh[l].
+  const auto quants = [&](VU8 p, bool upper, std::size_t from, unsigned bit) RUVLLM_QUANT_LAMBDA {
+    VU8 q = upper ? hn::ShiftRight<4>(p) : hn::And(p, mask);
+    if constexpr (std::is_same_v<Block, block_q5_k>) {
+      const VU8 set = hn::And(hn::LoadU(du8, w.qh + from), hn::Set(du8, static_cast<std::uint8_t>(1u << bit)));
+      q = hn::Or(q, hn::IfThenElseZero(hn::Ne(set, hn::Zero(du8)), hn::Set(du8, 0x10)));
+    }
+    return q;
   };
   for (std::size_t g = 0; g < 4; ++g) {
     const std::uint8_t* q = w.qs + 32 * g;
     const std::int8_t* q8 = a.qs + 64 * g;
     const VU8 p0 = hn::LoadU(du8, q), p1 = hn::LoadU(du8, q + 16);
-    const auto lo = static_cast<unsigned>(2 * g), hi = lo + 1;
-    acc = hn::Add(
-        acc, hn::Mul(dot32_u8(hn::Or(hn::And(p0, mask), fifth(h0, lo)), hn::Or(hn::And(p1, mask), fifth(h1, lo)), q8),
-                     hn::Set(d32, sc[2 * g])));
-    acc = hn::Add(acc, hn::Mul(dot32_u8(hn::Or(hn::ShiftRight<4>(p0), fifth(h0, hi)),
-                                        hn::Or(hn::ShiftRight<4>(p1), fifth(h1, hi)), q8 + 32),
-                               hn::Set(d32, sc[2 * g + 1])));
+    for (unsigned h = 0; h < 2; ++h) {
+      const auto bit = static_cast<unsigned>(2 * g + h);
+      const V32 sums = dot32_u8(quants(p0, h == 1, 0, bit), quants(p1, h == 1, 16, bit), q8 + 32 * h);
+      acc = hn::Add(acc, hn::Mul(sums, hn::Set(d32, sc[2 * g + h])));
+    }
   }
   const std::int32_t scaled = hn::GetLane(hn::SumOfLanes(d32, acc));
   const float d = half_to_float(w.d) * a.d;
@@ -1319,7 +1301,7 @@ RUVLLM_QUANT_ATTR inline void quant_dequantize_q4_k(const block_q4_k* HWY_RESTRI
   for (std::size_t b = 0; b < n / qk_k; ++b) {
     const float d = quant_simd::half_to_float(x[b].d), dmin = quant_simd::half_to_float(x[b].dmin);
     std::uint8_t sc[8], m[8];
-    scalar::quant_detail::q4_k_scales_mins(x[b], sc, m);
+    scalar::quant_detail::k_scales_mins(x[b], sc, m);
     for (std::size_t g = 0; g < 4; ++g, y += 64) {
       HWY_ALIGN std::uint8_t q[64];
       for (std::size_t h = 0; h < 32; h += 16) {
@@ -1520,7 +1502,7 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q4_k_q8_k_rows(const block_q4_k* HWY_RES
 #else
   quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
                               [](const block_q4_k& w_b, const block_q8_k& a_b)
-                                  RUVLLM_QUANT_LAMBDA { return quant_simd::q4_k_block(w_b, a_b); });
+                                  RUVLLM_QUANT_LAMBDA { return quant_simd::scale_min_block(w_b, a_b); });
 #endif
 }
 
@@ -1534,7 +1516,7 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_k_q8_k_rows(const block_q5_k* HWY_RES
 #else
   quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
                               [](const block_q5_k& w_b, const block_q8_k& a_b)
-                                  RUVLLM_QUANT_LAMBDA { return quant_simd::q5_k_block(w_b, a_b); });
+                                  RUVLLM_QUANT_LAMBDA { return quant_simd::scale_min_block(w_b, a_b); });
 #endif
 }
 

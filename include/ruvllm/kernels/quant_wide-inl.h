@@ -577,17 +577,17 @@ struct q4_0_pair_format : block_pair_steps<sizeof(block_q4_0)> {
     return {_mm256_set1_epi8(0x0F), scale_index(0, 2)};
   }
 
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked nibbles(__m256i packed, __m256i scale_bytes, const constants& c) {
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked quants(__m256i packed, __m256i scale_bytes, const constants& c) {
     return {_mm256_and_si256(packed, c.nibble_mask), _mm256_and_si256(_mm256_srli_epi16(packed, 4), c.nibble_mask),
             scales(scale_bytes, c.scale_index)};
   }
   RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
     static_assert(offsetof(block_q4_0, qs) == 2);
-    return nibbles(two_lanes(p + 2, p + 20), load256(p), c);
+    return quants(two_lanes(p + 2, p + 20), load256(p), c);
   }
   /// A last, lone block: the upper lanes (quants and d) read as zero.
   RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
-    return nibbles(lower_lane(p + 2), lower_lane(p), c);
+    return quants(lower_lane(p + 2), lower_lane(p), c);
   }
 
   /// sum(q a) - 8 sum(a) per block, the quad's neg8_sum carrying the second
@@ -704,31 +704,33 @@ RUVLLM_QUANT_ATTR HWY_INLINE void accumulate_with_minimum(pair_sum& s, __m256i l
   s.add(neg8_sum, _mm256_mul_ps(m, _mm256_mul_ps(d_a, _mm256_set1_ps(-0.125f))));
 }
 
-/// Q4_1: Q4_0's nibbles without the offset, plus each block's minimum (see
-/// accumulate_with_minimum). Within a pair's first 32 bytes: d at 0 and 20
-/// (upper lane 4), m at 2 and 22 (6); the quants at 4 and 24.
-struct q4_1_pair_format : block_pair_steps<sizeof(block_q4_1)> {
+/// A pair step of a format with a minimum per block (Q4_1, Q5_1): Plain's
+/// quants and scales (Q4_0's, Q5_0's, whose indices load_constants moves to
+/// this layout) without Plain's offset, plus each block's minimum m (bytes
+/// 2-3 of the block) times the activation sum, see accumulate_with_minimum.
+/// A block's quants start at byte QsAt.
+template <class Plain, class Block, std::size_t QsAt>
+struct minimum_pair_format : block_pair_steps<sizeof(Block)> {
+  using steps = block_pair_steps<sizeof(Block)>;
   struct constants {
-    q4_0_pair_format::constants four;
+    typename Plain::constants plain;
     __m256i m_index;
   };
   struct unpacked {
-    q4_0_pair_format::unpacked q;
+    typename Plain::unpacked q;
     __m256 m;
   };
 
-  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
-    return {{_mm256_set1_epi8(0x0F), scale_index(0, 4)}, scale_index(2, 6)};
-  }
   RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
-    static_assert(offsetof(block_q4_1, qs) == 4 && sizeof(block_q4_1) == 20);
+    static_assert(offsetof(Block, m) == 2 && offsetof(Block, qs) == QsAt);
     const __m256i head = load256(p);
-    return {q4_0_pair_format::nibbles(two_lanes(p + 4, p + 24), head, c.four), scales(head, c.m_index)};
+    return {Plain::quants(two_lanes(p + QsAt, p + sizeof(Block) + QsAt), head, c.plain),
+            steps::scales(head, c.m_index)};
   }
   /// A last, lone block: the upper lanes read as zero.
   RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
     const __m256i head = lower_lane(p);
-    return {q4_0_pair_format::nibbles(lower_lane(p + 4), head, c.four), scales(head, c.m_index)};
+    return {Plain::quants(lower_lane(p + QsAt), head, c.plain), steps::scales(head, c.m_index)};
   }
   RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
                                                       std::size_t step) {
@@ -736,43 +738,25 @@ struct q4_1_pair_format : block_pair_steps<sizeof(block_q4_1)> {
   }
 };
 
-/// Q5_1: Q5_0's quants without the offset, each block's minimum times the
-/// activation sum added (the quad's -8 sum(a) times m_w d_a / -8). Within a
-/// pair's first 32 bytes: d at 0 and 24 (upper lane 8), m at 2 and 26 (10),
-/// qh at 4-7 and 28-31 (12-15); the quants at 8 and 32.
-struct q5_1_pair_format : block_pair_steps<sizeof(block_q5_1)> {
-  struct constants {
-    q5_0_pair_format::constants five;
-    __m256i m_index;
-  };
-  struct unpacked {
-    q5_0_pair_format::unpacked q;
-    __m256 m;
-  };
+/// Q4_1: within a pair's first 32 bytes, d at 0 and 20 (upper lane 4), m at
+/// 2 and 22 (6); the quants at 4 and 24.
+struct q4_1_pair_format : minimum_pair_format<q4_0_pair_format, block_q4_1, 4> {
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    return {{_mm256_set1_epi8(0x0F), scale_index(0, 4)}, scale_index(2, 6)};
+  }
+};
 
+/// Q5_1: d at 0 and 24 (upper lane 8), m at 2 and 26 (10), qh at 4-7 and
+/// 28-31 (12-15); the quants at 8 and 32.
+struct q5_1_pair_format : minimum_pair_format<q5_0_pair_format, block_q5_1, 8> {
   RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
     constants c;
-    c.five = q5_0_pair_format::load_constants();
-    c.five.scale_index = scale_index(0, 8);
-    c.five.spread_lo = q5_0_pair_format::spread(4, 12);
-    c.five.spread_hi = q5_0_pair_format::spread(6, 14);
+    c.plain = q5_0_pair_format::load_constants();
+    c.plain.scale_index = scale_index(0, 8);
+    c.plain.spread_lo = q5_0_pair_format::spread(4, 12);
+    c.plain.spread_hi = q5_0_pair_format::spread(6, 14);
     c.m_index = scale_index(2, 10);
     return c;
-  }
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
-    static_assert(offsetof(block_q5_1, qh) == 4 && offsetof(block_q5_1, qs) == 8 && sizeof(block_q5_1) == 24);
-    const __m256i head = load256(p);
-    return {q5_0_pair_format::quants(two_lanes(p + 8, p + 32), head, c.five), scales(head, c.m_index)};
-  }
-  /// A last, lone block: the upper lanes read as zero.
-  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
-    const __m256i head = lower_lane(p);
-    return {q5_0_pair_format::quants(lower_lane(p + 8), head, c.five), scales(head, c.m_index)};
-  }
-
-  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
-                                                      std::size_t step) {
-    accumulate_with_minimum(s, u.q.lo, u.q.hi, u.q.d, u.m, a, step);
   }
 };
 

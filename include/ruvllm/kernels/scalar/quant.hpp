@@ -222,15 +222,19 @@ template <class Block>
 inline void k_scales_mins(const Block& b, std::uint8_t* sc, std::uint8_t* m) noexcept {
   for (std::size_t j = 0; j < 8; ++j) q4_k_scale_min(b.scales, j, sc[j], m[j]);
 }
-inline void q4_k_scales_mins(const block_q4_k& b, std::uint8_t* sc, std::uint8_t* m) noexcept {
-  k_scales_mins(b, sc, m);
+/// The 4-bit Q4_K quant (0..15) of element e (0..255): within each group of
+/// 64 elements, the low nibbles of 32 qs bytes hold elements 0-31 and the
+/// high nibbles 32-63.
+[[nodiscard]] inline int k_quant(const block_q4_k& b, std::size_t e) noexcept {
+  const std::size_t g = e / 64, h = (e / 32) % 2, l = e % 32;
+  return static_cast<int>((b.qs[32 * g + l] >> (4 * h)) & 0x0Fu);
 }
 
 /// The 5-bit Q5_K quant (0..31) of element e (0..255): within each group of
 /// 64 elements, the low nibbles of 32 qs bytes hold elements 0-31 and the
 /// high nibbles 32-63, as in Q4_K; the fifth bit of element 64g + 32h + l
 /// is bit 2g + h of qh[l].
-[[nodiscard]] inline int q5_k_quant(const block_q5_k& b, std::size_t e) noexcept {
+[[nodiscard]] inline int k_quant(const block_q5_k& b, std::size_t e) noexcept {
   const std::size_t g = e / 64, h = (e / 32) % 2, l = e % 32;
   const unsigned low = (b.qs[32 * g + l] >> (4 * h)) & 0x0Fu;
   const unsigned high = (b.qh[l] >> (2 * g + h)) & 1u;
@@ -717,7 +721,7 @@ inline void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexce
   for (std::size_t b = 0; b < n / qk_k; ++b) {
     const float d = to_float(x[b].d), dmin = to_float(x[b].dmin);
     std::uint8_t sc[8], m[8];
-    quant_detail::q4_k_scales_mins(x[b], sc, m);
+    quant_detail::k_scales_mins(x[b], sc, m);
     for (std::size_t g = 0; g < 4; ++g) {
       const std::uint8_t* q = x[b].qs + 32 * g;
       const float d1 = d * static_cast<float>(sc[2 * g]), m1 = dmin * static_cast<float>(m[2 * g]);
@@ -736,7 +740,7 @@ inline void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexce
     std::uint8_t sc[8], m[8];
     quant_detail::k_scales_mins(x[b], sc, m);
     for (std::size_t e = 0; e < qk_k; ++e) {
-      *y++ = d * static_cast<float>(sc[e / 32]) * static_cast<float>(quant_detail::q5_k_quant(x[b], e)) -
+      *y++ = d * static_cast<float>(sc[e / 32]) * static_cast<float>(quant_detail::k_quant(x[b], e)) -
              dmin * static_cast<float>(m[e / 32]);
     }
   }
@@ -871,30 +875,15 @@ struct k_block_sums {
   std::int32_t mins;
 };
 
-[[nodiscard]] inline k_block_sums q4_k_q8_k_sums(const block_q4_k& w, const block_q8_k& a) noexcept {
-  std::uint8_t sc[8], m[8];
-  q4_k_scales_mins(w, sc, m);
-  k_block_sums s{0, 0};
-  for (std::size_t j = 0; j < 8; ++j) s.mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
-  for (std::size_t g = 0; g < 4; ++g) {
-    int lo = 0, hi = 0;
-    for (std::size_t l = 0; l < 32; ++l) {
-      lo += (w.qs[32 * g + l] & 0x0F) * a.qs[64 * g + l];
-      hi += (w.qs[32 * g + l] >> 4) * a.qs[64 * g + 32 + l];
-    }
-    s.scaled += sc[2 * g] * lo + sc[2 * g + 1] * hi;
-  }
-  return s;
-}
-
-[[nodiscard]] inline k_block_sums q5_k_q8_k_sums(const block_q5_k& w, const block_q8_k& a) noexcept {
+template <class Block>
+[[nodiscard]] inline k_block_sums k_q8_k_sums(const Block& w, const block_q8_k& a) noexcept {
   std::uint8_t sc[8], m[8];
   k_scales_mins(w, sc, m);
   k_block_sums s{0, 0};
   for (std::size_t j = 0; j < 8; ++j) {
     s.mins += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
     int sum = 0;
-    for (std::size_t l = 0; l < 32; ++l) sum += q5_k_quant(w, 32 * j + l) * a.qs[32 * j + l];
+    for (std::size_t l = 0; l < 32; ++l) sum += k_quant(w, 32 * j + l) * a.qs[32 * j + l];
     s.scaled += sc[j] * sum;
   }
   return s;
@@ -919,12 +908,11 @@ namespace quant_detail {
 /// The Q4_K / Q5_K dot from their exact integer parts: per super-block
 /// sum += (d_w d_a) * scaled - (dmin_w d_a) * mins.
 template <class Block>
-[[nodiscard]] inline float scale_min_dot(const Block* w, const block_q8_k* a, std::size_t n,
-                                         k_block_sums (*sums)(const Block&, const block_q8_k&) noexcept) noexcept {
+[[nodiscard]] inline float scale_min_dot(const Block* w, const block_q8_k* a, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % qk_k == 0);
   float sum = 0.0f;
   for (std::size_t b = 0; b < n / qk_k; ++b) {
-    const k_block_sums s = sums(w[b], a[b]);
+    const k_block_sums s = k_q8_k_sums(w[b], a[b]);
     const float d = to_float(w[b].d) * a[b].d;
     const float dmin = to_float(w[b].dmin) * a[b].d;
     sum += d * static_cast<float>(s.scaled) - dmin * static_cast<float>(s.mins);
@@ -937,13 +925,13 @@ template <class Block>
 /// Q4_K weights . Q8_K activations (ggml_vec_dot_q4_K_q8_K), with the exact
 /// integer sums above. n % 256 == 0.
 [[nodiscard]] inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
-  return quant_detail::scale_min_dot(w, a, n, quant_detail::q4_k_q8_k_sums);
+  return quant_detail::scale_min_dot(w, a, n);
 }
 
 /// Q5_K weights . Q8_K activations (ggml_vec_dot_q5_K_q8_K): Q4_K's
 /// expression over the 5-bit quants. n % 256 == 0.
 [[nodiscard]] inline float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
-  return quant_detail::scale_min_dot(w, a, n, quant_detail::q5_k_q8_k_sums);
+  return quant_detail::scale_min_dot(w, a, n);
 }
 
 /// Q6_K weights . Q8_K activations (ggml_vec_dot_q6_K_q8_K): per super-block

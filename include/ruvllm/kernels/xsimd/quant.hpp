@@ -190,8 +190,7 @@ inline float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t
 
 inline float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
   return dot_scale_min_q8_k(w, a, n, [](const block_q5_k& b, std::size_t j, std::int8_t* q) {
-    for (std::size_t l = 0; l < 32; ++l)
-      q[l] = static_cast<std::int8_t>(scalar::quant_detail::q5_k_quant(b, 32 * j + l));
+    for (std::size_t l = 0; l < 32; ++l) q[l] = static_cast<std::int8_t>(scalar::quant_detail::k_quant(b, 32 * j + l));
   });
 }
 
