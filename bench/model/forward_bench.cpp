@@ -2,8 +2,9 @@
 // gguf_writer, at the shapes of a 110M model (dim 768, 12 layers, 12 heads,
 // FFN 2048, vocabulary 32000) and a 1B model (dim 2048, 16 layers, 32 heads /
 // 8 KV heads, FFN 8192), every 2-D weight in one storage type (f16, q8_0,
-// q4_0) or in the K-quant mixes of llama.cpp's Q4_K_M (q4_k_m: Q4_K / Q6_K)
-// and Q5_K_M (q5_k_m: Q5_K / Q6_K), at 1 and 2 threads:
+// q4_0) or in the K-quant mixes of llama.cpp's Q2_K (q2_k: Q2_K / Q3_K /
+// Q4_K / Q6_K), Q3_K_M (q3_k_m: Q3_K / Q4_K / Q5_K / Q6_K), Q4_K_M (q4_k_m:
+// Q4_K / Q6_K) and Q5_K_M (q5_k_m: Q5_K / Q6_K), at 1 and 2 threads:
 //  * model/decode/<type>/<shape>/threads:N: one token at position 128;
 //    tok_s, and GBps / bw_frac of the weight bytes a decode step streams
 //    (all of them, the output matrix included) against the STREAM-like read
@@ -80,12 +81,46 @@ std::vector<std::byte> encode(gguf_type type, const std::vector<float>& w) {
     case gguf_type::f16: ops::convert_f32_to_f16(w.data(), blocks(ruvllm::f16{}, 1), n); break;
     case gguf_type::q8_0: ops::quantize_q8_0(w.data(), blocks(ruvllm::block_q8_0{}, 32), n); break;
     case gguf_type::q4_0: ops::quantize_q4_0(w.data(), blocks(ruvllm::block_q4_0{}, 32), n); break;
+    case gguf_type::q2_k: ops::quantize_q2_k(w.data(), blocks(ruvllm::block_q2_k{}, 256), n); break;
+    case gguf_type::q3_k: ops::quantize_q3_k(w.data(), blocks(ruvllm::block_q3_k{}, 256), n); break;
     case gguf_type::q4_k: ops::quantize_q4_k(w.data(), blocks(ruvllm::block_q4_k{}, 256), n); break;
     case gguf_type::q5_k: ops::quantize_q5_k(w.data(), blocks(ruvllm::block_q5_k{}, 256), n); break;
     case gguf_type::q6_k: ops::quantize_q6_k(w.data(), blocks(ruvllm::block_q6_k{}, 256), n); break;
     default: rb::detail::fail("unsupported benchmark weight type");
   }
   return out;
+}
+
+/// The matrices of a llama layer (and the output matrix), as llama.cpp's
+/// quantizer tells them apart.
+enum class role { output, attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down };
+
+/// The stored type of a matrix of layer l in the model of `type`: `type`
+/// itself, or for a K-quant the type llama.cpp's mix of that name gives a
+/// llama model's matrix (llama_tensor_get_type): Q6_K for the output, and
+/// more bits for attn_v, ffn_down and, in Q2_K and Q3_K_M, attn_output.
+gguf_type stored_type(gguf_type type, role r, std::size_t l, const model_shape& sh) {
+  const std::size_t layers = sh.layers;
+  const bool more_bits = l < layers / 8 || l >= 7 * layers / 8 || (l - layers / 8) % 3 == 2;
+  switch (type) {
+    case gguf_type::q2_k:
+      if (r == role::output) return gguf_type::q6_k;
+      if (r == role::attn_v) return sh.heads / sh.kv_heads >= 4 ? gguf_type::q4_k : gguf_type::q3_k;
+      if (r == role::ffn_down || r == role::attn_output) return gguf_type::q3_k;
+      return type;
+    case gguf_type::q3_k:
+      if (r == role::output) return gguf_type::q6_k;
+      if (r == role::attn_v) return l < 2 ? gguf_type::q5_k : gguf_type::q4_k;
+      if (r == role::ffn_down) return l < layers / 16 ? gguf_type::q5_k : gguf_type::q4_k;
+      if (r == role::attn_output) return gguf_type::q4_k;
+      return type;
+    case gguf_type::q4_k:
+    case gguf_type::q5_k:
+      if (r == role::output) return gguf_type::q6_k;
+      if ((r == role::attn_v || r == role::ffn_down) && more_bits) return gguf_type::q6_k;
+      return type;
+    default: return type;
+  }
 }
 
 built_model build(gguf_type type, const model_shape& sh) {
@@ -105,19 +140,10 @@ built_model build(gguf_type type, const model_shape& sh) {
   ok(w.add("llama.feed_forward_length", static_cast<std::uint32_t>(ffn)));
   ok(w.add("llama.context_length", static_cast<std::uint32_t>(context_len)));
   ok(w.add("llama.attention.layer_norm_rms_epsilon", 1e-5f));
-  // Q4_K and Q5_K stand for the Q4_K_M and Q5_K_M mixes: Q6_K where
-  // llama.cpp's _M mixes give more bits (the output matrix; attn_v and
-  // ffn_down of the first and last eighth of the layers and of every third
-  // layer between).
-  const auto more_bits = [&](std::size_t l) {
-    return l < layers / 8 || l >= 7 * layers / 8 || (l - layers / 8) % 3 == 2;
-  };
-  const auto matrix = [&](const std::string& name, std::size_t rows, std::size_t cols, bool more = false) {
+  const auto matrix = [&](const std::string& name, std::size_t rows, std::size_t cols, gguf_type stored) {
     std::normal_distribution<float> normal(0.0f, 1.0f / std::sqrt(static_cast<float>(cols)));
     std::vector<float> values(rows * cols);
     for (float& v : values) v = normal(rng);
-    const bool k_mix = type == gguf_type::q4_k || type == gguf_type::q5_k;
-    const gguf_type stored = k_mix && more ? gguf_type::q6_k : type;
     const std::vector<std::byte> bytes = encode(stored, values);
     b.weight_bytes += static_cast<double>(bytes.size());
     const std::uint64_t ne[2] = {cols, rows};
@@ -128,22 +154,23 @@ built_model build(gguf_type type, const model_shape& sh) {
     const std::uint64_t ne[1] = {dim};
     ok(w.add_tensor(name, gguf_type::f32, ne, std::as_bytes(std::span(ones))));
   };
-  matrix("token_embd.weight", vocab, dim);
+  matrix("token_embd.weight", vocab, dim, type);
   b.weight_bytes = 0.0;  // a decode step reads one embedding row, not the table
   norm("output_norm.weight");
-  matrix("output.weight", vocab, dim, true);
+  matrix("output.weight", vocab, dim, stored_type(type, role::output, 0, sh));
   const std::size_t hd = dim / heads;
   for (std::size_t l = 0; l < layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     norm(p + "attn_norm.weight");
     norm(p + "ffn_norm.weight");
-    matrix(p + "attn_q.weight", dim, dim);
-    matrix(p + "attn_k.weight", kv_heads * hd, dim);
-    matrix(p + "attn_v.weight", kv_heads * hd, dim, more_bits(l));
-    matrix(p + "attn_output.weight", dim, dim);
-    matrix(p + "ffn_gate.weight", ffn, dim);
-    matrix(p + "ffn_up.weight", ffn, dim);
-    matrix(p + "ffn_down.weight", dim, ffn, more_bits(l));
+    const auto as = [&](role r) { return stored_type(type, r, l, sh); };
+    matrix(p + "attn_q.weight", dim, dim, as(role::attn_q));
+    matrix(p + "attn_k.weight", kv_heads * hd, dim, as(role::attn_k));
+    matrix(p + "attn_v.weight", kv_heads * hd, dim, as(role::attn_v));
+    matrix(p + "attn_output.weight", dim, dim, as(role::attn_output));
+    matrix(p + "ffn_gate.weight", ffn, dim, as(role::ffn_gate));
+    matrix(p + "ffn_up.weight", ffn, dim, as(role::ffn_up));
+    matrix(p + "ffn_down.weight", dim, ffn, as(role::ffn_down));
   }
   auto image = w.to_bytes();
   if (!image) rb::detail::fail(image.error().describe());
@@ -344,6 +371,8 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
     register_rows(gguf_type::f16, "f16", *sh);
     register_rows(gguf_type::q8_0, "q8_0", *sh);
     register_rows(gguf_type::q4_0, "q4_0", *sh);
+    register_rows(gguf_type::q2_k, "q2_k", *sh);
+    register_rows(gguf_type::q3_k, "q3_k_m", *sh);
     register_rows(gguf_type::q4_k, "q4_k_m", *sh);
     register_rows(gguf_type::q5_k, "q5_k_m", *sh);
   }

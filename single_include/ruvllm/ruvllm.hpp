@@ -853,6 +853,8 @@ enum class gguf_type : std::uint32_t {
   q5_0 = 6,
   q5_1 = 7,
   q8_0 = 8,
+  q2_k = 10,
+  q3_k = 11,
   q4_k = 12,
   q5_k = 13,
   q6_k = 14,
@@ -900,6 +902,31 @@ struct block_q5_1 {
   f16 m;
   std::uint8_t qh[4];
   std::uint8_t qs[16];
+};
+
+/// Q2_K: a 256-element super-block of 16 sub-blocks of 16 with a 4-bit
+/// scale (low nibble of scales[j]) and 4-bit min (high nibble) each;
+/// x = d*sc*q - dmin*m with q in [0, 3]. Each 128-element half packs its
+/// quants into 32 qs bytes: element 32k + l of the half sits at bits 2k,
+/// 2k + 1 of byte l.
+struct block_q2_k {
+  std::uint8_t scales[qk_k / 16];
+  std::uint8_t qs[qk_k / 4];
+  f16 d;
+  f16 dmin;
+};
+
+/// Q3_K: a 256-element super-block of 16 sub-blocks of 16 with a 6-bit
+/// signed scale (stored + 32) each; x = d*(sc - 32)*(q - 4) with q in
+/// [0, 7]. The low two bits of q sit in qs as in Q2_K, the third bit of
+/// element 32k + l is bit k of hmask[l]. Scale j keeps its low 4 bits in
+/// the low (j < 8) or high (j >= 8) nibble of scales[j % 8] and its top two
+/// bits at bits 2 (j / 4), 2 (j / 4) + 1 of scales[8 + j % 4].
+struct block_q3_k {
+  std::uint8_t hmask[qk_k / 8];
+  std::uint8_t qs[qk_k / 4];
+  std::uint8_t scales[12];
+  f16 d;
 };
 
 /// Q4_K: a 256-element super-block of 8 sub-blocks of 32; each sub-block has a
@@ -956,6 +983,8 @@ static_assert(sizeof(block_q4_0) == 18);
 static_assert(sizeof(block_q4_1) == 20);
 static_assert(sizeof(block_q5_0) == 22);
 static_assert(sizeof(block_q5_1) == 24);
+static_assert(sizeof(block_q2_k) == 84);
+static_assert(sizeof(block_q3_k) == 110);
 static_assert(sizeof(block_q4_k) == 144);
 static_assert(sizeof(block_q5_k) == 176);
 static_assert(sizeof(block_q6_k) == 210);
@@ -1000,6 +1029,12 @@ struct q5_0 : detail::format<block_q5_0, 32, gguf_type::q5_0> {
 };
 struct q5_1 : detail::format<block_q5_1, 32, gguf_type::q5_1> {
   static constexpr std::string_view name = "q5_1";
+};
+struct q2_k : detail::format<block_q2_k, qk_k, gguf_type::q2_k> {
+  static constexpr std::string_view name = "q2_k";
+};
+struct q3_k : detail::format<block_q3_k, qk_k, gguf_type::q3_k> {
+  static constexpr std::string_view name = "q3_k";
 };
 struct q4_k : detail::format<block_q4_k, qk_k, gguf_type::q4_k> {
   static constexpr std::string_view name = "q4_k";
@@ -3765,7 +3800,8 @@ struct rope_ops<backend::scalar> {
 #define RUVLLM_KERNELS_SCALAR_QUANT_HPP
 
 // Scalar reference for the quant kernel family: GGUF block formats (Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, and Q8_K for activations),
+// Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and Q8_K for
+// activations),
 // f16/bf16 rows, and the dot
 // products of a quantized weight row with quantized activations. Every SIMD
 // backend is tested against these functions, so they favour the obvious loop
@@ -3796,9 +3832,10 @@ struct rope_ops<backend::scalar> {
 //  * Q5_0: as Q4_0 with d = m / -16 and q = min(31, trunc(x / d + 16.5)).
 //    Q4_1 / Q5_1: d = (max - min) / 15 or 31, m = min, q = trunc((x - min)
 //    / d + 0.5). Same bytes as ggml.
-//  * Q4_K / Q5_K / Q6_K: ggml's reference search (make_qkx2_quants with
-//    weights av_x + |x| for Q4_K and Q5_K; make_qx_quants with weights x^2
-//    for Q6_K), then the
+//  * Q2_K / Q3_K / Q4_K / Q5_K / Q6_K: ggml's reference search
+//    (make_qkx2_quants with weights av_x + |x| for Q4_K and Q5_K, with
+//    weights |x| and absolute residuals for Q2_K; make_q3_quants' refinement
+//    for Q3_K; make_qx_quants with weights x^2 for Q6_K), then the
 //    same scale packing and requantization, so the error is that of ggml's
 //    reference quantizer. Bytes agree with ggml when both are compiled
 //    without fused multiply-add contraction; they are not promised to.
@@ -3807,15 +3844,16 @@ struct rope_ops<backend::scalar> {
 //    NaN), these functions write the quants of zero (q = 0, or nibble 8) with
 //    ggml's scale, which is then 0 or a denormal that f16 rounds to 0.
 //
-// Dequantizers are ggml's formulas (Q4_1 / Q5_1: x = d*q + m; Q4_K / Q5_K:
-// x = d*sc*q - dmin*m; Q6_K: x = d*sc*q); every product involved is exact
+// Dequantizers are ggml's formulas (Q4_1 / Q5_1: x = d*q + m; Q2_K / Q4_K /
+// Q5_K: x = d*sc*q - dmin*m; Q3_K / Q6_K: x = d*sc*q); every product
+// involved is exact
 // in float, so the results are ggml's bit for bit however a compiler
 // contracts or reorders them.
 //
 // Dot products follow llama.cpp's generic CPU code: exact int32 sums of
-// quant products per block (K-quants: per super-block, weighted by the 6- or
-// 8-bit sub-block scales, with Q4_K's and Q5_K's min term from the
-// activation bsums), then one float multiply-accumulate per block; Q4_1 /
+// quant products per block (K-quants: per super-block, weighted by the 4-, 6-
+// or 8-bit sub-block scales, with Q2_K's, Q4_K's and Q5_K's min term from
+// the activation bsums), then one float multiply-accumulate per block; Q4_1 /
 // Q5_1 add m_w d_a sum(a) per block, which llama.cpp takes from its Q8_1
 // activations' f16 d_a sum(a) (we keep Q8_0 activations for every 32-element
 // format, so that term can differ from llama.cpp's by the f16 rounding).
@@ -4011,12 +4049,53 @@ inline void k_scales_mins(const Block& b, std::uint8_t* sc, std::uint8_t* m) noe
   return static_cast<int>(low | (high << 4));
 }
 
+/// The 2-bit quant (0..3) of element e (0..255) in a Q2_K or Q3_K
+/// super-block's qs: each 128-element half packs element 32k + l into bits
+/// 2k and 2k + 1 of byte l of its 32 bytes.
+[[nodiscard]] inline int two_bit_quant(const std::uint8_t* qs, std::size_t e) noexcept {
+  const std::size_t half = e / 128, k = (e % 128) / 32, l = e % 32;
+  return (qs[32 * half + l] >> (2 * k)) & 3;
+}
+
+/// The Q2_K quant (0..3) of element e (0..255).
+[[nodiscard]] inline int k_quant(const block_q2_k& b, std::size_t e) noexcept { return two_bit_quant(b.qs, e); }
+
+/// The 3-bit Q3_K quant (0..7; the value is q - 4) of element e (0..255):
+/// two bits from qs, the third from bit e / 32 of hmask[e % 32].
+[[nodiscard]] inline int k_quant(const block_q3_k& b, std::size_t e) noexcept {
+  return two_bit_quant(b.qs, e) | (((b.hmask[e % 32] >> (e / 32)) & 1) << 2);
+}
+
+/// The signed scale (-32..31) of Q3_K sub-block j (0..15): low four bits
+/// from nibble j / 8 of scales[j % 8], top two from bits 2 (j / 4) of
+/// scales[8 + j % 4].
+[[nodiscard]] inline int q3_k_scale(const std::uint8_t* scales, std::size_t j) noexcept {
+  const int low = (scales[j % 8] >> (4 * (j / 8))) & 0x0F;
+  const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+/// Packs 256 quants in [0, 3] into a Q2_K or Q3_K qs (see two_bit_quant).
+inline void pack_two_bit(const std::uint8_t* L, std::uint8_t* qs) noexcept {
+  for (std::size_t half = 0; half < 2; ++half) {
+    const std::uint8_t* q = L + 128 * half;
+    for (std::size_t l = 0; l < 32; ++l) {
+      qs[32 * half + l] = static_cast<std::uint8_t>(q[l] | (q[l + 32] << 2) | (q[l + 64] << 4) | (q[l + 96] << 6));
+    }
+  }
+}
+
+/// How a scale search weighs a residual: squared, or absolute (ggml's
+/// use_mad, which Q2_K's search takes).
+enum class residual { squared, absolute };
+
 /// ggml's make_qkx2_quants: fits x[i] ~ scale * L[i] - min with L in
 /// [0, nmax] and min >= 0 by a weighted least-squares search over nstep + 1
 /// candidate inverse scales; returns the scale and stores the min. L receives
 /// the best quants. n <= 32.
 inline float fit_scale_min(std::size_t n, int nmax, const float* x, const float* w, std::uint8_t* L, float& the_min,
-                           float rmin, float rdelta, int nstep) noexcept {
+                           float rmin, float rdelta, int nstep, residual norm = residual::squared) noexcept {
+  const auto error_of = [norm](float diff) { return norm == residual::absolute ? std::fabs(diff) : diff * diff; };
   float min = x[0], max = x[0];
   float sum_w = 0.0f, sum_x = 0.0f;
   for (std::size_t i = 0; i < n; ++i) {
@@ -4037,8 +4116,7 @@ inline float fit_scale_min(std::size_t n, int nmax, const float* x, const float*
   float best_error = 0.0f;
   for (std::size_t i = 0; i < n; ++i) {
     L[i] = quant(iscale * (x[i] - min));
-    const float diff = scale * static_cast<float>(L[i]) + min - x[i];
-    best_error += w[i] * (diff * diff);
+    best_error += w[i] * error_of(scale * static_cast<float>(L[i]) + min - x[i]);
   }
   std::uint8_t trial[32];
   for (int step = 0; step <= nstep; ++step) {
@@ -4061,8 +4139,7 @@ inline float fit_scale_min(std::size_t n, int nmax, const float* x, const float*
     }
     float error = 0.0f;
     for (std::size_t i = 0; i < n; ++i) {
-      const float diff = this_scale * static_cast<float>(trial[i]) + this_min - x[i];
-      error += w[i] * (diff * diff);
+      error += w[i] * error_of(this_scale * static_cast<float>(trial[i]) + this_min - x[i]);
     }
     if (error < best_error) {
       std::copy(trial, trial + n, L);
@@ -4120,6 +4197,53 @@ inline float fit_symmetric_scale(std::size_t n, int nmax, const float* x, std::i
     }
   }
   return scale;
+}
+
+/// ggml's make_q3_quants with its rmse refinement: symmetric quants L in
+/// [0, 2 nmax) (stored with the +nmax offset) starting from the scale
+/// -nmax / m (m the first element of largest magnitude), then up to five
+/// passes that move single quants where that raises the x^2-weighted fit;
+/// returns the least-squares scale. The expressions keep ggml's order of
+/// float operations.
+inline float fit_refined_symmetric_scale(std::size_t n, int nmax, const float* x, std::int8_t* L) noexcept {
+  const float max = first_of_largest_magnitude(x, n);
+  if (std::fabs(max) < 1e-15f) {  // ggml's GROUP_MAX_EPS: treat as all zero
+    for (std::size_t i = 0; i < n; ++i) L[i] = 0;
+    return 0.0f;
+  }
+  const auto quant = [nmax](float v) { return std::clamp(nearest_int(v), -nmax, nmax - 1); };
+  const float iscale = -static_cast<float>(nmax) / max;
+  float sumlx = 0.0f, suml2 = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    const int l = quant(iscale * x[i]);
+    L[i] = static_cast<std::int8_t>(l);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * static_cast<float>(l);
+    suml2 += w * static_cast<float>(l) * static_cast<float>(l);
+  }
+  for (int pass = 0; pass < 5; ++pass) {
+    int changed = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float w = x[i] * x[i];
+      const auto old_l = static_cast<float>(L[i]);
+      float slx = sumlx - w * x[i] * old_l;
+      if (!(slx > 0.0f)) continue;
+      float sl2 = suml2 - w * old_l * old_l;
+      const int new_l = quant(x[i] * sl2 / slx);
+      if (new_l == L[i]) continue;
+      slx += w * x[i] * static_cast<float>(new_l);
+      sl2 += w * static_cast<float>(new_l) * static_cast<float>(new_l);
+      if (sl2 > 0.0f && slx * slx * suml2 > sumlx * sumlx * sl2) {
+        L[i] = static_cast<std::int8_t>(new_l);
+        sumlx = slx;
+        suml2 = sl2;
+        ++changed;
+      }
+    }
+    if (changed == 0) break;
+  }
+  for (std::size_t i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(L[i] + nmax);
+  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
 /// Row r of a weight matrix whose rows start row_stride bytes apart.
@@ -4378,16 +4502,11 @@ inline void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept
   for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
     std::int8_t L[qk_k];
     float scales[qk_k / 16];
-    float max_scale = 0.0f, max_abs_scale = 0.0f;
-    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+    for (std::size_t g = 0; g < qk_k / 16; ++g)
       scales[g] = quant_detail::fit_symmetric_scale(16, 32, x + 16 * g, L + 16 * g);
-      if (std::fabs(scales[g]) > max_abs_scale) {
-        max_abs_scale = std::fabs(scales[g]);
-        max_scale = scales[g];
-      }
-    }
+    const float max_scale = quant_detail::first_of_largest_magnitude(scales, qk_k / 16);
     block_q6_k& out = y[b];
-    if (max_abs_scale < 1e-15f) {
+    if (std::fabs(max_scale) < 1e-15f) {
       std::memset(&out, 0, sizeof out);
       continue;
     }
@@ -4417,6 +4536,96 @@ inline void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept
                                           ((u(l + 96) >> 4) << 6));
       }
     }
+  }
+}
+
+/// f32 -> Q2_K with ggml's reference search (quantize_row_q2_K_ref): per
+/// 16-element sub-block a |x|-weighted scale/min fit to quants in [0, 3]
+/// (absolute residuals), 4-bit scales and mins relative to two f16
+/// super-block scales, then requantization against the stored scales. Not a
+/// hot path; every backend runs this function. n % 256 == 0.
+inline void quantize_q2_k(const float* x, block_q2_k* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  using quant_detail::nearest_int;
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    std::uint8_t L[qk_k];
+    float weights[16], scales[qk_k / 16], mins[qk_k / 16];
+    float max_scale = 0.0f, max_min = 0.0f;
+    for (std::size_t j = 0; j < qk_k / 16; ++j) {
+      for (std::size_t l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
+      scales[j] = quant_detail::fit_scale_min(16, 3, x + 16 * j, weights, L + 16 * j, mins[j], -0.5f, 0.1f, 15,
+                                              quant_detail::residual::absolute);
+      max_scale = std::max(max_scale, scales[j]);
+      max_min = std::max(max_min, mins[j]);
+    }
+    block_q2_k& out = y[b];
+    // ggml stores the ints in uint8_t; a (never observed) negative or
+    // oversized level would wrap or spill into the other nibble there, so
+    // both are clamped to [0, 15].
+    const auto level = [](float v) { return static_cast<std::uint8_t>(std::clamp(nearest_int(v), 0, 15)); };
+    const float inv_scale = max_scale > 0.0f ? 15.0f / max_scale : 0.0f;
+    const float inv_min = max_min > 0.0f ? 15.0f / max_min : 0.0f;
+    for (std::size_t j = 0; j < qk_k / 16; ++j) {
+      out.scales[j] = static_cast<std::uint8_t>(level(inv_scale * scales[j]) | (level(inv_min * mins[j]) << 4));
+    }
+    out.d = to_f16(max_scale > 0.0f ? max_scale / 15.0f : 0.0f);
+    out.dmin = to_f16(max_min > 0.0f ? max_min / 15.0f : 0.0f);
+    const float d = to_float(out.d), dmin = to_float(out.dmin);
+    for (std::size_t j = 0; j < qk_k / 16; ++j) {
+      const float ds = d * static_cast<float>(out.scales[j] & 0x0F);
+      if (ds == 0.0f) continue;  // keep the fit's quants, as ggml does
+      const float dm = dmin * static_cast<float>(out.scales[j] >> 4);
+      for (std::size_t l = 0; l < 16; ++l) {
+        L[16 * j + l] = static_cast<std::uint8_t>(std::clamp(nearest_int((x[16 * j + l] + dm) / ds), 0, 3));
+      }
+    }
+    quant_detail::pack_two_bit(L, out.qs);
+  }
+}
+
+/// f32 -> Q3_K with ggml's reference search (quantize_row_q3_K_ref): per
+/// 16-element sub-block a refined symmetric x^2-weighted fit to quants in
+/// [-4, 3], 6-bit signed scales relative to one f16 super-block scale, then
+/// requantization. Not a hot path; every backend runs this function.
+/// n % 256 == 0.
+inline void quantize_q3_k(const float* x, block_q3_k* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  using quant_detail::nearest_int;
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    std::int8_t L[qk_k];
+    float scales[qk_k / 16];
+    for (std::size_t j = 0; j < qk_k / 16; ++j)
+      scales[j] = quant_detail::fit_refined_symmetric_scale(16, 4, x + 16 * j, L + 16 * j);
+    const float max_scale = quant_detail::first_of_largest_magnitude(scales, qk_k / 16);
+    block_q3_k& out = y[b];
+    std::memset(out.scales, 0, sizeof out.scales);
+    if (max_scale != 0.0f) {
+      const float iscale = -32.0f / max_scale;
+      for (std::size_t j = 0; j < qk_k / 16; ++j) {
+        const int l = std::clamp(nearest_int(iscale * scales[j]), -32, 31) + 32;
+        out.scales[j % 8] = static_cast<std::uint8_t>(out.scales[j % 8] | ((l & 0x0F) << (4 * (j / 8))));
+        out.scales[8 + j % 4] = static_cast<std::uint8_t>(out.scales[8 + j % 4] | ((l >> 4) << (2 * (j / 4))));
+      }
+      out.d = to_f16(1.0f / iscale);
+    } else {
+      out.d = to_f16(0.0f);
+    }
+    const float d = to_float(out.d);
+    for (std::size_t j = 0; j < qk_k / 16; ++j) {
+      const float ds = d * static_cast<float>(quant_detail::q3_k_scale(out.scales, j));
+      if (ds == 0.0f) continue;  // keep the fit's quants, as ggml does
+      for (std::size_t l = 0; l < 16; ++l) {
+        L[16 * j + l] = static_cast<std::int8_t>(std::clamp(nearest_int(x[16 * j + l] / ds), -4, 3) + 4);
+      }
+    }
+    std::uint8_t low[qk_k];
+    std::memset(out.hmask, 0, sizeof out.hmask);
+    for (std::size_t e = 0; e < qk_k; ++e) {
+      const auto q = static_cast<unsigned>(L[e]);
+      out.hmask[e % 32] = static_cast<std::uint8_t>(out.hmask[e % 32] | ((q >> 2) << (e / 32)));
+      low[e] = static_cast<std::uint8_t>(q & 3u);
+    }
+    quant_detail::pack_two_bit(low, out.qs);
   }
 }
 
@@ -4500,6 +4709,31 @@ inline void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexce
     for (std::size_t e = 0; e < qk_k; ++e) {
       *y++ = d * static_cast<float>(sc[e / 32]) * static_cast<float>(quant_detail::k_quant(x[b], e)) -
              dmin * static_cast<float>(m[e / 32]);
+    }
+  }
+}
+
+/// Q2_K -> f32, ggml's formula exactly: x = (d*sc) * q - (dmin*m). n % 256 == 0.
+inline void dequantize_q2_k(const block_q2_k* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const float d = to_float(x[b].d), dmin = to_float(x[b].dmin);
+    for (std::size_t e = 0; e < qk_k; ++e) {
+      const std::uint8_t sc = x[b].scales[e / 16];
+      *y++ = d * static_cast<float>(sc & 0x0F) * static_cast<float>(quant_detail::k_quant(x[b], e)) -
+             dmin * static_cast<float>(sc >> 4);
+    }
+  }
+}
+
+/// Q3_K -> f32, ggml's formula: x = (d * sc) * (q - 4). n % 256 == 0.
+inline void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const float d = to_float(x[b].d);
+    for (std::size_t e = 0; e < qk_k; ++e) {
+      *y++ = d * static_cast<float>(quant_detail::q3_k_scale(x[b].scales, e / 16)) *
+             static_cast<float>(quant_detail::k_quant(x[b], e) - 4);
     }
   }
 }
@@ -4647,9 +4881,32 @@ template <class Block>
   return s;
 }
 
-/// The exact integer sum of one Q6_K . Q8_K super-block: sum over 16-element
-/// sub-blocks of sc_g * sum((q - 32) * q_a).
-[[nodiscard]] inline std::int32_t q6_k_q8_k_sum(const block_q6_k& w, const block_q8_k& a) noexcept {
+/// Q2_K's integer parts: as Q4_K's over 16 sub-blocks of 16, whose mins
+/// pair with one activation block sum each.
+[[nodiscard]] inline k_block_sums k_q8_k_sums(const block_q2_k& w, const block_q8_k& a) noexcept {
+  k_block_sums s{0, 0};
+  for (std::size_t j = 0; j < qk_k / 16; ++j) {
+    s.mins += (w.scales[j] >> 4) * a.bsums[j];
+    int sum = 0;
+    for (std::size_t l = 0; l < 16; ++l) sum += k_quant(w, 16 * j + l) * a.qs[16 * j + l];
+    s.scaled += (w.scales[j] & 0x0F) * sum;
+  }
+  return s;
+}
+
+/// The exact integer sum of one Q3_K or Q6_K . Q8_K super-block: over the
+/// 16-element sub-blocks, sc_g * sum((q - bias) * q_a) with the signed
+/// sub-block scale sc_g and the format's bias (4 or 32).
+[[nodiscard]] inline std::int32_t k_q8_k_sum(const block_q3_k& w, const block_q8_k& a) noexcept {
+  std::int32_t total = 0;
+  for (std::size_t g = 0; g < qk_k / 16; ++g) {
+    int sum = 0;
+    for (std::size_t l = 0; l < 16; ++l) sum += (k_quant(w, 16 * g + l) - 4) * a.qs[16 * g + l];
+    total += q3_k_scale(w.scales, g) * sum;
+  }
+  return total;
+}
+[[nodiscard]] inline std::int32_t k_q8_k_sum(const block_q6_k& w, const block_q8_k& a) noexcept {
   std::int32_t total = 0;
   for (std::size_t g = 0; g < qk_k / 16; ++g) {
     int sum = 0;
@@ -4659,11 +4916,7 @@ template <class Block>
   return total;
 }
 
-}  // namespace quant_detail
-
-namespace quant_detail {
-
-/// The Q4_K / Q5_K dot from their exact integer parts: per super-block
+/// The Q2_K / Q4_K / Q5_K dot from their exact integer parts: per super-block
 /// sum += (d_w d_a) * scaled - (dmin_w d_a) * mins.
 template <class Block>
 [[nodiscard]] inline float scale_min_dot(const Block* w, const block_q8_k* a, std::size_t n) noexcept {
@@ -4678,7 +4931,31 @@ template <class Block>
   return sum;
 }
 
+/// The Q3_K / Q6_K dot: per super-block sum += (d_w d_a) * (exact integer
+/// sum of k_q8_k_sum).
+template <class Block>
+[[nodiscard]] inline float scale_dot(const Block* w, const block_q8_k* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    sum += to_float(w[b].d) * a[b].d * static_cast<float>(k_q8_k_sum(w[b], a[b]));
+  }
+  return sum;
+}
+
 }  // namespace quant_detail
+
+/// Q2_K weights . Q8_K activations (ggml_vec_dot_q2_K_q8_K): Q4_K's
+/// expression over 16 sub-blocks of 16. n % 256 == 0.
+[[nodiscard]] inline float dot_q2_k_q8_k(const block_q2_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return quant_detail::scale_min_dot(w, a, n);
+}
+
+/// Q3_K weights . Q8_K activations (ggml_vec_dot_q3_K_q8_K): per super-block
+/// sum += (d_w d_a) * sum over sub-blocks of sc (q - 4) q_a. n % 256 == 0.
+[[nodiscard]] inline float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return quant_detail::scale_dot(w, a, n);
+}
 
 /// Q4_K weights . Q8_K activations (ggml_vec_dot_q4_K_q8_K), with the exact
 /// integer sums above. n % 256 == 0.
@@ -4695,12 +4972,7 @@ template <class Block>
 /// Q6_K weights . Q8_K activations (ggml_vec_dot_q6_K_q8_K): per super-block
 /// sum += (d_w d_a) * (exact integer sum above). n % 256 == 0.
 [[nodiscard]] inline float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
-  RUVLLM_ASSERT(n % qk_k == 0);
-  float sum = 0.0f;
-  for (std::size_t b = 0; b < n / qk_k; ++b) {
-    sum += to_float(w[b].d) * a[b].d * static_cast<float>(quant_detail::q6_k_q8_k_sum(w[b], a[b]));
-  }
-  return sum;
+  return quant_detail::scale_dot(w, a, n);
 }
 
 /// Batch forms: out[r] = dot(row r, a) for r < rows, where row r starts
@@ -4725,6 +4997,14 @@ inline void dot_q4_1_q8_0_rows(const block_q4_1* w, std::size_t row_stride, std:
 inline void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_1_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q2_k_q8_k_rows(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q2_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q3_k_q8_k_rows(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q3_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
 }
 inline void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                std::size_t n, float* out) noexcept {
@@ -4909,6 +5189,14 @@ inline void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::si
 }
 /// The prefill form of the K-quant rows: token t's activations are the n /
 /// 256 Q8_K blocks at a + t * (n / 256).
+inline void gemm_q2_k_q8_k(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                           std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_q2_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+}
+inline void gemm_q3_k_q8_k(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                           std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_q3_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+}
 inline void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
@@ -5023,6 +5311,16 @@ struct quant_checked {
     }
     return {};
   }
+  /// Ops::quantize_q2_k after checking n % 256, finite inputs, then finite scales.
+  static result<void> quantize_q2_k_checked(const float* x, block_q2_k* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q2_k>("quantize_q2_k", x, y, n));
+    Ops::quantize_q2_k(x, y, n);
+    for (std::size_t b = 0; b < n / qk_k; ++b) {
+      RUVLLM_TRY(check_scale("quantize_q2_k", "q2_k", b, y[b].d));
+      RUVLLM_TRY(check_scale("quantize_q2_k", "q2_k", b, y[b].dmin));
+    }
+    return {};
+  }
   /// Ops::quantize_q4_k after checking n % 256, finite inputs, then finite scales.
   static result<void> quantize_q4_k_checked(const float* x, block_q4_k* y, std::size_t n) {
     RUVLLM_TRY(check_quantize<precision::q4_k>("quantize_q4_k", x, y, n));
@@ -5041,6 +5339,13 @@ struct quant_checked {
       RUVLLM_TRY(check_scale("quantize_q5_k", "q5_k", b, y[b].d));
       RUVLLM_TRY(check_scale("quantize_q5_k", "q5_k", b, y[b].dmin));
     }
+    return {};
+  }
+  /// Ops::quantize_q3_k after checking n % 256, finite inputs, then finite scales.
+  static result<void> quantize_q3_k_checked(const float* x, block_q3_k* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q3_k>("quantize_q3_k", x, y, n));
+    Ops::quantize_q3_k(x, y, n);
+    for (std::size_t b = 0; b < n / qk_k; ++b) RUVLLM_TRY(check_scale("quantize_q3_k", "q3_k", b, y[b].d));
     return {};
   }
   /// Ops::quantize_q6_k after checking n % 256, finite inputs, then finite scales.
@@ -5087,6 +5392,18 @@ struct quant_checked {
     Ops::dequantize_q5_1(x, y, n);
     return {};
   }
+  /// Ops::dequantize_q2_k after checking n % 256.
+  static result<void> dequantize_q2_k_checked(const block_q2_k* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q2_k", "q2_k", n, qk_k));
+    Ops::dequantize_q2_k(x, y, n);
+    return {};
+  }
+  /// Ops::dequantize_q3_k after checking n % 256.
+  static result<void> dequantize_q3_k_checked(const block_q3_k* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q3_k", "q3_k", n, qk_k));
+    Ops::dequantize_q3_k(x, y, n);
+    return {};
+  }
   /// Ops::dequantize_q4_k after checking n % 256.
   static result<void> dequantize_q4_k_checked(const block_q4_k* x, float* y, std::size_t n) {
     RUVLLM_TRY(check_length("dequantize_q4_k", "q4_k", n, qk_k));
@@ -5130,6 +5447,16 @@ struct quant_checked {
   static result<float> dot_q5_1_q8_0_checked(const block_q5_1* w, const block_q8_0* a, std::size_t n) {
     RUVLLM_TRY(check_length("dot_q5_1_q8_0", "q5_1", n, 32));
     return Ops::dot_q5_1_q8_0(w, a, n);
+  }
+  /// Ops::dot_q2_k_q8_k after checking n % 256.
+  static result<float> dot_q2_k_q8_k_checked(const block_q2_k* w, const block_q8_k* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q2_k_q8_k", "q2_k", n, qk_k));
+    return Ops::dot_q2_k_q8_k(w, a, n);
+  }
+  /// Ops::dot_q3_k_q8_k after checking n % 256.
+  static result<float> dot_q3_k_q8_k_checked(const block_q3_k* w, const block_q8_k* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q3_k_q8_k", "q3_k", n, qk_k));
+    return Ops::dot_q3_k_q8_k(w, a, n);
   }
   /// Ops::dot_q4_k_q8_k after checking n % 256.
   static result<float> dot_q4_k_q8_k_checked(const block_q4_k* w, const block_q8_k* a, std::size_t n) {
@@ -5182,6 +5509,20 @@ struct quant_checked {
     Ops::dot_q5_1_q8_0_rows(w, row_stride, rows, a, n, out);
     return {};
   }
+  /// Ops::dot_q2_k_q8_k_rows after checking n, the stride and the alignment.
+  static result<void> dot_q2_k_q8_k_rows_checked(const block_q2_k* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_k* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q2_k>("dot_q2_k_q8_k_rows", w, row_stride, rows, n));
+    Ops::dot_q2_k_q8_k_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
+  /// Ops::dot_q3_k_q8_k_rows after checking n, the stride and the alignment.
+  static result<void> dot_q3_k_q8_k_rows_checked(const block_q3_k* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_k* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q3_k>("dot_q3_k_q8_k_rows", w, row_stride, rows, n));
+    Ops::dot_q3_k_q8_k_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
   /// Ops::dot_q4_k_q8_k_rows after checking n, the stride and the alignment.
   static result<void> dot_q4_k_q8_k_rows_checked(const block_q4_k* w, std::size_t row_stride, std::size_t rows,
                                                  const block_q8_k* a, std::size_t n, float* out) {
@@ -5217,6 +5558,8 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
   static void quantize_q4_1(const float* x, block_q4_1* y, std::size_t n) noexcept { scalar::quantize_q4_1(x, y, n); }
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
+  static void quantize_q2_k(const float* x, block_q2_k* y, std::size_t n) noexcept { scalar::quantize_q2_k(x, y, n); }
+  static void quantize_q3_k(const float* x, block_q3_k* y, std::size_t n) noexcept { scalar::quantize_q3_k(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
@@ -5236,6 +5579,12 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   }
   static void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_1(x, y, n);
+  }
+  static void dequantize_q2_k(const block_q2_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q2_k(x, y, n);
+  }
+  static void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q3_k(x, y, n);
   }
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_k(x, y, n);
@@ -5278,6 +5627,12 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   [[nodiscard]] static float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
     return scalar::dot_q5_1_q8_0(w, a, n);
   }
+  [[nodiscard]] static float dot_q2_k_q8_k(const block_q2_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    return scalar::dot_q2_k_q8_k(w, a, n);
+  }
+  [[nodiscard]] static float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    return scalar::dot_q3_k_q8_k(w, a, n);
+  }
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     return scalar::dot_q4_k_q8_k(w, a, n);
   }
@@ -5307,6 +5662,14 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q5_1_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q2_k_q8_k_rows(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q2_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q3_k_q8_k_rows(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q3_k_q8_k_rows(w, row_stride, rows, a, n, out);
   }
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
@@ -5367,6 +5730,14 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q5_1_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
+  static void gemm_q2_k_q8_k(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q2_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_q3_k_q8_k(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q3_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q4_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
@@ -5413,6 +5784,8 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_q8_0_rows, ruvllm::block_q5_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_1_q8_0_rows, ruvllm::block_q4_1, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_q8_0_rows, ruvllm::block_q5_1, ruvllm::block_q8_0)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q2_k_q8_k_rows, ruvllm::block_q2_k, ruvllm::block_q8_k)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q3_k_q8_k_rows, ruvllm::block_q3_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)         \
@@ -5427,6 +5800,8 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_0_quads, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_1_quads, ruvllm::block_q4_1, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_1_quads, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad)    \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q2_k_q8_k, ruvllm::block_q2_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q3_k_q8_k, ruvllm::block_q3_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q6_k_q8_k, ruvllm::block_q6_k, ruvllm::block_q8_k)
@@ -9648,6 +10023,64 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q6_k_block(const block_q6_k& w, const block_q
   return half_to_float(w.d) * a.d * static_cast<float>(total);
 }
 
+/// The 16 two-bit quants (0..3) of elements 32 k + l0 + [0, 16) of a
+/// 128-element half of a Q2_K or Q3_K super-block, from the 16 qs bytes at
+/// packed (that half's bytes l0 ..).
+RUVLLM_QUANT_ATTR HWY_INLINE VU8 two_bit_quants(VU8 packed, int k) {
+  return hn::And(hn::ShiftRightSame(packed, 2 * k), hn::Set(DU8(), 3));
+}
+
+/// One Q2_K . Q8_K super-block, the same float expression as the reference.
+RUVLLM_QUANT_ATTR HWY_INLINE float q2_k_block(const block_q2_k& w, const block_q8_k& a) {
+  const D32 d32;
+  const DU8 du8;
+  V32 acc = hn::Zero(d32);
+  for (std::size_t half = 0; half < 2; ++half) {
+    for (std::size_t l0 = 0; l0 < 32; l0 += 16) {
+      const VU8 packed = hn::LoadU(du8, w.qs + 32 * half + l0);
+      for (int k = 0; k < 4; ++k) {
+        const std::size_t e = 128 * half + 32 * static_cast<std::size_t>(k) + l0;
+        const V32 sums = dot16_u8(two_bit_quants(packed, k), a.qs + e);
+        acc = hn::Add(acc, hn::Mul(sums, hn::Set(d32, w.scales[e / 16] & 0x0F)));
+      }
+    }
+  }
+  std::int32_t mins = 0;
+  for (std::size_t j = 0; j < qk_k / 16; ++j) mins += (w.scales[j] >> 4) * a.bsums[j];
+  const std::int32_t scaled = hn::GetLane(hn::SumOfLanes(d32, acc));
+  const float d = half_to_float(w.d) * a.d;
+  const float dmin = half_to_float(w.dmin) * a.d;
+  return d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
+}
+
+/// One Q3_K . Q8_K super-block: sum(sc (q - 4) a) = sum(sc q a) - 4 sum(sc
+/// bsum) with q = the two bits from qs plus 4 times the hmask bit, the
+/// same float expression as the reference.
+RUVLLM_QUANT_ATTR HWY_INLINE float q3_k_block(const block_q3_k& w, const block_q8_k& a) {
+  const D32 d32;
+  const DU8 du8;
+  std::int32_t sc[qk_k / 16];
+  for (std::size_t j = 0; j < qk_k / 16; ++j) sc[j] = scalar::quant_detail::q3_k_scale(w.scales, j);
+  V32 acc = hn::Zero(d32);
+  for (std::size_t l0 = 0; l0 < 32; l0 += 16) {
+    const VU8 high = hn::LoadU(du8, w.hmask + l0);
+    for (std::size_t half = 0; half < 2; ++half) {
+      const VU8 packed = hn::LoadU(du8, w.qs + 32 * half + l0);
+      for (int k = 0; k < 4; ++k) {
+        const int chunk = 4 * static_cast<int>(half) + k;  // element 32 chunk + l: bit chunk of hmask[l]
+        const VU8 third = hn::ShiftLeft<2>(hn::And(hn::ShiftRightSame(high, chunk), hn::Set(du8, 1)));
+        const std::size_t e = 32 * static_cast<std::size_t>(chunk) + l0;
+        const V32 sums = dot16_u8(hn::Or(two_bit_quants(packed, k), third), a.qs + e);
+        acc = hn::Add(acc, hn::Mul(sums, hn::Set(d32, sc[e / 16])));
+      }
+    }
+  }
+  std::int32_t bias = 0;
+  for (std::size_t j = 0; j < qk_k / 16; ++j) bias += sc[j] * a.bsums[j];
+  const std::int32_t total = hn::GetLane(hn::SumOfLanes(d32, acc)) - 4 * bias;
+  return half_to_float(w.d) * a.d * static_cast<float>(total);
+}
+
 /// out[r] = the sum over row r's super-blocks of block_dot(block, its activations).
 template <class Block, class BlockDot>
 RUVLLM_QUANT_ATTR HWY_INLINE void superblock_rows(const Block* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
@@ -9684,7 +10117,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void superblock_rows(const Block* HWY_RESTRICT w, s
 //                             through a function compiled for AVX-VNNI).
 
 // ------------------------------------------ K-quant GEMV rows, GEMM tiles
-// Q4_K, Q5_K and Q6_K rows in the widest integer registers (512-bit on AVX-512
+// Q2_K-Q6_K rows in the widest integer registers (512-bit on AVX-512
 // targets, 256-bit on AVX2), one super-block of a row per step, each row
 // accumulating in float vectors that are reduced once, at the row's end.
 // Reducing every super-block to one float instead (the reference's
@@ -9819,6 +10252,55 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m128i k_scales_mins(const std::uint8_t* scales) {
                                      _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
   return _mm_or_si128(low, high);
 }
+
+/// Bit `from` of every byte of v moved to bit `to`, the other bits cleared
+/// (`only_to` has bit `to` set in every byte). A 16-bit shift by |from - to|
+/// serves: it moves bit `from` of each byte to bit `to` of the same byte
+/// (both lie in 0-7), and what crosses from the neighbouring byte lands on
+/// other bits, which the mask clears.
+RUVLLM_QUANT_ATTR HWY_INLINE ivec move_bit(ivec v, int from, int to, ivec only_to) {
+#if RUVLLM_QUANT_AVX512
+  const __m512i moved = from <= to ? _mm512_slli_epi16(v, static_cast<unsigned>(to - from))
+                                   : _mm512_srli_epi16(v, static_cast<unsigned>(from - to));
+  return _mm512_and_si512(moved, only_to);
+#else
+  const __m256i moved = from <= to ? _mm256_slli_epi16(v, to - from) : _mm256_srli_epi16(v, from - to);
+  return _mm256_and_si256(moved, only_to);
+#endif
+}
+
+/// The bit planes of Q5_K's qh and Q3_K's hmask: element 32k + l of a
+/// super-block owns bit k of byte l of 32 bytes. add() ORs each element's
+/// bit into bit `to` of its quant, quants in element order.
+struct bit_plane {
+  struct constants {
+    ivec only_to;
+#if RUVLLM_QUANT_AVX512
+    ivec half_shifts;  // bits 2g + 1 to 2g in the upper 256 bits
+#endif
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants(int to) {
+    constants c;
+    c.only_to = set1_bytes(static_cast<std::uint8_t>(1u << to));
+#if RUVLLM_QUANT_AVX512
+    c.half_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
+#endif
+    return c;
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE void add(const std::uint8_t* bits, int to, const constants& c, ivec* quants) {
+#if RUVLLM_QUANT_AVX512
+    // Register g holds elements 64g .. 64g + 63, bits 2g and 2g + 1: with
+    // the upper half shifted right by one, both halves take bit 2g.
+    const __m512i plane = _mm512_srlv_epi16(_mm512_broadcast_i64x4(load256(bits)), c.half_shifts);
+    for (int g = 0; g < 4; ++g) quants[g] = _mm512_or_si512(quants[g], move_bit(plane, 2 * g, to, c.only_to));
+#else
+    const __m256i plane = load256(bits);
+    for (int k = 0; k < parts; ++k) quants[k] = _mm256_or_si256(quants[k], move_bit(plane, k, to, c.only_to));
+#endif
+  }
+};
 
 /// One row's super-block, unpacked for its dot with any token's activations
 /// (the GEMM tile unpacks once for all its tokens).
@@ -10033,61 +10515,63 @@ struct q4_k_format : superblock_steps<q4_k_format, block_q4_k> {
 struct q5_k_format : superblock_steps<q5_k_format, block_q5_k> {
   struct constants {
     q4_k_format::constants q4;
-    ivec fifth_bit;
-#if RUVLLM_QUANT_AVX512
-    ivec half_shifts;  // qh bits 2g + 1 to 2g in the upper 256 bits
-#endif
+    bit_plane::constants fifth;
   };
 
   RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
-    constants c;
-    c.q4 = q4_k_format::load_constants();
-    c.fifth_bit = set1_bytes(0x10);
-#if RUVLLM_QUANT_AVX512
-    c.half_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
-#endif
-    return c;
-  }
-
-  /// Bit `bit` of every byte of v moved to bit 4 (0x10), the rest cleared.
-  /// A 16-bit shift by at most 4 keeps each byte's bit within its byte.
-  RUVLLM_QUANT_ATTR static HWY_INLINE ivec bit_to_4(ivec v, int bit, const constants& c) {
-#if RUVLLM_QUANT_AVX512
-    const __m512i at4 = bit <= 4 ? _mm512_slli_epi16(v, static_cast<unsigned>(4 - bit))
-                                 : _mm512_srli_epi16(v, static_cast<unsigned>(bit - 4));
-    return _mm512_and_si512(at4, c.fifth_bit);
-#else
-    const __m256i at4 = bit <= 4 ? _mm256_slli_epi16(v, 4 - bit) : _mm256_srli_epi16(v, bit - 4);
-    return _mm256_and_si256(at4, c.fifth_bit);
-#endif
+    return {q4_k_format::load_constants(), bit_plane::load_constants(4)};
   }
 
   RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
     const block_q5_k& w = *reinterpret_cast<const block_q5_k*>(p);
     superblock u;
     q4_k_format::nibbles(w.qs, c.q4, u.quants);
-#if RUVLLM_QUANT_AVX512
-    // Both halves of register g take bit 2g once the upper half is shifted
-    // right by one.
-    const __m512i qh = _mm512_srlv_epi16(_mm512_broadcast_i64x4(load256(w.qh)), c.half_shifts);
-    for (int g = 0; g < 4; ++g) u.quants[g] = _mm512_or_si512(u.quants[g], bit_to_4(qh, 2 * g, c));
-#else
-    const __m256i qh = load256(w.qh);
-    for (int p = 0; p < parts; ++p) u.quants[p] = _mm256_or_si256(u.quants[p], bit_to_4(qh, p, c));
-#endif
+    bit_plane::add(w.qh, 4, c.fifth, u.quants);
     q4_k_format::scales_and_mins(w, c.q4, u);
     return u;
   }
 };
 
-struct q6_k_format : superblock_steps<q6_k_format, block_q6_k> {
+/// What the formats with 16-element sub-blocks (Q2_K, Q3_K, Q6_K) share:
+/// register k of a 128-element half's quants holds its sub-blocks k bytes /
+/// 16 on (one per 128-bit lane), its word i sub-block k bytes / 16 + i / 8,
+/// so each half's eight scales, as words in every 128-bit lane, reach their
+/// registers by one byte shuffle each.
+struct sub_blocks_of_16 {
   static constexpr int parts_per_half = parts / 2;
+  static constexpr int scales_per_half = scale_registers / 2;
+  struct scale_spread {
+    ivec index[scales_per_half];
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE scale_spread load_scale_spread() {
+    scale_spread s;
+    scale_indices(
+        parts_per_half, [](int k, int i) { return k * bytes / 16 + i / 8; }, s.index);
+    return s;
+  }
+
+  /// The 16 sub-block scales (byte j for sub-block j, signed or not) into
+  /// u.scales.
+  template <bool Signed>
+  RUVLLM_QUANT_ATTR static HWY_INLINE void spread_scales(__m128i sc, const scale_spread& s, superblock& u) {
+    const auto widen = [](__m128i v)
+                           RUVLLM_QUANT_LAMBDA { return Signed ? _mm_cvtepi8_epi16(v) : _mm_cvtepu8_epi16(v); };
+    for (int half = 0; half < 2; ++half) {
+      const ivec scales16 = broadcast128(widen(half == 0 ? sc : _mm_srli_si128(sc, 8)));
+      for (int k = 0; k < scales_per_half; ++k)
+        u.scales[scales_per_half * half + k] = shuffle_bytes(scales16, s.index[k]);
+    }
+  }
+};
+
+struct q6_k_format : superblock_steps<q6_k_format, block_q6_k>, sub_blocks_of_16 {
   struct constants {
     ivec low4, high2;
 #if RUVLLM_QUANT_AVX512
     ivec up_shifts, down_shifts;
 #endif
-    ivec scale_index[scale_registers / 2];
+    scale_spread spread;
   };
 
   RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
@@ -10100,11 +10584,7 @@ struct q6_k_format : superblock_steps<q6_k_format, block_q6_k> {
     c.up_shifts = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
     c.down_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
 #endif
-    // Register k of a half's quants holds its sub-blocks k bytes / 16 on
-    // (one per 128-bit lane; a half's scales 0-7), its word i sub-block
-    // k bytes / 16 + i / 8.
-    scale_indices(
-        parts_per_half, [](int k, int i) { return k * bytes / 16 + i / 8; }, c.scale_index);
+    c.spread = load_scale_spread();
     return c;
   }
 
@@ -10112,8 +10592,6 @@ struct q6_k_format : superblock_steps<q6_k_format, block_q6_k> {
     const block_q6_k& w = *reinterpret_cast<const block_q6_k*>(p);
     superblock u;
     for (int half = 0; half < 2; ++half) {
-      const ivec scales16 =
-          broadcast128(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.scales + 8 * half))));
       ivec* q = u.quants + parts_per_half * half;
 #if RUVLLM_QUANT_AVX512
       const __m512i ql = _mm512_loadu_si512(w.ql + 64 * half);
@@ -10134,13 +10612,128 @@ struct q6_k_format : superblock_steps<q6_k_format, block_q6_k> {
       q[2] = merge(_mm256_srli_epi16(ql_a, 4), qh);
       q[3] = merge(_mm256_srli_epi16(ql_b, 4), _mm256_srli_epi16(qh, 2));
 #endif
-      constexpr int per_half = scale_registers / 2;
-      for (int k = 0; k < per_half; ++k) u.scales[per_half * half + k] = shuffle_bytes(scales16, c.scale_index[k]);
     }
-    u.offset = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+    const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
+    spread_scales<true>(scales, c.spread, u);
+    // Each 16-element sub-block owns one of the activation's block sums.
+    u.offset = _mm256_cvtepi8_epi16(scales);
     const float d = half_to_float(w.d);
     u.d_scaled = hn::Set(DW(), d).raw;
     u.d_offset = _mm256_set1_ps(-32.0f * d);
+    return u;
+  }
+};
+
+/// The 2-bit quants of Q2_K and Q3_K in element order: each half's 32 qs
+/// bytes hold element 32k + l at bits 2k, 2k + 1 of byte l, so register k
+/// of a half (256-bit) is those bytes shifted right by 2k; in 512-bit
+/// registers both 256-bit halves take the same bytes, shifted by (0, 2)
+/// and (4, 6).
+struct two_bit_quants {
+  struct constants {
+    ivec three;
+#if RUVLLM_QUANT_AVX512
+    ivec low_shifts, high_shifts;
+#endif
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    constants c;
+    c.three = set1_bytes(3);
+#if RUVLLM_QUANT_AVX512
+    c.low_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    c.high_shifts = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+#endif
+    return c;
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE void unpack(const std::uint8_t* qs, const constants& c, ivec* quants) {
+    for (int half = 0; half < 2; ++half) {
+#if RUVLLM_QUANT_AVX512
+      const __m512i both = _mm512_broadcast_i64x4(load256(qs + 32 * half));
+      quants[2 * half] = _mm512_and_si512(_mm512_srlv_epi16(both, c.low_shifts), c.three);
+      quants[2 * half + 1] = _mm512_and_si512(_mm512_srlv_epi16(both, c.high_shifts), c.three);
+#else
+      const __m256i packed = load256(qs + 32 * half);
+      for (int k = 0; k < 4; ++k) quants[4 * half + k] = _mm256_and_si256(_mm256_srli_epi16(packed, 2 * k), c.three);
+#endif
+    }
+  }
+};
+
+/// Q2_K: 2-bit quants with a 4-bit scale (low nibble) and min (high) per
+/// sub-block of 16; the mins weigh the activation's block sums, as Q4_K's
+/// do (d_offset = -dmin).
+struct q2_k_format : superblock_steps<q2_k_format, block_q2_k>, sub_blocks_of_16 {
+  struct constants {
+    two_bit_quants::constants quants;
+    scale_spread spread;
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    return {two_bit_quants::load_constants(), load_scale_spread()};
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
+    const block_q2_k& w = *reinterpret_cast<const block_q2_k*>(p);
+    superblock u;
+    two_bit_quants::unpack(w.qs, c.quants, u.quants);
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    spread_scales<false>(_mm_and_si128(packed, low4), c.spread, u);
+    // Each 16-element sub-block's min weighs one of the activation's block sums.
+    u.offset = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), low4));
+    static_assert(offsetof(block_q2_k, dmin) == offsetof(block_q2_k, d) + sizeof(ruvllm::f16));
+    const __m128 d_dmin = two_halves(&w.d);
+    u.d_scaled = hn::Set(DW(), _mm_cvtss_f32(d_dmin)).raw;
+    u.d_offset = _mm256_set1_ps(-_mm_cvtss_f32(_mm_movehdup_ps(d_dmin)));
+    return u;
+  }
+};
+
+/// Q3_K: Q2_K's 2-bit quants plus a third bit from hmask (element 32k + l:
+/// bit k of hmask[l]) moved to bit 2, so q in [0, 7] stands for q - 4; the
+/// 6-bit signed scales multiply both the quants and, times -4 d
+/// (d_offset), the activation's block sums. Sums stay exact: a lane adds
+/// at most 16 * 7 * 128 * 32 < 2^19, a VPDPBUSD group 4 * 7 * 128 < 2^15.
+struct q3_k_format : superblock_steps<q3_k_format, block_q3_k>, sub_blocks_of_16 {
+  struct constants {
+    two_bit_quants::constants quants;
+    bit_plane::constants third;
+    scale_spread spread;
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    return {two_bit_quants::load_constants(), bit_plane::load_constants(2), load_scale_spread()};
+  }
+
+  /// The 16 scales (sc - 32, signed bytes) from the 12 packed bytes: low
+  /// nibbles of bytes 0-7 for scales 0-7, their high nibbles for 8-15, the
+  /// top two bits of scale j at bits 2 (j / 4) of byte 8 + j % 4. Read as
+  /// 8 + 4 bytes: a 16-byte load would reach past the block's end.
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m128i scales(const std::uint8_t* packed) {
+    const __m128i head = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed));
+    std::int32_t tail_bits;
+    std::memcpy(&tail_bits, packed + 8, sizeof tail_bits);
+    const __m128i nibble = _mm_set1_epi8(0x0F), two = _mm_set1_epi8(0x03);
+    const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(head, nibble), _mm_and_si128(_mm_srli_epi16(head, 4), nibble));
+    // Lane m (scales 4m .. 4m + 3) takes the four tail bytes shifted by 2m.
+    const __m128i tail = _mm_srlv_epi32(_mm_set1_epi32(tail_bits), _mm_setr_epi32(0, 2, 4, 6));
+    const __m128i high = _mm_slli_epi16(_mm_and_si128(tail, two), 4);
+    return _mm_sub_epi8(_mm_or_si128(low, high), _mm_set1_epi8(32));
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
+    const block_q3_k& w = *reinterpret_cast<const block_q3_k*>(p);
+    superblock u;
+    two_bit_quants::unpack(w.qs, c.quants, u.quants);
+    bit_plane::add(w.hmask, 2, c.third, u.quants);
+    const __m128i sc = scales(w.scales);
+    spread_scales<true>(sc, c.spread, u);
+    u.offset = _mm256_cvtepi8_epi16(sc);
+    const float d = half_to_float(w.d);
+    u.d_scaled = hn::Set(DW(), d).raw;
+    u.d_offset = _mm256_set1_ps(-4.0f * d);
     return u;
   }
 };
@@ -10608,7 +11201,7 @@ RUVLLM_QUANT_ATTR RUVLLM_QUANT_WIDE_ENTRY void gemm_entry(const void* HWY_RESTRI
 //                             through a function compiled for AVX-VNNI).
 
 // ------------------------------------------ K-quant GEMV rows, GEMM tiles
-// Q4_K, Q5_K and Q6_K rows in the widest integer registers (512-bit on AVX-512
+// Q2_K-Q6_K rows in the widest integer registers (512-bit on AVX-512
 // targets, 256-bit on AVX2), one super-block of a row per step, each row
 // accumulating in float vectors that are reduced once, at the row's end.
 // Reducing every super-block to one float instead (the reference's
@@ -10743,6 +11336,55 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m128i k_scales_mins(const std::uint8_t* scales) {
                                      _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
   return _mm_or_si128(low, high);
 }
+
+/// Bit `from` of every byte of v moved to bit `to`, the other bits cleared
+/// (`only_to` has bit `to` set in every byte). A 16-bit shift by |from - to|
+/// serves: it moves bit `from` of each byte to bit `to` of the same byte
+/// (both lie in 0-7), and what crosses from the neighbouring byte lands on
+/// other bits, which the mask clears.
+RUVLLM_QUANT_ATTR HWY_INLINE ivec move_bit(ivec v, int from, int to, ivec only_to) {
+#if RUVLLM_QUANT_AVX512
+  const __m512i moved = from <= to ? _mm512_slli_epi16(v, static_cast<unsigned>(to - from))
+                                   : _mm512_srli_epi16(v, static_cast<unsigned>(from - to));
+  return _mm512_and_si512(moved, only_to);
+#else
+  const __m256i moved = from <= to ? _mm256_slli_epi16(v, to - from) : _mm256_srli_epi16(v, from - to);
+  return _mm256_and_si256(moved, only_to);
+#endif
+}
+
+/// The bit planes of Q5_K's qh and Q3_K's hmask: element 32k + l of a
+/// super-block owns bit k of byte l of 32 bytes. add() ORs each element's
+/// bit into bit `to` of its quant, quants in element order.
+struct bit_plane {
+  struct constants {
+    ivec only_to;
+#if RUVLLM_QUANT_AVX512
+    ivec half_shifts;  // bits 2g + 1 to 2g in the upper 256 bits
+#endif
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants(int to) {
+    constants c;
+    c.only_to = set1_bytes(static_cast<std::uint8_t>(1u << to));
+#if RUVLLM_QUANT_AVX512
+    c.half_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
+#endif
+    return c;
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE void add(const std::uint8_t* bits, int to, const constants& c, ivec* quants) {
+#if RUVLLM_QUANT_AVX512
+    // Register g holds elements 64g .. 64g + 63, bits 2g and 2g + 1: with
+    // the upper half shifted right by one, both halves take bit 2g.
+    const __m512i plane = _mm512_srlv_epi16(_mm512_broadcast_i64x4(load256(bits)), c.half_shifts);
+    for (int g = 0; g < 4; ++g) quants[g] = _mm512_or_si512(quants[g], move_bit(plane, 2 * g, to, c.only_to));
+#else
+    const __m256i plane = load256(bits);
+    for (int k = 0; k < parts; ++k) quants[k] = _mm256_or_si256(quants[k], move_bit(plane, k, to, c.only_to));
+#endif
+  }
+};
 
 /// One row's super-block, unpacked for its dot with any token's activations
 /// (the GEMM tile unpacks once for all its tokens).
@@ -10957,61 +11599,63 @@ struct q4_k_format : superblock_steps<q4_k_format, block_q4_k> {
 struct q5_k_format : superblock_steps<q5_k_format, block_q5_k> {
   struct constants {
     q4_k_format::constants q4;
-    ivec fifth_bit;
-#if RUVLLM_QUANT_AVX512
-    ivec half_shifts;  // qh bits 2g + 1 to 2g in the upper 256 bits
-#endif
+    bit_plane::constants fifth;
   };
 
   RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
-    constants c;
-    c.q4 = q4_k_format::load_constants();
-    c.fifth_bit = set1_bytes(0x10);
-#if RUVLLM_QUANT_AVX512
-    c.half_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
-#endif
-    return c;
-  }
-
-  /// Bit `bit` of every byte of v moved to bit 4 (0x10), the rest cleared.
-  /// A 16-bit shift by at most 4 keeps each byte's bit within its byte.
-  RUVLLM_QUANT_ATTR static HWY_INLINE ivec bit_to_4(ivec v, int bit, const constants& c) {
-#if RUVLLM_QUANT_AVX512
-    const __m512i at4 = bit <= 4 ? _mm512_slli_epi16(v, static_cast<unsigned>(4 - bit))
-                                 : _mm512_srli_epi16(v, static_cast<unsigned>(bit - 4));
-    return _mm512_and_si512(at4, c.fifth_bit);
-#else
-    const __m256i at4 = bit <= 4 ? _mm256_slli_epi16(v, 4 - bit) : _mm256_srli_epi16(v, bit - 4);
-    return _mm256_and_si256(at4, c.fifth_bit);
-#endif
+    return {q4_k_format::load_constants(), bit_plane::load_constants(4)};
   }
 
   RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
     const block_q5_k& w = *reinterpret_cast<const block_q5_k*>(p);
     superblock u;
     q4_k_format::nibbles(w.qs, c.q4, u.quants);
-#if RUVLLM_QUANT_AVX512
-    // Both halves of register g take bit 2g once the upper half is shifted
-    // right by one.
-    const __m512i qh = _mm512_srlv_epi16(_mm512_broadcast_i64x4(load256(w.qh)), c.half_shifts);
-    for (int g = 0; g < 4; ++g) u.quants[g] = _mm512_or_si512(u.quants[g], bit_to_4(qh, 2 * g, c));
-#else
-    const __m256i qh = load256(w.qh);
-    for (int p = 0; p < parts; ++p) u.quants[p] = _mm256_or_si256(u.quants[p], bit_to_4(qh, p, c));
-#endif
+    bit_plane::add(w.qh, 4, c.fifth, u.quants);
     q4_k_format::scales_and_mins(w, c.q4, u);
     return u;
   }
 };
 
-struct q6_k_format : superblock_steps<q6_k_format, block_q6_k> {
+/// What the formats with 16-element sub-blocks (Q2_K, Q3_K, Q6_K) share:
+/// register k of a 128-element half's quants holds its sub-blocks k bytes /
+/// 16 on (one per 128-bit lane), its word i sub-block k bytes / 16 + i / 8,
+/// so each half's eight scales, as words in every 128-bit lane, reach their
+/// registers by one byte shuffle each.
+struct sub_blocks_of_16 {
   static constexpr int parts_per_half = parts / 2;
+  static constexpr int scales_per_half = scale_registers / 2;
+  struct scale_spread {
+    ivec index[scales_per_half];
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE scale_spread load_scale_spread() {
+    scale_spread s;
+    scale_indices(
+        parts_per_half, [](int k, int i) { return k * bytes / 16 + i / 8; }, s.index);
+    return s;
+  }
+
+  /// The 16 sub-block scales (byte j for sub-block j, signed or not) into
+  /// u.scales.
+  template <bool Signed>
+  RUVLLM_QUANT_ATTR static HWY_INLINE void spread_scales(__m128i sc, const scale_spread& s, superblock& u) {
+    const auto widen = [](__m128i v)
+                           RUVLLM_QUANT_LAMBDA { return Signed ? _mm_cvtepi8_epi16(v) : _mm_cvtepu8_epi16(v); };
+    for (int half = 0; half < 2; ++half) {
+      const ivec scales16 = broadcast128(widen(half == 0 ? sc : _mm_srli_si128(sc, 8)));
+      for (int k = 0; k < scales_per_half; ++k)
+        u.scales[scales_per_half * half + k] = shuffle_bytes(scales16, s.index[k]);
+    }
+  }
+};
+
+struct q6_k_format : superblock_steps<q6_k_format, block_q6_k>, sub_blocks_of_16 {
   struct constants {
     ivec low4, high2;
 #if RUVLLM_QUANT_AVX512
     ivec up_shifts, down_shifts;
 #endif
-    ivec scale_index[scale_registers / 2];
+    scale_spread spread;
   };
 
   RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
@@ -11024,11 +11668,7 @@ struct q6_k_format : superblock_steps<q6_k_format, block_q6_k> {
     c.up_shifts = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
     c.down_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
 #endif
-    // Register k of a half's quants holds its sub-blocks k bytes / 16 on
-    // (one per 128-bit lane; a half's scales 0-7), its word i sub-block
-    // k bytes / 16 + i / 8.
-    scale_indices(
-        parts_per_half, [](int k, int i) { return k * bytes / 16 + i / 8; }, c.scale_index);
+    c.spread = load_scale_spread();
     return c;
   }
 
@@ -11036,8 +11676,6 @@ struct q6_k_format : superblock_steps<q6_k_format, block_q6_k> {
     const block_q6_k& w = *reinterpret_cast<const block_q6_k*>(p);
     superblock u;
     for (int half = 0; half < 2; ++half) {
-      const ivec scales16 =
-          broadcast128(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.scales + 8 * half))));
       ivec* q = u.quants + parts_per_half * half;
 #if RUVLLM_QUANT_AVX512
       const __m512i ql = _mm512_loadu_si512(w.ql + 64 * half);
@@ -11058,13 +11696,128 @@ struct q6_k_format : superblock_steps<q6_k_format, block_q6_k> {
       q[2] = merge(_mm256_srli_epi16(ql_a, 4), qh);
       q[3] = merge(_mm256_srli_epi16(ql_b, 4), _mm256_srli_epi16(qh, 2));
 #endif
-      constexpr int per_half = scale_registers / 2;
-      for (int k = 0; k < per_half; ++k) u.scales[per_half * half + k] = shuffle_bytes(scales16, c.scale_index[k]);
     }
-    u.offset = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+    const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
+    spread_scales<true>(scales, c.spread, u);
+    // Each 16-element sub-block owns one of the activation's block sums.
+    u.offset = _mm256_cvtepi8_epi16(scales);
     const float d = half_to_float(w.d);
     u.d_scaled = hn::Set(DW(), d).raw;
     u.d_offset = _mm256_set1_ps(-32.0f * d);
+    return u;
+  }
+};
+
+/// The 2-bit quants of Q2_K and Q3_K in element order: each half's 32 qs
+/// bytes hold element 32k + l at bits 2k, 2k + 1 of byte l, so register k
+/// of a half (256-bit) is those bytes shifted right by 2k; in 512-bit
+/// registers both 256-bit halves take the same bytes, shifted by (0, 2)
+/// and (4, 6).
+struct two_bit_quants {
+  struct constants {
+    ivec three;
+#if RUVLLM_QUANT_AVX512
+    ivec low_shifts, high_shifts;
+#endif
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    constants c;
+    c.three = set1_bytes(3);
+#if RUVLLM_QUANT_AVX512
+    c.low_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    c.high_shifts = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+#endif
+    return c;
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE void unpack(const std::uint8_t* qs, const constants& c, ivec* quants) {
+    for (int half = 0; half < 2; ++half) {
+#if RUVLLM_QUANT_AVX512
+      const __m512i both = _mm512_broadcast_i64x4(load256(qs + 32 * half));
+      quants[2 * half] = _mm512_and_si512(_mm512_srlv_epi16(both, c.low_shifts), c.three);
+      quants[2 * half + 1] = _mm512_and_si512(_mm512_srlv_epi16(both, c.high_shifts), c.three);
+#else
+      const __m256i packed = load256(qs + 32 * half);
+      for (int k = 0; k < 4; ++k) quants[4 * half + k] = _mm256_and_si256(_mm256_srli_epi16(packed, 2 * k), c.three);
+#endif
+    }
+  }
+};
+
+/// Q2_K: 2-bit quants with a 4-bit scale (low nibble) and min (high) per
+/// sub-block of 16; the mins weigh the activation's block sums, as Q4_K's
+/// do (d_offset = -dmin).
+struct q2_k_format : superblock_steps<q2_k_format, block_q2_k>, sub_blocks_of_16 {
+  struct constants {
+    two_bit_quants::constants quants;
+    scale_spread spread;
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    return {two_bit_quants::load_constants(), load_scale_spread()};
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
+    const block_q2_k& w = *reinterpret_cast<const block_q2_k*>(p);
+    superblock u;
+    two_bit_quants::unpack(w.qs, c.quants, u.quants);
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    spread_scales<false>(_mm_and_si128(packed, low4), c.spread, u);
+    // Each 16-element sub-block's min weighs one of the activation's block sums.
+    u.offset = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), low4));
+    static_assert(offsetof(block_q2_k, dmin) == offsetof(block_q2_k, d) + sizeof(ruvllm::f16));
+    const __m128 d_dmin = two_halves(&w.d);
+    u.d_scaled = hn::Set(DW(), _mm_cvtss_f32(d_dmin)).raw;
+    u.d_offset = _mm256_set1_ps(-_mm_cvtss_f32(_mm_movehdup_ps(d_dmin)));
+    return u;
+  }
+};
+
+/// Q3_K: Q2_K's 2-bit quants plus a third bit from hmask (element 32k + l:
+/// bit k of hmask[l]) moved to bit 2, so q in [0, 7] stands for q - 4; the
+/// 6-bit signed scales multiply both the quants and, times -4 d
+/// (d_offset), the activation's block sums. Sums stay exact: a lane adds
+/// at most 16 * 7 * 128 * 32 < 2^19, a VPDPBUSD group 4 * 7 * 128 < 2^15.
+struct q3_k_format : superblock_steps<q3_k_format, block_q3_k>, sub_blocks_of_16 {
+  struct constants {
+    two_bit_quants::constants quants;
+    bit_plane::constants third;
+    scale_spread spread;
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    return {two_bit_quants::load_constants(), bit_plane::load_constants(2), load_scale_spread()};
+  }
+
+  /// The 16 scales (sc - 32, signed bytes) from the 12 packed bytes: low
+  /// nibbles of bytes 0-7 for scales 0-7, their high nibbles for 8-15, the
+  /// top two bits of scale j at bits 2 (j / 4) of byte 8 + j % 4. Read as
+  /// 8 + 4 bytes: a 16-byte load would reach past the block's end.
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m128i scales(const std::uint8_t* packed) {
+    const __m128i head = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed));
+    std::int32_t tail_bits;
+    std::memcpy(&tail_bits, packed + 8, sizeof tail_bits);
+    const __m128i nibble = _mm_set1_epi8(0x0F), two = _mm_set1_epi8(0x03);
+    const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(head, nibble), _mm_and_si128(_mm_srli_epi16(head, 4), nibble));
+    // Lane m (scales 4m .. 4m + 3) takes the four tail bytes shifted by 2m.
+    const __m128i tail = _mm_srlv_epi32(_mm_set1_epi32(tail_bits), _mm_setr_epi32(0, 2, 4, 6));
+    const __m128i high = _mm_slli_epi16(_mm_and_si128(tail, two), 4);
+    return _mm_sub_epi8(_mm_or_si128(low, high), _mm_set1_epi8(32));
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
+    const block_q3_k& w = *reinterpret_cast<const block_q3_k*>(p);
+    superblock u;
+    two_bit_quants::unpack(w.qs, c.quants, u.quants);
+    bit_plane::add(w.hmask, 2, c.third, u.quants);
+    const __m128i sc = scales(w.scales);
+    spread_scales<true>(sc, c.spread, u);
+    u.offset = _mm256_cvtepi8_epi16(sc);
+    const float d = half_to_float(w.d);
+    u.d_scaled = hn::Set(DW(), d).raw;
+    u.d_offset = _mm256_set1_ps(-4.0f * d);
     return u;
   }
 };
@@ -12022,6 +12775,32 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_k_q8_k_rows(const block_q5_k* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_q2_k_q8_k_rows(const block_q2_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q2_k_q8_k_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, q2_k_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
+                              [](const block_q2_k& w_b, const block_q8_k& a_b)
+                                  RUVLLM_QUANT_LAMBDA { return quant_simd::q2_k_block(w_b, a_b); });
+#endif
+}
+RUVLLM_QUANT_ATTR inline void quant_dot_q3_k_q8_k_rows(const block_q3_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q3_k_q8_k_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, q3_k_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
+                              [](const block_q3_k& w_b, const block_q8_k& a_b)
+                                  RUVLLM_QUANT_LAMBDA { return quant_simd::q3_k_block(w_b, a_b); });
+#endif
+}
 RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const block_q8_k* HWY_RESTRICT a,
                                                        std::size_t n, float* HWY_RESTRICT out) {
@@ -12274,6 +13053,28 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q5_k_q8_k(const block_q5_k* HWY_RESTRIC
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_gemm_q2_k_q8_k(const block_q2_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                   std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                   std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                   std::size_t y_stride) {
+#if RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, q2_k_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_q2_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
+                                     y_stride);
+#endif
+}
+RUVLLM_QUANT_ATTR inline void quant_gemm_q3_k_q8_k(const block_q3_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                   std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                   std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                   std::size_t y_stride) {
+#if RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, q3_k_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_q3_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
+                                     y_stride);
+#endif
+}
 RUVLLM_QUANT_ATTR inline void quant_gemm_q6_k_q8_k(const block_q6_k* HWY_RESTRICT w, std::size_t row_stride,
                                                    std::size_t rows, const block_q8_k* HWY_RESTRICT a,
                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
@@ -14484,6 +15285,10 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
+  /// f32 -> Q2_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q2_k(const float* x, block_q2_k* y, std::size_t n) noexcept { scalar::quantize_q2_k(x, y, n); }
+  /// f32 -> Q3_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q3_k(const float* x, block_q3_k* y, std::size_t n) noexcept { scalar::quantize_q3_k(x, y, n); }
   /// f32 -> Q5_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
@@ -14520,6 +15325,16 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0);
     dispatch::quant_dequantize_q4_k(x, y, n);
+  }
+  /// Q2_K -> f32, ggml's formula (scalar: one embedding row per token);
+  /// n % 256 == 0.
+  static void dequantize_q2_k(const block_q2_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q2_k(x, y, n);
+  }
+  /// Q3_K -> f32, ggml's formula (scalar: one embedding row per token);
+  /// n % 256 == 0.
+  static void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q3_k(x, y, n);
   }
   /// Q5_K -> f32, ggml's formula (scalar: one embedding row per token);
   /// n % 256 == 0.
@@ -14589,6 +15404,18 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     dot_q4_k_q8_k_rows(w, row_bytes<precision::q4_k>(n), 1, a, n, &out);
     return out;
   }
+  /// One Q2_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q2_k_q8_k(const block_q2_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    float out;
+    dot_q2_k_q8_k_rows(w, row_bytes<precision::q2_k>(n), 1, a, n, &out);
+    return out;
+  }
+  /// One Q3_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    float out;
+    dot_q3_k_q8_k_rows(w, row_bytes<precision::q3_k>(n), 1, a, n, &out);
+    return out;
+  }
   /// One Q5_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
     float out;
@@ -14638,6 +15465,18 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                                  std::size_t n, float* out) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q4_k) == 0);
     dispatch::quant_dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q2_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
+  static void dot_q2_k_q8_k_rows(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q2_k) == 0);
+    dispatch::quant_dot_q2_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q3_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
+  static void dot_q3_k_q8_k_rows(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q3_k) == 0);
+    dispatch::quant_dot_q3_k_q8_k_rows(w, row_stride, rows, a, n, out);
   }
   /// Q5_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
   static void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -14730,6 +15569,18 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q4_k) == 0);
     dispatch::quant_gemm_q4_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// Q2_K form of gemm_q4_k_q8_k.
+  static void gemm_q2_k_q8_k(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q2_k) == 0);
+    dispatch::quant_gemm_q2_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// Q3_K form of gemm_q4_k_q8_k.
+  static void gemm_q3_k_q8_k(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q3_k) == 0);
+    dispatch::quant_gemm_q3_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   /// Q5_K form of gemm_q4_k_q8_k.
   static void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -16340,16 +17191,53 @@ inline float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t
   });
 }
 
-inline float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
+/// The Q2_K dot: Q4_K's expression over 16 sub-blocks of 16.
+inline float dot_q2_k_q8_k(const block_q2_k* w, const block_q8_k* a, std::size_t n) noexcept {
   float sum = 0.0f;
   alignas(64) std::int8_t q[qk_k];
   for (std::size_t b = 0; b < n / qk_k; ++b) {
-    unpack_q6_k(w[b], q);
+    for (std::size_t e = 0; e < qk_k; ++e) q[e] = static_cast<std::int8_t>(scalar::quant_detail::k_quant(w[b], e));
+    std::int32_t mins = 0, scaled = 0;
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      mins += (w[b].scales[g] >> 4) * a[b].bsums[g];
+      scaled += (w[b].scales[g] & 0x0F) * dot_i8(q + 16 * g, a[b].qs + 16 * g, 16);
+    }
+    const float d = to_float(w[b].d) * a[b].d;
+    const float dmin = to_float(w[b].dmin) * a[b].d;
+    sum += d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
+  }
+  return sum;
+}
+
+/// The Q3_K / Q6_K dot: unpack(block, q) gives the 256 quants less the
+/// format's bias, scale(block, g) the signed scale of sub-block g.
+template <class Block, class Unpack, class Scale>
+inline float dot_signed_scales_q8_k(const Block* w, const block_q8_k* a, std::size_t n, Unpack unpack,
+                                    Scale scale) noexcept {
+  float sum = 0.0f;
+  alignas(64) std::int8_t q[qk_k];
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    unpack(w[b], q);
     std::int32_t total = 0;
-    for (std::size_t g = 0; g < qk_k / 16; ++g) total += w[b].scales[g] * dot_i8(q + 16 * g, a[b].qs + 16 * g, 16);
+    for (std::size_t g = 0; g < qk_k / 16; ++g) total += scale(w[b], g) * dot_i8(q + 16 * g, a[b].qs + 16 * g, 16);
     sum += to_float(w[b].d) * a[b].d * static_cast<float>(total);
   }
   return sum;
+}
+
+inline float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return dot_signed_scales_q8_k(
+      w, a, n,
+      [](const block_q3_k& b, std::int8_t* q) {
+        for (std::size_t e = 0; e < qk_k; ++e) q[e] = static_cast<std::int8_t>(scalar::quant_detail::k_quant(b, e) - 4);
+      },
+      [](const block_q3_k& b, std::size_t g) { return scalar::quant_detail::q3_k_scale(b.scales, g); });
+}
+
+inline float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return dot_signed_scales_q8_k(
+      w, a, n, [](const block_q6_k& b, std::int8_t* q) { unpack_q6_k(b, q); },
+      [](const block_q6_k& b, std::size_t g) { return static_cast<int>(b.scales[g]); });
 }
 
 inline void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept {
@@ -16457,6 +17345,8 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q2_k(const float* x, block_q2_k* y, std::size_t n) noexcept { scalar::quantize_q2_k(x, y, n); }
+  static void quantize_q3_k(const float* x, block_q3_k* y, std::size_t n) noexcept { scalar::quantize_q3_k(x, y, n); }
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
   /// f32 -> Q8_K activations with bsums, ggml's bytes; n % 256 == 0.
@@ -16491,6 +17381,12 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     scalar::dequantize_q4_k(x, y, n);
   }
   /// Q6_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q2_k(const block_q2_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q2_k(x, y, n);
+  }
+  static void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q3_k(x, y, n);
+  }
   static void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_k(x, y, n);
   }
@@ -16549,6 +17445,16 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     RUVLLM_ASSERT(n % qk_k == 0);
     return xsimd_impl::quant::dot_q4_k_q8_k(w, a, n);
   }
+  /// One Q2_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q2_k_q8_k(const block_q2_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    return xsimd_impl::quant::dot_q2_k_q8_k(w, a, n);
+  }
+  /// One Q3_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    return xsimd_impl::quant::dot_q3_k_q8_k(w, a, n);
+  }
   /// One Q5_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0);
@@ -16589,6 +17495,16 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q2_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
+  static void dot_q2_k_q8_k_rows(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q2_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q3_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
+  static void dot_q3_k_q8_k_rows(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q3_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
   /// Q5_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
   static void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -16686,6 +17602,14 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+  }
+  static void gemm_q2_k_q8_k(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_q2_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+  }
+  static void gemm_q3_k_q8_k(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_q3_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
   }
   static void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -17507,6 +18431,34 @@ struct q8_k_traits {
 };
 
 template <>
+struct quantized_gemv_traits<block_q2_k> : q8_k_traits {
+  template <Backend B>
+  static void rows(const block_q2_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
+                   float* out) noexcept {
+    ops<B>::dot_q2_k_q8_k_rows(w, stride, rows, a, n, out);
+  }
+  template <Backend B>
+  static void gemm(const block_q2_k* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_q2_k_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
+  }
+};
+
+template <>
+struct quantized_gemv_traits<block_q3_k> : q8_k_traits {
+  template <Backend B>
+  static void rows(const block_q3_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
+                   float* out) noexcept {
+    ops<B>::dot_q3_k_q8_k_rows(w, stride, rows, a, n, out);
+  }
+  template <Backend B>
+  static void gemm(const block_q3_k* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_q3_k_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
+  }
+};
+
+template <>
 struct quantized_gemv_traits<block_q4_k> : q8_k_traits {
   template <Backend B>
   static void rows(const block_q4_k* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
@@ -17552,7 +18504,7 @@ struct quantized_gemv_traits<block_q6_k> : q8_k_traits {
 
 /// The activation form a quantized weight block is multiplied with:
 /// q8_0_quad for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights, block_q8_k for
-/// Q4_K / Q5_K / Q6_K.
+/// Q2_K / Q3_K / Q4_K / Q5_K / Q6_K.
 template <class WeightBlock>
 using activation_block_t = typename detail::quantized_gemv_traits<WeightBlock>::activation_block;
 
@@ -17564,7 +18516,8 @@ template <class WeightBlock>
 }
 
 /// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q4_1,
-/// block_q5_0, block_q5_1, block_q4_k, block_q5_k or block_q6_k rows,
+/// block_q5_0, block_q5_1, block_q2_k, block_q3_k, block_q4_k, block_q5_k or
+/// block_q6_k rows,
 /// `row_stride` bytes apart, cols a multiple of the block size): x is
 /// quantized once into `activations` (activation_blocks(cols) of them,
 /// caller-provided so the call never allocates) by the calling thread, then
@@ -21196,7 +22149,7 @@ struct gguf_type_traits {
 };
 
 /// The tensor types ruvllm reads, with their block geometry.
-inline constexpr std::array<gguf_type_traits, 11> gguf_supported_types = {{
+inline constexpr std::array<gguf_type_traits, 13> gguf_supported_types = {{
     {gguf_type::f32, 1, 4, alignof(float)},
     {gguf_type::f16, 1, 2, alignof(f16)},
     {gguf_type::bf16, 1, 2, alignof(bf16)},
@@ -21205,17 +22158,29 @@ inline constexpr std::array<gguf_type_traits, 11> gguf_supported_types = {{
     {gguf_type::q4_1, 32, sizeof(block_q4_1), alignof(block_q4_1)},
     {gguf_type::q5_0, 32, sizeof(block_q5_0), alignof(block_q5_0)},
     {gguf_type::q5_1, 32, sizeof(block_q5_1), alignof(block_q5_1)},
+    {gguf_type::q2_k, qk_k, sizeof(block_q2_k), alignof(block_q2_k)},
+    {gguf_type::q3_k, qk_k, sizeof(block_q3_k), alignof(block_q3_k)},
     {gguf_type::q4_k, qk_k, sizeof(block_q4_k), alignof(block_q4_k)},
     {gguf_type::q5_k, qk_k, sizeof(block_q5_k), alignof(block_q5_k)},
     {gguf_type::q6_k, qk_k, sizeof(block_q6_k), alignof(block_q6_k)},
 }};
 
-/// Geometry of a supported tensor type, or nullptr for every other ggml type
-/// (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K are supported).
+/// Geometry of a supported tensor type (gguf_supported_types), or nullptr for
+/// every other ggml type.
 [[nodiscard]] constexpr const gguf_type_traits* find_gguf_type(std::uint32_t id) noexcept {
   for (const auto& t : gguf_supported_types)
     if (static_cast<std::uint32_t>(t.type) == id) return &t;
   return nullptr;
+}
+
+/// "F32, F16, ... and Q6_K": the supported types' names, for error messages.
+[[nodiscard]] inline std::string gguf_supported_type_names() {
+  std::string names;
+  for (std::size_t i = 0; i < gguf_supported_types.size(); ++i) {
+    if (i > 0) names += i + 1 == gguf_supported_types.size() ? " and " : ", ";
+    names += ggml_type_name(static_cast<std::uint32_t>(gguf_supported_types[i].type));
+  }
+  return names;
 }
 
 namespace detail {
@@ -21685,8 +22650,7 @@ class gguf_file {
     const gguf_type_traits* traits = find_gguf_type(type);
     if (traits == nullptr)
       return make_error(errc::unsupported, "tensor '", t.name, "' has type ", ggml_type_name(type), " (", type,
-                        "), which ruvllm does not read (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K "
-                        "are supported)")
+                        "), which ruvllm does not read (", gguf_supported_type_names(), " are supported)")
           .at(source_, type_offset);
     t.type = traits->type;
     t.block_size = traits->block_size;
@@ -21806,9 +22770,8 @@ concept ProjectionHook = std::is_class_v<H> &&(!H::enabled || requires(const H& 
 // The llama-family forward pass over a GGUF file: llama (and mistral, which
 // GGUF stores as llama) and qwen2 (q/k/v biases, NeoX RoPE, usually tied
 // embeddings). Weights are used in place from the file's mapping in every
-// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
-// Q6_K); nothing is copied or
-// dequantized ahead of time.
+// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,
+// Q4_K, Q5_K, Q6_K); nothing is copied or dequantized ahead of time.
 //
 // ------------------------------------------------------------- arithmetic
 // Each matrix product is computed the way llama.cpp's CPU backend computes
@@ -21816,8 +22779,8 @@ concept ProjectionHook = std::is_class_v<H> &&(!H::enabled || requires(const H& 
 //  * F32 weights: f32 activations (GEMV for one token, tiled GEMM for more);
 //  * F16 / BF16 weights: activations rounded to F16 / BF16 first (ggml's
 //    vec_dot_type for those weights), then multiplied in f32;
-//  * Q8_0 / Q4_0 weights: activations quantized to Q8_0 blocks, Q4_K / Q6_K
-//    weights: to Q8_K blocks, then integer block dots
+//  * Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights: activations quantized to
+//    Q8_0 blocks, Q2_K-Q6_K weights: to Q8_K blocks, then integer block dots
 //    (kernels::quantized_gemv for one token, quantized_gemm for a batch).
 // RMSNorm, RoPE (normal or NeoX layout from the architecture, base and
 // linear scaling from metadata), causal flash attention with GQA, SwiGLU.
@@ -22026,6 +22989,8 @@ class llama_model {
           return make_error(errc::invalid_argument, "tensor '", name, "': ", cols, " columns are not whole Q8_0 blocks")
               .at(file_.source(), t->info_offset);
         break;
+      case gguf_type::q2_k:
+      case gguf_type::q3_k:
       case gguf_type::q4_k:
       case gguf_type::q5_k:
       case gguf_type::q6_k:
@@ -22143,6 +23108,12 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
       return;
     case gguf_type::q5_1:
       kops::dot_q5_1_quad_rows(reinterpret_cast<const block_q5_1*>(first), m.row_bytes, rows, in.quads, m.cols, out);
+      return;
+    case gguf_type::q2_k:
+      kops::dot_q2_k_q8_k_rows(reinterpret_cast<const block_q2_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
+      return;
+    case gguf_type::q3_k:
+      kops::dot_q3_k_q8_k_rows(reinterpret_cast<const block_q3_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
       return;
     case gguf_type::q4_k:
       kops::dot_q4_k_q8_k_rows(reinterpret_cast<const block_q4_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
@@ -22567,6 +23538,8 @@ class llama_context {
             in.quads = buf_.act_q8_0.data();
           }
           break;
+        case gguf_type::q2_k:
+        case gguf_type::q3_k:
         case gguf_type::q4_k:
         case gguf_type::q5_k:
         case gguf_type::q6_k:
@@ -22834,6 +23807,14 @@ class llama_context {
         quantized(reinterpret_cast<const block_q5_1*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_0.data());
         return;
+      case gguf_type::q2_k:
+        quantized(reinterpret_cast<const block_q2_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_k.data());
+        return;
+      case gguf_type::q3_k:
+        quantized(reinterpret_cast<const block_q3_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_k.data());
+        return;
       case gguf_type::q4_k:
         quantized(reinterpret_cast<const block_q4_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_k.data());
@@ -22884,6 +23865,8 @@ class llama_context {
       case gguf_type::q5_0: kops::dequantize_q5_0(reinterpret_cast<const block_q5_0*>(row), out, e.cols); return;
       case gguf_type::q4_1: kops::dequantize_q4_1(reinterpret_cast<const block_q4_1*>(row), out, e.cols); return;
       case gguf_type::q5_1: kops::dequantize_q5_1(reinterpret_cast<const block_q5_1*>(row), out, e.cols); return;
+      case gguf_type::q2_k: kops::dequantize_q2_k(reinterpret_cast<const block_q2_k*>(row), out, e.cols); return;
+      case gguf_type::q3_k: kops::dequantize_q3_k(reinterpret_cast<const block_q3_k*>(row), out, e.cols); return;
       case gguf_type::q4_k: kops::dequantize_q4_k(reinterpret_cast<const block_q4_k*>(row), out, e.cols); return;
       case gguf_type::q5_k: kops::dequantize_q5_k(reinterpret_cast<const block_q5_k*>(row), out, e.cols); return;
       case gguf_type::q6_k: kops::dequantize_q6_k(reinterpret_cast<const block_q6_k*>(row), out, e.cols); return;

@@ -77,6 +77,8 @@ TEST_CASE("Precision accepts GGUF and KV formats with ggml's sizes", "[core][con
   STATIC_REQUIRE(ruvllm::Precision<p::q5_1>);
   STATIC_REQUIRE(ruvllm::Precision<p::q5_k>);
   STATIC_REQUIRE(ruvllm::Precision<p::q6_k>);
+  STATIC_REQUIRE(ruvllm::Precision<p::q2_k>);
+  STATIC_REQUIRE(ruvllm::Precision<p::q3_k>);
   STATIC_REQUIRE(ruvllm::Precision<p::kivi<2>>);
   STATIC_REQUIRE(ruvllm::Precision<p::kivi<4, 64>>);
   STATIC_REQUIRE_FALSE(ruvllm::Precision<wrong_size_precision>);
@@ -95,6 +97,10 @@ TEST_CASE("Precision accepts GGUF and KV formats with ggml's sizes", "[core][con
   STATIC_REQUIRE((p::q5_1::block_size == 32 && p::q5_1::bytes_per_block == 24));
   STATIC_REQUIRE((p::q5_k::block_size == 256 && p::q5_k::bytes_per_block == 176));
   STATIC_REQUIRE((p::q6_k::block_size == 256 && p::q6_k::bytes_per_block == 210));
+  STATIC_REQUIRE((p::q2_k::block_size == 256 && p::q2_k::bytes_per_block == 84));
+  STATIC_REQUIRE((p::q3_k::block_size == 256 && p::q3_k::bytes_per_block == 110));
+  STATIC_REQUIRE(static_cast<unsigned>(p::q2_k::gguf) == 10);
+  STATIC_REQUIRE(static_cast<unsigned>(p::q3_k::gguf) == 11);
   STATIC_REQUIRE((p::kivi<2>::block_size == 32 && p::kivi<2>::bytes_per_block == 12));
   STATIC_REQUIRE(static_cast<unsigned>(p::q4_k::gguf) == 12);
   STATIC_REQUIRE(static_cast<unsigned>(p::bf16::gguf) == 30);

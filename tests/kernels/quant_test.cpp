@@ -36,6 +36,8 @@ namespace quant_test {
 namespace {
 
 using ruvllm::bf16;
+using ruvllm::block_q2_k;
+using ruvllm::block_q3_k;
 using ruvllm::block_q4_0;
 using ruvllm::block_q4_1;
 using ruvllm::block_q4_k;
@@ -174,6 +176,40 @@ void unpack_q6_k_quants(const block_q6_k& b, int* q) {
   }
 }
 
+/// Q2_K / Q3_K low quants (0..3) in element order, the way ggml's loop walks
+/// qs: per 128-element half, the same 32 bytes shifted by 0, 2, 4 and 6.
+void unpack_two_bit_quants(const std::uint8_t* qs, int* q) {
+  for (int n = 0; n < 256; n += 128, qs += 32) {
+    for (int shift = 0; shift < 8; shift += 2) {
+      for (int l = 0; l < 32; ++l) q[n + 16 * shift + l] = (qs[l] >> shift) & 3;
+    }
+  }
+}
+
+/// Q3_K quants minus 4: the low bits, less 4 where ggml's moving mask m (one
+/// bit further per 32 elements) finds the hmask bit clear.
+void unpack_q3_k_quants(const block_q3_k& b, int* q) {
+  unpack_two_bit_quants(b.qs, q);
+  int m = 1;
+  for (int chunk = 0; chunk < 8; ++chunk, m <<= 1) {
+    for (int l = 0; l < 32; ++l) q[32 * chunk + l] -= (b.hmask[l] & m) != 0 ? 0 : 4;
+  }
+}
+
+/// Q3_K's sixteen scales minus 32, unpacked as ggml does: the 12 bytes as
+/// three little-endian words, rebuilt into four with kmask1 = 0x03030303
+/// and kmask2 = 0x0f0f0f0f.
+void unpack_q3_k_scales(const std::uint8_t* s, int* sc) {
+  std::uint32_t aux[4] = {};
+  std::memcpy(aux, s, 12);
+  const std::uint32_t k1 = 0x03030303u, k2 = 0x0f0f0f0fu, tmp = aux[2];
+  aux[2] = ((aux[0] >> 4) & k2) | (((tmp >> 4) & k1) << 4);
+  aux[3] = ((aux[1] >> 4) & k2) | (((tmp >> 6) & k1) << 4);
+  aux[0] = (aux[0] & k2) | (((tmp >> 0) & k1) << 4);
+  aux[1] = (aux[1] & k2) | (((tmp >> 2) & k1) << 4);
+  for (int j = 0; j < 16; ++j) sc[j] = static_cast<int>((aux[j / 4] >> (8 * (j % 4))) & 0xFFu) - 32;
+}
+
 std::vector<float> ggml_dequantize(const block_q8_0* x, std::size_t nb) {
   std::vector<float> y;
   for (std::size_t b = 0; b < nb; ++b) {
@@ -253,6 +289,33 @@ std::vector<float> ggml_dequantize(const block_q6_k* x, std::size_t nb) {
     for (int e = 0; e < 256; ++e) {
       y.push_back(value(x[b].d) * static_cast<float>(x[b].scales[e / 16]) * static_cast<float>(q[e]));
     }
+  }
+  return y;
+}
+/// Q2_K: (d * sc) * q - (dmin * m) per 16-element sub-block.
+std::vector<float> ggml_dequantize(const block_q2_k* x, std::size_t nb) {
+  std::vector<float> y;
+  for (std::size_t b = 0; b < nb; ++b) {
+    int q[256];
+    unpack_two_bit_quants(x[b].qs, q);
+    for (int e = 0; e < 256; ++e) {
+      const int packed = x[b].scales[e / 16];
+      const float dl = value(x[b].d) * static_cast<float>(packed % 16);
+      const float ml = value(x[b].dmin) * static_cast<float>(packed / 16);
+      y.push_back(dl * static_cast<float>(q[e]) - ml);
+    }
+  }
+  return y;
+}
+/// Q3_K: (d * sc) * (q - 4) per 16-element sub-block.
+std::vector<float> ggml_dequantize(const block_q3_k* x, std::size_t nb) {
+  std::vector<float> y;
+  for (std::size_t b = 0; b < nb; ++b) {
+    int q[256], sc[16];
+    unpack_q3_k_quants(x[b], q);
+    unpack_q3_k_scales(x[b].scales, sc);
+    for (int e = 0; e < 256; ++e)
+      y.push_back(value(x[b].d) * static_cast<float>(sc[e / 16]) * static_cast<float>(q[e]));
   }
   return y;
 }
@@ -384,6 +447,44 @@ exact_dot exact(const block_q6_k* w, const block_q8_k* a, std::size_t nb) {
   return r;
 }
 
+exact_dot exact(const block_q2_k* w, const block_q8_k* a, std::size_t nb) {
+  exact_dot r;
+  for (std::size_t b = 0; b < nb; ++b) {
+    int q[256];
+    unpack_two_bit_quants(w[b].qs, q);
+    long long scaled = 0, mins = 0, m_scaled = 0, m_mins = 0;
+    for (int e = 0; e < 256; ++e) {
+      const long long sc = w[b].scales[e / 16] % 16, mn = w[b].scales[e / 16] / 16;
+      scaled += sc * q[e] * a[b].qs[e];
+      mins += mn * a[b].qs[e];
+      m_scaled += std::llabs(sc * q[e] * a[b].qs[e]);
+      m_mins += std::llabs(mn * a[b].qs[e]);
+    }
+    const long double d = static_cast<long double>(value(w[b].d)) * a[b].d;
+    const long double dmin = static_cast<long double>(value(w[b].dmin)) * a[b].d;
+    r.value += d * scaled - dmin * mins;
+    r.magnitude += std::fabs(d) * m_scaled + std::fabs(dmin) * m_mins;
+  }
+  return r;
+}
+exact_dot exact(const block_q3_k* w, const block_q8_k* a, std::size_t nb) {
+  exact_dot r;
+  for (std::size_t b = 0; b < nb; ++b) {
+    int q[256], sc[16];
+    unpack_q3_k_quants(w[b], q);
+    unpack_q3_k_scales(w[b].scales, sc);
+    long long s = 0, m = 0;
+    for (int e = 0; e < 256; ++e) {
+      s += static_cast<long long>(sc[e / 16]) * q[e] * a[b].qs[e];
+      m += std::llabs(static_cast<long long>(sc[e / 16]) * q[e] * a[b].qs[e]);
+    }
+    const long double d = static_cast<long double>(value(w[b].d)) * a[b].d;
+    r.value += d * s;
+    r.magnitude += std::fabs(d) * m;
+  }
+  return r;
+}
+
 /// A float dot of nb blocks is within (nb + 8) eps * magnitude of the exact
 /// value (one rounding per block product and per accumulation, plus the
 /// scale products and the final lane reduction).
@@ -436,6 +537,12 @@ void set_scales(block_q4_1* w, std::size_t nb, float d) {
 }
 void set_scales(block_q5_1* w, std::size_t nb, float d) {
   for (std::size_t b = 0; b < nb; ++b) w[b].d = w[b].m = half(d);
+}
+void set_scales(block_q2_k* w, std::size_t nb, float d) {
+  for (std::size_t b = 0; b < nb; ++b) w[b].d = w[b].dmin = half(d);
+}
+void set_scales(block_q3_k* w, std::size_t nb, float d) {
+  for (std::size_t b = 0; b < nb; ++b) w[b].d = half(d);
 }
 void set_scales(block_q4_k* w, std::size_t nb, float d) {
   for (std::size_t b = 0; b < nb; ++b) w[b].d = w[b].dmin = half(d);
@@ -522,6 +629,42 @@ struct q5_1_pair {
     ops<B>::dot_q5_1_q8_0_rows(w, stride, rows, a, n, out);
   }
 };
+struct q2_k_pair {
+  using weight = block_q2_k;
+  using act = block_q8_k;
+  static constexpr std::size_t block = 256;
+  template <class B>
+  static float dot(const weight* w, const act* a, std::size_t n) {
+    return ops<B>::dot_q2_k_q8_k(w, a, n);
+  }
+  template <class B>
+  static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
+    ops<B>::dot_q2_k_q8_k_rows(w, stride, rows, a, n, out);
+  }
+  template <class B>
+  static void gemm(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t tokens,
+                   std::size_t n, float* y, std::size_t y_stride) {
+    ops<B>::gemm_q2_k_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
+  }
+};
+struct q3_k_pair {
+  using weight = block_q3_k;
+  using act = block_q8_k;
+  static constexpr std::size_t block = 256;
+  template <class B>
+  static float dot(const weight* w, const act* a, std::size_t n) {
+    return ops<B>::dot_q3_k_q8_k(w, a, n);
+  }
+  template <class B>
+  static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
+    ops<B>::dot_q3_k_q8_k_rows(w, stride, rows, a, n, out);
+  }
+  template <class B>
+  static void gemm(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t tokens,
+                   std::size_t n, float* y, std::size_t y_stride) {
+    ops<B>::gemm_q3_k_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
+  }
+};
 struct q4_k_pair {
   using weight = block_q4_k;
   using act = block_q8_k;
@@ -591,6 +734,8 @@ void quantize(const float* x, Block* y, std::size_t n) {
   if constexpr (std::is_same_v<Block, block_q5_0>) ops<B>::quantize_q5_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_1>) ops<B>::quantize_q4_1(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_1>) ops<B>::quantize_q5_1(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q2_k>) ops<B>::quantize_q2_k(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q3_k>) ops<B>::quantize_q3_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_k>) ops<B>::quantize_q4_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_k>) ops<B>::quantize_q5_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q6_k>) ops<B>::quantize_q6_k(x, y, n);
@@ -603,6 +748,8 @@ void dequantize(const Block* x, float* y, std::size_t n) {
   if constexpr (std::is_same_v<Block, block_q5_0>) ops<B>::dequantize_q5_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_1>) ops<B>::dequantize_q4_1(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_1>) ops<B>::dequantize_q5_1(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q2_k>) ops<B>::dequantize_q2_k(x, y, n);
+  if constexpr (std::is_same_v<Block, block_q3_k>) ops<B>::dequantize_q3_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_k>) ops<B>::dequantize_q4_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_k>) ops<B>::dequantize_q5_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q6_k>) ops<B>::dequantize_q6_k(x, y, n);
@@ -884,10 +1031,45 @@ TEST_CASE("Q5_K quantizes a hand-made block whose values the format holds", "[ke
   CHECK(worst <= 0.06);
 }
 
+TEST_CASE("Q2_K and Q3_K quantize hand-made blocks whose values the formats hold", "[kernels][quant]") {
+  // Q2_K: every sub-block of 16 takes 0..3 with both ends present: scale 1
+  // and min 0 hold it, so every quant is x itself up to the f16 rounding of
+  // d = 1/15.
+  std::vector<float> x(256);
+  for (std::size_t i = 0; i < 256; ++i) x[i] = static_cast<float>((i * 5 + i / 16) % 4);
+  placed<block_q2_k> y(1);
+  ops<scalar>::quantize_q2_k(x.data(), y.data(), 256);
+  CHECK(value(y[0].dmin) == 0.0f);
+  const auto back = ggml_dequantize(y.data(), 1);
+  for (std::size_t i = 0; i < 256; ++i) {
+    CHECK(std::fabs(back[i] - x[i]) <= 3.0f / 2048.0f);
+    CHECK(std::round(back[i]) == x[i]);
+  }
+  // Shifted by -1.5 the min takes the offset (level 15 of dmin = 0.1).
+  for (float& v : x) v -= 1.5f;
+  ops<scalar>::quantize_q2_k(x.data(), y.data(), 256);
+  const auto shifted = ggml_dequantize(y.data(), 1);
+  double worst = 0;
+  for (std::size_t i = 0; i < 256; ++i) worst = std::max(worst, std::fabs(static_cast<double>(shifted[i]) - x[i]));
+  CHECK(worst <= 0.005);
+  // Q3_K: integers in [-4, 3] with -4 the first extreme of every group of
+  // 16: scale 1 per group, 6-bit scale -32 and d = -1/32, all exact.
+  for (std::size_t i = 0; i < 256; ++i)
+    x[i] = (i % 16 == 0) ? -4.0f : static_cast<float>(static_cast<int>((i * 3 + i / 16) % 8) - 4);
+  placed<block_q3_k> z(1);
+  ops<scalar>::quantize_q3_k(x.data(), z.data(), 256);
+  const auto back3 = ggml_dequantize(z.data(), 1);
+  worst = 0;
+  for (std::size_t i = 0; i < 256; ++i) worst = std::max(worst, std::fabs(static_cast<double>(back3[i]) - x[i]));
+  CHECK(worst == 0.0);
+  CHECK(value(z[0].d) == -1.0f / 32.0f);
+}
+
 // ================================================ dequantization formulas
 
 TEMPLATE_TEST_CASE("dequantization equals ggml's formulas bit for bit on random blocks", "[kernels][quant]", block_q8_0,
-                   block_q4_0, block_q4_1, block_q5_0, block_q5_1, block_q4_k, block_q5_k, block_q6_k, block_q8_k) {
+                   block_q4_0, block_q4_1, block_q5_0, block_q5_1, block_q2_k, block_q3_k, block_q4_k, block_q5_k,
+                   block_q6_k, block_q8_k) {
   using Block = TestType;
   ruvllm::test::rng gen(11);
   for (const std::size_t nb : block_counts) {
@@ -899,7 +1081,8 @@ TEMPLATE_TEST_CASE("dequantization equals ggml's formulas bit for bit on random 
     } else {
       for (std::size_t b = 0; b < nb; ++b) {
         x[b].d = half(random_scale(gen) * 64.0f);
-        if constexpr (std::is_same_v<Block, block_q4_k> || std::is_same_v<Block, block_q5_k>)
+        if constexpr (std::is_same_v<Block, block_q4_k> || std::is_same_v<Block, block_q5_k> ||
+                      std::is_same_v<Block, block_q2_k>)
           x[b].dmin = half(random_scale(gen));
         if constexpr (std::is_same_v<Block, block_q5_1> || std::is_same_v<Block, block_q4_1>)
           x[b].m = half(random_scale(gen));
@@ -1093,6 +1276,56 @@ TEST_CASE("Q4_K's search beats a plain min/max 4-bit quantizer", "[kernels][quan
   }
 }
 
+TEST_CASE("Q3_K's search beats a plain absmax 3-bit quantizer", "[kernels][quant]") {
+  // The plain rule: per 16 elements d = amax / 4 in f16, q = round(x / d)
+  // clamped to [-4, 3] (Q3_K's levels, with f16 rather than 6-bit scales).
+  ruvllm::test::rng gen(56);
+  for (const std::size_t nb : block_counts) {
+    const auto x = weights_like(gen, 256 * nb, 0.02f);
+    std::vector<float> simple(x.size());
+    for (std::size_t b = 0; b < x.size(); b += 16) {
+      float amax = 0;
+      for (std::size_t j = b; j < b + 16; ++j) amax = std::max(amax, std::fabs(x[j]));
+      const float d = value(half(amax / 4.0f));
+      for (std::size_t j = b; j < b + 16; ++j)
+        simple[j] = d > 0 ? d * std::clamp(std::round(x[j] / d), -4.0f, 3.0f) : 0.0f;
+    }
+    placed<block_q3_k> q(nb);
+    ops<scalar>::quantize_q3_k(x.data(), q.data(), x.size());
+    const double ours = rms(x, ggml_dequantize(q.data(), nb));
+    INFO("blocks " << nb << ": Q3_K rms " << ours << ", absmax rms " << rms(x, simple));
+    CHECK(ours < rms(x, simple));
+  }
+}
+
+TEST_CASE("Q2_K's search beats a plain min/max 2-bit quantizer in mean absolute error", "[kernels][quant]") {
+  // ggml's Q2_K search minimizes absolute residuals. The plain rule: per 16
+  // elements step (max - min') / 3 and offset -min' with min' = min(min, 0)
+  // in f16, q = round((x - min') / step) in [0, 3].
+  ruvllm::test::rng gen(57);
+  const auto mean_abs = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double s = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) s += std::fabs(static_cast<double>(a[i]) - b[i]);
+    return s / static_cast<double>(a.size());
+  };
+  for (const std::size_t nb : block_counts) {
+    const auto x = weights_like(gen, 256 * nb, 0.02f);
+    std::vector<float> simple(x.size());
+    for (std::size_t b = 0; b < x.size(); b += 16) {
+      const auto first = x.begin() + static_cast<long>(b);
+      const float lo = std::min(0.0f, *std::min_element(first, first + 16));
+      const float step = value(half((*std::max_element(first, first + 16) - lo) / 3.0f)), off = value(half(-lo));
+      for (std::size_t j = b; j < b + 16; ++j)
+        simple[j] = step > 0 ? step * std::clamp(std::round((x[j] + off) / step), 0.0f, 3.0f) - off : 0.0f;
+    }
+    placed<block_q2_k> q(nb);
+    ops<scalar>::quantize_q2_k(x.data(), q.data(), x.size());
+    const double ours = mean_abs(x, ggml_dequantize(q.data(), nb));
+    INFO("blocks " << nb << ": Q2_K mean |err| " << ours << ", min/max " << mean_abs(x, simple));
+    CHECK(ours < mean_abs(x, simple));
+  }
+}
+
 TEST_CASE("Q6_K's search beats a plain absmax 6-bit quantizer", "[kernels][quant]") {
   ruvllm::test::rng gen(16);
   for (const std::size_t nb : block_counts) {
@@ -1263,12 +1496,22 @@ TEST_CASE("q5_1 . q8_0 dots: exact, against the scalar reference, batch form", "
   check_exact_integer_dots<q5_1_pair>(43);
 }
 
-TEST_CASE("q4_k, q5_k and q6_k gemm tiles equal their rows token by token", "[kernels][quant][gemm]") {
+TEST_CASE("q2_k, q3_k, q4_k, q5_k and q6_k gemm tiles equal their rows token by token", "[kernels][quant][gemm]") {
+  check_k_quant_gemm<q2_k_pair>(50);
+  check_k_quant_gemm<q3_k_pair>(51);
   check_k_quant_gemm<q4_k_pair>(33);
   check_k_quant_gemm<q5_k_pair>(35);
   check_k_quant_gemm<q6_k_pair>(34);
 }
 
+TEST_CASE("q2_k . q8_k dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
+  check_quantized_dots<q2_k_pair>(52);
+  check_exact_integer_dots<q2_k_pair>(53);
+}
+TEST_CASE("q3_k . q8_k dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
+  check_quantized_dots<q3_k_pair>(54);
+  check_exact_integer_dots<q3_k_pair>(55);
+}
 TEST_CASE("q4_k . q8_k dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
   check_quantized_dots<q4_k_pair>(25);
   check_exact_integer_dots<q4_k_pair>(26);
@@ -1504,9 +1747,17 @@ TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "
   placed<block_q4_k> wk(2);
   placed<block_q5_k> w5(2);
   placed<block_q6_k> w6(2);
+  placed<block_q2_k> w2(2);
+  placed<block_q3_k> w3(2);
   placed<block_q8_k> ak(2);
   for (std::size_t b = 0; b < 2; ++b) {
     wk[b].d = wk[b].dmin = w5[b].d = w5[b].dmin = w6[b].d = half(1.0f);
+    w2[b].d = w2[b].dmin = w3[b].d = half(1.0f);
+    std::memset(w2[b].scales, 0xFF, sizeof w2[b].scales);  // every scale and min 15
+    std::memset(w2[b].qs, 0xFF, sizeof w2[b].qs);          // every quant 3
+    std::memset(w3[b].hmask, 0x00, sizeof w3[b].hmask);    // every quant 0 -> -4
+    std::memset(w3[b].qs, 0x00, sizeof w3[b].qs);
+    std::memset(w3[b].scales, 0x00, sizeof w3[b].scales);  // every scale -32
     std::memset(wk[b].scales, 0xFF, sizeof wk[b].scales);  // every scale and min 63
     std::memset(wk[b].qs, 0xFF, sizeof wk[b].qs);          // every quant 15
     std::memset(w5[b].scales, 0xFF, sizeof w5[b].scales);
@@ -1522,6 +1773,9 @@ TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "
   const auto e8 = exact(w8.data(), a8.data(), 7), e4 = exact(w4.data(), a8.data(), 7);
   const auto ek = exact(wk.data(), ak.data(), 2), e6 = exact(w6.data(), ak.data(), 2);
   const auto e5 = exact(w5.data(), ak.data(), 2);
+  const auto e2 = exact(w2.data(), ak.data(), 2), e3 = exact(w3.data(), ak.data(), 2);
+  // Q3_K: 2 * 256 * (-32) * (-4) * 127 = 127 * 2^16.
+  CHECK(static_cast<double>(e3.value) == 8323072.0);
   // Q6_K: 2 * 256 * (-128) * (-32) * 127 = 127 * 2^21, exact in float.
   const auto expect = [](const exact_dot& e) { return static_cast<float>(e.value); };
   CHECK(ops<scalar>::dot_q8_0_q8_0(w8.data(), a8.data(), 224) == expect(e8));
@@ -1529,6 +1783,8 @@ TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "
   CHECK(ops<scalar>::dot_q4_k_q8_k(wk.data(), ak.data(), 512) == expect(ek));
   CHECK(ops<scalar>::dot_q5_k_q8_k(w5.data(), ak.data(), 512) == expect(e5));
   CHECK(ops<scalar>::dot_q6_k_q8_k(w6.data(), ak.data(), 512) == expect(e6));
+  CHECK(ops<scalar>::dot_q2_k_q8_k(w2.data(), ak.data(), 512) == expect(e2));
+  CHECK(ops<scalar>::dot_q3_k_q8_k(w3.data(), ak.data(), 512) == expect(e3));
   CHECK(static_cast<double>(e6.value) == 266338304.0);
   for_each_simd_backend([&](auto b) {
     using B = decltype(b);
@@ -1537,6 +1793,8 @@ TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "
     CHECK(ops<B>::dot_q4_k_q8_k(wk.data(), ak.data(), 512) == expect(ek));
     CHECK(ops<B>::dot_q5_k_q8_k(w5.data(), ak.data(), 512) == expect(e5));
     CHECK(ops<B>::dot_q6_k_q8_k(w6.data(), ak.data(), 512) == expect(e6));
+    CHECK(ops<B>::dot_q2_k_q8_k(w2.data(), ak.data(), 512) == expect(e2));
+    CHECK(ops<B>::dot_q3_k_q8_k(w3.data(), ak.data(), 512) == expect(e3));
   });
 }
 
@@ -1558,7 +1816,11 @@ TEST_CASE("a quantized dot approximates the float dot of the original rows", "[k
   placed<block_q4_k> wk(n / 256);
   placed<block_q5_k> w5(n / 256);
   placed<block_q6_k> w6(n / 256);
+  placed<block_q2_k> w2(n / 256);
+  placed<block_q3_k> w3(n / 256);
   placed<block_q8_k> xk(n / 256);
+  ops<highway>::quantize_q2_k(w.data(), w2.data(), n);
+  ops<highway>::quantize_q3_k(w.data(), w3.data(), n);
   ops<highway>::quantize_q5_k(w.data(), w5.data(), n);
   ops<highway>::quantize_q8_0(w.data(), w8.data(), n);
   ops<highway>::quantize_q4_0(w.data(), w4.data(), n);
@@ -1571,8 +1833,12 @@ TEST_CASE("a quantized dot approximates the float dot of the original rows", "[k
   const double rk = ops<highway>::dot_q4_k_q8_k(wk.data(), xk.data(), n);
   const double r6 = ops<highway>::dot_q6_k_q8_k(w6.data(), xk.data(), n);
   const double r5 = ops<highway>::dot_q5_k_q8_k(w5.data(), xk.data(), n);
+  const double r2 = ops<highway>::dot_q2_k_q8_k(w2.data(), xk.data(), n);
+  const double r3 = ops<highway>::dot_q3_k_q8_k(w3.data(), xk.data(), n);
   INFO("float " << ref << " (sum|wx| " << mag << "), q8_0 " << r8 << ", q4_0 " << r4 << ", q4_k " << rk << ", q5_k "
-                << r5 << ", q6_k " << r6);
+                << r5 << ", q6_k " << r6 << ", q3_k " << r3 << ", q2_k " << r2);
+  CHECK(std::fabs(r3 - ref) <= 0.08 * mag);
+  CHECK(std::fabs(r2 - ref) <= 0.15 * mag);
   CHECK(std::fabs(r8 - ref) <= 0.01 * mag);
   CHECK(std::fabs(r6 - ref) <= 0.01 * mag);
   CHECK(std::fabs(rk - ref) <= 0.05 * mag);
@@ -1583,7 +1849,8 @@ TEST_CASE("a quantized dot approximates the float dot of the original rows", "[k
 // ====================================================== backends vs scalar
 
 TEMPLATE_TEST_CASE("quantizers give the scalar reference's bytes on every backend", "[kernels][quant]", block_q8_0,
-                   block_q4_0, block_q4_1, block_q5_0, block_q5_1, block_q4_k, block_q5_k, block_q6_k, block_q8_k) {
+                   block_q4_0, block_q4_1, block_q5_0, block_q5_1, block_q2_k, block_q3_k, block_q4_k, block_q5_k,
+                   block_q6_k, block_q8_k) {
   using Block = TestType;
   ruvllm::test::rng gen(31);
   for (const std::size_t nb : block_counts) {
@@ -1658,6 +1925,49 @@ TEST_CASE("zero, huge and denormal blocks: same bytes everywhere, finite round t
         {reinterpret_cast<unsigned char*>(qk.data()), reinterpret_cast<unsigned char*>(qk.data() + n / 256)},
         {reinterpret_cast<unsigned char*>(q6.data()), reinterpret_cast<unsigned char*>(q6.data() + n / 256)},
         {reinterpret_cast<unsigned char*>(q8k.data()), reinterpret_cast<unsigned char*>(q8k.data() + n / 256)}};
+  };
+  const auto want = run(scalar{});
+  for_each_simd_backend([&](auto b) { CHECK(run(b) == want); });
+}
+
+TEMPLATE_TEST_CASE("Q2_K and Q3_K on zero, huge and denormal blocks: same bytes everywhere, finite round trips",
+                   "[kernels][quant]", block_q2_k, block_q3_k) {
+  using Block = TestType;
+  ruvllm::test::rng gen(58);
+  const std::size_t n = 4 * 256;
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t kind = i / 256;
+    const float u = gen.uniform(-1.0f, 1.0f);
+    x[i] = kind == 0   ? 0.0f
+           : kind == 1 ? u * 4e5f
+           : kind == 2 ? u * std::numeric_limits<float>::denorm_min() * 1e5f
+                       : u * 1e-30f;
+  }
+  placed<block_q8_k> act(n / 256);
+  quantize<scalar>(x.data(), act.data(), n);
+  const auto run = [&](auto tag) {
+    using B = decltype(tag);
+    placed<Block> q(n / 256);
+    quantize<B>(x.data(), q.data(), n);
+    const auto back = ggml_dequantize(q.data(), n / 256);
+    std::size_t bad = 0;
+    for (const float v : back) bad += !std::isfinite(v);
+    CHECK(bad == 0);
+    for (std::size_t i = 0; i < 256; ++i) CHECK(back[i] == 0.0f);
+    // Four (Q2_K) or eight (Q3_K) levels over [-4e5, 4e5]: at most a step
+    // (8e5 / 3 or 4e5 / 4 per sub-block) plus the scales' rounding.
+    double worst = 0;
+    for (std::size_t i = 256; i < 512; ++i) worst = std::max(worst, std::fabs(static_cast<double>(back[i]) - x[i]));
+    CHECK(worst <= (std::is_same_v<Block, block_q2_k> ? 8e5 / 3.0 : 4e5 / 4.0) * 1.1);
+    for (std::size_t i = 512; i < 1024; ++i) CHECK(std::fabs(back[i]) <= 1e-29f);
+    if constexpr (std::is_same_v<Block, block_q2_k>) {
+      CHECK(std::isfinite(ops<B>::dot_q2_k_q8_k(q.data(), act.data(), n)));
+    } else {
+      CHECK(std::isfinite(ops<B>::dot_q3_k_q8_k(q.data(), act.data(), n)));
+    }
+    return std::vector<unsigned char>(reinterpret_cast<unsigned char*>(q.data()),
+                                      reinterpret_cast<unsigned char*>(q.data() + n / 256));
   };
   const auto want = run(scalar{});
   for_each_simd_backend([&](auto b) { CHECK(run(b) == want); });

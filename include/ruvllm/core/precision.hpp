@@ -26,6 +26,8 @@ enum class gguf_type : std::uint32_t {
   q5_0 = 6,
   q5_1 = 7,
   q8_0 = 8,
+  q2_k = 10,
+  q3_k = 11,
   q4_k = 12,
   q5_k = 13,
   q6_k = 14,
@@ -73,6 +75,31 @@ struct block_q5_1 {
   f16 m;
   std::uint8_t qh[4];
   std::uint8_t qs[16];
+};
+
+/// Q2_K: a 256-element super-block of 16 sub-blocks of 16 with a 4-bit
+/// scale (low nibble of scales[j]) and 4-bit min (high nibble) each;
+/// x = d*sc*q - dmin*m with q in [0, 3]. Each 128-element half packs its
+/// quants into 32 qs bytes: element 32k + l of the half sits at bits 2k,
+/// 2k + 1 of byte l.
+struct block_q2_k {
+  std::uint8_t scales[qk_k / 16];
+  std::uint8_t qs[qk_k / 4];
+  f16 d;
+  f16 dmin;
+};
+
+/// Q3_K: a 256-element super-block of 16 sub-blocks of 16 with a 6-bit
+/// signed scale (stored + 32) each; x = d*(sc - 32)*(q - 4) with q in
+/// [0, 7]. The low two bits of q sit in qs as in Q2_K, the third bit of
+/// element 32k + l is bit k of hmask[l]. Scale j keeps its low 4 bits in
+/// the low (j < 8) or high (j >= 8) nibble of scales[j % 8] and its top two
+/// bits at bits 2 (j / 4), 2 (j / 4) + 1 of scales[8 + j % 4].
+struct block_q3_k {
+  std::uint8_t hmask[qk_k / 8];
+  std::uint8_t qs[qk_k / 4];
+  std::uint8_t scales[12];
+  f16 d;
 };
 
 /// Q4_K: a 256-element super-block of 8 sub-blocks of 32; each sub-block has a
@@ -129,6 +156,8 @@ static_assert(sizeof(block_q4_0) == 18);
 static_assert(sizeof(block_q4_1) == 20);
 static_assert(sizeof(block_q5_0) == 22);
 static_assert(sizeof(block_q5_1) == 24);
+static_assert(sizeof(block_q2_k) == 84);
+static_assert(sizeof(block_q3_k) == 110);
 static_assert(sizeof(block_q4_k) == 144);
 static_assert(sizeof(block_q5_k) == 176);
 static_assert(sizeof(block_q6_k) == 210);
@@ -173,6 +202,12 @@ struct q5_0 : detail::format<block_q5_0, 32, gguf_type::q5_0> {
 };
 struct q5_1 : detail::format<block_q5_1, 32, gguf_type::q5_1> {
   static constexpr std::string_view name = "q5_1";
+};
+struct q2_k : detail::format<block_q2_k, qk_k, gguf_type::q2_k> {
+  static constexpr std::string_view name = "q2_k";
+};
+struct q3_k : detail::format<block_q3_k, qk_k, gguf_type::q3_k> {
+  static constexpr std::string_view name = "q3_k";
 };
 struct q4_k : detail::format<block_q4_k, qk_k, gguf_type::q4_k> {
   static constexpr std::string_view name = "q4_k";

@@ -952,6 +952,64 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q6_k_block(const block_q6_k& w, const block_q
   return half_to_float(w.d) * a.d * static_cast<float>(total);
 }
 
+/// The 16 two-bit quants (0..3) of elements 32 k + l0 + [0, 16) of a
+/// 128-element half of a Q2_K or Q3_K super-block, from the 16 qs bytes at
+/// packed (that half's bytes l0 ..).
+RUVLLM_QUANT_ATTR HWY_INLINE VU8 two_bit_quants(VU8 packed, int k) {
+  return hn::And(hn::ShiftRightSame(packed, 2 * k), hn::Set(DU8(), 3));
+}
+
+/// One Q2_K . Q8_K super-block, the same float expression as the reference.
+RUVLLM_QUANT_ATTR HWY_INLINE float q2_k_block(const block_q2_k& w, const block_q8_k& a) {
+  const D32 d32;
+  const DU8 du8;
+  V32 acc = hn::Zero(d32);
+  for (std::size_t half = 0; half < 2; ++half) {
+    for (std::size_t l0 = 0; l0 < 32; l0 += 16) {
+      const VU8 packed = hn::LoadU(du8, w.qs + 32 * half + l0);
+      for (int k = 0; k < 4; ++k) {
+        const std::size_t e = 128 * half + 32 * static_cast<std::size_t>(k) + l0;
+        const V32 sums = dot16_u8(two_bit_quants(packed, k), a.qs + e);
+        acc = hn::Add(acc, hn::Mul(sums, hn::Set(d32, w.scales[e / 16] & 0x0F)));
+      }
+    }
+  }
+  std::int32_t mins = 0;
+  for (std::size_t j = 0; j < qk_k / 16; ++j) mins += (w.scales[j] >> 4) * a.bsums[j];
+  const std::int32_t scaled = hn::GetLane(hn::SumOfLanes(d32, acc));
+  const float d = half_to_float(w.d) * a.d;
+  const float dmin = half_to_float(w.dmin) * a.d;
+  return d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
+}
+
+/// One Q3_K . Q8_K super-block: sum(sc (q - 4) a) = sum(sc q a) - 4 sum(sc
+/// bsum) with q = the two bits from qs plus 4 times the hmask bit, the
+/// same float expression as the reference.
+RUVLLM_QUANT_ATTR HWY_INLINE float q3_k_block(const block_q3_k& w, const block_q8_k& a) {
+  const D32 d32;
+  const DU8 du8;
+  std::int32_t sc[qk_k / 16];
+  for (std::size_t j = 0; j < qk_k / 16; ++j) sc[j] = scalar::quant_detail::q3_k_scale(w.scales, j);
+  V32 acc = hn::Zero(d32);
+  for (std::size_t l0 = 0; l0 < 32; l0 += 16) {
+    const VU8 high = hn::LoadU(du8, w.hmask + l0);
+    for (std::size_t half = 0; half < 2; ++half) {
+      const VU8 packed = hn::LoadU(du8, w.qs + 32 * half + l0);
+      for (int k = 0; k < 4; ++k) {
+        const int chunk = 4 * static_cast<int>(half) + k;  // element 32 chunk + l: bit chunk of hmask[l]
+        const VU8 third = hn::ShiftLeft<2>(hn::And(hn::ShiftRightSame(high, chunk), hn::Set(du8, 1)));
+        const std::size_t e = 32 * static_cast<std::size_t>(chunk) + l0;
+        const V32 sums = dot16_u8(hn::Or(two_bit_quants(packed, k), third), a.qs + e);
+        acc = hn::Add(acc, hn::Mul(sums, hn::Set(d32, sc[e / 16])));
+      }
+    }
+  }
+  std::int32_t bias = 0;
+  for (std::size_t j = 0; j < qk_k / 16; ++j) bias += sc[j] * a.bsums[j];
+  const std::int32_t total = hn::GetLane(hn::SumOfLanes(d32, acc)) - 4 * bias;
+  return half_to_float(w.d) * a.d * static_cast<float>(total);
+}
+
 /// out[r] = the sum over row r's super-blocks of block_dot(block, its activations).
 template <class Block, class BlockDot>
 RUVLLM_QUANT_ATTR HWY_INLINE void superblock_rows(const Block* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
@@ -1520,6 +1578,32 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_k_q8_k_rows(const block_q5_k* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_q2_k_q8_k_rows(const block_q2_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q2_k_q8_k_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, q2_k_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
+                              [](const block_q2_k& w_b, const block_q8_k& a_b)
+                                  RUVLLM_QUANT_LAMBDA { return quant_simd::q2_k_block(w_b, a_b); });
+#endif
+}
+RUVLLM_QUANT_ATTR inline void quant_dot_q3_k_q8_k_rows(const block_q3_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                       std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                       std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_q3_k_q8_k_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, q3_k_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
+                              [](const block_q3_k& w_b, const block_q8_k& a_b)
+                                  RUVLLM_QUANT_LAMBDA { return quant_simd::q3_k_block(w_b, a_b); });
+#endif
+}
 RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const block_q8_k* HWY_RESTRICT a,
                                                        std::size_t n, float* HWY_RESTRICT out) {
@@ -1772,6 +1856,28 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q5_k_q8_k(const block_q5_k* HWY_RESTRIC
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_gemm_q2_k_q8_k(const block_q2_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                   std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                   std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                   std::size_t y_stride) {
+#if RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, q2_k_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_q2_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
+                                     y_stride);
+#endif
+}
+RUVLLM_QUANT_ATTR inline void quant_gemm_q3_k_q8_k(const block_q3_k* HWY_RESTRICT w, std::size_t row_stride,
+                                                   std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                   std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                   std::size_t y_stride) {
+#if RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, q3_k_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_q3_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
+                                     y_stride);
+#endif
+}
 RUVLLM_QUANT_ATTR inline void quant_gemm_q6_k_q8_k(const block_q6_k* HWY_RESTRICT w, std::size_t row_stride,
                                                    std::size_t rows, const block_q8_k* HWY_RESTRICT a,
                                                    std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,

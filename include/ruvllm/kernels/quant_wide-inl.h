@@ -15,7 +15,7 @@
 //                             through a function compiled for AVX-VNNI).
 
 // ------------------------------------------ K-quant GEMV rows, GEMM tiles
-// Q4_K, Q5_K and Q6_K rows in the widest integer registers (512-bit on AVX-512
+// Q2_K-Q6_K rows in the widest integer registers (512-bit on AVX-512
 // targets, 256-bit on AVX2), one super-block of a row per step, each row
 // accumulating in float vectors that are reduced once, at the row's end.
 // Reducing every super-block to one float instead (the reference's
@@ -150,6 +150,55 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m128i k_scales_mins(const std::uint8_t* scales) {
                                      _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
   return _mm_or_si128(low, high);
 }
+
+/// Bit `from` of every byte of v moved to bit `to`, the other bits cleared
+/// (`only_to` has bit `to` set in every byte). A 16-bit shift by |from - to|
+/// serves: it moves bit `from` of each byte to bit `to` of the same byte
+/// (both lie in 0-7), and what crosses from the neighbouring byte lands on
+/// other bits, which the mask clears.
+RUVLLM_QUANT_ATTR HWY_INLINE ivec move_bit(ivec v, int from, int to, ivec only_to) {
+#if RUVLLM_QUANT_AVX512
+  const __m512i moved = from <= to ? _mm512_slli_epi16(v, static_cast<unsigned>(to - from))
+                                   : _mm512_srli_epi16(v, static_cast<unsigned>(from - to));
+  return _mm512_and_si512(moved, only_to);
+#else
+  const __m256i moved = from <= to ? _mm256_slli_epi16(v, to - from) : _mm256_srli_epi16(v, from - to);
+  return _mm256_and_si256(moved, only_to);
+#endif
+}
+
+/// The bit planes of Q5_K's qh and Q3_K's hmask: element 32k + l of a
+/// super-block owns bit k of byte l of 32 bytes. add() ORs each element's
+/// bit into bit `to` of its quant, quants in element order.
+struct bit_plane {
+  struct constants {
+    ivec only_to;
+#if RUVLLM_QUANT_AVX512
+    ivec half_shifts;  // bits 2g + 1 to 2g in the upper 256 bits
+#endif
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants(int to) {
+    constants c;
+    c.only_to = set1_bytes(static_cast<std::uint8_t>(1u << to));
+#if RUVLLM_QUANT_AVX512
+    c.half_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
+#endif
+    return c;
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE void add(const std::uint8_t* bits, int to, const constants& c, ivec* quants) {
+#if RUVLLM_QUANT_AVX512
+    // Register g holds elements 64g .. 64g + 63, bits 2g and 2g + 1: with
+    // the upper half shifted right by one, both halves take bit 2g.
+    const __m512i plane = _mm512_srlv_epi16(_mm512_broadcast_i64x4(load256(bits)), c.half_shifts);
+    for (int g = 0; g < 4; ++g) quants[g] = _mm512_or_si512(quants[g], move_bit(plane, 2 * g, to, c.only_to));
+#else
+    const __m256i plane = load256(bits);
+    for (int k = 0; k < parts; ++k) quants[k] = _mm256_or_si256(quants[k], move_bit(plane, k, to, c.only_to));
+#endif
+  }
+};
 
 /// One row's super-block, unpacked for its dot with any token's activations
 /// (the GEMM tile unpacks once for all its tokens).
@@ -364,61 +413,63 @@ struct q4_k_format : superblock_steps<q4_k_format, block_q4_k> {
 struct q5_k_format : superblock_steps<q5_k_format, block_q5_k> {
   struct constants {
     q4_k_format::constants q4;
-    ivec fifth_bit;
-#if RUVLLM_QUANT_AVX512
-    ivec half_shifts;  // qh bits 2g + 1 to 2g in the upper 256 bits
-#endif
+    bit_plane::constants fifth;
   };
 
   RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
-    constants c;
-    c.q4 = q4_k_format::load_constants();
-    c.fifth_bit = set1_bytes(0x10);
-#if RUVLLM_QUANT_AVX512
-    c.half_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
-#endif
-    return c;
-  }
-
-  /// Bit `bit` of every byte of v moved to bit 4 (0x10), the rest cleared.
-  /// A 16-bit shift by at most 4 keeps each byte's bit within its byte.
-  RUVLLM_QUANT_ATTR static HWY_INLINE ivec bit_to_4(ivec v, int bit, const constants& c) {
-#if RUVLLM_QUANT_AVX512
-    const __m512i at4 = bit <= 4 ? _mm512_slli_epi16(v, static_cast<unsigned>(4 - bit))
-                                 : _mm512_srli_epi16(v, static_cast<unsigned>(bit - 4));
-    return _mm512_and_si512(at4, c.fifth_bit);
-#else
-    const __m256i at4 = bit <= 4 ? _mm256_slli_epi16(v, 4 - bit) : _mm256_srli_epi16(v, bit - 4);
-    return _mm256_and_si256(at4, c.fifth_bit);
-#endif
+    return {q4_k_format::load_constants(), bit_plane::load_constants(4)};
   }
 
   RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
     const block_q5_k& w = *reinterpret_cast<const block_q5_k*>(p);
     superblock u;
     q4_k_format::nibbles(w.qs, c.q4, u.quants);
-#if RUVLLM_QUANT_AVX512
-    // Both halves of register g take bit 2g once the upper half is shifted
-    // right by one.
-    const __m512i qh = _mm512_srlv_epi16(_mm512_broadcast_i64x4(load256(w.qh)), c.half_shifts);
-    for (int g = 0; g < 4; ++g) u.quants[g] = _mm512_or_si512(u.quants[g], bit_to_4(qh, 2 * g, c));
-#else
-    const __m256i qh = load256(w.qh);
-    for (int p = 0; p < parts; ++p) u.quants[p] = _mm256_or_si256(u.quants[p], bit_to_4(qh, p, c));
-#endif
+    bit_plane::add(w.qh, 4, c.fifth, u.quants);
     q4_k_format::scales_and_mins(w, c.q4, u);
     return u;
   }
 };
 
-struct q6_k_format : superblock_steps<q6_k_format, block_q6_k> {
+/// What the formats with 16-element sub-blocks (Q2_K, Q3_K, Q6_K) share:
+/// register k of a 128-element half's quants holds its sub-blocks k bytes /
+/// 16 on (one per 128-bit lane), its word i sub-block k bytes / 16 + i / 8,
+/// so each half's eight scales, as words in every 128-bit lane, reach their
+/// registers by one byte shuffle each.
+struct sub_blocks_of_16 {
   static constexpr int parts_per_half = parts / 2;
+  static constexpr int scales_per_half = scale_registers / 2;
+  struct scale_spread {
+    ivec index[scales_per_half];
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE scale_spread load_scale_spread() {
+    scale_spread s;
+    scale_indices(
+        parts_per_half, [](int k, int i) { return k * bytes / 16 + i / 8; }, s.index);
+    return s;
+  }
+
+  /// The 16 sub-block scales (byte j for sub-block j, signed or not) into
+  /// u.scales.
+  template <bool Signed>
+  RUVLLM_QUANT_ATTR static HWY_INLINE void spread_scales(__m128i sc, const scale_spread& s, superblock& u) {
+    const auto widen = [](__m128i v)
+                           RUVLLM_QUANT_LAMBDA { return Signed ? _mm_cvtepi8_epi16(v) : _mm_cvtepu8_epi16(v); };
+    for (int half = 0; half < 2; ++half) {
+      const ivec scales16 = broadcast128(widen(half == 0 ? sc : _mm_srli_si128(sc, 8)));
+      for (int k = 0; k < scales_per_half; ++k)
+        u.scales[scales_per_half * half + k] = shuffle_bytes(scales16, s.index[k]);
+    }
+  }
+};
+
+struct q6_k_format : superblock_steps<q6_k_format, block_q6_k>, sub_blocks_of_16 {
   struct constants {
     ivec low4, high2;
 #if RUVLLM_QUANT_AVX512
     ivec up_shifts, down_shifts;
 #endif
-    ivec scale_index[scale_registers / 2];
+    scale_spread spread;
   };
 
   RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
@@ -431,11 +482,7 @@ struct q6_k_format : superblock_steps<q6_k_format, block_q6_k> {
     c.up_shifts = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
     c.down_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
 #endif
-    // Register k of a half's quants holds its sub-blocks k bytes / 16 on
-    // (one per 128-bit lane; a half's scales 0-7), its word i sub-block
-    // k bytes / 16 + i / 8.
-    scale_indices(
-        parts_per_half, [](int k, int i) { return k * bytes / 16 + i / 8; }, c.scale_index);
+    c.spread = load_scale_spread();
     return c;
   }
 
@@ -443,8 +490,6 @@ struct q6_k_format : superblock_steps<q6_k_format, block_q6_k> {
     const block_q6_k& w = *reinterpret_cast<const block_q6_k*>(p);
     superblock u;
     for (int half = 0; half < 2; ++half) {
-      const ivec scales16 =
-          broadcast128(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.scales + 8 * half))));
       ivec* q = u.quants + parts_per_half * half;
 #if RUVLLM_QUANT_AVX512
       const __m512i ql = _mm512_loadu_si512(w.ql + 64 * half);
@@ -465,13 +510,128 @@ struct q6_k_format : superblock_steps<q6_k_format, block_q6_k> {
       q[2] = merge(_mm256_srli_epi16(ql_a, 4), qh);
       q[3] = merge(_mm256_srli_epi16(ql_b, 4), _mm256_srli_epi16(qh, 2));
 #endif
-      constexpr int per_half = scale_registers / 2;
-      for (int k = 0; k < per_half; ++k) u.scales[per_half * half + k] = shuffle_bytes(scales16, c.scale_index[k]);
     }
-    u.offset = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+    const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
+    spread_scales<true>(scales, c.spread, u);
+    // Each 16-element sub-block owns one of the activation's block sums.
+    u.offset = _mm256_cvtepi8_epi16(scales);
     const float d = half_to_float(w.d);
     u.d_scaled = hn::Set(DW(), d).raw;
     u.d_offset = _mm256_set1_ps(-32.0f * d);
+    return u;
+  }
+};
+
+/// The 2-bit quants of Q2_K and Q3_K in element order: each half's 32 qs
+/// bytes hold element 32k + l at bits 2k, 2k + 1 of byte l, so register k
+/// of a half (256-bit) is those bytes shifted right by 2k; in 512-bit
+/// registers both 256-bit halves take the same bytes, shifted by (0, 2)
+/// and (4, 6).
+struct two_bit_quants {
+  struct constants {
+    ivec three;
+#if RUVLLM_QUANT_AVX512
+    ivec low_shifts, high_shifts;
+#endif
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    constants c;
+    c.three = set1_bytes(3);
+#if RUVLLM_QUANT_AVX512
+    c.low_shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    c.high_shifts = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+#endif
+    return c;
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE void unpack(const std::uint8_t* qs, const constants& c, ivec* quants) {
+    for (int half = 0; half < 2; ++half) {
+#if RUVLLM_QUANT_AVX512
+      const __m512i both = _mm512_broadcast_i64x4(load256(qs + 32 * half));
+      quants[2 * half] = _mm512_and_si512(_mm512_srlv_epi16(both, c.low_shifts), c.three);
+      quants[2 * half + 1] = _mm512_and_si512(_mm512_srlv_epi16(both, c.high_shifts), c.three);
+#else
+      const __m256i packed = load256(qs + 32 * half);
+      for (int k = 0; k < 4; ++k) quants[4 * half + k] = _mm256_and_si256(_mm256_srli_epi16(packed, 2 * k), c.three);
+#endif
+    }
+  }
+};
+
+/// Q2_K: 2-bit quants with a 4-bit scale (low nibble) and min (high) per
+/// sub-block of 16; the mins weigh the activation's block sums, as Q4_K's
+/// do (d_offset = -dmin).
+struct q2_k_format : superblock_steps<q2_k_format, block_q2_k>, sub_blocks_of_16 {
+  struct constants {
+    two_bit_quants::constants quants;
+    scale_spread spread;
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    return {two_bit_quants::load_constants(), load_scale_spread()};
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
+    const block_q2_k& w = *reinterpret_cast<const block_q2_k*>(p);
+    superblock u;
+    two_bit_quants::unpack(w.qs, c.quants, u.quants);
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    spread_scales<false>(_mm_and_si128(packed, low4), c.spread, u);
+    // Each 16-element sub-block's min weighs one of the activation's block sums.
+    u.offset = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), low4));
+    static_assert(offsetof(block_q2_k, dmin) == offsetof(block_q2_k, d) + sizeof(ruvllm::f16));
+    const __m128 d_dmin = two_halves(&w.d);
+    u.d_scaled = hn::Set(DW(), _mm_cvtss_f32(d_dmin)).raw;
+    u.d_offset = _mm256_set1_ps(-_mm_cvtss_f32(_mm_movehdup_ps(d_dmin)));
+    return u;
+  }
+};
+
+/// Q3_K: Q2_K's 2-bit quants plus a third bit from hmask (element 32k + l:
+/// bit k of hmask[l]) moved to bit 2, so q in [0, 7] stands for q - 4; the
+/// 6-bit signed scales multiply both the quants and, times -4 d
+/// (d_offset), the activation's block sums. Sums stay exact: a lane adds
+/// at most 16 * 7 * 128 * 32 < 2^19, a VPDPBUSD group 4 * 7 * 128 < 2^15.
+struct q3_k_format : superblock_steps<q3_k_format, block_q3_k>, sub_blocks_of_16 {
+  struct constants {
+    two_bit_quants::constants quants;
+    bit_plane::constants third;
+    scale_spread spread;
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    return {two_bit_quants::load_constants(), bit_plane::load_constants(2), load_scale_spread()};
+  }
+
+  /// The 16 scales (sc - 32, signed bytes) from the 12 packed bytes: low
+  /// nibbles of bytes 0-7 for scales 0-7, their high nibbles for 8-15, the
+  /// top two bits of scale j at bits 2 (j / 4) of byte 8 + j % 4. Read as
+  /// 8 + 4 bytes: a 16-byte load would reach past the block's end.
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m128i scales(const std::uint8_t* packed) {
+    const __m128i head = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed));
+    std::int32_t tail_bits;
+    std::memcpy(&tail_bits, packed + 8, sizeof tail_bits);
+    const __m128i nibble = _mm_set1_epi8(0x0F), two = _mm_set1_epi8(0x03);
+    const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(head, nibble), _mm_and_si128(_mm_srli_epi16(head, 4), nibble));
+    // Lane m (scales 4m .. 4m + 3) takes the four tail bytes shifted by 2m.
+    const __m128i tail = _mm_srlv_epi32(_mm_set1_epi32(tail_bits), _mm_setr_epi32(0, 2, 4, 6));
+    const __m128i high = _mm_slli_epi16(_mm_and_si128(tail, two), 4);
+    return _mm_sub_epi8(_mm_or_si128(low, high), _mm_set1_epi8(32));
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock unpack(const std::uint8_t* p, const constants& c) {
+    const block_q3_k& w = *reinterpret_cast<const block_q3_k*>(p);
+    superblock u;
+    two_bit_quants::unpack(w.qs, c.quants, u.quants);
+    bit_plane::add(w.hmask, 2, c.third, u.quants);
+    const __m128i sc = scales(w.scales);
+    spread_scales<true>(sc, c.spread, u);
+    u.offset = _mm256_cvtepi8_epi16(sc);
+    const float d = half_to_float(w.d);
+    u.d_scaled = hn::Set(DW(), d).raw;
+    u.d_offset = _mm256_set1_ps(-4.0f * d);
     return u;
   }
 };

@@ -146,7 +146,7 @@ struct gguf_type_traits {
 };
 
 /// The tensor types ruvllm reads, with their block geometry.
-inline constexpr std::array<gguf_type_traits, 11> gguf_supported_types = {{
+inline constexpr std::array<gguf_type_traits, 13> gguf_supported_types = {{
     {gguf_type::f32, 1, 4, alignof(float)},
     {gguf_type::f16, 1, 2, alignof(f16)},
     {gguf_type::bf16, 1, 2, alignof(bf16)},
@@ -155,17 +155,29 @@ inline constexpr std::array<gguf_type_traits, 11> gguf_supported_types = {{
     {gguf_type::q4_1, 32, sizeof(block_q4_1), alignof(block_q4_1)},
     {gguf_type::q5_0, 32, sizeof(block_q5_0), alignof(block_q5_0)},
     {gguf_type::q5_1, 32, sizeof(block_q5_1), alignof(block_q5_1)},
+    {gguf_type::q2_k, qk_k, sizeof(block_q2_k), alignof(block_q2_k)},
+    {gguf_type::q3_k, qk_k, sizeof(block_q3_k), alignof(block_q3_k)},
     {gguf_type::q4_k, qk_k, sizeof(block_q4_k), alignof(block_q4_k)},
     {gguf_type::q5_k, qk_k, sizeof(block_q5_k), alignof(block_q5_k)},
     {gguf_type::q6_k, qk_k, sizeof(block_q6_k), alignof(block_q6_k)},
 }};
 
-/// Geometry of a supported tensor type, or nullptr for every other ggml type
-/// (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K are supported).
+/// Geometry of a supported tensor type (gguf_supported_types), or nullptr for
+/// every other ggml type.
 [[nodiscard]] constexpr const gguf_type_traits* find_gguf_type(std::uint32_t id) noexcept {
   for (const auto& t : gguf_supported_types)
     if (static_cast<std::uint32_t>(t.type) == id) return &t;
   return nullptr;
+}
+
+/// "F32, F16, ... and Q6_K": the supported types' names, for error messages.
+[[nodiscard]] inline std::string gguf_supported_type_names() {
+  std::string names;
+  for (std::size_t i = 0; i < gguf_supported_types.size(); ++i) {
+    if (i > 0) names += i + 1 == gguf_supported_types.size() ? " and " : ", ";
+    names += ggml_type_name(static_cast<std::uint32_t>(gguf_supported_types[i].type));
+  }
+  return names;
 }
 
 namespace detail {
@@ -635,8 +647,7 @@ class gguf_file {
     const gguf_type_traits* traits = find_gguf_type(type);
     if (traits == nullptr)
       return make_error(errc::unsupported, "tensor '", t.name, "' has type ", ggml_type_name(type), " (", type,
-                        "), which ruvllm does not read (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K "
-                        "are supported)")
+                        "), which ruvllm does not read (", gguf_supported_type_names(), " are supported)")
           .at(source_, type_offset);
     t.type = traits->type;
     t.block_size = traits->block_size;

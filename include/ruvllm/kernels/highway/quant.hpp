@@ -35,6 +35,10 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
+  /// f32 -> Q2_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q2_k(const float* x, block_q2_k* y, std::size_t n) noexcept { scalar::quantize_q2_k(x, y, n); }
+  /// f32 -> Q3_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q3_k(const float* x, block_q3_k* y, std::size_t n) noexcept { scalar::quantize_q3_k(x, y, n); }
   /// f32 -> Q5_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
@@ -71,6 +75,16 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0);
     dispatch::quant_dequantize_q4_k(x, y, n);
+  }
+  /// Q2_K -> f32, ggml's formula (scalar: one embedding row per token);
+  /// n % 256 == 0.
+  static void dequantize_q2_k(const block_q2_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q2_k(x, y, n);
+  }
+  /// Q3_K -> f32, ggml's formula (scalar: one embedding row per token);
+  /// n % 256 == 0.
+  static void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q3_k(x, y, n);
   }
   /// Q5_K -> f32, ggml's formula (scalar: one embedding row per token);
   /// n % 256 == 0.
@@ -140,6 +154,18 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     dot_q4_k_q8_k_rows(w, row_bytes<precision::q4_k>(n), 1, a, n, &out);
     return out;
   }
+  /// One Q2_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q2_k_q8_k(const block_q2_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    float out;
+    dot_q2_k_q8_k_rows(w, row_bytes<precision::q2_k>(n), 1, a, n, &out);
+    return out;
+  }
+  /// One Q3_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    float out;
+    dot_q3_k_q8_k_rows(w, row_bytes<precision::q3_k>(n), 1, a, n, &out);
+    return out;
+  }
   /// One Q5_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
     float out;
@@ -189,6 +215,18 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                                  std::size_t n, float* out) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q4_k) == 0);
     dispatch::quant_dot_q4_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q2_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
+  static void dot_q2_k_q8_k_rows(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q2_k) == 0);
+    dispatch::quant_dot_q2_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  /// Q3_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
+  static void dot_q3_k_q8_k_rows(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q3_k) == 0);
+    dispatch::quant_dot_q3_k_q8_k_rows(w, row_stride, rows, a, n, out);
   }
   /// Q5_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
   static void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -281,6 +319,18 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q4_k) == 0);
     dispatch::quant_gemm_q4_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// Q2_K form of gemm_q4_k_q8_k.
+  static void gemm_q2_k_q8_k(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q2_k) == 0);
+    dispatch::quant_gemm_q2_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// Q3_K form of gemm_q4_k_q8_k.
+  static void gemm_q3_k_q8_k(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q3_k) == 0);
+    dispatch::quant_gemm_q3_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   /// Q5_K form of gemm_q4_k_q8_k.
   static void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,

@@ -2,7 +2,8 @@
 #define RUVLLM_KERNELS_SCALAR_QUANT_HPP
 
 // Scalar reference for the quant kernel family: GGUF block formats (Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, and Q8_K for activations),
+// Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and Q8_K for
+// activations),
 // f16/bf16 rows, and the dot
 // products of a quantized weight row with quantized activations. Every SIMD
 // backend is tested against these functions, so they favour the obvious loop
@@ -33,9 +34,10 @@
 //  * Q5_0: as Q4_0 with d = m / -16 and q = min(31, trunc(x / d + 16.5)).
 //    Q4_1 / Q5_1: d = (max - min) / 15 or 31, m = min, q = trunc((x - min)
 //    / d + 0.5). Same bytes as ggml.
-//  * Q4_K / Q5_K / Q6_K: ggml's reference search (make_qkx2_quants with
-//    weights av_x + |x| for Q4_K and Q5_K; make_qx_quants with weights x^2
-//    for Q6_K), then the
+//  * Q2_K / Q3_K / Q4_K / Q5_K / Q6_K: ggml's reference search
+//    (make_qkx2_quants with weights av_x + |x| for Q4_K and Q5_K, with
+//    weights |x| and absolute residuals for Q2_K; make_q3_quants' refinement
+//    for Q3_K; make_qx_quants with weights x^2 for Q6_K), then the
 //    same scale packing and requantization, so the error is that of ggml's
 //    reference quantizer. Bytes agree with ggml when both are compiled
 //    without fused multiply-add contraction; they are not promised to.
@@ -44,15 +46,16 @@
 //    NaN), these functions write the quants of zero (q = 0, or nibble 8) with
 //    ggml's scale, which is then 0 or a denormal that f16 rounds to 0.
 //
-// Dequantizers are ggml's formulas (Q4_1 / Q5_1: x = d*q + m; Q4_K / Q5_K:
-// x = d*sc*q - dmin*m; Q6_K: x = d*sc*q); every product involved is exact
+// Dequantizers are ggml's formulas (Q4_1 / Q5_1: x = d*q + m; Q2_K / Q4_K /
+// Q5_K: x = d*sc*q - dmin*m; Q3_K / Q6_K: x = d*sc*q); every product
+// involved is exact
 // in float, so the results are ggml's bit for bit however a compiler
 // contracts or reorders them.
 //
 // Dot products follow llama.cpp's generic CPU code: exact int32 sums of
-// quant products per block (K-quants: per super-block, weighted by the 6- or
-// 8-bit sub-block scales, with Q4_K's and Q5_K's min term from the
-// activation bsums), then one float multiply-accumulate per block; Q4_1 /
+// quant products per block (K-quants: per super-block, weighted by the 4-, 6-
+// or 8-bit sub-block scales, with Q2_K's, Q4_K's and Q5_K's min term from
+// the activation bsums), then one float multiply-accumulate per block; Q4_1 /
 // Q5_1 add m_w d_a sum(a) per block, which llama.cpp takes from its Q8_1
 // activations' f16 d_a sum(a) (we keep Q8_0 activations for every 32-element
 // format, so that term can differ from llama.cpp's by the f16 rounding).
@@ -253,12 +256,53 @@ inline void k_scales_mins(const Block& b, std::uint8_t* sc, std::uint8_t* m) noe
   return static_cast<int>(low | (high << 4));
 }
 
+/// The 2-bit quant (0..3) of element e (0..255) in a Q2_K or Q3_K
+/// super-block's qs: each 128-element half packs element 32k + l into bits
+/// 2k and 2k + 1 of byte l of its 32 bytes.
+[[nodiscard]] inline int two_bit_quant(const std::uint8_t* qs, std::size_t e) noexcept {
+  const std::size_t half = e / 128, k = (e % 128) / 32, l = e % 32;
+  return (qs[32 * half + l] >> (2 * k)) & 3;
+}
+
+/// The Q2_K quant (0..3) of element e (0..255).
+[[nodiscard]] inline int k_quant(const block_q2_k& b, std::size_t e) noexcept { return two_bit_quant(b.qs, e); }
+
+/// The 3-bit Q3_K quant (0..7; the value is q - 4) of element e (0..255):
+/// two bits from qs, the third from bit e / 32 of hmask[e % 32].
+[[nodiscard]] inline int k_quant(const block_q3_k& b, std::size_t e) noexcept {
+  return two_bit_quant(b.qs, e) | (((b.hmask[e % 32] >> (e / 32)) & 1) << 2);
+}
+
+/// The signed scale (-32..31) of Q3_K sub-block j (0..15): low four bits
+/// from nibble j / 8 of scales[j % 8], top two from bits 2 (j / 4) of
+/// scales[8 + j % 4].
+[[nodiscard]] inline int q3_k_scale(const std::uint8_t* scales, std::size_t j) noexcept {
+  const int low = (scales[j % 8] >> (4 * (j / 8))) & 0x0F;
+  const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+/// Packs 256 quants in [0, 3] into a Q2_K or Q3_K qs (see two_bit_quant).
+inline void pack_two_bit(const std::uint8_t* L, std::uint8_t* qs) noexcept {
+  for (std::size_t half = 0; half < 2; ++half) {
+    const std::uint8_t* q = L + 128 * half;
+    for (std::size_t l = 0; l < 32; ++l) {
+      qs[32 * half + l] = static_cast<std::uint8_t>(q[l] | (q[l + 32] << 2) | (q[l + 64] << 4) | (q[l + 96] << 6));
+    }
+  }
+}
+
+/// How a scale search weighs a residual: squared, or absolute (ggml's
+/// use_mad, which Q2_K's search takes).
+enum class residual { squared, absolute };
+
 /// ggml's make_qkx2_quants: fits x[i] ~ scale * L[i] - min with L in
 /// [0, nmax] and min >= 0 by a weighted least-squares search over nstep + 1
 /// candidate inverse scales; returns the scale and stores the min. L receives
 /// the best quants. n <= 32.
 inline float fit_scale_min(std::size_t n, int nmax, const float* x, const float* w, std::uint8_t* L, float& the_min,
-                           float rmin, float rdelta, int nstep) noexcept {
+                           float rmin, float rdelta, int nstep, residual norm = residual::squared) noexcept {
+  const auto error_of = [norm](float diff) { return norm == residual::absolute ? std::fabs(diff) : diff * diff; };
   float min = x[0], max = x[0];
   float sum_w = 0.0f, sum_x = 0.0f;
   for (std::size_t i = 0; i < n; ++i) {
@@ -279,8 +323,7 @@ inline float fit_scale_min(std::size_t n, int nmax, const float* x, const float*
   float best_error = 0.0f;
   for (std::size_t i = 0; i < n; ++i) {
     L[i] = quant(iscale * (x[i] - min));
-    const float diff = scale * static_cast<float>(L[i]) + min - x[i];
-    best_error += w[i] * (diff * diff);
+    best_error += w[i] * error_of(scale * static_cast<float>(L[i]) + min - x[i]);
   }
   std::uint8_t trial[32];
   for (int step = 0; step <= nstep; ++step) {
@@ -303,8 +346,7 @@ inline float fit_scale_min(std::size_t n, int nmax, const float* x, const float*
     }
     float error = 0.0f;
     for (std::size_t i = 0; i < n; ++i) {
-      const float diff = this_scale * static_cast<float>(trial[i]) + this_min - x[i];
-      error += w[i] * (diff * diff);
+      error += w[i] * error_of(this_scale * static_cast<float>(trial[i]) + this_min - x[i]);
     }
     if (error < best_error) {
       std::copy(trial, trial + n, L);
@@ -362,6 +404,53 @@ inline float fit_symmetric_scale(std::size_t n, int nmax, const float* x, std::i
     }
   }
   return scale;
+}
+
+/// ggml's make_q3_quants with its rmse refinement: symmetric quants L in
+/// [0, 2 nmax) (stored with the +nmax offset) starting from the scale
+/// -nmax / m (m the first element of largest magnitude), then up to five
+/// passes that move single quants where that raises the x^2-weighted fit;
+/// returns the least-squares scale. The expressions keep ggml's order of
+/// float operations.
+inline float fit_refined_symmetric_scale(std::size_t n, int nmax, const float* x, std::int8_t* L) noexcept {
+  const float max = first_of_largest_magnitude(x, n);
+  if (std::fabs(max) < 1e-15f) {  // ggml's GROUP_MAX_EPS: treat as all zero
+    for (std::size_t i = 0; i < n; ++i) L[i] = 0;
+    return 0.0f;
+  }
+  const auto quant = [nmax](float v) { return std::clamp(nearest_int(v), -nmax, nmax - 1); };
+  const float iscale = -static_cast<float>(nmax) / max;
+  float sumlx = 0.0f, suml2 = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    const int l = quant(iscale * x[i]);
+    L[i] = static_cast<std::int8_t>(l);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * static_cast<float>(l);
+    suml2 += w * static_cast<float>(l) * static_cast<float>(l);
+  }
+  for (int pass = 0; pass < 5; ++pass) {
+    int changed = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float w = x[i] * x[i];
+      const auto old_l = static_cast<float>(L[i]);
+      float slx = sumlx - w * x[i] * old_l;
+      if (!(slx > 0.0f)) continue;
+      float sl2 = suml2 - w * old_l * old_l;
+      const int new_l = quant(x[i] * sl2 / slx);
+      if (new_l == L[i]) continue;
+      slx += w * x[i] * static_cast<float>(new_l);
+      sl2 += w * static_cast<float>(new_l) * static_cast<float>(new_l);
+      if (sl2 > 0.0f && slx * slx * suml2 > sumlx * sumlx * sl2) {
+        L[i] = static_cast<std::int8_t>(new_l);
+        sumlx = slx;
+        suml2 = sl2;
+        ++changed;
+      }
+    }
+    if (changed == 0) break;
+  }
+  for (std::size_t i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(L[i] + nmax);
+  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
 /// Row r of a weight matrix whose rows start row_stride bytes apart.
@@ -620,16 +709,11 @@ inline void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept
   for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
     std::int8_t L[qk_k];
     float scales[qk_k / 16];
-    float max_scale = 0.0f, max_abs_scale = 0.0f;
-    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+    for (std::size_t g = 0; g < qk_k / 16; ++g)
       scales[g] = quant_detail::fit_symmetric_scale(16, 32, x + 16 * g, L + 16 * g);
-      if (std::fabs(scales[g]) > max_abs_scale) {
-        max_abs_scale = std::fabs(scales[g]);
-        max_scale = scales[g];
-      }
-    }
+    const float max_scale = quant_detail::first_of_largest_magnitude(scales, qk_k / 16);
     block_q6_k& out = y[b];
-    if (max_abs_scale < 1e-15f) {
+    if (std::fabs(max_scale) < 1e-15f) {
       std::memset(&out, 0, sizeof out);
       continue;
     }
@@ -659,6 +743,96 @@ inline void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept
                                           ((u(l + 96) >> 4) << 6));
       }
     }
+  }
+}
+
+/// f32 -> Q2_K with ggml's reference search (quantize_row_q2_K_ref): per
+/// 16-element sub-block a |x|-weighted scale/min fit to quants in [0, 3]
+/// (absolute residuals), 4-bit scales and mins relative to two f16
+/// super-block scales, then requantization against the stored scales. Not a
+/// hot path; every backend runs this function. n % 256 == 0.
+inline void quantize_q2_k(const float* x, block_q2_k* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  using quant_detail::nearest_int;
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    std::uint8_t L[qk_k];
+    float weights[16], scales[qk_k / 16], mins[qk_k / 16];
+    float max_scale = 0.0f, max_min = 0.0f;
+    for (std::size_t j = 0; j < qk_k / 16; ++j) {
+      for (std::size_t l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
+      scales[j] = quant_detail::fit_scale_min(16, 3, x + 16 * j, weights, L + 16 * j, mins[j], -0.5f, 0.1f, 15,
+                                              quant_detail::residual::absolute);
+      max_scale = std::max(max_scale, scales[j]);
+      max_min = std::max(max_min, mins[j]);
+    }
+    block_q2_k& out = y[b];
+    // ggml stores the ints in uint8_t; a (never observed) negative or
+    // oversized level would wrap or spill into the other nibble there, so
+    // both are clamped to [0, 15].
+    const auto level = [](float v) { return static_cast<std::uint8_t>(std::clamp(nearest_int(v), 0, 15)); };
+    const float inv_scale = max_scale > 0.0f ? 15.0f / max_scale : 0.0f;
+    const float inv_min = max_min > 0.0f ? 15.0f / max_min : 0.0f;
+    for (std::size_t j = 0; j < qk_k / 16; ++j) {
+      out.scales[j] = static_cast<std::uint8_t>(level(inv_scale * scales[j]) | (level(inv_min * mins[j]) << 4));
+    }
+    out.d = to_f16(max_scale > 0.0f ? max_scale / 15.0f : 0.0f);
+    out.dmin = to_f16(max_min > 0.0f ? max_min / 15.0f : 0.0f);
+    const float d = to_float(out.d), dmin = to_float(out.dmin);
+    for (std::size_t j = 0; j < qk_k / 16; ++j) {
+      const float ds = d * static_cast<float>(out.scales[j] & 0x0F);
+      if (ds == 0.0f) continue;  // keep the fit's quants, as ggml does
+      const float dm = dmin * static_cast<float>(out.scales[j] >> 4);
+      for (std::size_t l = 0; l < 16; ++l) {
+        L[16 * j + l] = static_cast<std::uint8_t>(std::clamp(nearest_int((x[16 * j + l] + dm) / ds), 0, 3));
+      }
+    }
+    quant_detail::pack_two_bit(L, out.qs);
+  }
+}
+
+/// f32 -> Q3_K with ggml's reference search (quantize_row_q3_K_ref): per
+/// 16-element sub-block a refined symmetric x^2-weighted fit to quants in
+/// [-4, 3], 6-bit signed scales relative to one f16 super-block scale, then
+/// requantization. Not a hot path; every backend runs this function.
+/// n % 256 == 0.
+inline void quantize_q3_k(const float* x, block_q3_k* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  using quant_detail::nearest_int;
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    std::int8_t L[qk_k];
+    float scales[qk_k / 16];
+    for (std::size_t j = 0; j < qk_k / 16; ++j)
+      scales[j] = quant_detail::fit_refined_symmetric_scale(16, 4, x + 16 * j, L + 16 * j);
+    const float max_scale = quant_detail::first_of_largest_magnitude(scales, qk_k / 16);
+    block_q3_k& out = y[b];
+    std::memset(out.scales, 0, sizeof out.scales);
+    if (max_scale != 0.0f) {
+      const float iscale = -32.0f / max_scale;
+      for (std::size_t j = 0; j < qk_k / 16; ++j) {
+        const int l = std::clamp(nearest_int(iscale * scales[j]), -32, 31) + 32;
+        out.scales[j % 8] = static_cast<std::uint8_t>(out.scales[j % 8] | ((l & 0x0F) << (4 * (j / 8))));
+        out.scales[8 + j % 4] = static_cast<std::uint8_t>(out.scales[8 + j % 4] | ((l >> 4) << (2 * (j / 4))));
+      }
+      out.d = to_f16(1.0f / iscale);
+    } else {
+      out.d = to_f16(0.0f);
+    }
+    const float d = to_float(out.d);
+    for (std::size_t j = 0; j < qk_k / 16; ++j) {
+      const float ds = d * static_cast<float>(quant_detail::q3_k_scale(out.scales, j));
+      if (ds == 0.0f) continue;  // keep the fit's quants, as ggml does
+      for (std::size_t l = 0; l < 16; ++l) {
+        L[16 * j + l] = static_cast<std::int8_t>(std::clamp(nearest_int(x[16 * j + l] / ds), -4, 3) + 4);
+      }
+    }
+    std::uint8_t low[qk_k];
+    std::memset(out.hmask, 0, sizeof out.hmask);
+    for (std::size_t e = 0; e < qk_k; ++e) {
+      const auto q = static_cast<unsigned>(L[e]);
+      out.hmask[e % 32] = static_cast<std::uint8_t>(out.hmask[e % 32] | ((q >> 2) << (e / 32)));
+      low[e] = static_cast<std::uint8_t>(q & 3u);
+    }
+    quant_detail::pack_two_bit(low, out.qs);
   }
 }
 
@@ -742,6 +916,31 @@ inline void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexce
     for (std::size_t e = 0; e < qk_k; ++e) {
       *y++ = d * static_cast<float>(sc[e / 32]) * static_cast<float>(quant_detail::k_quant(x[b], e)) -
              dmin * static_cast<float>(m[e / 32]);
+    }
+  }
+}
+
+/// Q2_K -> f32, ggml's formula exactly: x = (d*sc) * q - (dmin*m). n % 256 == 0.
+inline void dequantize_q2_k(const block_q2_k* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const float d = to_float(x[b].d), dmin = to_float(x[b].dmin);
+    for (std::size_t e = 0; e < qk_k; ++e) {
+      const std::uint8_t sc = x[b].scales[e / 16];
+      *y++ = d * static_cast<float>(sc & 0x0F) * static_cast<float>(quant_detail::k_quant(x[b], e)) -
+             dmin * static_cast<float>(sc >> 4);
+    }
+  }
+}
+
+/// Q3_K -> f32, ggml's formula: x = (d * sc) * (q - 4). n % 256 == 0.
+inline void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const float d = to_float(x[b].d);
+    for (std::size_t e = 0; e < qk_k; ++e) {
+      *y++ = d * static_cast<float>(quant_detail::q3_k_scale(x[b].scales, e / 16)) *
+             static_cast<float>(quant_detail::k_quant(x[b], e) - 4);
     }
   }
 }
@@ -889,9 +1088,32 @@ template <class Block>
   return s;
 }
 
-/// The exact integer sum of one Q6_K . Q8_K super-block: sum over 16-element
-/// sub-blocks of sc_g * sum((q - 32) * q_a).
-[[nodiscard]] inline std::int32_t q6_k_q8_k_sum(const block_q6_k& w, const block_q8_k& a) noexcept {
+/// Q2_K's integer parts: as Q4_K's over 16 sub-blocks of 16, whose mins
+/// pair with one activation block sum each.
+[[nodiscard]] inline k_block_sums k_q8_k_sums(const block_q2_k& w, const block_q8_k& a) noexcept {
+  k_block_sums s{0, 0};
+  for (std::size_t j = 0; j < qk_k / 16; ++j) {
+    s.mins += (w.scales[j] >> 4) * a.bsums[j];
+    int sum = 0;
+    for (std::size_t l = 0; l < 16; ++l) sum += k_quant(w, 16 * j + l) * a.qs[16 * j + l];
+    s.scaled += (w.scales[j] & 0x0F) * sum;
+  }
+  return s;
+}
+
+/// The exact integer sum of one Q3_K or Q6_K . Q8_K super-block: over the
+/// 16-element sub-blocks, sc_g * sum((q - bias) * q_a) with the signed
+/// sub-block scale sc_g and the format's bias (4 or 32).
+[[nodiscard]] inline std::int32_t k_q8_k_sum(const block_q3_k& w, const block_q8_k& a) noexcept {
+  std::int32_t total = 0;
+  for (std::size_t g = 0; g < qk_k / 16; ++g) {
+    int sum = 0;
+    for (std::size_t l = 0; l < 16; ++l) sum += (k_quant(w, 16 * g + l) - 4) * a.qs[16 * g + l];
+    total += q3_k_scale(w.scales, g) * sum;
+  }
+  return total;
+}
+[[nodiscard]] inline std::int32_t k_q8_k_sum(const block_q6_k& w, const block_q8_k& a) noexcept {
   std::int32_t total = 0;
   for (std::size_t g = 0; g < qk_k / 16; ++g) {
     int sum = 0;
@@ -901,11 +1123,7 @@ template <class Block>
   return total;
 }
 
-}  // namespace quant_detail
-
-namespace quant_detail {
-
-/// The Q4_K / Q5_K dot from their exact integer parts: per super-block
+/// The Q2_K / Q4_K / Q5_K dot from their exact integer parts: per super-block
 /// sum += (d_w d_a) * scaled - (dmin_w d_a) * mins.
 template <class Block>
 [[nodiscard]] inline float scale_min_dot(const Block* w, const block_q8_k* a, std::size_t n) noexcept {
@@ -920,7 +1138,31 @@ template <class Block>
   return sum;
 }
 
+/// The Q3_K / Q6_K dot: per super-block sum += (d_w d_a) * (exact integer
+/// sum of k_q8_k_sum).
+template <class Block>
+[[nodiscard]] inline float scale_dot(const Block* w, const block_q8_k* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    sum += to_float(w[b].d) * a[b].d * static_cast<float>(k_q8_k_sum(w[b], a[b]));
+  }
+  return sum;
+}
+
 }  // namespace quant_detail
+
+/// Q2_K weights . Q8_K activations (ggml_vec_dot_q2_K_q8_K): Q4_K's
+/// expression over 16 sub-blocks of 16. n % 256 == 0.
+[[nodiscard]] inline float dot_q2_k_q8_k(const block_q2_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return quant_detail::scale_min_dot(w, a, n);
+}
+
+/// Q3_K weights . Q8_K activations (ggml_vec_dot_q3_K_q8_K): per super-block
+/// sum += (d_w d_a) * sum over sub-blocks of sc (q - 4) q_a. n % 256 == 0.
+[[nodiscard]] inline float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return quant_detail::scale_dot(w, a, n);
+}
 
 /// Q4_K weights . Q8_K activations (ggml_vec_dot_q4_K_q8_K), with the exact
 /// integer sums above. n % 256 == 0.
@@ -937,12 +1179,7 @@ template <class Block>
 /// Q6_K weights . Q8_K activations (ggml_vec_dot_q6_K_q8_K): per super-block
 /// sum += (d_w d_a) * (exact integer sum above). n % 256 == 0.
 [[nodiscard]] inline float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
-  RUVLLM_ASSERT(n % qk_k == 0);
-  float sum = 0.0f;
-  for (std::size_t b = 0; b < n / qk_k; ++b) {
-    sum += to_float(w[b].d) * a[b].d * static_cast<float>(quant_detail::q6_k_q8_k_sum(w[b], a[b]));
-  }
-  return sum;
+  return quant_detail::scale_dot(w, a, n);
 }
 
 /// Batch forms: out[r] = dot(row r, a) for r < rows, where row r starts
@@ -967,6 +1204,14 @@ inline void dot_q4_1_q8_0_rows(const block_q4_1* w, std::size_t row_stride, std:
 inline void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_1_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q2_k_q8_k_rows(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q2_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_q3_k_q8_k_rows(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q3_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
 }
 inline void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                std::size_t n, float* out) noexcept {
@@ -1151,6 +1396,14 @@ inline void gemm_q5_1_quads(const block_q5_1* w, std::size_t row_stride, std::si
 }
 /// The prefill form of the K-quant rows: token t's activations are the n /
 /// 256 Q8_K blocks at a + t * (n / 256).
+inline void gemm_q2_k_q8_k(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                           std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_q2_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+}
+inline void gemm_q3_k_q8_k(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                           std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_q3_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+}
 inline void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
@@ -1265,6 +1518,16 @@ struct quant_checked {
     }
     return {};
   }
+  /// Ops::quantize_q2_k after checking n % 256, finite inputs, then finite scales.
+  static result<void> quantize_q2_k_checked(const float* x, block_q2_k* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q2_k>("quantize_q2_k", x, y, n));
+    Ops::quantize_q2_k(x, y, n);
+    for (std::size_t b = 0; b < n / qk_k; ++b) {
+      RUVLLM_TRY(check_scale("quantize_q2_k", "q2_k", b, y[b].d));
+      RUVLLM_TRY(check_scale("quantize_q2_k", "q2_k", b, y[b].dmin));
+    }
+    return {};
+  }
   /// Ops::quantize_q4_k after checking n % 256, finite inputs, then finite scales.
   static result<void> quantize_q4_k_checked(const float* x, block_q4_k* y, std::size_t n) {
     RUVLLM_TRY(check_quantize<precision::q4_k>("quantize_q4_k", x, y, n));
@@ -1283,6 +1546,13 @@ struct quant_checked {
       RUVLLM_TRY(check_scale("quantize_q5_k", "q5_k", b, y[b].d));
       RUVLLM_TRY(check_scale("quantize_q5_k", "q5_k", b, y[b].dmin));
     }
+    return {};
+  }
+  /// Ops::quantize_q3_k after checking n % 256, finite inputs, then finite scales.
+  static result<void> quantize_q3_k_checked(const float* x, block_q3_k* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::q3_k>("quantize_q3_k", x, y, n));
+    Ops::quantize_q3_k(x, y, n);
+    for (std::size_t b = 0; b < n / qk_k; ++b) RUVLLM_TRY(check_scale("quantize_q3_k", "q3_k", b, y[b].d));
     return {};
   }
   /// Ops::quantize_q6_k after checking n % 256, finite inputs, then finite scales.
@@ -1329,6 +1599,18 @@ struct quant_checked {
     Ops::dequantize_q5_1(x, y, n);
     return {};
   }
+  /// Ops::dequantize_q2_k after checking n % 256.
+  static result<void> dequantize_q2_k_checked(const block_q2_k* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q2_k", "q2_k", n, qk_k));
+    Ops::dequantize_q2_k(x, y, n);
+    return {};
+  }
+  /// Ops::dequantize_q3_k after checking n % 256.
+  static result<void> dequantize_q3_k_checked(const block_q3_k* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_q3_k", "q3_k", n, qk_k));
+    Ops::dequantize_q3_k(x, y, n);
+    return {};
+  }
   /// Ops::dequantize_q4_k after checking n % 256.
   static result<void> dequantize_q4_k_checked(const block_q4_k* x, float* y, std::size_t n) {
     RUVLLM_TRY(check_length("dequantize_q4_k", "q4_k", n, qk_k));
@@ -1372,6 +1654,16 @@ struct quant_checked {
   static result<float> dot_q5_1_q8_0_checked(const block_q5_1* w, const block_q8_0* a, std::size_t n) {
     RUVLLM_TRY(check_length("dot_q5_1_q8_0", "q5_1", n, 32));
     return Ops::dot_q5_1_q8_0(w, a, n);
+  }
+  /// Ops::dot_q2_k_q8_k after checking n % 256.
+  static result<float> dot_q2_k_q8_k_checked(const block_q2_k* w, const block_q8_k* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q2_k_q8_k", "q2_k", n, qk_k));
+    return Ops::dot_q2_k_q8_k(w, a, n);
+  }
+  /// Ops::dot_q3_k_q8_k after checking n % 256.
+  static result<float> dot_q3_k_q8_k_checked(const block_q3_k* w, const block_q8_k* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_q3_k_q8_k", "q3_k", n, qk_k));
+    return Ops::dot_q3_k_q8_k(w, a, n);
   }
   /// Ops::dot_q4_k_q8_k after checking n % 256.
   static result<float> dot_q4_k_q8_k_checked(const block_q4_k* w, const block_q8_k* a, std::size_t n) {
@@ -1424,6 +1716,20 @@ struct quant_checked {
     Ops::dot_q5_1_q8_0_rows(w, row_stride, rows, a, n, out);
     return {};
   }
+  /// Ops::dot_q2_k_q8_k_rows after checking n, the stride and the alignment.
+  static result<void> dot_q2_k_q8_k_rows_checked(const block_q2_k* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_k* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q2_k>("dot_q2_k_q8_k_rows", w, row_stride, rows, n));
+    Ops::dot_q2_k_q8_k_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
+  /// Ops::dot_q3_k_q8_k_rows after checking n, the stride and the alignment.
+  static result<void> dot_q3_k_q8_k_rows_checked(const block_q3_k* w, std::size_t row_stride, std::size_t rows,
+                                                 const block_q8_k* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::q3_k>("dot_q3_k_q8_k_rows", w, row_stride, rows, n));
+    Ops::dot_q3_k_q8_k_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
   /// Ops::dot_q4_k_q8_k_rows after checking n, the stride and the alignment.
   static result<void> dot_q4_k_q8_k_rows_checked(const block_q4_k* w, std::size_t row_stride, std::size_t rows,
                                                  const block_q8_k* a, std::size_t n, float* out) {
@@ -1459,6 +1765,8 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
   static void quantize_q4_1(const float* x, block_q4_1* y, std::size_t n) noexcept { scalar::quantize_q4_1(x, y, n); }
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
+  static void quantize_q2_k(const float* x, block_q2_k* y, std::size_t n) noexcept { scalar::quantize_q2_k(x, y, n); }
+  static void quantize_q3_k(const float* x, block_q3_k* y, std::size_t n) noexcept { scalar::quantize_q3_k(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
@@ -1478,6 +1786,12 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   }
   static void dequantize_q5_1(const block_q5_1* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_1(x, y, n);
+  }
+  static void dequantize_q2_k(const block_q2_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q2_k(x, y, n);
+  }
+  static void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q3_k(x, y, n);
   }
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_k(x, y, n);
@@ -1520,6 +1834,12 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   [[nodiscard]] static float dot_q5_1_q8_0(const block_q5_1* w, const block_q8_0* a, std::size_t n) noexcept {
     return scalar::dot_q5_1_q8_0(w, a, n);
   }
+  [[nodiscard]] static float dot_q2_k_q8_k(const block_q2_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    return scalar::dot_q2_k_q8_k(w, a, n);
+  }
+  [[nodiscard]] static float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    return scalar::dot_q3_k_q8_k(w, a, n);
+  }
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     return scalar::dot_q4_k_q8_k(w, a, n);
   }
@@ -1549,6 +1869,14 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void dot_q5_1_q8_0_rows(const block_q5_1* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q5_1_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q2_k_q8_k_rows(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q2_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_q3_k_q8_k_rows(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    scalar::dot_q3_k_q8_k_rows(w, row_stride, rows, a, n, out);
   }
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
@@ -1609,6 +1937,14 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q5_1_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
+  static void gemm_q2_k_q8_k(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q2_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_q3_k_q8_k(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_q3_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q4_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
@@ -1655,6 +1991,8 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_q8_0_rows, ruvllm::block_q5_0, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_1_q8_0_rows, ruvllm::block_q4_1, ruvllm::block_q8_0)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_q8_0_rows, ruvllm::block_q5_1, ruvllm::block_q8_0)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q2_k_q8_k_rows, ruvllm::block_q2_k, ruvllm::block_q8_k)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q3_k_q8_k_rows, ruvllm::block_q3_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)         \
@@ -1669,6 +2007,8 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_0_quads, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_1_quads, ruvllm::block_q4_1, ruvllm::kernels::q8_0_quad)    \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_1_quads, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad)    \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q2_k_q8_k, ruvllm::block_q2_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q3_k_q8_k, ruvllm::block_q3_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q6_k_q8_k, ruvllm::block_q6_k, ruvllm::block_q8_k)

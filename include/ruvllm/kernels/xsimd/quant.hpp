@@ -194,16 +194,53 @@ inline float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t
   });
 }
 
-inline float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
+/// The Q2_K dot: Q4_K's expression over 16 sub-blocks of 16.
+inline float dot_q2_k_q8_k(const block_q2_k* w, const block_q8_k* a, std::size_t n) noexcept {
   float sum = 0.0f;
   alignas(64) std::int8_t q[qk_k];
   for (std::size_t b = 0; b < n / qk_k; ++b) {
-    unpack_q6_k(w[b], q);
+    for (std::size_t e = 0; e < qk_k; ++e) q[e] = static_cast<std::int8_t>(scalar::quant_detail::k_quant(w[b], e));
+    std::int32_t mins = 0, scaled = 0;
+    for (std::size_t g = 0; g < qk_k / 16; ++g) {
+      mins += (w[b].scales[g] >> 4) * a[b].bsums[g];
+      scaled += (w[b].scales[g] & 0x0F) * dot_i8(q + 16 * g, a[b].qs + 16 * g, 16);
+    }
+    const float d = to_float(w[b].d) * a[b].d;
+    const float dmin = to_float(w[b].dmin) * a[b].d;
+    sum += d * static_cast<float>(scaled) - dmin * static_cast<float>(mins);
+  }
+  return sum;
+}
+
+/// The Q3_K / Q6_K dot: unpack(block, q) gives the 256 quants less the
+/// format's bias, scale(block, g) the signed scale of sub-block g.
+template <class Block, class Unpack, class Scale>
+inline float dot_signed_scales_q8_k(const Block* w, const block_q8_k* a, std::size_t n, Unpack unpack,
+                                    Scale scale) noexcept {
+  float sum = 0.0f;
+  alignas(64) std::int8_t q[qk_k];
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    unpack(w[b], q);
     std::int32_t total = 0;
-    for (std::size_t g = 0; g < qk_k / 16; ++g) total += w[b].scales[g] * dot_i8(q + 16 * g, a[b].qs + 16 * g, 16);
+    for (std::size_t g = 0; g < qk_k / 16; ++g) total += scale(w[b], g) * dot_i8(q + 16 * g, a[b].qs + 16 * g, 16);
     sum += to_float(w[b].d) * a[b].d * static_cast<float>(total);
   }
   return sum;
+}
+
+inline float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return dot_signed_scales_q8_k(
+      w, a, n,
+      [](const block_q3_k& b, std::int8_t* q) {
+        for (std::size_t e = 0; e < qk_k; ++e) q[e] = static_cast<std::int8_t>(scalar::quant_detail::k_quant(b, e) - 4);
+      },
+      [](const block_q3_k& b, std::size_t g) { return scalar::quant_detail::q3_k_scale(b.scales, g); });
+}
+
+inline float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return dot_signed_scales_q8_k(
+      w, a, n, [](const block_q6_k& b, std::int8_t* q) { unpack_q6_k(b, q); },
+      [](const block_q6_k& b, std::size_t g) { return static_cast<int>(b.scales[g]); });
 }
 
 inline void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept {
@@ -311,6 +348,8 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_q2_k(const float* x, block_q2_k* y, std::size_t n) noexcept { scalar::quantize_q2_k(x, y, n); }
+  static void quantize_q3_k(const float* x, block_q3_k* y, std::size_t n) noexcept { scalar::quantize_q3_k(x, y, n); }
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
   /// f32 -> Q8_K activations with bsums, ggml's bytes; n % 256 == 0.
@@ -345,6 +384,12 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     scalar::dequantize_q4_k(x, y, n);
   }
   /// Q6_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_q2_k(const block_q2_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q2_k(x, y, n);
+  }
+  static void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_q3_k(x, y, n);
+  }
   static void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_k(x, y, n);
   }
@@ -403,6 +448,16 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     RUVLLM_ASSERT(n % qk_k == 0);
     return xsimd_impl::quant::dot_q4_k_q8_k(w, a, n);
   }
+  /// One Q2_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q2_k_q8_k(const block_q2_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    return xsimd_impl::quant::dot_q2_k_q8_k(w, a, n);
+  }
+  /// One Q3_K weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    return xsimd_impl::quant::dot_q3_k_q8_k(w, a, n);
+  }
   /// One Q5_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0);
@@ -443,6 +498,16 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q2_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
+  static void dot_q2_k_q8_k_rows(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q2_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// Q3_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
+  static void dot_q3_k_q8_k_rows(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q3_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
   /// Q5_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
   static void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -540,6 +605,14 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+  }
+  static void gemm_q2_k_q8_k(const block_q2_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_q2_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+  }
+  static void gemm_q3_k_q8_k(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_q3_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
   }
   static void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
