@@ -1,6 +1,7 @@
 // GEMV y = W x at LLM layer shapes (4096x4096: attention projections of a
 // 7B model; 11008x4096: its FFN), f32/f16/bf16 and GGUF-quantized (q8_0, q4_0,
-// q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k) weights, 1 and 2 threads:
+// q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k) weights, 1 and 2
+// threads:
 //  * f32 against OpenBLAS cblas_sgemv with the same thread count, measured
 //    in the same process on the same data (both should run at memory speed);
 //  * every row reports GBps and bw_frac of the weight bytes it streams;
@@ -434,6 +435,7 @@ void register_quantize_quads() {
     const auto q4_1 = register_quantized<precision::q4_1>(m, hw::quantize_q4_1);
     const auto q5_0 = register_quantized<precision::q5_0>(m, hw::quantize_q5_0);
     const auto q5_1 = register_quantized<precision::q5_1>(m, hw::quantize_q5_1);
+    const auto iq4_nl = register_quantized<precision::iq4_nl>(m, hw::quantize_iq4_nl);
     const auto q2_k = register_quantized<precision::q2_k>(m, hw::quantize_q2_k);
     const auto q3_k = register_quantized<precision::q3_k>(m, hw::quantize_q3_k);
     const auto q4_k = register_quantized<precision::q4_k>(m, hw::quantize_q4_k);
@@ -445,6 +447,7 @@ void register_quantize_quads() {
       register_avx_vnni<precision::q4_1>(m, q4_1);
       register_avx_vnni<precision::q5_0>(m, q5_0);
       register_avx_vnni<precision::q5_1>(m, q5_1);
+      register_avx_vnni<precision::iq4_nl>(m, iq4_nl);
       register_avx_vnni<precision::q2_k>(m, q2_k);
       register_avx_vnni<precision::q3_k>(m, q3_k);
       register_avx_vnni<precision::q4_k>(m, q4_k);

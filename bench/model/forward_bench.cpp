@@ -2,7 +2,7 @@
 // gguf_writer, at the shapes of a 110M model (dim 768, 12 layers, 12 heads,
 // FFN 2048, vocabulary 32000) and a 1B model (dim 2048, 16 layers, 32 heads /
 // 8 KV heads, FFN 8192), every 2-D weight in one storage type (f16, q8_0,
-// q4_0) or in the K-quant mixes of llama.cpp's Q2_K (q2_k: Q2_K / Q3_K /
+// q4_0, iq4_nl) or in the K-quant mixes of llama.cpp's Q2_K (q2_k: Q2_K / Q3_K /
 // Q4_K / Q6_K), Q3_K_M (q3_k_m: Q3_K / Q4_K / Q5_K / Q6_K), Q4_K_M (q4_k_m:
 // Q4_K / Q6_K) and Q5_K_M (q5_k_m: Q5_K / Q6_K), at 1 and 2 threads:
 //  * model/decode/<type>/<shape>/threads:N: one token at position 128;
@@ -81,6 +81,7 @@ std::vector<std::byte> encode(gguf_type type, const std::vector<float>& w) {
     case gguf_type::f16: ops::convert_f32_to_f16(w.data(), blocks(ruvllm::f16{}, 1), n); break;
     case gguf_type::q8_0: ops::quantize_q8_0(w.data(), blocks(ruvllm::block_q8_0{}, 32), n); break;
     case gguf_type::q4_0: ops::quantize_q4_0(w.data(), blocks(ruvllm::block_q4_0{}, 32), n); break;
+    case gguf_type::iq4_nl: ops::quantize_iq4_nl(w.data(), blocks(ruvllm::block_iq4_nl{}, 32), n); break;
     case gguf_type::q2_k: ops::quantize_q2_k(w.data(), blocks(ruvllm::block_q2_k{}, 256), n); break;
     case gguf_type::q3_k: ops::quantize_q3_k(w.data(), blocks(ruvllm::block_q3_k{}, 256), n); break;
     case gguf_type::q4_k: ops::quantize_q4_k(w.data(), blocks(ruvllm::block_q4_k{}, 256), n); break;
@@ -371,6 +372,7 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
     register_rows(gguf_type::f16, "f16", *sh);
     register_rows(gguf_type::q8_0, "q8_0", *sh);
     register_rows(gguf_type::q4_0, "q4_0", *sh);
+    register_rows(gguf_type::iq4_nl, "iq4_nl", *sh);
     register_rows(gguf_type::q2_k, "q2_k", *sh);
     register_rows(gguf_type::q3_k, "q3_k_m", *sh);
     register_rows(gguf_type::q4_k, "q4_k_m", *sh);

@@ -859,6 +859,7 @@ enum class gguf_type : std::uint32_t {
   q5_k = 13,
   q6_k = 14,
   q8_k = 15,
+  iq4_nl = 20,
   bf16 = 30,
   none = 0xFFFFFFFFu,  // formats with no GGUF counterpart (KV-only)
 };
@@ -903,6 +904,19 @@ struct block_q5_1 {
   std::uint8_t qh[4];
   std::uint8_t qs[16];
 };
+
+/// IQ4_NL: 32 4-bit indices into the fixed non-linear table iq4_nl_values,
+/// with one f16 scale; x = d * iq4_nl_values[q]. Byte j holds element j in
+/// its low nibble and element j + 16 in its high nibble, as in Q4_0.
+struct block_iq4_nl {
+  f16 d;
+  std::uint8_t qs[16];
+};
+
+/// The 16 values an IQ4_NL index selects (ggml's kvalues_iq4nl), ascending:
+/// denser near zero, where most weights lie.
+inline constexpr std::int8_t iq4_nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                  1,    13,   25,  38,  53,  69,  89,  113};
 
 /// Q2_K: a 256-element super-block of 16 sub-blocks of 16 with a 4-bit
 /// scale (low nibble of scales[j]) and 4-bit min (high nibble) each;
@@ -983,6 +997,7 @@ static_assert(sizeof(block_q4_0) == 18);
 static_assert(sizeof(block_q4_1) == 20);
 static_assert(sizeof(block_q5_0) == 22);
 static_assert(sizeof(block_q5_1) == 24);
+static_assert(sizeof(block_iq4_nl) == 18);
 static_assert(sizeof(block_q2_k) == 84);
 static_assert(sizeof(block_q3_k) == 110);
 static_assert(sizeof(block_q4_k) == 144);
@@ -1029,6 +1044,9 @@ struct q5_0 : detail::format<block_q5_0, 32, gguf_type::q5_0> {
 };
 struct q5_1 : detail::format<block_q5_1, 32, gguf_type::q5_1> {
   static constexpr std::string_view name = "q5_1";
+};
+struct iq4_nl : detail::format<block_iq4_nl, 32, gguf_type::iq4_nl> {
+  static constexpr std::string_view name = "iq4_nl";
 };
 struct q2_k : detail::format<block_q2_k, qk_k, gguf_type::q2_k> {
   static constexpr std::string_view name = "q2_k";
@@ -3800,8 +3818,8 @@ struct rope_ops<backend::scalar> {
 #define RUVLLM_KERNELS_SCALAR_QUANT_HPP
 
 // Scalar reference for the quant kernel family: GGUF block formats (Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and Q8_K for
-// activations),
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and Q8_K
+// for activations),
 // f16/bf16 rows, and the dot
 // products of a quantized weight row with quantized activations. Every SIMD
 // backend is tested against these functions, so they favour the obvious loop
@@ -3832,6 +3850,11 @@ struct rope_ops<backend::scalar> {
 //  * Q5_0: as Q4_0 with d = m / -16 and q = min(31, trunc(x / d + 16.5)).
 //    Q4_1 / Q5_1: d = (max - min) / 15 or 31, m = min, q = trunc((x - min)
 //    / d + 0.5). Same bytes as ggml.
+//  * IQ4_NL: the search of llama.cpp's quantizer (quantize_iq4_nl without
+//    an importance matrix): x^2-weighted least squares over 15 scales
+//    around max / -127, each element the nearest table value, then
+//    requantization against the unrounded scale. Bytes agree with ggml as
+//    for the K-quants below.
 //  * Q2_K / Q3_K / Q4_K / Q5_K / Q6_K: ggml's reference search
 //    (make_qkx2_quants with weights av_x + |x| for Q4_K and Q5_K, with
 //    weights |x| and absolute residuals for Q2_K; make_q3_quants' refinement
@@ -4073,6 +4096,24 @@ inline void k_scales_mins(const Block& b, std::uint8_t* sc, std::uint8_t* m) noe
   const int low = (scales[j % 8] >> (4 * (j / 8))) & 0x0F;
   const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
   return (low | (high << 4)) - 32;
+}
+
+/// ggml's best_index_int8 over iq4_nl_values: the index of the table value
+/// nearest to v, ties to the larger. Comparing 2v with the sums of
+/// neighbouring values keeps the midpoints exact; NaN gives index 0.
+[[nodiscard]] inline std::uint8_t nearest_iq4_nl_index(float v) noexcept {
+  const float twice = v + v;
+  std::size_t index = 0;
+  for (std::size_t step = 8; step > 0; step /= 2) {
+    const std::size_t j = index + step;
+    if (twice >= static_cast<float>(iq4_nl_values[j - 1] + iq4_nl_values[j])) index = j;
+  }
+  return static_cast<std::uint8_t>(index);
+}
+
+/// The table value (-127..113) of element j (0..31) of an IQ4_NL block.
+[[nodiscard]] inline int iq4_nl_value(const block_iq4_nl& b, std::size_t j) noexcept {
+  return iq4_nl_values[(b.qs[j % 16] >> (4 * (j / 16))) & 0x0F];
 }
 
 /// Packs 256 quants in [0, 3] into a Q2_K or Q3_K qs (see two_bit_quant).
@@ -4539,6 +4580,52 @@ inline void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept
   }
 }
 
+/// f32 -> IQ4_NL with the search of llama.cpp's quantizer (quantize_iq4_nl,
+/// no importance matrix): per block, weights x^2 and the scale d =
+/// sum(w q x) / sum(w q^2) of the best of 16 fits (table indices nearest
+/// x / d for d = max / 127, then for the inverse scales (k - 127) / max,
+/// k = -7..7, max the first element of largest magnitude), then the indices
+/// nearest x / d for that d, stored with d as f16. Blocks below ggml's
+/// GROUP_MAX_EPS store d = 0 and index 8 (the value nearest 0). Not a hot
+/// path; every backend runs this function. n % 32 == 0.
+inline void quantize_iq4_nl(const float* x, block_iq4_nl* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
+  using quant_detail::nearest_iq4_nl_index;
+  for (std::size_t b = 0; b < n / 32; ++b, x += 32) {
+    const float max = quant_detail::first_of_largest_magnitude(x, 32);
+    float d = 0.0f;
+    if (!(std::fabs(max) < 1e-15f)) {
+      // The fit of the indices nearest x * id: sum(w q x) and sum(w q^2).
+      const auto fit = [x](float id, float& sumqx, float& sumq2) {
+        sumqx = sumq2 = 0.0f;
+        for (std::size_t j = 0; j < 32; ++j) {
+          const auto q = static_cast<float>(iq4_nl_values[nearest_iq4_nl_index(id * x[j])]);
+          const float w = x[j] * x[j];
+          sumqx += w * q * x[j];
+          sumq2 += w * q * q;
+        }
+      };
+      float sumqx, sumq2;
+      fit(1.0f / (-max / static_cast<float>(iq4_nl_values[0])), sumqx, sumq2);
+      d = sumq2 > 0.0f ? sumqx / sumq2 : 0.0f;
+      float best = d * sumqx;
+      for (int step = -7; step <= 7; ++step) {
+        fit(static_cast<float>(step + iq4_nl_values[0]) / max, sumqx, sumq2);
+        if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
+          d = sumqx / sumq2;
+          best = d * sumqx;
+        }
+      }
+    }
+    y[b].d = to_f16(d);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (std::size_t j = 0; j < 16; ++j) {
+      y[b].qs[j] =
+          static_cast<std::uint8_t>(nearest_iq4_nl_index(id * x[j]) | (nearest_iq4_nl_index(id * x[j + 16]) << 4));
+    }
+  }
+}
+
 /// f32 -> Q2_K with ggml's reference search (quantize_row_q2_K_ref): per
 /// 16-element sub-block a |x|-weighted scale/min fit to quants in [0, 3]
 /// (absolute residuals), 4-bit scales and mins relative to two f16
@@ -4658,6 +4745,15 @@ inline void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexce
   for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, y += quant_detail::qk5_0) {
     const float d = to_float(x[b].d);
     for (std::size_t j = 0; j < 32; ++j) y[j] = static_cast<float>(quant_detail::q5_quant_of(x[b], j) - 16) * d;
+  }
+}
+
+/// IQ4_NL -> f32: x = d * iq4_nl_values[q] (exact). n % 32 == 0.
+inline void dequantize_iq4_nl(const block_iq4_nl* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
+  for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
+    const float d = to_float(x[b].d);
+    for (std::size_t j = 0; j < 32; ++j) y[j] = d * static_cast<float>(quant_detail::iq4_nl_value(x[b], j));
   }
 }
 
@@ -4807,18 +4903,44 @@ inline void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept
   return sum;
 }
 
+namespace quant_detail {
+
+/// The signed integer weight of element j: Q5_0's q - 16, IQ4_NL's table value.
+[[nodiscard]] inline int signed_value(const block_q5_0& b, std::size_t j) noexcept { return q5_quant_of(b, j) - 16; }
+[[nodiscard]] inline int signed_value(const block_iq4_nl& b, std::size_t j) noexcept { return iq4_nl_value(b, j); }
+
+/// One Q5_0 or IQ4_NL block's dot with 32 activation quants of scale d_a:
+/// the exact int sum of value * q_a times (d_w * d_a), the product of the
+/// scales rounded first as ggml does.
+template <class Block>
+[[nodiscard]] inline float value_block_dot(const Block& w, const std::int8_t* qs, float d_a) noexcept {
+  int sumi = 0;
+  for (std::size_t j = 0; j < 32; ++j) sumi += signed_value(w, j) * qs[j];
+  return static_cast<float>(sumi) * (to_float(w.d) * d_a);
+}
+
+/// The sum of value_block_dot over the blocks.
+template <class Block>
+[[nodiscard]] inline float value_dot(const Block* w, const block_q8_0* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / 32; ++b) sum += value_block_dot(w[b], a[b].qs, to_float(a[b].d));
+  return sum;
+}
+
+}  // namespace quant_detail
+
 /// Q5_0 weights . Q8_0 activations (ggml_vec_dot_q5_0_q8_0): per block the
 /// exact int sum of (q_w - 16) * q_a, then sum += sumi * (d_w * d_a), the
 /// product of the scales rounded first as ggml does. n % 32 == 0.
 [[nodiscard]] inline float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
-  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
-  float sum = 0.0f;
-  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b) {
-    int sumi = 0;
-    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_quant_of(w[b], j) - 16) * a[b].qs[j];
-    sum += static_cast<float>(sumi) * (to_float(w[b].d) * to_float(a[b].d));
-  }
-  return sum;
+  return quant_detail::value_dot(w, a, n);
+}
+
+/// IQ4_NL weights . Q8_0 activations (ggml_vec_dot_iq4_nl_q8_0): as Q5_0's,
+/// over the table values. n % 32 == 0.
+[[nodiscard]] inline float dot_iq4_nl_q8_0(const block_iq4_nl* w, const block_q8_0* a, std::size_t n) noexcept {
+  return quant_detail::value_dot(w, a, n);
 }
 
 namespace quant_detail {
@@ -4986,6 +5108,10 @@ inline void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std:
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
 }
+inline void dot_iq4_nl_q8_0_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_iq4_nl_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
+}
 inline void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
@@ -5101,19 +5227,30 @@ inline void quad_block(const q8_0_quad* a, std::size_t b, std::int8_t (&qs)[32],
   return sum;
 }
 
-/// dot_q5_0_q8_0 with quad activations (same arithmetic, same result).
-[[nodiscard]] inline float dot_q5_0_quads(const block_q5_0* w, const q8_0_quad* a, std::size_t n) noexcept {
-  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+namespace quant_detail {
+/// value_dot with quad activations (same arithmetic, same result).
+template <class Block>
+[[nodiscard]] inline float value_dot_quads(const Block* w, const q8_0_quad* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
   float sum = 0.0f;
-  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b) {
+  for (std::size_t b = 0; b < n / 32; ++b) {
     std::int8_t qs[32];
     float d;
-    quant_detail::quad_block(a, b, qs, d);
-    int sumi = 0;
-    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_quant_of(w[b], j) - 16) * qs[j];
-    sum += static_cast<float>(sumi) * (to_float(w[b].d) * d);
+    quad_block(a, b, qs, d);
+    sum += value_block_dot(w[b], qs, d);
   }
   return sum;
+}
+}  // namespace quant_detail
+
+/// dot_q5_0_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_q5_0_quads(const block_q5_0* w, const q8_0_quad* a, std::size_t n) noexcept {
+  return quant_detail::value_dot_quads(w, a, n);
+}
+
+/// dot_iq4_nl_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_iq4_nl_quads(const block_iq4_nl* w, const q8_0_quad* a, std::size_t n) noexcept {
+  return quant_detail::value_dot_quads(w, a, n);
 }
 
 namespace quant_detail {
@@ -5151,6 +5288,10 @@ inline void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std:
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
 }
+inline void dot_iq4_nl_quad_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_iq4_nl_quads(quant_detail::row_at(w, row_stride, r), a, n);
+}
 inline void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
@@ -5174,6 +5315,10 @@ inline void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::si
 inline void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q4_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
+}
+inline void gemm_iq4_nl_quads(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_iq4_nl_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
 }
 inline void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -5284,6 +5429,13 @@ struct quant_checked {
     for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_q4_0", "q4_0", b, y[b].d));
     return {};
   }
+  /// Ops::quantize_iq4_nl after checking n % 32, finite inputs, then finite scales.
+  static result<void> quantize_iq4_nl_checked(const float* x, block_iq4_nl* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::iq4_nl>("quantize_iq4_nl", x, y, n));
+    Ops::quantize_iq4_nl(x, y, n);
+    for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_iq4_nl", "iq4_nl", b, y[b].d));
+    return {};
+  }
   /// Ops::quantize_q5_0 after checking n % 32, finite inputs, then finite scales.
   static result<void> quantize_q5_0_checked(const float* x, block_q5_0* y, std::size_t n) {
     RUVLLM_TRY(check_quantize<precision::q5_0>("quantize_q5_0", x, y, n));
@@ -5374,6 +5526,12 @@ struct quant_checked {
     Ops::dequantize_q4_0(x, y, n);
     return {};
   }
+  /// Ops::dequantize_iq4_nl after checking n % 32.
+  static result<void> dequantize_iq4_nl_checked(const block_iq4_nl* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_iq4_nl", "iq4_nl", n, 32));
+    Ops::dequantize_iq4_nl(x, y, n);
+    return {};
+  }
   /// Ops::dequantize_q5_0 after checking n % 32.
   static result<void> dequantize_q5_0_checked(const block_q5_0* x, float* y, std::size_t n) {
     RUVLLM_TRY(check_length("dequantize_q5_0", "q5_0", n, 32));
@@ -5433,6 +5591,11 @@ struct quant_checked {
     RUVLLM_TRY(check_length("dot_q4_0_q8_0", "q4_0", n, 32));
     return Ops::dot_q4_0_q8_0(w, a, n);
   }
+  /// Ops::dot_iq4_nl_q8_0 after checking n % 32.
+  static result<float> dot_iq4_nl_q8_0_checked(const block_iq4_nl* w, const block_q8_0* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_iq4_nl_q8_0", "iq4_nl", n, 32));
+    return Ops::dot_iq4_nl_q8_0(w, a, n);
+  }
   /// Ops::dot_q5_0_q8_0 after checking n % 32.
   static result<float> dot_q5_0_q8_0_checked(const block_q5_0* w, const block_q8_0* a, std::size_t n) {
     RUVLLM_TRY(check_length("dot_q5_0_q8_0", "q5_0", n, 32));
@@ -5486,6 +5649,13 @@ struct quant_checked {
                                                  const block_q8_0* a, std::size_t n, float* out) {
     RUVLLM_TRY(check_rows<precision::q4_0>("dot_q4_0_q8_0_rows", w, row_stride, rows, n));
     Ops::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
+  /// Ops::dot_iq4_nl_q8_0_rows after checking n, the stride and the alignment.
+  static result<void> dot_iq4_nl_q8_0_rows_checked(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows,
+                                                   const block_q8_0* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::iq4_nl>("dot_iq4_nl_q8_0_rows", w, row_stride, rows, n));
+    Ops::dot_iq4_nl_q8_0_rows(w, row_stride, rows, a, n, out);
     return {};
   }
   /// Ops::dot_q5_0_q8_0_rows after checking n, the stride and the alignment.
@@ -5555,6 +5725,9 @@ template <>
 struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::scalar>> {
   static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept { scalar::quantize_q8_0(x, y, n); }
   static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept { scalar::quantize_q4_0(x, y, n); }
+  static void quantize_iq4_nl(const float* x, block_iq4_nl* y, std::size_t n) noexcept {
+    scalar::quantize_iq4_nl(x, y, n);
+  }
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
   static void quantize_q4_1(const float* x, block_q4_1* y, std::size_t n) noexcept { scalar::quantize_q4_1(x, y, n); }
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
@@ -5570,6 +5743,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   }
   static void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_0(x, y, n);
+  }
+  static void dequantize_iq4_nl(const block_iq4_nl* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_iq4_nl(x, y, n);
   }
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
@@ -5618,6 +5794,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   [[nodiscard]] static float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
     return scalar::dot_q4_0_q8_0(w, a, n);
   }
+  [[nodiscard]] static float dot_iq4_nl_q8_0(const block_iq4_nl* w, const block_q8_0* a, std::size_t n) noexcept {
+    return scalar::dot_iq4_nl_q8_0(w, a, n);
+  }
   [[nodiscard]] static float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
     return scalar::dot_q5_0_q8_0(w, a, n);
   }
@@ -5650,6 +5829,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_iq4_nl_q8_0_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                   std::size_t n, float* out) noexcept {
+    scalar::dot_iq4_nl_q8_0_rows(w, row_stride, rows, a, n, out);
   }
   static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
@@ -5698,6 +5881,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
   }
+  static void dot_iq4_nl_quad_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                   std::size_t n, float* out) noexcept {
+    scalar::dot_iq4_nl_quad_rows(w, row_stride, rows, a, n, out);
+  }
   static void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q5_0_quad_rows(w, row_stride, rows, a, n, out);
@@ -5717,6 +5904,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q4_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_iq4_nl_quads(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_iq4_nl_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -5767,43 +5958,46 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
     (const W* w, std::size_t row_stride, std::size_t rows, const A* a, std::size_t tokens, std::size_t n, float* y, \
      std::size_t y_stride),                                                                                         \
     (w, row_stride, rows, a, tokens, n, y, y_stride))
-#define RUVLLM_QUANT_EXPORTED(X)                                                                        \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)                            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q4_0, float, ruvllm::block_q4_0)                            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_k, float, ruvllm::block_q8_k)                            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q8_0, ruvllm::block_q8_0, float)                          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_0, ruvllm::block_q4_0, float)                          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_k, ruvllm::block_q4_k, float)                          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q6_k, ruvllm::block_q6_k, float)                          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_f16, float, ruvllm::f16)                              \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f16_to_f32, ruvllm::f16, float)                              \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_bf16, float, ruvllm::bf16)                            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)                            \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_q8_0_rows, ruvllm::block_q5_0, ruvllm::block_q8_0)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_1_q8_0_rows, ruvllm::block_q4_1, ruvllm::block_q8_0)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_q8_0_rows, ruvllm::block_q5_1, ruvllm::block_q8_0)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q2_k_q8_k_rows, ruvllm::block_q2_k, ruvllm::block_q8_k)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q3_k_q8_k_rows, ruvllm::block_q3_k, ruvllm::block_q8_k)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)         \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0_quads, float, ruvllm::kernels::q8_0_quad)              \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad) \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_quad_rows, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad) \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_quad_rows, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad) \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_1_quad_rows, ruvllm::block_q4_1, ruvllm::kernels::q8_0_quad) \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_quad_rows, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad) \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)    \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)    \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_0_quads, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad)    \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_1_quads, ruvllm::block_q4_1, ruvllm::kernels::q8_0_quad)    \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_1_quads, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad)    \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q2_k_q8_k, ruvllm::block_q2_k, ruvllm::block_q8_k)             \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q3_k_q8_k, ruvllm::block_q3_k, ruvllm::block_q8_k)             \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
+#define RUVLLM_QUANT_EXPORTED(X)                                                                            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)                                \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q4_0, float, ruvllm::block_q4_0)                                \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_k, float, ruvllm::block_q8_k)                                \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q8_0, ruvllm::block_q8_0, float)                              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_0, ruvllm::block_q4_0, float)                              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_k, ruvllm::block_q4_k, float)                              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q6_k, ruvllm::block_q6_k, float)                              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_f16, float, ruvllm::f16)                                  \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f16_to_f32, ruvllm::f16, float)                                  \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_bf16, float, ruvllm::bf16)                                \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)                                \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_iq4_nl_q8_0_rows, ruvllm::block_iq4_nl, ruvllm::block_q8_0)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_q8_0_rows, ruvllm::block_q5_0, ruvllm::block_q8_0)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_1_q8_0_rows, ruvllm::block_q4_1, ruvllm::block_q8_0)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_q8_0_rows, ruvllm::block_q5_1, ruvllm::block_q8_0)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q2_k_q8_k_rows, ruvllm::block_q2_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q3_k_q8_k_rows, ruvllm::block_q3_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0_quads, float, ruvllm::kernels::q8_0_quad)                  \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)     \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_quad_rows, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)     \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_iq4_nl_quad_rows, ruvllm::block_iq4_nl, ruvllm::kernels::q8_0_quad) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_quad_rows, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad)     \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_1_quad_rows, ruvllm::block_q4_1, ruvllm::kernels::q8_0_quad)     \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_quad_rows, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad)     \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)        \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)        \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_iq4_nl_quads, ruvllm::block_iq4_nl, ruvllm::kernels::q8_0_quad)    \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_0_quads, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad)        \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_1_quads, ruvllm::block_q4_1, ruvllm::kernels::q8_0_quad)        \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_1_quads, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad)        \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q2_k_q8_k, ruvllm::block_q2_k, ruvllm::block_q8_k)                 \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q3_k_q8_k, ruvllm::block_q3_k, ruvllm::block_q8_k)                 \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)                 \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)                 \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q6_k_q8_k, ruvllm::block_q6_k, ruvllm::block_q8_k)
 
 #endif  // RUVLLM_KERNELS_SCALAR_QUANT_HPP
@@ -9384,6 +9578,20 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q5_0_block(const block_q5_0& w, const act32
   return hn::Sub(five_bit_dot(w, a), hn::Add(a.eight_sum, a.eight_sum));
 }
 
+/// Lanes summing to sum(v[i] * a[i]) over one IQ4_NL block's table values
+/// v: each nibble looked up in iq4_nl_values by a byte shuffle, then Q8_0's
+/// dot of signed weights.
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_iq4_nl_block(const block_iq4_nl& w, const act32& a) {
+  const DU8 du8;
+  const DI8 di8;
+  const VI8 table = hn::LoadU(di8, iq4_nl_values);
+  const VU8 packed = hn::LoadU(du8, w.qs);
+  HWY_ALIGN std::int8_t values[32];
+  hn::Store(hn::TableLookupBytes(table, hn::BitCast(di8, hn::And(packed, hn::Set(du8, 0x0F)))), di8, values);
+  hn::Store(hn::TableLookupBytes(table, hn::BitCast(di8, hn::ShiftRight<4>(packed))), di8, values + 16);
+  return dot_q8_0_block(values, a);
+}
+
 /// Where rows_of_32 finds activation block b: an array of Q8_0 blocks ...
 struct q8_0_block_source {
   const block_q8_0* HWY_RESTRICT a;
@@ -9491,7 +9699,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 namespace vnni {
 
 /// The weight formats met by quad activations.
-enum class quad_weights { q8_0, q4_0, q4_1, q5_0, q5_1 };
+enum class quad_weights { q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl };
 
 /// Whether a format's blocks carry a minimum (x = d q + m).
 template <quad_weights F>
@@ -9503,11 +9711,12 @@ inline constexpr bool packs_nibbles = F != quad_weights::q8_0;
 
 /// Bytes of the four blocks one quad step reads.
 template <quad_weights F>
-inline constexpr std::size_t quad_bytes = F == quad_weights::q8_0   ? 4 * sizeof(block_q8_0)
-                                          : F == quad_weights::q4_0 ? 4 * sizeof(block_q4_0)
-                                          : F == quad_weights::q4_1 ? 4 * sizeof(block_q4_1)
-                                          : F == quad_weights::q5_0 ? 4 * sizeof(block_q5_0)
-                                                                    : 4 * sizeof(block_q5_1);
+inline constexpr std::size_t quad_bytes = F == quad_weights::q8_0     ? 4 * sizeof(block_q8_0)
+                                          : F == quad_weights::q4_0   ? 4 * sizeof(block_q4_0)
+                                          : F == quad_weights::iq4_nl ? 4 * sizeof(block_iq4_nl)
+                                          : F == quad_weights::q4_1   ? 4 * sizeof(block_q4_1)
+                                          : F == quad_weights::q5_0   ? 4 * sizeof(block_q5_0)
+                                                                      : 4 * sizeof(block_q5_1);
 
 struct permute_tables {
   std::uint8_t q4_qs[64];   // Q4_0: the 16 quant bytes of block j (at 18j + 2) into chunk j
@@ -9577,16 +9786,21 @@ inline constexpr std::uint64_t upper_halves = 0xCCCC'CCCC'CCCC'CCCCull;
 
 /// The index vectors and constants of one kernel call (hoisted out of loops).
 struct constants {
-  __m512i qs_lo, qs_hi, d_index, nibble_mask, sign_bit, f16_bits, qh_index, fifth_bit, m_index;
+  __m512i qs_lo, qs_hi, d_index, nibble_mask, sign_bit, f16_bits, qh_index, fifth_bit, m_index, values;
 };
 
 template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE constants load_constants() {
   constants c{};  // the indices a format does not use stay zero
-  if constexpr (F == quad_weights::q4_0) {
+  if constexpr (F == quad_weights::q4_0 || F == quad_weights::iq4_nl) {
+    static_assert(sizeof(block_iq4_nl) == sizeof(block_q4_0) && offsetof(block_iq4_nl, qs) == offsetof(block_q4_0, qs));
     c.qs_lo = _mm512_load_si512(tables.q4_qs);
     c.qs_hi = c.qs_lo;
     c.d_index = _mm512_load_si512(tables.q4_d);
+    // IQ4_NL: the table values + 128 (1..241, unsigned) in every 128-bit lane.
+    alignas(16) std::uint8_t biased[16];
+    for (std::size_t i = 0; i < 16; ++i) biased[i] = static_cast<std::uint8_t>(iq4_nl_values[i] + 128);
+    c.values = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(biased)));
   } else if constexpr (F == quad_weights::q5_0) {
     c.qs_lo = _mm512_load_si512(tables.q5_qs);
     c.qs_hi = c.qs_lo;
@@ -9629,8 +9843,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m512 f16_scales(__m512i halves, const constants& 
 
 /// One row's four blocks of a quad, unpacked: unsigned quant bytes in the
 /// quad's chunk order (Q4_0, Q4_1: nibbles 0..15; Q5_0, Q5_1: 0..31; Q8_0:
-/// w + 128) and the four weight scales (times 2^-112, see f16_scales) in
-/// the quad's lanes.
+/// w + 128; IQ4_NL: table value + 128) and the four weight scales (times
+/// 2^-112, see f16_scales) in the quad's lanes.
 template <quad_weights F>
 struct unpacked {
   __m512i lo, hi;
@@ -9713,7 +9927,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const con
     u.d = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.d_index, z1), c);
     if constexpr (F == quad_weights::q5_1)
       u.m = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.m_index, z1), c);
-  } else if constexpr (F == quad_weights::q4_0) {
+  } else if constexpr (F == quad_weights::q4_0 || F == quad_weights::iq4_nl) {
     // 72 bytes: 64 in one register, the last 8 broadcast into another (the
     // permute reads only its first 8 bytes).
     __m512i z0, z1;
@@ -9729,6 +9943,12 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const con
     const __m512i qs = _mm512_permutex2var_epi8(z0, c.qs_lo, z1);
     u.lo = _mm512_and_si512(qs, c.nibble_mask);
     u.hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), c.nibble_mask);
+    if constexpr (F == quad_weights::iq4_nl) {
+      // IQ4_NL: the nibbles index the table; its values + 128 pair with the
+      // quad's -128 sum(a), as Q8_0's w + 128 do.
+      u.lo = _mm512_shuffle_epi8(c.values, u.lo);
+      u.hi = _mm512_shuffle_epi8(c.values, u.hi);
+    }
     u.d = f16_scales(_mm512_maskz_permutexvar_epi8(upper_halves, c.d_index, z0), c);
   } else {
     // 136 bytes: values 0-15 of each block lie in bytes [0, 128), values
@@ -9777,8 +9997,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
   r.lo = _mm512_load_si512(q.lo);
   r.hi = _mm512_load_si512(q.hi);
   // The weights' offset times the activation sums: Q4_0 -8, Q5_0 -16, Q8_0
-  // -128 (its quants carry +128 as unsigned bytes); Q4_1 and Q5_1 have none
-  // (their minima take the activation sums instead).
+  // and IQ4_NL -128 (their values carry +128 as unsigned bytes); Q4_1 and
+  // Q5_1 have none (their minima take the activation sums instead).
   r.neg8 = _mm512_load_si512(q.neg8_sum);
   if constexpr (F == quad_weights::q4_0) {
     r.offset = r.neg8;
@@ -11067,6 +11287,40 @@ struct q8_0_pair_format : block_pair_steps<sizeof(block_q8_0)> {
     s.add(sums, _mm256_mul_ps(u.d, activation_scales(q, half)));
   }
 };
+
+/// IQ4_NL: Q4_0's pair step with each nibble an index into iq4_nl_values,
+/// looked up by one byte shuffle per register; the signed values then take
+/// Q8_0's step (|w| . a sign(w): VPMADDUBSW pairs of the biased values + 128
+/// would saturate).
+struct iq4_nl_pair_format : block_pair_steps<sizeof(block_iq4_nl)> {
+  struct constants {
+    q4_0_pair_format::constants q4;
+    __m256i values;
+  };
+  using unpacked = q8_0_pair_format::unpacked;
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    static_assert(sizeof(block_iq4_nl) == sizeof(block_q4_0) && offsetof(block_iq4_nl, qs) == offsetof(block_q4_0, qs));
+    return {q4_0_pair_format::load_constants(),
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values)))};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked values(const q4_0_pair_format::unpacked& u, const constants& c) {
+    const __m256i lo = _mm256_shuffle_epi8(c.values, u.lo), hi = _mm256_shuffle_epi8(c.values, u.hi);
+    return {lo, hi, _mm256_abs_epi8(lo), _mm256_abs_epi8(hi), u.d};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    return values(q4_0_pair_format::unpack(p, c.q4), c);
+  }
+  /// A last, lone block: the upper lanes' values are those of nibble 0, but
+  /// their activations and d are zero.
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
+    return values(q4_0_pair_format::unpack_partial(p, c.q4), c);
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
+                                                      std::size_t step) {
+    q8_0_pair_format::accumulate(s, u, a, step);
+  }
+};
 #endif  // !RUVLLM_QUANT_VNNI
 
 /// y[j * y_stride + r] = dot(row r, token j's activations) for the Tokens
@@ -12151,6 +12405,40 @@ struct q8_0_pair_format : block_pair_steps<sizeof(block_q8_0)> {
     s.add(sums, _mm256_mul_ps(u.d, activation_scales(q, half)));
   }
 };
+
+/// IQ4_NL: Q4_0's pair step with each nibble an index into iq4_nl_values,
+/// looked up by one byte shuffle per register; the signed values then take
+/// Q8_0's step (|w| . a sign(w): VPMADDUBSW pairs of the biased values + 128
+/// would saturate).
+struct iq4_nl_pair_format : block_pair_steps<sizeof(block_iq4_nl)> {
+  struct constants {
+    q4_0_pair_format::constants q4;
+    __m256i values;
+  };
+  using unpacked = q8_0_pair_format::unpacked;
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    static_assert(sizeof(block_iq4_nl) == sizeof(block_q4_0) && offsetof(block_iq4_nl, qs) == offsetof(block_q4_0, qs));
+    return {q4_0_pair_format::load_constants(),
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values)))};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked values(const q4_0_pair_format::unpacked& u, const constants& c) {
+    const __m256i lo = _mm256_shuffle_epi8(c.values, u.lo), hi = _mm256_shuffle_epi8(c.values, u.hi);
+    return {lo, hi, _mm256_abs_epi8(lo), _mm256_abs_epi8(hi), u.d};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    return values(q4_0_pair_format::unpack(p, c.q4), c);
+  }
+  /// A last, lone block: the upper lanes' values are those of nibble 0, but
+  /// their activations and d are zero.
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
+    return values(q4_0_pair_format::unpack_partial(p, c.q4), c);
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
+                                                      std::size_t step) {
+    q8_0_pair_format::accumulate(s, u, a, step);
+  }
+};
 #endif  // !RUVLLM_QUANT_VNNI
 
 /// y[j * y_stride + r] = dot(row r, token j's activations) for the Tokens
@@ -12723,6 +13011,17 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_q8_0_rows(const block_q5_0* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_iq4_nl_q8_0_rows(const block_iq4_nl* HWY_RESTRICT w, std::size_t row_stride,
+                                                         std::size_t rows, const block_q8_0* HWY_RESTRICT a,
+                                                         std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_iq4_nl_q8_0_rows(w, row_stride, rows, a, n, out);
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
+                             [](const block_iq4_nl& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_iq4_nl_block(w_b, act); });
+#endif
+}
 RUVLLM_QUANT_ATTR inline void quant_dot_q4_1_q8_0_rows(const block_q4_1* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const block_q8_0* HWY_RESTRICT a,
                                                        std::size_t n, float* HWY_RESTRICT out) {
@@ -12927,6 +13226,21 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_quad_rows(const block_q5_0* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_iq4_nl_quad_rows(const block_iq4_nl* HWY_RESTRICT w, std::size_t row_stride,
+                                                         std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
+                                                         std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_iq4_nl_quad_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_VNNI
+  quant_simd::vnni::all_quad_rows<quant_simd::vnni::quad_weights::iq4_nl>(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, iq4_nl_pair_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
+                             [](const block_iq4_nl& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_iq4_nl_block(w_b, act); });
+#endif
+}
 RUVLLM_QUANT_ATTR inline void quant_dot_q4_1_quad_rows(const block_q4_1* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t n,
                                                        float* HWY_RESTRICT out) {
@@ -13001,6 +13315,19 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q5_0_quads(const block_q5_0* HWY_RESTRI
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_gemm_iq4_nl_quads(const block_iq4_nl* HWY_RESTRICT w, std::size_t row_stride,
+                                                      std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
+                                                      std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                      std::size_t y_stride) {
+#if RUVLLM_QUANT_VNNI
+  quant_simd::vnni::quad_gemm<quant_simd::vnni::quad_weights::iq4_nl>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, iq4_nl_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_iq4_nl_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                     y_stride);
+#endif
+}
 RUVLLM_QUANT_ATTR inline void quant_gemm_q4_1_quads(const block_q4_1* HWY_RESTRICT w, std::size_t row_stride,
                                                     std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
                                                     std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
@@ -15277,6 +15604,10 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     RUVLLM_ASSERT(n % 32 == 0);
     dispatch::quant_quantize_q4_0(x, y, n);
   }
+  /// f32 -> IQ4_NL, llama.cpp's search (scalar: weights are quantized offline); n % 32 == 0.
+  static void quantize_iq4_nl(const float* x, block_iq4_nl* y, std::size_t n) noexcept {
+    scalar::quantize_iq4_nl(x, y, n);
+  }
   /// f32 -> Q5_0, ggml's bytes (scalar: weights are quantized offline); n % 32 == 0.
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
   /// f32 -> Q4_1, ggml's bytes (scalar: weights are quantized offline); n % 32 == 0.
@@ -15308,6 +15639,10 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   static void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % 32 == 0);
     dispatch::quant_dequantize_q4_0(x, y, n);
+  }
+  /// IQ4_NL -> f32 (scalar: one embedding row per token); n % 32 == 0.
+  static void dequantize_iq4_nl(const block_iq4_nl* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_iq4_nl(x, y, n);
   }
   /// Q5_0 -> f32 (scalar: one embedding row per token); n % 32 == 0.
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
@@ -15380,6 +15715,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     dot_q4_0_q8_0_rows(w, row_bytes<precision::q4_0>(n), 1, a, n, &out);
     return out;
   }
+  /// One IQ4_NL weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_iq4_nl_q8_0(const block_iq4_nl* w, const block_q8_0* a, std::size_t n) noexcept {
+    float out;
+    dot_iq4_nl_q8_0_rows(w, row_bytes<precision::iq4_nl>(n), 1, a, n, &out);
+    return out;
+  }
   /// One Q5_0 weight row . Q8_0 activations; n % 32 == 0.
   [[nodiscard]] static float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
     float out;
@@ -15441,6 +15782,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                                  std::size_t n, float* out) noexcept {
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
     dispatch::quant_dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  /// IQ4_NL rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_iq4_nl_q8_0_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                   std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_iq4_nl) == 0);
+    dispatch::quant_dot_iq4_nl_q8_0_rows(w, row_stride, rows, a, n, out);
   }
   /// Q5_0 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
   static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
@@ -15513,6 +15860,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
     dispatch::quant_dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
   }
+  /// IQ4_NL rows . quad activations, as dot_iq4_nl_q8_0_rows. One dispatch.
+  static void dot_iq4_nl_quad_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                   std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_iq4_nl) == 0);
+    dispatch::quant_dot_iq4_nl_quad_rows(w, row_stride, rows, a, n, out);
+  }
   /// Q5_0 rows . quad activations, as dot_q5_0_q8_0_rows. One dispatch.
   static void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
@@ -15543,6 +15896,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
     dispatch::quant_gemm_q4_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// IQ4_NL form of gemm_q8_0_quads.
+  static void gemm_iq4_nl_quads(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_iq4_nl) == 0);
+    dispatch::quant_gemm_iq4_nl_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   /// Q5_0 form of gemm_q8_0_quads.
   static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
@@ -17087,15 +17446,12 @@ inline float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t
   return sum;
 }
 
-/// The 32 quants of a Q5_0 block minus 16, in element order.
-inline void unpack_q5_0(const block_q5_0& b, std::int8_t* q) noexcept {
-  for (std::size_t j = 0; j < 32; ++j) q[j] = static_cast<std::int8_t>(scalar::quant_detail::q5_quant_of(b, j) - 16);
-}
-
-/// A Q5_0 block's dot with 32 activation quants whose scale is d_a.
-inline float q5_0_block_dot(const block_q5_0& w, const std::int8_t* a, float d_a) noexcept {
+/// A Q5_0 or IQ4_NL block's dot with 32 activation quants whose scale is
+/// d_a (see scalar::quant_detail::value_block_dot).
+template <class Block>
+inline float value_block_dot(const Block& w, const std::int8_t* a, float d_a) noexcept {
   alignas(64) std::int8_t q[32];
-  unpack_q5_0(w, q);
+  for (std::size_t j = 0; j < 32; ++j) q[j] = static_cast<std::int8_t>(scalar::quant_detail::signed_value(w, j));
   return static_cast<float>(dot_i8(q, a, 32)) * (to_float(w.d) * d_a);
 }
 
@@ -17138,9 +17494,10 @@ inline float min_dot(const Block* w, const block_q8_0* a, std::size_t n) noexcep
   return sum;
 }
 
-inline float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
+template <class Block>
+inline float value_dot(const Block* w, const block_q8_0* a, std::size_t n) noexcept {
   float sum = 0.0f;
-  for (std::size_t b = 0; b < n / 32; ++b) sum += q5_0_block_dot(w[b], a[b].qs, to_float(a[b].d));
+  for (std::size_t b = 0; b < n / 32; ++b) sum += value_block_dot(w[b], a[b].qs, to_float(a[b].d));
   return sum;
 }
 
@@ -17340,6 +17697,9 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     xsimd_impl::quant::quantize_q4_0(x, y, n);
   }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_iq4_nl(const float* x, block_iq4_nl* y, std::size_t n) noexcept {
+    scalar::quantize_iq4_nl(x, y, n);
+  }
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
   static void quantize_q4_1(const float* x, block_q4_1* y, std::size_t n) noexcept { scalar::quantize_q4_1(x, y, n); }
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
@@ -17366,6 +17726,9 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     xsimd_impl::quant::dequantize_q4_0(x, y, n);
   }
   /// Q4_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_iq4_nl(const block_iq4_nl* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_iq4_nl(x, y, n);
+  }
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
   }
@@ -17426,9 +17789,13 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     return xsimd_impl::quant::dot_q4_0_q8_0(w, a, n);
   }
   /// One Q5_0 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_iq4_nl_q8_0(const block_iq4_nl* w, const block_q8_0* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    return xsimd_impl::quant::value_dot(w, a, n);
+  }
   [[nodiscard]] static float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % 32 == 0);
-    return xsimd_impl::quant::dot_q5_0_q8_0(w, a, n);
+    return xsimd_impl::quant::value_dot(w, a, n);
   }
   /// One Q4_1 weight row . Q8_0 activations; n % 32 == 0.
   [[nodiscard]] static float dot_q4_1_q8_0(const block_q4_1* w, const block_q8_0* a, std::size_t n) noexcept {
@@ -17477,6 +17844,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
   /// Q5_0 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_iq4_nl_q8_0_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                   std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r)
+      out[r] = dot_iq4_nl_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
   static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
@@ -17562,9 +17934,14 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
       out[r] = sum;
     }
   }
+  static void dot_iq4_nl_quad_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                   std::size_t n, float* out) noexcept {
+    xsimd_impl::quant::block_quad_rows(w, row_stride, rows, a, n, out,
+                                       xsimd_impl::quant::value_block_dot<block_iq4_nl>);
+  }
   static void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
-    xsimd_impl::quant::block_quad_rows(w, row_stride, rows, a, n, out, xsimd_impl::quant::q5_0_block_dot);
+    xsimd_impl::quant::block_quad_rows(w, row_stride, rows, a, n, out, xsimd_impl::quant::value_block_dot<block_q5_0>);
   }
   static void dot_q4_1_quad_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
@@ -17582,6 +17959,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q4_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                       y_stride);
+  }
+  static void gemm_iq4_nl_quads(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_iq4_nl_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                        y_stride);
   }
   static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
@@ -18378,6 +18760,20 @@ struct quantized_gemv_traits<block_q4_0> : q8_0_quad_traits {
 };
 
 template <>
+struct quantized_gemv_traits<block_iq4_nl> : q8_0_quad_traits {
+  template <Backend B>
+  static void rows(const block_iq4_nl* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t n, float* out) noexcept {
+    ops<B>::dot_iq4_nl_quad_rows(w, stride, rows, a, n, out);
+  }
+  template <Backend B>
+  static void gemm(const block_iq4_nl* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_iq4_nl_quads(w, stride, rows, a, tokens, n, y, y_stride);
+  }
+};
+
+template <>
 struct quantized_gemv_traits<block_q5_0> : q8_0_quad_traits {
   template <Backend B>
   static void rows(const block_q5_0* w, std::size_t stride, std::size_t rows, const activation_block* a, std::size_t n,
@@ -18503,7 +18899,7 @@ struct quantized_gemv_traits<block_q6_k> : q8_k_traits {
 }  // namespace detail
 
 /// The activation form a quantized weight block is multiplied with:
-/// q8_0_quad for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights, block_q8_k for
+/// q8_0_quad for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL weights, block_q8_k for
 /// Q2_K / Q3_K / Q4_K / Q5_K / Q6_K.
 template <class WeightBlock>
 using activation_block_t = typename detail::quantized_gemv_traits<WeightBlock>::activation_block;
@@ -18516,7 +18912,7 @@ template <class WeightBlock>
 }
 
 /// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q4_1,
-/// block_q5_0, block_q5_1, block_q2_k, block_q3_k, block_q4_k, block_q5_k or
+/// block_q5_0, block_q5_1, block_iq4_nl, block_q2_k, block_q3_k, block_q4_k, block_q5_k or
 /// block_q6_k rows,
 /// `row_stride` bytes apart, cols a multiple of the block size): x is
 /// quantized once into `activations` (activation_blocks(cols) of them,
@@ -22149,7 +22545,7 @@ struct gguf_type_traits {
 };
 
 /// The tensor types ruvllm reads, with their block geometry.
-inline constexpr std::array<gguf_type_traits, 13> gguf_supported_types = {{
+inline constexpr std::array<gguf_type_traits, 14> gguf_supported_types = {{
     {gguf_type::f32, 1, 4, alignof(float)},
     {gguf_type::f16, 1, 2, alignof(f16)},
     {gguf_type::bf16, 1, 2, alignof(bf16)},
@@ -22158,6 +22554,7 @@ inline constexpr std::array<gguf_type_traits, 13> gguf_supported_types = {{
     {gguf_type::q4_1, 32, sizeof(block_q4_1), alignof(block_q4_1)},
     {gguf_type::q5_0, 32, sizeof(block_q5_0), alignof(block_q5_0)},
     {gguf_type::q5_1, 32, sizeof(block_q5_1), alignof(block_q5_1)},
+    {gguf_type::iq4_nl, 32, sizeof(block_iq4_nl), alignof(block_iq4_nl)},
     {gguf_type::q2_k, qk_k, sizeof(block_q2_k), alignof(block_q2_k)},
     {gguf_type::q3_k, qk_k, sizeof(block_q3_k), alignof(block_q3_k)},
     {gguf_type::q4_k, qk_k, sizeof(block_q4_k), alignof(block_q4_k)},
@@ -22770,8 +23167,8 @@ concept ProjectionHook = std::is_class_v<H> &&(!H::enabled || requires(const H& 
 // The llama-family forward pass over a GGUF file: llama (and mistral, which
 // GGUF stores as llama) and qwen2 (q/k/v biases, NeoX RoPE, usually tied
 // embeddings). Weights are used in place from the file's mapping in every
-// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,
-// Q4_K, Q5_K, Q6_K); nothing is copied or dequantized ahead of time.
+// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K); nothing is copied or dequantized ahead of time.
 //
 // ------------------------------------------------------------- arithmetic
 // Each matrix product is computed the way llama.cpp's CPU backend computes
@@ -22779,7 +23176,7 @@ concept ProjectionHook = std::is_class_v<H> &&(!H::enabled || requires(const H& 
 //  * F32 weights: f32 activations (GEMV for one token, tiled GEMM for more);
 //  * F16 / BF16 weights: activations rounded to F16 / BF16 first (ggml's
 //    vec_dot_type for those weights), then multiplied in f32;
-//  * Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights: activations quantized to
+//  * Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL weights: activations quantized to
 //    Q8_0 blocks, Q2_K-Q6_K weights: to Q8_K blocks, then integer block dots
 //    (kernels::quantized_gemv for one token, quantized_gemm for a batch).
 // RMSNorm, RoPE (normal or NeoX layout from the architecture, base and
@@ -22985,6 +23382,7 @@ class llama_model {
       case gguf_type::q4_1:
       case gguf_type::q5_0:
       case gguf_type::q5_1:
+      case gguf_type::iq4_nl:
         if (cols % 32 != 0)
           return make_error(errc::invalid_argument, "tensor '", name, "': ", cols, " columns are not whole Q8_0 blocks")
               .at(file_.source(), t->info_offset);
@@ -23105,6 +23503,10 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
       return;
     case gguf_type::q4_1:
       kops::dot_q4_1_quad_rows(reinterpret_cast<const block_q4_1*>(first), m.row_bytes, rows, in.quads, m.cols, out);
+      return;
+    case gguf_type::iq4_nl:
+      kops::dot_iq4_nl_quad_rows(reinterpret_cast<const block_iq4_nl*>(first), m.row_bytes, rows, in.quads, m.cols,
+                                 out);
       return;
     case gguf_type::q5_1:
       kops::dot_q5_1_quad_rows(reinterpret_cast<const block_q5_1*>(first), m.row_bytes, rows, in.quads, m.cols, out);
@@ -23533,6 +23935,7 @@ class llama_context {
         case gguf_type::q4_1:
         case gguf_type::q5_0:
         case gguf_type::q5_1:
+        case gguf_type::iq4_nl:
           if (in.quads == nullptr) {
             kops::quantize_q8_0_quads(x, buf_.act_q8_0.data(), cols);
             in.quads = buf_.act_q8_0.data();
@@ -23803,6 +24206,10 @@ class llama_context {
         quantized(reinterpret_cast<const block_q4_1*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_0.data());
         return;
+      case gguf_type::iq4_nl:
+        quantized(reinterpret_cast<const block_iq4_nl*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_0.data());
+        return;
       case gguf_type::q5_1:
         quantized(reinterpret_cast<const block_q5_1*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_0.data());
@@ -23864,6 +24271,7 @@ class llama_context {
       case gguf_type::q4_0: kops::dequantize_q4_0(reinterpret_cast<const block_q4_0*>(row), out, e.cols); return;
       case gguf_type::q5_0: kops::dequantize_q5_0(reinterpret_cast<const block_q5_0*>(row), out, e.cols); return;
       case gguf_type::q4_1: kops::dequantize_q4_1(reinterpret_cast<const block_q4_1*>(row), out, e.cols); return;
+      case gguf_type::iq4_nl: kops::dequantize_iq4_nl(reinterpret_cast<const block_iq4_nl*>(row), out, e.cols); return;
       case gguf_type::q5_1: kops::dequantize_q5_1(reinterpret_cast<const block_q5_1*>(row), out, e.cols); return;
       case gguf_type::q2_k: kops::dequantize_q2_k(reinterpret_cast<const block_q2_k*>(row), out, e.cols); return;
       case gguf_type::q3_k: kops::dequantize_q3_k(reinterpret_cast<const block_q3_k*>(row), out, e.cols); return;

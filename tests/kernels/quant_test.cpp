@@ -36,6 +36,7 @@ namespace quant_test {
 namespace {
 
 using ruvllm::bf16;
+using ruvllm::block_iq4_nl;
 using ruvllm::block_q2_k;
 using ruvllm::block_q3_k;
 using ruvllm::block_q4_0;
@@ -176,6 +177,18 @@ void unpack_q6_k_quants(const block_q6_k& b, int* q) {
   }
 }
 
+/// ggml's kvalues_iq4nl, written out again.
+constexpr int iq4_nl_table[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/// IQ4_NL values in element order, as ggml's dequantizer walks qs: low
+/// nibbles for elements 0-15, high for 16-31.
+void unpack_iq4_nl_values(const block_iq4_nl& b, int* v) {
+  for (int j = 0; j < 16; ++j) {
+    v[j] = iq4_nl_table[b.qs[j] % 16];
+    v[j + 16] = iq4_nl_table[b.qs[j] / 16];
+  }
+}
+
 /// Q2_K / Q3_K low quants (0..3) in element order, the way ggml's loop walks
 /// qs: per 128-element half, the same 32 bytes shifted by 0, 2, 4 and 6.
 void unpack_two_bit_quants(const std::uint8_t* qs, int* q) {
@@ -289,6 +302,15 @@ std::vector<float> ggml_dequantize(const block_q6_k* x, std::size_t nb) {
     for (int e = 0; e < 256; ++e) {
       y.push_back(value(x[b].d) * static_cast<float>(x[b].scales[e / 16]) * static_cast<float>(q[e]));
     }
+  }
+  return y;
+}
+std::vector<float> ggml_dequantize(const block_iq4_nl* x, std::size_t nb) {
+  std::vector<float> y;
+  for (std::size_t b = 0; b < nb; ++b) {
+    int v[32];
+    unpack_iq4_nl_values(x[b], v);
+    for (int j = 0; j < 32; ++j) y.push_back(value(x[b].d) * static_cast<float>(v[j]));
   }
   return y;
 }
@@ -447,6 +469,22 @@ exact_dot exact(const block_q6_k* w, const block_q8_k* a, std::size_t nb) {
   return r;
 }
 
+exact_dot exact(const block_iq4_nl* w, const block_q8_0* a, std::size_t nb) {
+  exact_dot r;
+  for (std::size_t b = 0; b < nb; ++b) {
+    int v[32];
+    unpack_iq4_nl_values(w[b], v);
+    long long s = 0, m = 0;
+    for (int j = 0; j < 32; ++j) {
+      s += v[j] * a[b].qs[j];
+      m += std::abs(v[j] * a[b].qs[j]);
+    }
+    const long double scale = static_cast<long double>(value(w[b].d)) * value(a[b].d);
+    r.value += scale * s;
+    r.magnitude += std::fabs(scale) * m;
+  }
+  return r;
+}
 exact_dot exact(const block_q2_k* w, const block_q8_k* a, std::size_t nb) {
   exact_dot r;
   for (std::size_t b = 0; b < nb; ++b) {
@@ -538,6 +576,9 @@ void set_scales(block_q4_1* w, std::size_t nb, float d) {
 void set_scales(block_q5_1* w, std::size_t nb, float d) {
   for (std::size_t b = 0; b < nb; ++b) w[b].d = w[b].m = half(d);
 }
+void set_scales(block_iq4_nl* w, std::size_t nb, float d) {
+  for (std::size_t b = 0; b < nb; ++b) w[b].d = half(d);
+}
 void set_scales(block_q2_k* w, std::size_t nb, float d) {
   for (std::size_t b = 0; b < nb; ++b) w[b].d = w[b].dmin = half(d);
 }
@@ -588,6 +629,19 @@ struct q4_0_pair {
   template <class B>
   static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
     ops<B>::dot_q4_0_q8_0_rows(w, stride, rows, a, n, out);
+  }
+};
+struct iq4_nl_pair {
+  using weight = block_iq4_nl;
+  using act = block_q8_0;
+  static constexpr std::size_t block = 32;
+  template <class B>
+  static float dot(const weight* w, const act* a, std::size_t n) {
+    return ops<B>::dot_iq4_nl_q8_0(w, a, n);
+  }
+  template <class B>
+  static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
+    ops<B>::dot_iq4_nl_q8_0_rows(w, stride, rows, a, n, out);
   }
 };
 struct q5_0_pair {
@@ -734,6 +788,7 @@ void quantize(const float* x, Block* y, std::size_t n) {
   if constexpr (std::is_same_v<Block, block_q5_0>) ops<B>::quantize_q5_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_1>) ops<B>::quantize_q4_1(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_1>) ops<B>::quantize_q5_1(x, y, n);
+  if constexpr (std::is_same_v<Block, block_iq4_nl>) ops<B>::quantize_iq4_nl(x, y, n);
   if constexpr (std::is_same_v<Block, block_q2_k>) ops<B>::quantize_q2_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q3_k>) ops<B>::quantize_q3_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_k>) ops<B>::quantize_q4_k(x, y, n);
@@ -748,6 +803,7 @@ void dequantize(const Block* x, float* y, std::size_t n) {
   if constexpr (std::is_same_v<Block, block_q5_0>) ops<B>::dequantize_q5_0(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_1>) ops<B>::dequantize_q4_1(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_1>) ops<B>::dequantize_q5_1(x, y, n);
+  if constexpr (std::is_same_v<Block, block_iq4_nl>) ops<B>::dequantize_iq4_nl(x, y, n);
   if constexpr (std::is_same_v<Block, block_q2_k>) ops<B>::dequantize_q2_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q3_k>) ops<B>::dequantize_q3_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_k>) ops<B>::dequantize_q4_k(x, y, n);
@@ -756,11 +812,11 @@ void dequantize(const Block* x, float* y, std::size_t n) {
   if constexpr (std::is_same_v<Block, block_q8_k>) ops<B>::dequantize_q8_k(x, y, n);
 }
 template <class Block>
-constexpr std::size_t block_elems =
-    std::is_same_v<Block, block_q8_0> || std::is_same_v<Block, block_q4_0> || std::is_same_v<Block, block_q5_0> ||
-            std::is_same_v<Block, block_q5_1> || std::is_same_v<Block, block_q4_1>
-        ? 32
-        : 256;
+constexpr std::size_t block_elems = std::is_same_v<Block, block_q8_0> || std::is_same_v<Block, block_q4_0> ||
+                                            std::is_same_v<Block, block_q5_0> || std::is_same_v<Block, block_q5_1> ||
+                                            std::is_same_v<Block, block_q4_1> || std::is_same_v<Block, block_iq4_nl>
+                                        ? 32
+                                        : 256;
 
 /// Runs body(backend_name, tag) for xsimd and every Highway target.
 template <class Body>
@@ -1031,6 +1087,38 @@ TEST_CASE("Q5_K quantizes a hand-made block whose values the format holds", "[ke
   CHECK(worst <= 0.06);
 }
 
+TEST_CASE("IQ4_NL quantizes hand-made blocks whose values the format holds", "[kernels][quant]") {
+  // Half of table values, each block led by -127 / 2 (its first largest
+  // magnitude): the scale 1/2 found by the search holds every value
+  // exactly, and an all-zero block stores d = 0 with index 8 (value 1).
+  std::vector<float> x(96);
+  for (std::size_t i = 0; i < 64; ++i)
+    x[i] = i % 32 == 0 ? -63.5f : 0.5f * static_cast<float>(iq4_nl_table[(i * 7 + i / 32) % 16]);
+  placed<block_iq4_nl> y(3);
+  ops<scalar>::quantize_iq4_nl(x.data(), y.data(), 96);
+  CHECK(value(y[0].d) == 0.5f);
+  const auto back = ggml_dequantize(y.data(), 3);
+  for (std::size_t i = 0; i < 64; ++i) CHECK(back[i] == x[i]);
+  CHECK(bits(y[2].d) == 0);
+  for (const std::uint8_t q : y[2].qs) CHECK(q == 0x88);
+  // Moved off the table, every element takes the table value nearest x / d,
+  // up to the f16 rounding of the stored d (|x / d| <= 127 moves by at most
+  // 127 * 2^-11 < 0.07).
+  for (std::size_t i = 0; i < 64; ++i) x[i] *= 1.0f + (i % 3 == 0 ? 0.013f : -0.011f);
+  ops<scalar>::quantize_iq4_nl(x.data(), y.data(), 96);
+  for (std::size_t b = 0; b < 2; ++b) {
+    const float d = value(y[b].d);
+    int v[32];
+    unpack_iq4_nl_values(y[b], v);
+    for (std::size_t i = 0; i < 32; ++i) {
+      const float t = x[32 * b + i] / d;
+      float nearest = std::numeric_limits<float>::infinity();
+      for (const int k : iq4_nl_table) nearest = std::min(nearest, std::fabs(t - static_cast<float>(k)));
+      CHECK(std::fabs(t - static_cast<float>(v[i])) <= nearest + 0.14f);
+    }
+  }
+}
+
 TEST_CASE("Q2_K and Q3_K quantize hand-made blocks whose values the formats hold", "[kernels][quant]") {
   // Q2_K: every sub-block of 16 takes 0..3 with both ends present: scale 1
   // and min 0 hold it, so every quant is x itself up to the f16 rounding of
@@ -1068,8 +1156,8 @@ TEST_CASE("Q2_K and Q3_K quantize hand-made blocks whose values the formats hold
 // ================================================ dequantization formulas
 
 TEMPLATE_TEST_CASE("dequantization equals ggml's formulas bit for bit on random blocks", "[kernels][quant]", block_q8_0,
-                   block_q4_0, block_q4_1, block_q5_0, block_q5_1, block_q2_k, block_q3_k, block_q4_k, block_q5_k,
-                   block_q6_k, block_q8_k) {
+                   block_q4_0, block_q4_1, block_q5_0, block_q5_1, block_iq4_nl, block_q2_k, block_q3_k, block_q4_k,
+                   block_q5_k, block_q6_k, block_q8_k) {
   using Block = TestType;
   ruvllm::test::rng gen(11);
   for (const std::size_t nb : block_counts) {
@@ -1326,6 +1414,20 @@ TEST_CASE("Q2_K's search beats a plain min/max 2-bit quantizer in mean absolute 
   }
 }
 
+TEST_CASE("IQ4_NL's non-linear levels beat Q4_0's linear ones on Gaussian weights", "[kernels][quant]") {
+  ruvllm::test::rng gen(64);
+  for (const std::size_t nb : block_counts) {
+    const auto x = weights_like(gen, 32 * nb, 0.02f);
+    placed<block_iq4_nl> q(nb);
+    placed<block_q4_0> q4(nb);
+    ops<scalar>::quantize_iq4_nl(x.data(), q.data(), x.size());
+    ops<scalar>::quantize_q4_0(x.data(), q4.data(), x.size());
+    const double ours = rms(x, ggml_dequantize(q.data(), nb)), linear = rms(x, ggml_dequantize(q4.data(), nb));
+    INFO("blocks " << nb << ": IQ4_NL rms " << ours << ", Q4_0 rms " << linear);
+    CHECK(ours < linear);
+  }
+}
+
 TEST_CASE("Q6_K's search beats a plain absmax 6-bit quantizer", "[kernels][quant]") {
   ruvllm::test::rng gen(16);
   for (const std::size_t nb : block_counts) {
@@ -1491,6 +1593,10 @@ TEST_CASE("q4_1 . q8_0 dots: exact, against the scalar reference, batch form", "
   check_quantized_dots<q4_1_pair>(46);
   check_exact_integer_dots<q4_1_pair>(47);
 }
+TEST_CASE("iq4_nl . q8_0 dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
+  check_quantized_dots<iq4_nl_pair>(62);
+  check_exact_integer_dots<iq4_nl_pair>(63);
+}
 TEST_CASE("q5_1 . q8_0 dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
   check_quantized_dots<q5_1_pair>(42);
   check_exact_integer_dots<q5_1_pair>(43);
@@ -1540,6 +1646,8 @@ void quad_rows(const W* w, std::size_t stride, std::size_t rows, const q8_0_quad
     ops<B>::dot_q5_1_quad_rows(w, stride, rows, a, n, out);
   } else if constexpr (std::is_same_v<W, block_q4_1>) {
     ops<B>::dot_q4_1_quad_rows(w, stride, rows, a, n, out);
+  } else if constexpr (std::is_same_v<W, block_iq4_nl>) {
+    ops<B>::dot_iq4_nl_quad_rows(w, stride, rows, a, n, out);
   } else {
     ops<B>::dot_q4_0_quad_rows(w, stride, rows, a, n, out);
   }
@@ -1555,6 +1663,8 @@ void quad_gemm(const W* w, std::size_t stride, std::size_t rows, const q8_0_quad
     ops<B>::gemm_q5_1_quads(w, stride, rows, a, tokens, n, y, y_stride);
   } else if constexpr (std::is_same_v<W, block_q4_1>) {
     ops<B>::gemm_q4_1_quads(w, stride, rows, a, tokens, n, y, y_stride);
+  } else if constexpr (std::is_same_v<W, block_iq4_nl>) {
+    ops<B>::gemm_iq4_nl_quads(w, stride, rows, a, tokens, n, y, y_stride);
   } else {
     ops<B>::gemm_q4_0_quads(w, stride, rows, a, tokens, n, y, y_stride);
   }
@@ -1693,8 +1803,10 @@ void check_exact_quad_dots(std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("q8_0, q4_0, q4_1, q5_0 and q5_1 rows over quad activations: layout, exact, rows = gemm",
+TEST_CASE("q8_0, q4_0, q4_1, q5_0, q5_1 and iq4_nl rows over quad activations: layout, exact, rows = gemm",
           "[kernels][quant][dot]") {
+  check_quad_dots<iq4_nl_pair>(60);
+  check_exact_quad_dots<iq4_nl_pair>(61);
   check_quad_dots<q8_0_pair>(29);
   check_quad_dots<q4_0_pair>(30);
   check_quad_dots<q4_1_pair>(48);
@@ -1736,8 +1848,10 @@ TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "
   // Saturated inputs reach the int16/int32 limits of the widening paths.
   placed<block_q8_0> w8(7), a8(7);
   placed<block_q4_0> w4(7);
+  placed<block_iq4_nl> wn(7);
   for (std::size_t b = 0; b < 7; ++b) {
-    w8[b].d = w4[b].d = a8[b].d = half(1.0f);
+    w8[b].d = w4[b].d = a8[b].d = wn[b].d = half(1.0f);
+    for (int j = 0; j < 16; ++j) wn[b].qs[j] = static_cast<std::uint8_t>(j % 3 ? 0x00 : 0xF0);  // -127 and 113
     for (int j = 0; j < 32; ++j) {
       w8[b].qs[j] = static_cast<std::int8_t>(j % 2 ? 127 : -127);
       a8[b].qs[j] = static_cast<std::int8_t>(j % 3 ? 127 : -127);
@@ -1771,6 +1885,7 @@ TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "
     for (auto& s : ak[b].bsums) s = 16 * 127;
   }
   const auto e8 = exact(w8.data(), a8.data(), 7), e4 = exact(w4.data(), a8.data(), 7);
+  const auto en = exact(wn.data(), a8.data(), 7);
   const auto ek = exact(wk.data(), ak.data(), 2), e6 = exact(w6.data(), ak.data(), 2);
   const auto e5 = exact(w5.data(), ak.data(), 2);
   const auto e2 = exact(w2.data(), ak.data(), 2), e3 = exact(w3.data(), ak.data(), 2);
@@ -1780,6 +1895,7 @@ TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "
   const auto expect = [](const exact_dot& e) { return static_cast<float>(e.value); };
   CHECK(ops<scalar>::dot_q8_0_q8_0(w8.data(), a8.data(), 224) == expect(e8));
   CHECK(ops<scalar>::dot_q4_0_q8_0(w4.data(), a8.data(), 224) == expect(e4));
+  CHECK(ops<scalar>::dot_iq4_nl_q8_0(wn.data(), a8.data(), 224) == expect(en));
   CHECK(ops<scalar>::dot_q4_k_q8_k(wk.data(), ak.data(), 512) == expect(ek));
   CHECK(ops<scalar>::dot_q5_k_q8_k(w5.data(), ak.data(), 512) == expect(e5));
   CHECK(ops<scalar>::dot_q6_k_q8_k(w6.data(), ak.data(), 512) == expect(e6));
@@ -1790,6 +1906,7 @@ TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "
     using B = decltype(b);
     CHECK(ops<B>::dot_q8_0_q8_0(w8.data(), a8.data(), 224) == expect(e8));
     CHECK(ops<B>::dot_q4_0_q8_0(w4.data(), a8.data(), 224) == expect(e4));
+    CHECK(ops<B>::dot_iq4_nl_q8_0(wn.data(), a8.data(), 224) == expect(en));
     CHECK(ops<B>::dot_q4_k_q8_k(wk.data(), ak.data(), 512) == expect(ek));
     CHECK(ops<B>::dot_q5_k_q8_k(w5.data(), ak.data(), 512) == expect(e5));
     CHECK(ops<B>::dot_q6_k_q8_k(w6.data(), ak.data(), 512) == expect(e6));
@@ -1813,6 +1930,7 @@ TEST_CASE("a quantized dot approximates the float dot of the original rows", "[k
   }
   placed<block_q8_0> w8(n / 32), x8(n / 32);
   placed<block_q4_0> w4(n / 32);
+  placed<block_iq4_nl> wn(n / 32);
   placed<block_q4_k> wk(n / 256);
   placed<block_q5_k> w5(n / 256);
   placed<block_q6_k> w6(n / 256);
@@ -1824,6 +1942,7 @@ TEST_CASE("a quantized dot approximates the float dot of the original rows", "[k
   ops<highway>::quantize_q5_k(w.data(), w5.data(), n);
   ops<highway>::quantize_q8_0(w.data(), w8.data(), n);
   ops<highway>::quantize_q4_0(w.data(), w4.data(), n);
+  ops<highway>::quantize_iq4_nl(w.data(), wn.data(), n);
   ops<highway>::quantize_q4_k(w.data(), wk.data(), n);
   ops<highway>::quantize_q6_k(w.data(), w6.data(), n);
   ops<highway>::quantize_q8_0(x.data(), x8.data(), n);
@@ -1834,9 +1953,11 @@ TEST_CASE("a quantized dot approximates the float dot of the original rows", "[k
   const double r6 = ops<highway>::dot_q6_k_q8_k(w6.data(), xk.data(), n);
   const double r5 = ops<highway>::dot_q5_k_q8_k(w5.data(), xk.data(), n);
   const double r2 = ops<highway>::dot_q2_k_q8_k(w2.data(), xk.data(), n);
+  const double rn = ops<highway>::dot_iq4_nl_q8_0(wn.data(), x8.data(), n);
   const double r3 = ops<highway>::dot_q3_k_q8_k(w3.data(), xk.data(), n);
   INFO("float " << ref << " (sum|wx| " << mag << "), q8_0 " << r8 << ", q4_0 " << r4 << ", q4_k " << rk << ", q5_k "
-                << r5 << ", q6_k " << r6 << ", q3_k " << r3 << ", q2_k " << r2);
+                << r5 << ", q6_k " << r6 << ", q3_k " << r3 << ", q2_k " << r2 << ", iq4_nl " << rn);
+  CHECK(std::fabs(rn - ref) <= 0.08 * mag);
   CHECK(std::fabs(r3 - ref) <= 0.08 * mag);
   CHECK(std::fabs(r2 - ref) <= 0.15 * mag);
   CHECK(std::fabs(r8 - ref) <= 0.01 * mag);
@@ -1849,8 +1970,8 @@ TEST_CASE("a quantized dot approximates the float dot of the original rows", "[k
 // ====================================================== backends vs scalar
 
 TEMPLATE_TEST_CASE("quantizers give the scalar reference's bytes on every backend", "[kernels][quant]", block_q8_0,
-                   block_q4_0, block_q4_1, block_q5_0, block_q5_1, block_q2_k, block_q3_k, block_q4_k, block_q5_k,
-                   block_q6_k, block_q8_k) {
+                   block_q4_0, block_q4_1, block_q5_0, block_q5_1, block_iq4_nl, block_q2_k, block_q3_k, block_q4_k,
+                   block_q5_k, block_q6_k, block_q8_k) {
   using Block = TestType;
   ruvllm::test::rng gen(31);
   for (const std::size_t nb : block_counts) {
@@ -1930,11 +2051,14 @@ TEST_CASE("zero, huge and denormal blocks: same bytes everywhere, finite round t
   for_each_simd_backend([&](auto b) { CHECK(run(b) == want); });
 }
 
-TEMPLATE_TEST_CASE("Q2_K and Q3_K on zero, huge and denormal blocks: same bytes everywhere, finite round trips",
-                   "[kernels][quant]", block_q2_k, block_q3_k) {
-  using Block = TestType;
+TEMPLATE_TEST_CASE(
+    "IQ4_NL, Q2_K and Q3_K on zero, huge and denormal blocks: same bytes everywhere, finite "
+    "round trips",
+    "[kernels][quant]", iq4_nl_pair, q2_k_pair, q3_k_pair) {
+  using Pair = TestType;
+  using Block = typename Pair::weight;
   ruvllm::test::rng gen(58);
-  const std::size_t n = 4 * 256;
+  const std::size_t n = 4 * 256, nb = n / Pair::block;
   std::vector<float> x(n);
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t kind = i / 256;
@@ -1944,30 +2068,30 @@ TEMPLATE_TEST_CASE("Q2_K and Q3_K on zero, huge and denormal blocks: same bytes 
            : kind == 2 ? u * std::numeric_limits<float>::denorm_min() * 1e5f
                        : u * 1e-30f;
   }
-  placed<block_q8_k> act(n / 256);
+  placed<typename Pair::act> act(nb * Pair::block / block_elems<typename Pair::act>);
   quantize<scalar>(x.data(), act.data(), n);
   const auto run = [&](auto tag) {
     using B = decltype(tag);
-    placed<Block> q(n / 256);
+    placed<Block> q(nb);
     quantize<B>(x.data(), q.data(), n);
-    const auto back = ggml_dequantize(q.data(), n / 256);
+    const auto back = ggml_dequantize(q.data(), nb);
     std::size_t bad = 0;
     for (const float v : back) bad += !std::isfinite(v);
     CHECK(bad == 0);
     for (std::size_t i = 0; i < 256; ++i) CHECK(back[i] == 0.0f);
-    // Four (Q2_K) or eight (Q3_K) levels over [-4e5, 4e5]: at most a step
-    // (8e5 / 3 or 4e5 / 4 per sub-block) plus the scales' rounding.
+    // Over [-4e5, 4e5]: IQ4_NL's least-squares scale may clip the largest
+    // values, as Q4_0's does (at most amax / 8); four (Q2_K) or eight (Q3_K)
+    // levels per sub-block; plus the scales' rounding.
+    const double bound = std::is_same_v<Block, block_iq4_nl> ? 4e5 / 8.0
+                         : std::is_same_v<Block, block_q2_k> ? 8e5 / 3.0
+                                                             : 4e5 / 4.0;
     double worst = 0;
     for (std::size_t i = 256; i < 512; ++i) worst = std::max(worst, std::fabs(static_cast<double>(back[i]) - x[i]));
-    CHECK(worst <= (std::is_same_v<Block, block_q2_k> ? 8e5 / 3.0 : 4e5 / 4.0) * 1.1);
+    CHECK(worst <= bound * 1.1);
     for (std::size_t i = 512; i < 1024; ++i) CHECK(std::fabs(back[i]) <= 1e-29f);
-    if constexpr (std::is_same_v<Block, block_q2_k>) {
-      CHECK(std::isfinite(ops<B>::dot_q2_k_q8_k(q.data(), act.data(), n)));
-    } else {
-      CHECK(std::isfinite(ops<B>::dot_q3_k_q8_k(q.data(), act.data(), n)));
-    }
+    CHECK(std::isfinite(Pair::template dot<B>(q.data(), act.data(), n)));
     return std::vector<unsigned char>(reinterpret_cast<unsigned char*>(q.data()),
-                                      reinterpret_cast<unsigned char*>(q.data() + n / 256));
+                                      reinterpret_cast<unsigned char*>(q.data() + nb));
   };
   const auto want = run(scalar{});
   for_each_simd_backend([&](auto b) { CHECK(run(b) == want); });

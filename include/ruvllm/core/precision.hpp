@@ -32,6 +32,7 @@ enum class gguf_type : std::uint32_t {
   q5_k = 13,
   q6_k = 14,
   q8_k = 15,
+  iq4_nl = 20,
   bf16 = 30,
   none = 0xFFFFFFFFu,  // formats with no GGUF counterpart (KV-only)
 };
@@ -76,6 +77,19 @@ struct block_q5_1 {
   std::uint8_t qh[4];
   std::uint8_t qs[16];
 };
+
+/// IQ4_NL: 32 4-bit indices into the fixed non-linear table iq4_nl_values,
+/// with one f16 scale; x = d * iq4_nl_values[q]. Byte j holds element j in
+/// its low nibble and element j + 16 in its high nibble, as in Q4_0.
+struct block_iq4_nl {
+  f16 d;
+  std::uint8_t qs[16];
+};
+
+/// The 16 values an IQ4_NL index selects (ggml's kvalues_iq4nl), ascending:
+/// denser near zero, where most weights lie.
+inline constexpr std::int8_t iq4_nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                  1,    13,   25,  38,  53,  69,  89,  113};
 
 /// Q2_K: a 256-element super-block of 16 sub-blocks of 16 with a 4-bit
 /// scale (low nibble of scales[j]) and 4-bit min (high nibble) each;
@@ -156,6 +170,7 @@ static_assert(sizeof(block_q4_0) == 18);
 static_assert(sizeof(block_q4_1) == 20);
 static_assert(sizeof(block_q5_0) == 22);
 static_assert(sizeof(block_q5_1) == 24);
+static_assert(sizeof(block_iq4_nl) == 18);
 static_assert(sizeof(block_q2_k) == 84);
 static_assert(sizeof(block_q3_k) == 110);
 static_assert(sizeof(block_q4_k) == 144);
@@ -202,6 +217,9 @@ struct q5_0 : detail::format<block_q5_0, 32, gguf_type::q5_0> {
 };
 struct q5_1 : detail::format<block_q5_1, 32, gguf_type::q5_1> {
   static constexpr std::string_view name = "q5_1";
+};
+struct iq4_nl : detail::format<block_iq4_nl, 32, gguf_type::iq4_nl> {
+  static constexpr std::string_view name = "iq4_nl";
 };
 struct q2_k : detail::format<block_q2_k, qk_k, gguf_type::q2_k> {
   static constexpr std::string_view name = "q2_k";

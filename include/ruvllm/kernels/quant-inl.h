@@ -313,6 +313,20 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q5_0_block(const block_q5_0& w, const act32
   return hn::Sub(five_bit_dot(w, a), hn::Add(a.eight_sum, a.eight_sum));
 }
 
+/// Lanes summing to sum(v[i] * a[i]) over one IQ4_NL block's table values
+/// v: each nibble looked up in iq4_nl_values by a byte shuffle, then Q8_0's
+/// dot of signed weights.
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_iq4_nl_block(const block_iq4_nl& w, const act32& a) {
+  const DU8 du8;
+  const DI8 di8;
+  const VI8 table = hn::LoadU(di8, iq4_nl_values);
+  const VU8 packed = hn::LoadU(du8, w.qs);
+  HWY_ALIGN std::int8_t values[32];
+  hn::Store(hn::TableLookupBytes(table, hn::BitCast(di8, hn::And(packed, hn::Set(du8, 0x0F)))), di8, values);
+  hn::Store(hn::TableLookupBytes(table, hn::BitCast(di8, hn::ShiftRight<4>(packed))), di8, values + 16);
+  return dot_q8_0_block(values, a);
+}
+
 /// Where rows_of_32 finds activation block b: an array of Q8_0 blocks ...
 struct q8_0_block_source {
   const block_q8_0* HWY_RESTRICT a;
@@ -420,7 +434,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 namespace vnni {
 
 /// The weight formats met by quad activations.
-enum class quad_weights { q8_0, q4_0, q4_1, q5_0, q5_1 };
+enum class quad_weights { q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl };
 
 /// Whether a format's blocks carry a minimum (x = d q + m).
 template <quad_weights F>
@@ -432,11 +446,12 @@ inline constexpr bool packs_nibbles = F != quad_weights::q8_0;
 
 /// Bytes of the four blocks one quad step reads.
 template <quad_weights F>
-inline constexpr std::size_t quad_bytes = F == quad_weights::q8_0   ? 4 * sizeof(block_q8_0)
-                                          : F == quad_weights::q4_0 ? 4 * sizeof(block_q4_0)
-                                          : F == quad_weights::q4_1 ? 4 * sizeof(block_q4_1)
-                                          : F == quad_weights::q5_0 ? 4 * sizeof(block_q5_0)
-                                                                    : 4 * sizeof(block_q5_1);
+inline constexpr std::size_t quad_bytes = F == quad_weights::q8_0     ? 4 * sizeof(block_q8_0)
+                                          : F == quad_weights::q4_0   ? 4 * sizeof(block_q4_0)
+                                          : F == quad_weights::iq4_nl ? 4 * sizeof(block_iq4_nl)
+                                          : F == quad_weights::q4_1   ? 4 * sizeof(block_q4_1)
+                                          : F == quad_weights::q5_0   ? 4 * sizeof(block_q5_0)
+                                                                      : 4 * sizeof(block_q5_1);
 
 struct permute_tables {
   std::uint8_t q4_qs[64];   // Q4_0: the 16 quant bytes of block j (at 18j + 2) into chunk j
@@ -506,16 +521,21 @@ inline constexpr std::uint64_t upper_halves = 0xCCCC'CCCC'CCCC'CCCCull;
 
 /// The index vectors and constants of one kernel call (hoisted out of loops).
 struct constants {
-  __m512i qs_lo, qs_hi, d_index, nibble_mask, sign_bit, f16_bits, qh_index, fifth_bit, m_index;
+  __m512i qs_lo, qs_hi, d_index, nibble_mask, sign_bit, f16_bits, qh_index, fifth_bit, m_index, values;
 };
 
 template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE constants load_constants() {
   constants c{};  // the indices a format does not use stay zero
-  if constexpr (F == quad_weights::q4_0) {
+  if constexpr (F == quad_weights::q4_0 || F == quad_weights::iq4_nl) {
+    static_assert(sizeof(block_iq4_nl) == sizeof(block_q4_0) && offsetof(block_iq4_nl, qs) == offsetof(block_q4_0, qs));
     c.qs_lo = _mm512_load_si512(tables.q4_qs);
     c.qs_hi = c.qs_lo;
     c.d_index = _mm512_load_si512(tables.q4_d);
+    // IQ4_NL: the table values + 128 (1..241, unsigned) in every 128-bit lane.
+    alignas(16) std::uint8_t biased[16];
+    for (std::size_t i = 0; i < 16; ++i) biased[i] = static_cast<std::uint8_t>(iq4_nl_values[i] + 128);
+    c.values = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(biased)));
   } else if constexpr (F == quad_weights::q5_0) {
     c.qs_lo = _mm512_load_si512(tables.q5_qs);
     c.qs_hi = c.qs_lo;
@@ -558,8 +578,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m512 f16_scales(__m512i halves, const constants& 
 
 /// One row's four blocks of a quad, unpacked: unsigned quant bytes in the
 /// quad's chunk order (Q4_0, Q4_1: nibbles 0..15; Q5_0, Q5_1: 0..31; Q8_0:
-/// w + 128) and the four weight scales (times 2^-112, see f16_scales) in
-/// the quad's lanes.
+/// w + 128; IQ4_NL: table value + 128) and the four weight scales (times
+/// 2^-112, see f16_scales) in the quad's lanes.
 template <quad_weights F>
 struct unpacked {
   __m512i lo, hi;
@@ -642,7 +662,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const con
     u.d = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.d_index, z1), c);
     if constexpr (F == quad_weights::q5_1)
       u.m = f16_scales(_mm512_maskz_permutex2var_epi8(upper_halves, z0, c.m_index, z1), c);
-  } else if constexpr (F == quad_weights::q4_0) {
+  } else if constexpr (F == quad_weights::q4_0 || F == quad_weights::iq4_nl) {
     // 72 bytes: 64 in one register, the last 8 broadcast into another (the
     // permute reads only its first 8 bytes).
     __m512i z0, z1;
@@ -658,6 +678,12 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const con
     const __m512i qs = _mm512_permutex2var_epi8(z0, c.qs_lo, z1);
     u.lo = _mm512_and_si512(qs, c.nibble_mask);
     u.hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), c.nibble_mask);
+    if constexpr (F == quad_weights::iq4_nl) {
+      // IQ4_NL: the nibbles index the table; its values + 128 pair with the
+      // quad's -128 sum(a), as Q8_0's w + 128 do.
+      u.lo = _mm512_shuffle_epi8(c.values, u.lo);
+      u.hi = _mm512_shuffle_epi8(c.values, u.hi);
+    }
     u.d = f16_scales(_mm512_maskz_permutexvar_epi8(upper_halves, c.d_index, z0), c);
   } else {
     // 136 bytes: values 0-15 of each block lie in bytes [0, 128), values
@@ -706,8 +732,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
   r.lo = _mm512_load_si512(q.lo);
   r.hi = _mm512_load_si512(q.hi);
   // The weights' offset times the activation sums: Q4_0 -8, Q5_0 -16, Q8_0
-  // -128 (its quants carry +128 as unsigned bytes); Q4_1 and Q5_1 have none
-  // (their minima take the activation sums instead).
+  // and IQ4_NL -128 (their values carry +128 as unsigned bytes); Q4_1 and
+  // Q5_1 have none (their minima take the activation sums instead).
   r.neg8 = _mm512_load_si512(q.neg8_sum);
   if constexpr (F == quad_weights::q4_0) {
     r.offset = r.neg8;
@@ -1526,6 +1552,17 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_q8_0_rows(const block_q5_0* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_iq4_nl_q8_0_rows(const block_iq4_nl* HWY_RESTRICT w, std::size_t row_stride,
+                                                         std::size_t rows, const block_q8_0* HWY_RESTRICT a,
+                                                         std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_iq4_nl_q8_0_rows(w, row_stride, rows, a, n, out);
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_block_source{a}, n, out,
+                             [](const block_iq4_nl& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_iq4_nl_block(w_b, act); });
+#endif
+}
 RUVLLM_QUANT_ATTR inline void quant_dot_q4_1_q8_0_rows(const block_q4_1* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const block_q8_0* HWY_RESTRICT a,
                                                        std::size_t n, float* HWY_RESTRICT out) {
@@ -1730,6 +1767,21 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q5_0_quad_rows(const block_q5_0* HWY_RES
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_dot_iq4_nl_quad_rows(const block_iq4_nl* HWY_RESTRICT w, std::size_t row_stride,
+                                                         std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
+                                                         std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_iq4_nl_quad_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_VNNI
+  quant_simd::vnni::all_quad_rows<quant_simd::vnni::quad_weights::iq4_nl>(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, iq4_nl_pair_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::all_rows_of_32(w, row_stride, rows, quant_simd::q8_0_quad_source{a}, n, out,
+                             [](const block_iq4_nl& w_b, const quant_simd::act32& act)
+                                 RUVLLM_QUANT_LAMBDA { return quant_simd::dot_iq4_nl_block(w_b, act); });
+#endif
+}
 RUVLLM_QUANT_ATTR inline void quant_dot_q4_1_quad_rows(const block_q4_1* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t n,
                                                        float* HWY_RESTRICT out) {
@@ -1804,6 +1856,19 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q5_0_quads(const block_q5_0* HWY_RESTRI
 #endif
 }
 
+RUVLLM_QUANT_ATTR inline void quant_gemm_iq4_nl_quads(const block_iq4_nl* HWY_RESTRICT w, std::size_t row_stride,
+                                                      std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
+                                                      std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                      std::size_t y_stride) {
+#if RUVLLM_QUANT_VNNI
+  quant_simd::vnni::quad_gemm<quant_simd::vnni::quad_weights::iq4_nl>(w, row_stride, rows, a, tokens, n, y, y_stride);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, iq4_nl_pair_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_iq4_nl_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                     y_stride);
+#endif
+}
 RUVLLM_QUANT_ATTR inline void quant_gemm_q4_1_quads(const block_q4_1* HWY_RESTRICT w, std::size_t row_stride,
                                                     std::size_t rows, const q8_0_quad* HWY_RESTRICT a,
                                                     std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,

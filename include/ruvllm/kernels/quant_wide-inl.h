@@ -965,6 +965,40 @@ struct q8_0_pair_format : block_pair_steps<sizeof(block_q8_0)> {
     s.add(sums, _mm256_mul_ps(u.d, activation_scales(q, half)));
   }
 };
+
+/// IQ4_NL: Q4_0's pair step with each nibble an index into iq4_nl_values,
+/// looked up by one byte shuffle per register; the signed values then take
+/// Q8_0's step (|w| . a sign(w): VPMADDUBSW pairs of the biased values + 128
+/// would saturate).
+struct iq4_nl_pair_format : block_pair_steps<sizeof(block_iq4_nl)> {
+  struct constants {
+    q4_0_pair_format::constants q4;
+    __m256i values;
+  };
+  using unpacked = q8_0_pair_format::unpacked;
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    static_assert(sizeof(block_iq4_nl) == sizeof(block_q4_0) && offsetof(block_iq4_nl, qs) == offsetof(block_q4_0, qs));
+    return {q4_0_pair_format::load_constants(),
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values)))};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked values(const q4_0_pair_format::unpacked& u, const constants& c) {
+    const __m256i lo = _mm256_shuffle_epi8(c.values, u.lo), hi = _mm256_shuffle_epi8(c.values, u.hi);
+    return {lo, hi, _mm256_abs_epi8(lo), _mm256_abs_epi8(hi), u.d};
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    return values(q4_0_pair_format::unpack(p, c.q4), c);
+  }
+  /// A last, lone block: the upper lanes' values are those of nibble 0, but
+  /// their activations and d are zero.
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack_partial(const std::uint8_t* p, const constants& c) {
+    return values(q4_0_pair_format::unpack_partial(p, c.q4), c);
+  }
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(pair_sum& s, const unpacked& u, const q8_0_quad* a,
+                                                      std::size_t step) {
+    q8_0_pair_format::accumulate(s, u, a, step);
+  }
+};
 #endif  // !RUVLLM_QUANT_VNNI
 
 /// y[j * y_stride + r] = dot(row r, token j's activations) for the Tokens

@@ -4,8 +4,8 @@
 // The llama-family forward pass over a GGUF file: llama (and mistral, which
 // GGUF stores as llama) and qwen2 (q/k/v biases, NeoX RoPE, usually tied
 // embeddings). Weights are used in place from the file's mapping in every
-// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,
-// Q4_K, Q5_K, Q6_K); nothing is copied or dequantized ahead of time.
+// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K); nothing is copied or dequantized ahead of time.
 //
 // ------------------------------------------------------------- arithmetic
 // Each matrix product is computed the way llama.cpp's CPU backend computes
@@ -13,7 +13,7 @@
 //  * F32 weights: f32 activations (GEMV for one token, tiled GEMM for more);
 //  * F16 / BF16 weights: activations rounded to F16 / BF16 first (ggml's
 //    vec_dot_type for those weights), then multiplied in f32;
-//  * Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights: activations quantized to
+//  * Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL weights: activations quantized to
 //    Q8_0 blocks, Q2_K-Q6_K weights: to Q8_K blocks, then integer block dots
 //    (kernels::quantized_gemv for one token, quantized_gemm for a batch).
 // RMSNorm, RoPE (normal or NeoX layout from the architecture, base and
@@ -230,6 +230,7 @@ class llama_model {
       case gguf_type::q4_1:
       case gguf_type::q5_0:
       case gguf_type::q5_1:
+      case gguf_type::iq4_nl:
         if (cols % 32 != 0)
           return make_error(errc::invalid_argument, "tensor '", name, "': ", cols, " columns are not whole Q8_0 blocks")
               .at(file_.source(), t->info_offset);
@@ -350,6 +351,10 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
       return;
     case gguf_type::q4_1:
       kops::dot_q4_1_quad_rows(reinterpret_cast<const block_q4_1*>(first), m.row_bytes, rows, in.quads, m.cols, out);
+      return;
+    case gguf_type::iq4_nl:
+      kops::dot_iq4_nl_quad_rows(reinterpret_cast<const block_iq4_nl*>(first), m.row_bytes, rows, in.quads, m.cols,
+                                 out);
       return;
     case gguf_type::q5_1:
       kops::dot_q5_1_quad_rows(reinterpret_cast<const block_q5_1*>(first), m.row_bytes, rows, in.quads, m.cols, out);
@@ -778,6 +783,7 @@ class llama_context {
         case gguf_type::q4_1:
         case gguf_type::q5_0:
         case gguf_type::q5_1:
+        case gguf_type::iq4_nl:
           if (in.quads == nullptr) {
             kops::quantize_q8_0_quads(x, buf_.act_q8_0.data(), cols);
             in.quads = buf_.act_q8_0.data();
@@ -1048,6 +1054,10 @@ class llama_context {
         quantized(reinterpret_cast<const block_q4_1*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_0.data());
         return;
+      case gguf_type::iq4_nl:
+        quantized(reinterpret_cast<const block_iq4_nl*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_0.data());
+        return;
       case gguf_type::q5_1:
         quantized(reinterpret_cast<const block_q5_1*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_0.data());
@@ -1109,6 +1119,7 @@ class llama_context {
       case gguf_type::q4_0: kops::dequantize_q4_0(reinterpret_cast<const block_q4_0*>(row), out, e.cols); return;
       case gguf_type::q5_0: kops::dequantize_q5_0(reinterpret_cast<const block_q5_0*>(row), out, e.cols); return;
       case gguf_type::q4_1: kops::dequantize_q4_1(reinterpret_cast<const block_q4_1*>(row), out, e.cols); return;
+      case gguf_type::iq4_nl: kops::dequantize_iq4_nl(reinterpret_cast<const block_iq4_nl*>(row), out, e.cols); return;
       case gguf_type::q5_1: kops::dequantize_q5_1(reinterpret_cast<const block_q5_1*>(row), out, e.cols); return;
       case gguf_type::q2_k: kops::dequantize_q2_k(reinterpret_cast<const block_q2_k*>(row), out, e.cols); return;
       case gguf_type::q3_k: kops::dequantize_q3_k(reinterpret_cast<const block_q3_k*>(row), out, e.cols); return;

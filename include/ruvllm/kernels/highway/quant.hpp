@@ -27,6 +27,10 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     RUVLLM_ASSERT(n % 32 == 0);
     dispatch::quant_quantize_q4_0(x, y, n);
   }
+  /// f32 -> IQ4_NL, llama.cpp's search (scalar: weights are quantized offline); n % 32 == 0.
+  static void quantize_iq4_nl(const float* x, block_iq4_nl* y, std::size_t n) noexcept {
+    scalar::quantize_iq4_nl(x, y, n);
+  }
   /// f32 -> Q5_0, ggml's bytes (scalar: weights are quantized offline); n % 32 == 0.
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
   /// f32 -> Q4_1, ggml's bytes (scalar: weights are quantized offline); n % 32 == 0.
@@ -58,6 +62,10 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   static void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % 32 == 0);
     dispatch::quant_dequantize_q4_0(x, y, n);
+  }
+  /// IQ4_NL -> f32 (scalar: one embedding row per token); n % 32 == 0.
+  static void dequantize_iq4_nl(const block_iq4_nl* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_iq4_nl(x, y, n);
   }
   /// Q5_0 -> f32 (scalar: one embedding row per token); n % 32 == 0.
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
@@ -130,6 +138,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     dot_q4_0_q8_0_rows(w, row_bytes<precision::q4_0>(n), 1, a, n, &out);
     return out;
   }
+  /// One IQ4_NL weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_iq4_nl_q8_0(const block_iq4_nl* w, const block_q8_0* a, std::size_t n) noexcept {
+    float out;
+    dot_iq4_nl_q8_0_rows(w, row_bytes<precision::iq4_nl>(n), 1, a, n, &out);
+    return out;
+  }
   /// One Q5_0 weight row . Q8_0 activations; n % 32 == 0.
   [[nodiscard]] static float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
     float out;
@@ -191,6 +205,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                                  std::size_t n, float* out) noexcept {
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
     dispatch::quant_dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  /// IQ4_NL rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_iq4_nl_q8_0_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                   std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_iq4_nl) == 0);
+    dispatch::quant_dot_iq4_nl_q8_0_rows(w, row_stride, rows, a, n, out);
   }
   /// Q5_0 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
   static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
@@ -263,6 +283,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
     dispatch::quant_dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
   }
+  /// IQ4_NL rows . quad activations, as dot_iq4_nl_q8_0_rows. One dispatch.
+  static void dot_iq4_nl_quad_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                   std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_iq4_nl) == 0);
+    dispatch::quant_dot_iq4_nl_quad_rows(w, row_stride, rows, a, n, out);
+  }
   /// Q5_0 rows . quad activations, as dot_q5_0_q8_0_rows. One dispatch.
   static void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
@@ -293,6 +319,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_q4_0) == 0);
     dispatch::quant_gemm_q4_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// IQ4_NL form of gemm_q8_0_quads.
+  static void gemm_iq4_nl_quads(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0 && row_stride % alignof(block_iq4_nl) == 0);
+    dispatch::quant_gemm_iq4_nl_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   /// Q5_0 form of gemm_q8_0_quads.
   static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,

@@ -2,8 +2,8 @@
 #define RUVLLM_KERNELS_SCALAR_QUANT_HPP
 
 // Scalar reference for the quant kernel family: GGUF block formats (Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and Q8_K for
-// activations),
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and Q8_K
+// for activations),
 // f16/bf16 rows, and the dot
 // products of a quantized weight row with quantized activations. Every SIMD
 // backend is tested against these functions, so they favour the obvious loop
@@ -34,6 +34,11 @@
 //  * Q5_0: as Q4_0 with d = m / -16 and q = min(31, trunc(x / d + 16.5)).
 //    Q4_1 / Q5_1: d = (max - min) / 15 or 31, m = min, q = trunc((x - min)
 //    / d + 0.5). Same bytes as ggml.
+//  * IQ4_NL: the search of llama.cpp's quantizer (quantize_iq4_nl without
+//    an importance matrix): x^2-weighted least squares over 15 scales
+//    around max / -127, each element the nearest table value, then
+//    requantization against the unrounded scale. Bytes agree with ggml as
+//    for the K-quants below.
 //  * Q2_K / Q3_K / Q4_K / Q5_K / Q6_K: ggml's reference search
 //    (make_qkx2_quants with weights av_x + |x| for Q4_K and Q5_K, with
 //    weights |x| and absolute residuals for Q2_K; make_q3_quants' refinement
@@ -280,6 +285,24 @@ inline void k_scales_mins(const Block& b, std::uint8_t* sc, std::uint8_t* m) noe
   const int low = (scales[j % 8] >> (4 * (j / 8))) & 0x0F;
   const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
   return (low | (high << 4)) - 32;
+}
+
+/// ggml's best_index_int8 over iq4_nl_values: the index of the table value
+/// nearest to v, ties to the larger. Comparing 2v with the sums of
+/// neighbouring values keeps the midpoints exact; NaN gives index 0.
+[[nodiscard]] inline std::uint8_t nearest_iq4_nl_index(float v) noexcept {
+  const float twice = v + v;
+  std::size_t index = 0;
+  for (std::size_t step = 8; step > 0; step /= 2) {
+    const std::size_t j = index + step;
+    if (twice >= static_cast<float>(iq4_nl_values[j - 1] + iq4_nl_values[j])) index = j;
+  }
+  return static_cast<std::uint8_t>(index);
+}
+
+/// The table value (-127..113) of element j (0..31) of an IQ4_NL block.
+[[nodiscard]] inline int iq4_nl_value(const block_iq4_nl& b, std::size_t j) noexcept {
+  return iq4_nl_values[(b.qs[j % 16] >> (4 * (j / 16))) & 0x0F];
 }
 
 /// Packs 256 quants in [0, 3] into a Q2_K or Q3_K qs (see two_bit_quant).
@@ -746,6 +769,52 @@ inline void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept
   }
 }
 
+/// f32 -> IQ4_NL with the search of llama.cpp's quantizer (quantize_iq4_nl,
+/// no importance matrix): per block, weights x^2 and the scale d =
+/// sum(w q x) / sum(w q^2) of the best of 16 fits (table indices nearest
+/// x / d for d = max / 127, then for the inverse scales (k - 127) / max,
+/// k = -7..7, max the first element of largest magnitude), then the indices
+/// nearest x / d for that d, stored with d as f16. Blocks below ggml's
+/// GROUP_MAX_EPS store d = 0 and index 8 (the value nearest 0). Not a hot
+/// path; every backend runs this function. n % 32 == 0.
+inline void quantize_iq4_nl(const float* x, block_iq4_nl* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
+  using quant_detail::nearest_iq4_nl_index;
+  for (std::size_t b = 0; b < n / 32; ++b, x += 32) {
+    const float max = quant_detail::first_of_largest_magnitude(x, 32);
+    float d = 0.0f;
+    if (!(std::fabs(max) < 1e-15f)) {
+      // The fit of the indices nearest x * id: sum(w q x) and sum(w q^2).
+      const auto fit = [x](float id, float& sumqx, float& sumq2) {
+        sumqx = sumq2 = 0.0f;
+        for (std::size_t j = 0; j < 32; ++j) {
+          const auto q = static_cast<float>(iq4_nl_values[nearest_iq4_nl_index(id * x[j])]);
+          const float w = x[j] * x[j];
+          sumqx += w * q * x[j];
+          sumq2 += w * q * q;
+        }
+      };
+      float sumqx, sumq2;
+      fit(1.0f / (-max / static_cast<float>(iq4_nl_values[0])), sumqx, sumq2);
+      d = sumq2 > 0.0f ? sumqx / sumq2 : 0.0f;
+      float best = d * sumqx;
+      for (int step = -7; step <= 7; ++step) {
+        fit(static_cast<float>(step + iq4_nl_values[0]) / max, sumqx, sumq2);
+        if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
+          d = sumqx / sumq2;
+          best = d * sumqx;
+        }
+      }
+    }
+    y[b].d = to_f16(d);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (std::size_t j = 0; j < 16; ++j) {
+      y[b].qs[j] =
+          static_cast<std::uint8_t>(nearest_iq4_nl_index(id * x[j]) | (nearest_iq4_nl_index(id * x[j + 16]) << 4));
+    }
+  }
+}
+
 /// f32 -> Q2_K with ggml's reference search (quantize_row_q2_K_ref): per
 /// 16-element sub-block a |x|-weighted scale/min fit to quants in [0, 3]
 /// (absolute residuals), 4-bit scales and mins relative to two f16
@@ -865,6 +934,15 @@ inline void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexce
   for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b, y += quant_detail::qk5_0) {
     const float d = to_float(x[b].d);
     for (std::size_t j = 0; j < 32; ++j) y[j] = static_cast<float>(quant_detail::q5_quant_of(x[b], j) - 16) * d;
+  }
+}
+
+/// IQ4_NL -> f32: x = d * iq4_nl_values[q] (exact). n % 32 == 0.
+inline void dequantize_iq4_nl(const block_iq4_nl* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
+  for (std::size_t b = 0; b < n / 32; ++b, y += 32) {
+    const float d = to_float(x[b].d);
+    for (std::size_t j = 0; j < 32; ++j) y[j] = d * static_cast<float>(quant_detail::iq4_nl_value(x[b], j));
   }
 }
 
@@ -1014,18 +1092,44 @@ inline void convert_bf16_to_f32(const bf16* x, float* y, std::size_t n) noexcept
   return sum;
 }
 
+namespace quant_detail {
+
+/// The signed integer weight of element j: Q5_0's q - 16, IQ4_NL's table value.
+[[nodiscard]] inline int signed_value(const block_q5_0& b, std::size_t j) noexcept { return q5_quant_of(b, j) - 16; }
+[[nodiscard]] inline int signed_value(const block_iq4_nl& b, std::size_t j) noexcept { return iq4_nl_value(b, j); }
+
+/// One Q5_0 or IQ4_NL block's dot with 32 activation quants of scale d_a:
+/// the exact int sum of value * q_a times (d_w * d_a), the product of the
+/// scales rounded first as ggml does.
+template <class Block>
+[[nodiscard]] inline float value_block_dot(const Block& w, const std::int8_t* qs, float d_a) noexcept {
+  int sumi = 0;
+  for (std::size_t j = 0; j < 32; ++j) sumi += signed_value(w, j) * qs[j];
+  return static_cast<float>(sumi) * (to_float(w.d) * d_a);
+}
+
+/// The sum of value_block_dot over the blocks.
+template <class Block>
+[[nodiscard]] inline float value_dot(const Block* w, const block_q8_0* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / 32; ++b) sum += value_block_dot(w[b], a[b].qs, to_float(a[b].d));
+  return sum;
+}
+
+}  // namespace quant_detail
+
 /// Q5_0 weights . Q8_0 activations (ggml_vec_dot_q5_0_q8_0): per block the
 /// exact int sum of (q_w - 16) * q_a, then sum += sumi * (d_w * d_a), the
 /// product of the scales rounded first as ggml does. n % 32 == 0.
 [[nodiscard]] inline float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
-  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
-  float sum = 0.0f;
-  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b) {
-    int sumi = 0;
-    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_quant_of(w[b], j) - 16) * a[b].qs[j];
-    sum += static_cast<float>(sumi) * (to_float(w[b].d) * to_float(a[b].d));
-  }
-  return sum;
+  return quant_detail::value_dot(w, a, n);
+}
+
+/// IQ4_NL weights . Q8_0 activations (ggml_vec_dot_iq4_nl_q8_0): as Q5_0's,
+/// over the table values. n % 32 == 0.
+[[nodiscard]] inline float dot_iq4_nl_q8_0(const block_iq4_nl* w, const block_q8_0* a, std::size_t n) noexcept {
+  return quant_detail::value_dot(w, a, n);
 }
 
 namespace quant_detail {
@@ -1193,6 +1297,10 @@ inline void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std:
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
 }
+inline void dot_iq4_nl_q8_0_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                 std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_iq4_nl_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
+}
 inline void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(quant_detail::row_at(w, row_stride, r), a, n);
@@ -1308,19 +1416,30 @@ inline void quad_block(const q8_0_quad* a, std::size_t b, std::int8_t (&qs)[32],
   return sum;
 }
 
-/// dot_q5_0_q8_0 with quad activations (same arithmetic, same result).
-[[nodiscard]] inline float dot_q5_0_quads(const block_q5_0* w, const q8_0_quad* a, std::size_t n) noexcept {
-  RUVLLM_ASSERT(n % quant_detail::qk5_0 == 0);
+namespace quant_detail {
+/// value_dot with quad activations (same arithmetic, same result).
+template <class Block>
+[[nodiscard]] inline float value_dot_quads(const Block* w, const q8_0_quad* a, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % 32 == 0);
   float sum = 0.0f;
-  for (std::size_t b = 0; b < n / quant_detail::qk5_0; ++b) {
+  for (std::size_t b = 0; b < n / 32; ++b) {
     std::int8_t qs[32];
     float d;
-    quant_detail::quad_block(a, b, qs, d);
-    int sumi = 0;
-    for (std::size_t j = 0; j < 32; ++j) sumi += (quant_detail::q5_quant_of(w[b], j) - 16) * qs[j];
-    sum += static_cast<float>(sumi) * (to_float(w[b].d) * d);
+    quad_block(a, b, qs, d);
+    sum += value_block_dot(w[b], qs, d);
   }
   return sum;
+}
+}  // namespace quant_detail
+
+/// dot_q5_0_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_q5_0_quads(const block_q5_0* w, const q8_0_quad* a, std::size_t n) noexcept {
+  return quant_detail::value_dot_quads(w, a, n);
+}
+
+/// dot_iq4_nl_q8_0 with quad activations (same arithmetic, same result).
+[[nodiscard]] inline float dot_iq4_nl_quads(const block_iq4_nl* w, const q8_0_quad* a, std::size_t n) noexcept {
+  return quant_detail::value_dot_quads(w, a, n);
 }
 
 namespace quant_detail {
@@ -1358,6 +1477,10 @@ inline void dot_q4_0_quad_rows(const block_q4_0* w, std::size_t row_stride, std:
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
 }
+inline void dot_iq4_nl_quad_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                 std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_iq4_nl_quads(quant_detail::row_at(w, row_stride, r), a, n);
+}
 inline void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_quads(quant_detail::row_at(w, row_stride, r), a, n);
@@ -1381,6 +1504,10 @@ inline void gemm_q8_0_quads(const block_q8_0* w, std::size_t row_stride, std::si
 inline void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q4_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
+}
+inline void gemm_iq4_nl_quads(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_iq4_nl_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y, y_stride);
 }
 inline void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -1491,6 +1618,13 @@ struct quant_checked {
     for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_q4_0", "q4_0", b, y[b].d));
     return {};
   }
+  /// Ops::quantize_iq4_nl after checking n % 32, finite inputs, then finite scales.
+  static result<void> quantize_iq4_nl_checked(const float* x, block_iq4_nl* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::iq4_nl>("quantize_iq4_nl", x, y, n));
+    Ops::quantize_iq4_nl(x, y, n);
+    for (std::size_t b = 0; b < n / 32; ++b) RUVLLM_TRY(check_scale("quantize_iq4_nl", "iq4_nl", b, y[b].d));
+    return {};
+  }
   /// Ops::quantize_q5_0 after checking n % 32, finite inputs, then finite scales.
   static result<void> quantize_q5_0_checked(const float* x, block_q5_0* y, std::size_t n) {
     RUVLLM_TRY(check_quantize<precision::q5_0>("quantize_q5_0", x, y, n));
@@ -1581,6 +1715,12 @@ struct quant_checked {
     Ops::dequantize_q4_0(x, y, n);
     return {};
   }
+  /// Ops::dequantize_iq4_nl after checking n % 32.
+  static result<void> dequantize_iq4_nl_checked(const block_iq4_nl* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_iq4_nl", "iq4_nl", n, 32));
+    Ops::dequantize_iq4_nl(x, y, n);
+    return {};
+  }
   /// Ops::dequantize_q5_0 after checking n % 32.
   static result<void> dequantize_q5_0_checked(const block_q5_0* x, float* y, std::size_t n) {
     RUVLLM_TRY(check_length("dequantize_q5_0", "q5_0", n, 32));
@@ -1640,6 +1780,11 @@ struct quant_checked {
     RUVLLM_TRY(check_length("dot_q4_0_q8_0", "q4_0", n, 32));
     return Ops::dot_q4_0_q8_0(w, a, n);
   }
+  /// Ops::dot_iq4_nl_q8_0 after checking n % 32.
+  static result<float> dot_iq4_nl_q8_0_checked(const block_iq4_nl* w, const block_q8_0* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_iq4_nl_q8_0", "iq4_nl", n, 32));
+    return Ops::dot_iq4_nl_q8_0(w, a, n);
+  }
   /// Ops::dot_q5_0_q8_0 after checking n % 32.
   static result<float> dot_q5_0_q8_0_checked(const block_q5_0* w, const block_q8_0* a, std::size_t n) {
     RUVLLM_TRY(check_length("dot_q5_0_q8_0", "q5_0", n, 32));
@@ -1693,6 +1838,13 @@ struct quant_checked {
                                                  const block_q8_0* a, std::size_t n, float* out) {
     RUVLLM_TRY(check_rows<precision::q4_0>("dot_q4_0_q8_0_rows", w, row_stride, rows, n));
     Ops::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
+  /// Ops::dot_iq4_nl_q8_0_rows after checking n, the stride and the alignment.
+  static result<void> dot_iq4_nl_q8_0_rows_checked(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows,
+                                                   const block_q8_0* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::iq4_nl>("dot_iq4_nl_q8_0_rows", w, row_stride, rows, n));
+    Ops::dot_iq4_nl_q8_0_rows(w, row_stride, rows, a, n, out);
     return {};
   }
   /// Ops::dot_q5_0_q8_0_rows after checking n, the stride and the alignment.
@@ -1762,6 +1914,9 @@ template <>
 struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::scalar>> {
   static void quantize_q8_0(const float* x, block_q8_0* y, std::size_t n) noexcept { scalar::quantize_q8_0(x, y, n); }
   static void quantize_q4_0(const float* x, block_q4_0* y, std::size_t n) noexcept { scalar::quantize_q4_0(x, y, n); }
+  static void quantize_iq4_nl(const float* x, block_iq4_nl* y, std::size_t n) noexcept {
+    scalar::quantize_iq4_nl(x, y, n);
+  }
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
   static void quantize_q4_1(const float* x, block_q4_1* y, std::size_t n) noexcept { scalar::quantize_q4_1(x, y, n); }
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
@@ -1777,6 +1932,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   }
   static void dequantize_q4_0(const block_q4_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_0(x, y, n);
+  }
+  static void dequantize_iq4_nl(const block_iq4_nl* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_iq4_nl(x, y, n);
   }
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
@@ -1825,6 +1983,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   [[nodiscard]] static float dot_q4_0_q8_0(const block_q4_0* w, const block_q8_0* a, std::size_t n) noexcept {
     return scalar::dot_q4_0_q8_0(w, a, n);
   }
+  [[nodiscard]] static float dot_iq4_nl_q8_0(const block_iq4_nl* w, const block_q8_0* a, std::size_t n) noexcept {
+    return scalar::dot_iq4_nl_q8_0(w, a, n);
+  }
   [[nodiscard]] static float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
     return scalar::dot_q5_0_q8_0(w, a, n);
   }
@@ -1857,6 +2018,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void dot_q4_0_q8_0_rows(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q4_0_q8_0_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_iq4_nl_q8_0_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                   std::size_t n, float* out) noexcept {
+    scalar::dot_iq4_nl_q8_0_rows(w, row_stride, rows, a, n, out);
   }
   static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
@@ -1905,6 +2070,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q4_0_quad_rows(w, row_stride, rows, a, n, out);
   }
+  static void dot_iq4_nl_quad_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                   std::size_t n, float* out) noexcept {
+    scalar::dot_iq4_nl_quad_rows(w, row_stride, rows, a, n, out);
+  }
   static void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q5_0_quad_rows(w, row_stride, rows, a, n, out);
@@ -1924,6 +2093,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q4_0_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  static void gemm_iq4_nl_quads(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_iq4_nl_quads(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -1974,43 +2147,46 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
     (const W* w, std::size_t row_stride, std::size_t rows, const A* a, std::size_t tokens, std::size_t n, float* y, \
      std::size_t y_stride),                                                                                         \
     (w, row_stride, rows, a, tokens, n, y, y_stride))
-#define RUVLLM_QUANT_EXPORTED(X)                                                                        \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)                            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q4_0, float, ruvllm::block_q4_0)                            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_k, float, ruvllm::block_q8_k)                            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q8_0, ruvllm::block_q8_0, float)                          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_0, ruvllm::block_q4_0, float)                          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_k, ruvllm::block_q4_k, float)                          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q6_k, ruvllm::block_q6_k, float)                          \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_f16, float, ruvllm::f16)                              \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f16_to_f32, ruvllm::f16, float)                              \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_bf16, float, ruvllm::bf16)                            \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)                            \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_q8_0_rows, ruvllm::block_q5_0, ruvllm::block_q8_0)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_1_q8_0_rows, ruvllm::block_q4_1, ruvllm::block_q8_0)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_q8_0_rows, ruvllm::block_q5_1, ruvllm::block_q8_0)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q2_k_q8_k_rows, ruvllm::block_q2_k, ruvllm::block_q8_k)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q3_k_q8_k_rows, ruvllm::block_q3_k, ruvllm::block_q8_k)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)         \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)         \
-  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0_quads, float, ruvllm::kernels::q8_0_quad)              \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad) \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_quad_rows, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad) \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_quad_rows, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad) \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_1_quad_rows, ruvllm::block_q4_1, ruvllm::kernels::q8_0_quad) \
-  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_quad_rows, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad) \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)    \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)    \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_0_quads, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad)    \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_1_quads, ruvllm::block_q4_1, ruvllm::kernels::q8_0_quad)    \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_1_quads, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad)    \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q2_k_q8_k, ruvllm::block_q2_k, ruvllm::block_q8_k)             \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q3_k_q8_k, ruvllm::block_q3_k, ruvllm::block_q8_k)             \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
-  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
+#define RUVLLM_QUANT_EXPORTED(X)                                                                            \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0, float, ruvllm::block_q8_0)                                \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q4_0, float, ruvllm::block_q4_0)                                \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_k, float, ruvllm::block_q8_k)                                \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q8_0, ruvllm::block_q8_0, float)                              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_0, ruvllm::block_q4_0, float)                              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q4_k, ruvllm::block_q4_k, float)                              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_dequantize_q6_k, ruvllm::block_q6_k, float)                              \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_f16, float, ruvllm::f16)                                  \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f16_to_f32, ruvllm::f16, float)                                  \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_f32_to_bf16, float, ruvllm::bf16)                                \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_convert_bf16_to_f32, ruvllm::bf16, float)                                \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_q8_0_rows, ruvllm::block_q8_0, ruvllm::block_q8_0)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_q8_0_rows, ruvllm::block_q4_0, ruvllm::block_q8_0)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_iq4_nl_q8_0_rows, ruvllm::block_iq4_nl, ruvllm::block_q8_0)         \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_q8_0_rows, ruvllm::block_q5_0, ruvllm::block_q8_0)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_1_q8_0_rows, ruvllm::block_q4_1, ruvllm::block_q8_0)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_q8_0_rows, ruvllm::block_q5_1, ruvllm::block_q8_0)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q2_k_q8_k_rows, ruvllm::block_q2_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q3_k_q8_k_rows, ruvllm::block_q3_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_ROW(X, quant_quantize_q8_0_quads, float, ruvllm::kernels::q8_0_quad)                  \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q8_0_quad_rows, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)     \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_0_quad_rows, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)     \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_iq4_nl_quad_rows, ruvllm::block_iq4_nl, ruvllm::kernels::q8_0_quad) \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_0_quad_rows, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad)     \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_1_quad_rows, ruvllm::block_q4_1, ruvllm::kernels::q8_0_quad)     \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_quad_rows, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad)     \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q8_0_quads, ruvllm::block_q8_0, ruvllm::kernels::q8_0_quad)        \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_0_quads, ruvllm::block_q4_0, ruvllm::kernels::q8_0_quad)        \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_iq4_nl_quads, ruvllm::block_iq4_nl, ruvllm::kernels::q8_0_quad)    \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_0_quads, ruvllm::block_q5_0, ruvllm::kernels::q8_0_quad)        \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_1_quads, ruvllm::block_q4_1, ruvllm::kernels::q8_0_quad)        \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_1_quads, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad)        \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q2_k_q8_k, ruvllm::block_q2_k, ruvllm::block_q8_k)                 \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q3_k_q8_k, ruvllm::block_q3_k, ruvllm::block_q8_k)                 \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)                 \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)                 \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q6_k_q8_k, ruvllm::block_q6_k, ruvllm::block_q8_k)
 
 #endif  // RUVLLM_KERNELS_SCALAR_QUANT_HPP

@@ -90,15 +90,12 @@ inline float dot_q8_0_q8_0(const block_q8_0* w, const block_q8_0* a, std::size_t
   return sum;
 }
 
-/// The 32 quants of a Q5_0 block minus 16, in element order.
-inline void unpack_q5_0(const block_q5_0& b, std::int8_t* q) noexcept {
-  for (std::size_t j = 0; j < 32; ++j) q[j] = static_cast<std::int8_t>(scalar::quant_detail::q5_quant_of(b, j) - 16);
-}
-
-/// A Q5_0 block's dot with 32 activation quants whose scale is d_a.
-inline float q5_0_block_dot(const block_q5_0& w, const std::int8_t* a, float d_a) noexcept {
+/// A Q5_0 or IQ4_NL block's dot with 32 activation quants whose scale is
+/// d_a (see scalar::quant_detail::value_block_dot).
+template <class Block>
+inline float value_block_dot(const Block& w, const std::int8_t* a, float d_a) noexcept {
   alignas(64) std::int8_t q[32];
-  unpack_q5_0(w, q);
+  for (std::size_t j = 0; j < 32; ++j) q[j] = static_cast<std::int8_t>(scalar::quant_detail::signed_value(w, j));
   return static_cast<float>(dot_i8(q, a, 32)) * (to_float(w.d) * d_a);
 }
 
@@ -141,9 +138,10 @@ inline float min_dot(const Block* w, const block_q8_0* a, std::size_t n) noexcep
   return sum;
 }
 
-inline float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
+template <class Block>
+inline float value_dot(const Block* w, const block_q8_0* a, std::size_t n) noexcept {
   float sum = 0.0f;
-  for (std::size_t b = 0; b < n / 32; ++b) sum += q5_0_block_dot(w[b], a[b].qs, to_float(a[b].d));
+  for (std::size_t b = 0; b < n / 32; ++b) sum += value_block_dot(w[b], a[b].qs, to_float(a[b].d));
   return sum;
 }
 
@@ -343,6 +341,9 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     xsimd_impl::quant::quantize_q4_0(x, y, n);
   }
   /// f32 -> Q4_K with ggml's reference search (scalar); n % 256 == 0.
+  static void quantize_iq4_nl(const float* x, block_iq4_nl* y, std::size_t n) noexcept {
+    scalar::quantize_iq4_nl(x, y, n);
+  }
   static void quantize_q5_0(const float* x, block_q5_0* y, std::size_t n) noexcept { scalar::quantize_q5_0(x, y, n); }
   static void quantize_q4_1(const float* x, block_q4_1* y, std::size_t n) noexcept { scalar::quantize_q4_1(x, y, n); }
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
@@ -369,6 +370,9 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     xsimd_impl::quant::dequantize_q4_0(x, y, n);
   }
   /// Q4_K -> f32 (scalar); n % 256 == 0.
+  static void dequantize_iq4_nl(const block_iq4_nl* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_iq4_nl(x, y, n);
+  }
   static void dequantize_q5_0(const block_q5_0* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_0(x, y, n);
   }
@@ -429,9 +433,13 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     return xsimd_impl::quant::dot_q4_0_q8_0(w, a, n);
   }
   /// One Q5_0 weight row . Q8_0 activations; n % 32 == 0.
+  [[nodiscard]] static float dot_iq4_nl_q8_0(const block_iq4_nl* w, const block_q8_0* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % 32 == 0);
+    return xsimd_impl::quant::value_dot(w, a, n);
+  }
   [[nodiscard]] static float dot_q5_0_q8_0(const block_q5_0* w, const block_q8_0* a, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % 32 == 0);
-    return xsimd_impl::quant::dot_q5_0_q8_0(w, a, n);
+    return xsimd_impl::quant::value_dot(w, a, n);
   }
   /// One Q4_1 weight row . Q8_0 activations; n % 32 == 0.
   [[nodiscard]] static float dot_q4_1_q8_0(const block_q4_1* w, const block_q8_0* a, std::size_t n) noexcept {
@@ -480,6 +488,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q4_0_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
   /// Q5_0 rows . Q8_0 activations, as dot_q8_0_q8_0_rows.
+  static void dot_iq4_nl_q8_0_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
+                                   std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r)
+      out[r] = dot_iq4_nl_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
   static void dot_q5_0_q8_0_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const block_q8_0* a,
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q5_0_q8_0(scalar::quant_detail::row_at(w, row_stride, r), a, n);
@@ -565,9 +578,14 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
       out[r] = sum;
     }
   }
+  static void dot_iq4_nl_quad_rows(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                   std::size_t n, float* out) noexcept {
+    xsimd_impl::quant::block_quad_rows(w, row_stride, rows, a, n, out,
+                                       xsimd_impl::quant::value_block_dot<block_iq4_nl>);
+  }
   static void dot_q5_0_quad_rows(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
-    xsimd_impl::quant::block_quad_rows(w, row_stride, rows, a, n, out, xsimd_impl::quant::q5_0_block_dot);
+    xsimd_impl::quant::block_quad_rows(w, row_stride, rows, a, n, out, xsimd_impl::quant::value_block_dot<block_q5_0>);
   }
   static void dot_q4_1_quad_rows(const block_q4_1* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                                  std::size_t n, float* out) noexcept {
@@ -585,6 +603,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void gemm_q4_0_quads(const block_q4_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q4_0_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
+                                       y_stride);
+  }
+  static void gemm_iq4_nl_quads(const block_iq4_nl* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
+                                std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_iq4_nl_quad_rows, w, row_stride, rows, a, q8_0_quads(n), tokens, n, y,
                                        y_stride);
   }
   static void gemm_q5_0_quads(const block_q5_0* w, std::size_t row_stride, std::size_t rows, const q8_0_quad* a,
