@@ -461,6 +461,19 @@ struct sub_blocks_of_16 {
         u.scales[scales_per_half * half + k] = shuffle_bytes(scales16, s.index[k]);
     }
   }
+
+  /// Everything but the quants of a format whose quants q stand for q -
+  /// bias under signed sub-block scales (Q3_K, Q6_K): the scales, which also
+  /// weigh the activation's block sums (each 16-element sub-block owns one),
+  /// and d and -bias d as the float factors.
+  RUVLLM_QUANT_ATTR static HWY_INLINE void signed_scales(__m128i sc, ruvllm::f16 d_half, float bias,
+                                                         const scale_spread& s, superblock& u) {
+    spread_scales<true>(sc, s, u);
+    u.offset = _mm256_cvtepi8_epi16(sc);
+    const float d = half_to_float(d_half);
+    u.d_scaled = hn::Set(DW(), d).raw;
+    u.d_offset = _mm256_set1_ps(-bias * d);
+  }
 };
 
 struct q6_k_format : superblock_steps<q6_k_format, block_q6_k>, sub_blocks_of_16 {
@@ -511,13 +524,7 @@ struct q6_k_format : superblock_steps<q6_k_format, block_q6_k>, sub_blocks_of_16
       q[3] = merge(_mm256_srli_epi16(ql_b, 4), _mm256_srli_epi16(qh, 2));
 #endif
     }
-    const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
-    spread_scales<true>(scales, c.spread, u);
-    // Each 16-element sub-block owns one of the activation's block sums.
-    u.offset = _mm256_cvtepi8_epi16(scales);
-    const float d = half_to_float(w.d);
-    u.d_scaled = hn::Set(DW(), d).raw;
-    u.d_offset = _mm256_set1_ps(-32.0f * d);
+    signed_scales(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)), w.d, 32.0f, c.spread, u);
     return u;
   }
 };
@@ -626,12 +633,7 @@ struct q3_k_format : superblock_steps<q3_k_format, block_q3_k>, sub_blocks_of_16
     superblock u;
     two_bit_quants::unpack(w.qs, c.quants, u.quants);
     bit_plane::add(w.hmask, 2, c.third, u.quants);
-    const __m128i sc = scales(w.scales);
-    spread_scales<true>(sc, c.spread, u);
-    u.offset = _mm256_cvtepi8_epi16(sc);
-    const float d = half_to_float(w.d);
-    u.d_scaled = hn::Set(DW(), d).raw;
-    u.d_offset = _mm256_set1_ps(-4.0f * d);
+    signed_scales(scales(w.scales), w.d, 4.0f, c.spread, u);
     return u;
   }
 };
