@@ -438,6 +438,7 @@ void register_quantize_quads() {
     const auto iq4_nl = register_quantized<precision::iq4_nl>(m, hw::quantize_iq4_nl);
     const auto q2_k = register_quantized<precision::q2_k>(m, hw::quantize_q2_k);
     const auto q3_k = register_quantized<precision::q3_k>(m, hw::quantize_q3_k);
+    const auto iq4_xs = register_quantized<precision::iq4_xs>(m, hw::quantize_iq4_xs);
     const auto q4_k = register_quantized<precision::q4_k>(m, hw::quantize_q4_k);
     const auto q5_k = register_quantized<precision::q5_k>(m, hw::quantize_q5_k);
     const auto q6_k = register_quantized<precision::q6_k>(m, hw::quantize_q6_k);
@@ -450,6 +451,7 @@ void register_quantize_quads() {
       register_avx_vnni<precision::iq4_nl>(m, iq4_nl);
       register_avx_vnni<precision::q2_k>(m, q2_k);
       register_avx_vnni<precision::q3_k>(m, q3_k);
+      register_avx_vnni<precision::iq4_xs>(m, iq4_xs);
       register_avx_vnni<precision::q4_k>(m, q4_k);
       register_avx_vnni<precision::q5_k>(m, q5_k);
       register_avx_vnni<precision::q6_k>(m, q6_k);

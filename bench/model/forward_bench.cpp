@@ -84,6 +84,7 @@ std::vector<std::byte> encode(gguf_type type, const std::vector<float>& w) {
     case gguf_type::iq4_nl: ops::quantize_iq4_nl(w.data(), blocks(ruvllm::block_iq4_nl{}, 32), n); break;
     case gguf_type::q2_k: ops::quantize_q2_k(w.data(), blocks(ruvllm::block_q2_k{}, 256), n); break;
     case gguf_type::q3_k: ops::quantize_q3_k(w.data(), blocks(ruvllm::block_q3_k{}, 256), n); break;
+    case gguf_type::iq4_xs: ops::quantize_iq4_xs(w.data(), blocks(ruvllm::block_iq4_xs{}, 256), n); break;
     case gguf_type::q4_k: ops::quantize_q4_k(w.data(), blocks(ruvllm::block_q4_k{}, 256), n); break;
     case gguf_type::q5_k: ops::quantize_q5_k(w.data(), blocks(ruvllm::block_q5_k{}, 256), n); break;
     case gguf_type::q6_k: ops::quantize_q6_k(w.data(), blocks(ruvllm::block_q6_k{}, 256), n); break;
@@ -99,7 +100,9 @@ enum class role { output, attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up,
 /// The stored type of a matrix of layer l in the model of `type`: `type`
 /// itself, or for a K-quant the type llama.cpp's mix of that name gives a
 /// llama model's matrix (llama_tensor_get_type): Q6_K for the output, and
-/// more bits for attn_v, ffn_down and, in Q2_K and Q3_K_M, attn_output.
+/// more bits for attn_v, ffn_down and, in Q2_K and Q3_K_M, attn_output
+/// (IQ4_XS without an importance matrix: Q5_K attn_v under GQA of 4 or more,
+/// Q5_K ffn_down in the first eighth of the layers).
 gguf_type stored_type(gguf_type type, role r, std::size_t l, const model_shape& sh) {
   const std::size_t layers = sh.layers;
   const bool more_bits = l < layers / 8 || l >= 7 * layers / 8 || (l - layers / 8) % 3 == 2;
@@ -114,6 +117,11 @@ gguf_type stored_type(gguf_type type, role r, std::size_t l, const model_shape& 
       if (r == role::attn_v) return l < 2 ? gguf_type::q5_k : gguf_type::q4_k;
       if (r == role::ffn_down) return l < layers / 16 ? gguf_type::q5_k : gguf_type::q4_k;
       if (r == role::attn_output) return gguf_type::q4_k;
+      return type;
+    case gguf_type::iq4_xs:
+      if (r == role::output) return gguf_type::q6_k;
+      if (r == role::attn_v && sh.heads / sh.kv_heads >= 4) return gguf_type::q5_k;
+      if (r == role::ffn_down && l < layers / 8) return gguf_type::q5_k;
       return type;
     case gguf_type::q4_k:
     case gguf_type::q5_k:
@@ -375,6 +383,7 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
     register_rows(gguf_type::iq4_nl, "iq4_nl", *sh);
     register_rows(gguf_type::q2_k, "q2_k", *sh);
     register_rows(gguf_type::q3_k, "q3_k_m", *sh);
+    register_rows(gguf_type::iq4_xs, "iq4_xs", *sh);
     register_rows(gguf_type::q4_k, "q4_k_m", *sh);
     register_rows(gguf_type::q5_k, "q5_k_m", *sh);
   }

@@ -860,6 +860,7 @@ enum class gguf_type : std::uint32_t {
   q6_k = 14,
   q8_k = 15,
   iq4_nl = 20,
+  iq4_xs = 23,
   bf16 = 30,
   none = 0xFFFFFFFFu,  // formats with no GGUF counterpart (KV-only)
 };
@@ -917,6 +918,20 @@ struct block_iq4_nl {
 /// denser near zero, where most weights lie.
 inline constexpr std::int8_t iq4_nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                   1,    13,   25,  38,  53,  69,  89,  113};
+
+/// IQ4_XS: a 256-element super-block of 8 sub-blocks of 32, each an
+/// IQ4_NL block without its own f16 scale: sub-block j has a 6-bit scale
+/// ls_j (stored + 32) whose low 4 bits sit in the low (j even) or high
+/// (j odd) nibble of scales_l[j / 2] and whose top two bits are bits 2j,
+/// 2j + 1 of scales_h; x = d * (ls_j - 32) * iq4_nl_values[q]. Sub-block
+/// j's indices are the 16 bytes qs[16 j ..], element 32j + l in the low
+/// nibble of byte l and 32j + 16 + l in its high nibble.
+struct block_iq4_xs {
+  f16 d;
+  std::uint16_t scales_h;
+  std::uint8_t scales_l[qk_k / 64];
+  std::uint8_t qs[qk_k / 2];
+};
 
 /// Q2_K: a 256-element super-block of 16 sub-blocks of 16 with a 4-bit
 /// scale (low nibble of scales[j]) and 4-bit min (high nibble) each;
@@ -998,6 +1013,7 @@ static_assert(sizeof(block_q4_1) == 20);
 static_assert(sizeof(block_q5_0) == 22);
 static_assert(sizeof(block_q5_1) == 24);
 static_assert(sizeof(block_iq4_nl) == 18);
+static_assert(sizeof(block_iq4_xs) == 136);
 static_assert(sizeof(block_q2_k) == 84);
 static_assert(sizeof(block_q3_k) == 110);
 static_assert(sizeof(block_q4_k) == 144);
@@ -1047,6 +1063,9 @@ struct q5_1 : detail::format<block_q5_1, 32, gguf_type::q5_1> {
 };
 struct iq4_nl : detail::format<block_iq4_nl, 32, gguf_type::iq4_nl> {
   static constexpr std::string_view name = "iq4_nl";
+};
+struct iq4_xs : detail::format<block_iq4_xs, qk_k, gguf_type::iq4_xs> {
+  static constexpr std::string_view name = "iq4_xs";
 };
 struct q2_k : detail::format<block_q2_k, qk_k, gguf_type::q2_k> {
   static constexpr std::string_view name = "q2_k";
@@ -3818,7 +3837,7 @@ struct rope_ops<backend::scalar> {
 #define RUVLLM_KERNELS_SCALAR_QUANT_HPP
 
 // Scalar reference for the quant kernel family: GGUF block formats (Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and Q8_K
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and Q8_K
 // for activations),
 // f16/bf16 rows, and the dot
 // products of a quantized weight row with quantized activations. Every SIMD
@@ -3853,8 +3872,10 @@ struct rope_ops<backend::scalar> {
 //  * IQ4_NL: the search of llama.cpp's quantizer (quantize_iq4_nl without
 //    an importance matrix): x^2-weighted least squares over 15 scales
 //    around max / -127, each element the nearest table value, then
-//    requantization against the unrounded scale. Bytes agree with ggml as
-//    for the K-quants below.
+//    requantization against the unrounded scale. IQ4_XS: the same fit per
+//    32-element sub-block, its scale stored as a 6-bit multiple of
+//    -max / 32 (quantize_iq4_xs). Bytes agree with ggml as for the
+//    K-quants below.
 //  * Q2_K / Q3_K / Q4_K / Q5_K / Q6_K: ggml's reference search
 //    (make_qkx2_quants with weights av_x + |x| for Q4_K and Q5_K, with
 //    weights |x| and absolute residuals for Q2_K; make_q3_quants' refinement
@@ -4114,6 +4135,19 @@ inline void k_scales_mins(const Block& b, std::uint8_t* sc, std::uint8_t* m) noe
 /// The table value (-127..113) of element j (0..31) of an IQ4_NL block.
 [[nodiscard]] inline int iq4_nl_value(const block_iq4_nl& b, std::size_t j) noexcept {
   return iq4_nl_values[(b.qs[j % 16] >> (4 * (j / 16))) & 0x0F];
+}
+
+/// The signed scale (-32..31) of IQ4_XS sub-block j (0..7): low four bits
+/// from nibble j % 2 of scales_l[j / 2], top two from bits 2j of scales_h.
+[[nodiscard]] inline int iq4_xs_scale(const block_iq4_xs& b, std::size_t j) noexcept {
+  const int low = (b.scales_l[j / 2] >> (4 * (j % 2))) & 0x0F;
+  const int high = (b.scales_h >> (2 * j)) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+/// The table value (-127..113) of element e (0..255) of an IQ4_XS super-block.
+[[nodiscard]] inline int iq4_xs_value(const block_iq4_xs& b, std::size_t e) noexcept {
+  return iq4_nl_values[(b.qs[16 * (e / 32) + e % 16] >> (4 * ((e / 16) % 2))) & 0x0F];
 }
 
 /// Packs 256 quants in [0, 3] into a Q2_K or Q3_K qs (see two_bit_quant).
@@ -4580,48 +4614,90 @@ inline void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept
   }
 }
 
+namespace quant_detail {
+
+/// The scale of llama.cpp's IQ4_NL search for the 32 values at x (the first
+/// stage of quantize_row_iq4_nl_impl, no importance matrix): weights x^2 and
+/// the scale d = sum(w q x) / sum(w q^2) of the best of 16 fits (table
+/// indices nearest x / d for d = max / 127, then for the inverse scales
+/// (k - 127) / max, k = -7..7, max the first element of largest magnitude);
+/// 0 for blocks below ggml's GROUP_MAX_EPS.
+[[nodiscard]] inline float fit_iq4_nl_scale(const float* x) noexcept {
+  const float max = first_of_largest_magnitude(x, 32);
+  if (std::fabs(max) < 1e-15f) return 0.0f;
+  // The fit of the indices nearest x * id: sum(w q x) and sum(w q^2).
+  const auto fit = [x](float id, float& sumqx, float& sumq2) {
+    sumqx = sumq2 = 0.0f;
+    for (std::size_t j = 0; j < 32; ++j) {
+      const auto q = static_cast<float>(iq4_nl_values[nearest_iq4_nl_index(id * x[j])]);
+      const float w = x[j] * x[j];
+      sumqx += w * q * x[j];
+      sumq2 += w * q * q;
+    }
+  };
+  float sumqx, sumq2;
+  fit(1.0f / (-max / static_cast<float>(iq4_nl_values[0])), sumqx, sumq2);
+  float d = sumq2 > 0.0f ? sumqx / sumq2 : 0.0f;
+  float best = d * sumqx;
+  for (int step = -7; step <= 7; ++step) {
+    fit(static_cast<float>(step + iq4_nl_values[0]) / max, sumqx, sumq2);
+    if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
+      d = sumqx / sumq2;
+      best = d * sumqx;
+    }
+  }
+  return d;
+}
+
+/// The 16 bytes of table indices nearest x * id for 32 values (element j
+/// in the low nibble of byte j, j + 16 in the high).
+inline void pack_iq4_nl_indices(const float* x, float id, std::uint8_t* qs) noexcept {
+  for (std::size_t j = 0; j < 16; ++j)
+    qs[j] = static_cast<std::uint8_t>(nearest_iq4_nl_index(id * x[j]) | (nearest_iq4_nl_index(id * x[j + 16]) << 4));
+}
+
+}  // namespace quant_detail
+
 /// f32 -> IQ4_NL with the search of llama.cpp's quantizer (quantize_iq4_nl,
-/// no importance matrix): per block, weights x^2 and the scale d =
-/// sum(w q x) / sum(w q^2) of the best of 16 fits (table indices nearest
-/// x / d for d = max / 127, then for the inverse scales (k - 127) / max,
-/// k = -7..7, max the first element of largest magnitude), then the indices
-/// nearest x / d for that d, stored with d as f16. Blocks below ggml's
-/// GROUP_MAX_EPS store d = 0 and index 8 (the value nearest 0). Not a hot
-/// path; every backend runs this function. n % 32 == 0.
+/// no importance matrix): per block the scale of fit_iq4_nl_scale, then the
+/// indices nearest x / d for that d, stored with d as f16. Blocks below
+/// ggml's GROUP_MAX_EPS store d = 0 and index 8 (the value nearest 0). Not
+/// a hot path; every backend runs this function. n % 32 == 0.
 inline void quantize_iq4_nl(const float* x, block_iq4_nl* y, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % 32 == 0);
-  using quant_detail::nearest_iq4_nl_index;
   for (std::size_t b = 0; b < n / 32; ++b, x += 32) {
-    const float max = quant_detail::first_of_largest_magnitude(x, 32);
-    float d = 0.0f;
-    if (!(std::fabs(max) < 1e-15f)) {
-      // The fit of the indices nearest x * id: sum(w q x) and sum(w q^2).
-      const auto fit = [x](float id, float& sumqx, float& sumq2) {
-        sumqx = sumq2 = 0.0f;
-        for (std::size_t j = 0; j < 32; ++j) {
-          const auto q = static_cast<float>(iq4_nl_values[nearest_iq4_nl_index(id * x[j])]);
-          const float w = x[j] * x[j];
-          sumqx += w * q * x[j];
-          sumq2 += w * q * q;
-        }
-      };
-      float sumqx, sumq2;
-      fit(1.0f / (-max / static_cast<float>(iq4_nl_values[0])), sumqx, sumq2);
-      d = sumq2 > 0.0f ? sumqx / sumq2 : 0.0f;
-      float best = d * sumqx;
-      for (int step = -7; step <= 7; ++step) {
-        fit(static_cast<float>(step + iq4_nl_values[0]) / max, sumqx, sumq2);
-        if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
-          d = sumqx / sumq2;
-          best = d * sumqx;
-        }
-      }
-    }
+    const float d = quant_detail::fit_iq4_nl_scale(x);
     y[b].d = to_f16(d);
+    quant_detail::pack_iq4_nl_indices(x, d != 0.0f ? 1.0f / d : 0.0f, y[b].qs);
+  }
+}
+
+/// f32 -> IQ4_XS with the search of llama.cpp's quantizer (quantize_iq4_xs,
+/// no importance matrix): each sub-block of 32 takes fit_iq4_nl_scale's
+/// scale, which is then stored as a 6-bit multiple l in [-32, 31] of the
+/// super-block scale d = -m / 32 (m the first sub-block scale of largest
+/// magnitude); the indices are those nearest x / (d l), with d unrounded
+/// as in ggml. An all-zero super-block stores d = -0 (0x8000), l = 0 and
+/// index 8, as ggml does. Not a hot path; every backend runs this function.
+/// n % 256 == 0.
+inline void quantize_iq4_xs(const float* x, block_iq4_xs* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    float scales[qk_k / 32];
+    for (std::size_t j = 0; j < qk_k / 32; ++j) scales[j] = quant_detail::fit_iq4_nl_scale(x + 32 * j);
+    const float d = -quant_detail::first_of_largest_magnitude(scales, qk_k / 32) / 32.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    for (std::size_t j = 0; j < 16; ++j) {
-      y[b].qs[j] =
-          static_cast<std::uint8_t>(nearest_iq4_nl_index(id * x[j]) | (nearest_iq4_nl_index(id * x[j + 16]) << 4));
+    block_iq4_xs& out = y[b];
+    out.d = to_f16(d);
+    out.scales_h = 0;
+    std::memset(out.scales_l, 0, sizeof out.scales_l);
+    for (std::size_t j = 0; j < qk_k / 32; ++j) {
+      const int l = std::clamp(quant_detail::nearest_int(id * scales[j]), -32, 31);
+      const float dl = d * static_cast<float>(l);
+      quant_detail::pack_iq4_nl_indices(x + 32 * j, dl != 0.0f ? 1.0f / dl : 0.0f, out.qs + 16 * j);
+      const auto stored = static_cast<unsigned>(l + 32);
+      out.scales_l[j / 2] = static_cast<std::uint8_t>(out.scales_l[j / 2] | ((stored & 0x0Fu) << (4 * (j % 2))));
+      out.scales_h = static_cast<std::uint16_t>(out.scales_h | ((stored >> 4) << (2 * j)));
     }
   }
 }
@@ -4834,6 +4910,19 @@ inline void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexce
   }
 }
 
+/// IQ4_XS -> f32, ggml's formula: x = (d * (ls - 32)) * value (exact).
+/// n % 256 == 0.
+inline void dequantize_iq4_xs(const block_iq4_xs* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const float d = to_float(x[b].d);
+    for (std::size_t e = 0; e < qk_k; ++e) {
+      *y++ = d * static_cast<float>(quant_detail::iq4_xs_scale(x[b], e / 32)) *
+             static_cast<float>(quant_detail::iq4_xs_value(x[b], e));
+    }
+  }
+}
+
 /// Q6_K -> f32, ggml's formula: x = (d * sc) * (q - 32). n % 256 == 0.
 inline void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % qk_k == 0);
@@ -5028,6 +5117,17 @@ template <class Block>
   }
   return total;
 }
+/// IQ4_XS's: over the 32-element sub-blocks, (ls - 32) * sum(value * q_a);
+/// at most 8 * 32 * 32 * 127 * 128 in magnitude, well inside int32.
+[[nodiscard]] inline std::int32_t k_q8_k_sum(const block_iq4_xs& w, const block_q8_k& a) noexcept {
+  std::int32_t total = 0;
+  for (std::size_t j = 0; j < qk_k / 32; ++j) {
+    int sum = 0;
+    for (std::size_t l = 0; l < 32; ++l) sum += iq4_xs_value(w, 32 * j + l) * a.qs[32 * j + l];
+    total += iq4_xs_scale(w, j) * sum;
+  }
+  return total;
+}
 [[nodiscard]] inline std::int32_t k_q8_k_sum(const block_q6_k& w, const block_q8_k& a) noexcept {
   std::int32_t total = 0;
   for (std::size_t g = 0; g < qk_k / 16; ++g) {
@@ -5053,7 +5153,7 @@ template <class Block>
   return sum;
 }
 
-/// The Q3_K / Q6_K dot: per super-block sum += (d_w d_a) * (exact integer
+/// The Q3_K / Q6_K / IQ4_XS dot: per super-block sum += (d_w d_a) * (exact integer
 /// sum of k_q8_k_sum).
 template <class Block>
 [[nodiscard]] inline float scale_dot(const Block* w, const block_q8_k* a, std::size_t n) noexcept {
@@ -5076,6 +5176,13 @@ template <class Block>
 /// Q3_K weights . Q8_K activations (ggml_vec_dot_q3_K_q8_K): per super-block
 /// sum += (d_w d_a) * sum over sub-blocks of sc (q - 4) q_a. n % 256 == 0.
 [[nodiscard]] inline float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return quant_detail::scale_dot(w, a, n);
+}
+
+/// IQ4_XS weights . Q8_K activations (ggml_vec_dot_iq4_xs_q8_K, which rounds
+/// per sub-block): per super-block sum += (d_w d_a) * the exact integer sum
+/// over sub-blocks of (ls - 32) value q_a. n % 256 == 0.
+[[nodiscard]] inline float dot_iq4_xs_q8_k(const block_iq4_xs* w, const block_q8_k* a, std::size_t n) noexcept {
   return quant_detail::scale_dot(w, a, n);
 }
 
@@ -5131,6 +5238,10 @@ inline void dot_q2_k_q8_k_rows(const block_q2_k* w, std::size_t row_stride, std:
 inline void dot_q3_k_q8_k_rows(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q3_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_iq4_xs_q8_k_rows(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_iq4_xs_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
 }
 inline void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                std::size_t n, float* out) noexcept {
@@ -5342,6 +5453,10 @@ inline void gemm_q3_k_q8_k(const block_q3_k* w, std::size_t row_stride, std::siz
                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q3_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
 }
+inline void gemm_iq4_xs_q8_k(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_iq4_xs_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+}
 inline void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
@@ -5500,6 +5615,13 @@ struct quant_checked {
     for (std::size_t b = 0; b < n / qk_k; ++b) RUVLLM_TRY(check_scale("quantize_q3_k", "q3_k", b, y[b].d));
     return {};
   }
+  /// Ops::quantize_iq4_xs after checking n % 256, finite inputs, then finite scales.
+  static result<void> quantize_iq4_xs_checked(const float* x, block_iq4_xs* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::iq4_xs>("quantize_iq4_xs", x, y, n));
+    Ops::quantize_iq4_xs(x, y, n);
+    for (std::size_t b = 0; b < n / qk_k; ++b) RUVLLM_TRY(check_scale("quantize_iq4_xs", "iq4_xs", b, y[b].d));
+    return {};
+  }
   /// Ops::quantize_q6_k after checking n % 256, finite inputs, then finite scales.
   static result<void> quantize_q6_k_checked(const float* x, block_q6_k* y, std::size_t n) {
     RUVLLM_TRY(check_quantize<precision::q6_k>("quantize_q6_k", x, y, n));
@@ -5562,6 +5684,12 @@ struct quant_checked {
     Ops::dequantize_q3_k(x, y, n);
     return {};
   }
+  /// Ops::dequantize_iq4_xs after checking n % 256.
+  static result<void> dequantize_iq4_xs_checked(const block_iq4_xs* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_iq4_xs", "iq4_xs", n, qk_k));
+    Ops::dequantize_iq4_xs(x, y, n);
+    return {};
+  }
   /// Ops::dequantize_q4_k after checking n % 256.
   static result<void> dequantize_q4_k_checked(const block_q4_k* x, float* y, std::size_t n) {
     RUVLLM_TRY(check_length("dequantize_q4_k", "q4_k", n, qk_k));
@@ -5620,6 +5748,11 @@ struct quant_checked {
   static result<float> dot_q3_k_q8_k_checked(const block_q3_k* w, const block_q8_k* a, std::size_t n) {
     RUVLLM_TRY(check_length("dot_q3_k_q8_k", "q3_k", n, qk_k));
     return Ops::dot_q3_k_q8_k(w, a, n);
+  }
+  /// Ops::dot_iq4_xs_q8_k after checking n % 256.
+  static result<float> dot_iq4_xs_q8_k_checked(const block_iq4_xs* w, const block_q8_k* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_iq4_xs_q8_k", "iq4_xs", n, qk_k));
+    return Ops::dot_iq4_xs_q8_k(w, a, n);
   }
   /// Ops::dot_q4_k_q8_k after checking n % 256.
   static result<float> dot_q4_k_q8_k_checked(const block_q4_k* w, const block_q8_k* a, std::size_t n) {
@@ -5693,6 +5826,13 @@ struct quant_checked {
     Ops::dot_q3_k_q8_k_rows(w, row_stride, rows, a, n, out);
     return {};
   }
+  /// Ops::dot_iq4_xs_q8_k_rows after checking n, the stride and the alignment.
+  static result<void> dot_iq4_xs_q8_k_rows_checked(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows,
+                                                   const block_q8_k* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::iq4_xs>("dot_iq4_xs_q8_k_rows", w, row_stride, rows, n));
+    Ops::dot_iq4_xs_q8_k_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
   /// Ops::dot_q4_k_q8_k_rows after checking n, the stride and the alignment.
   static result<void> dot_q4_k_q8_k_rows_checked(const block_q4_k* w, std::size_t row_stride, std::size_t rows,
                                                  const block_q8_k* a, std::size_t n, float* out) {
@@ -5733,6 +5873,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   static void quantize_q2_k(const float* x, block_q2_k* y, std::size_t n) noexcept { scalar::quantize_q2_k(x, y, n); }
   static void quantize_q3_k(const float* x, block_q3_k* y, std::size_t n) noexcept { scalar::quantize_q3_k(x, y, n); }
+  static void quantize_iq4_xs(const float* x, block_iq4_xs* y, std::size_t n) noexcept {
+    scalar::quantize_iq4_xs(x, y, n);
+  }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
@@ -5761,6 +5904,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   }
   static void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q3_k(x, y, n);
+  }
+  static void dequantize_iq4_xs(const block_iq4_xs* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_iq4_xs(x, y, n);
   }
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_k(x, y, n);
@@ -5812,6 +5958,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   [[nodiscard]] static float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t n) noexcept {
     return scalar::dot_q3_k_q8_k(w, a, n);
   }
+  [[nodiscard]] static float dot_iq4_xs_q8_k(const block_iq4_xs* w, const block_q8_k* a, std::size_t n) noexcept {
+    return scalar::dot_iq4_xs_q8_k(w, a, n);
+  }
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     return scalar::dot_q4_k_q8_k(w, a, n);
   }
@@ -5853,6 +6002,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void dot_q3_k_q8_k_rows(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q3_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_iq4_xs_q8_k_rows(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                   std::size_t n, float* out) noexcept {
+    scalar::dot_iq4_xs_q8_k_rows(w, row_stride, rows, a, n, out);
   }
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
@@ -5929,6 +6082,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q3_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
+  static void gemm_iq4_xs_q8_k(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_iq4_xs_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q4_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
@@ -5978,6 +6135,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_q8_0_rows, ruvllm::block_q5_1, ruvllm::block_q8_0)             \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q2_k_q8_k_rows, ruvllm::block_q2_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q3_k_q8_k_rows, ruvllm::block_q3_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_iq4_xs_q8_k_rows, ruvllm::block_iq4_xs, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)             \
@@ -5996,6 +6154,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_1_quads, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad)        \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q2_k_q8_k, ruvllm::block_q2_k, ruvllm::block_q8_k)                 \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q3_k_q8_k, ruvllm::block_q3_k, ruvllm::block_q8_k)                 \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_iq4_xs_q8_k, ruvllm::block_iq4_xs, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)                 \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)                 \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q6_k_q8_k, ruvllm::block_q6_k, ruvllm::block_q8_k)
@@ -10301,6 +10460,26 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q3_k_block(const block_q3_k& w, const block_q
   return half_to_float(w.d) * a.d * static_cast<float>(total);
 }
 
+/// One IQ4_XS . Q8_K super-block: per 32-element sub-block the table values
+/// (byte shuffles of the nibbles) dotted with the activations, times the
+/// sub-block's signed scale; the same float expression as the reference.
+RUVLLM_QUANT_ATTR HWY_INLINE float iq4_xs_block(const block_iq4_xs& w, const block_q8_k& a) {
+  const D32 d32;
+  const DU8 du8;
+  const DI8 di8;
+  const VI8 table = hn::LoadU(di8, iq4_nl_values);
+  V32 acc = hn::Zero(d32);
+  for (std::size_t j = 0; j < qk_k / 32; ++j) {
+    const VU8 packed = hn::LoadU(du8, w.qs + 16 * j);
+    const VI8 lo = hn::TableLookupBytes(table, hn::BitCast(di8, hn::And(packed, hn::Set(du8, 0x0F))));
+    const VI8 hi = hn::TableLookupBytes(table, hn::BitCast(di8, hn::ShiftRight<4>(packed)));
+    const V32 sums = hn::Add(dot16_i8(lo, a.qs + 32 * j), dot16_i8(hi, a.qs + 32 * j + 16));
+    acc = hn::Add(acc, hn::Mul(sums, hn::Set(d32, scalar::quant_detail::iq4_xs_scale(w, j))));
+  }
+  const std::int32_t total = hn::GetLane(hn::SumOfLanes(d32, acc));
+  return half_to_float(w.d) * a.d * static_cast<float>(total);
+}
+
 /// out[r] = the sum over row r's super-blocks of block_dot(block, its activations).
 template <class Block, class BlockDot>
 RUVLLM_QUANT_ATTR HWY_INLINE void superblock_rows(const Block* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
@@ -10337,7 +10516,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void superblock_rows(const Block* HWY_RESTRICT w, s
 //                             through a function compiled for AVX-VNNI).
 
 // ------------------------------------------ K-quant GEMV rows, GEMM tiles
-// Q2_K-Q6_K rows in the widest integer registers (512-bit on AVX-512
+// Q2_K-Q6_K and IQ4_XS rows in the widest integer registers (512-bit on AVX-512
 // targets, 256-bit on AVX2), one super-block of a row per step, each row
 // accumulating in float vectors that are reduced once, at the row's end.
 // Reducing every super-block to one float instead (the reference's
@@ -10957,6 +11136,184 @@ struct q3_k_format : superblock_steps<q3_k_format, block_q3_k>, sub_blocks_of_16
     bit_plane::add(w.hmask, 2, c.third, u.quants);
     signed_scales(scales(w.scales), w.d, 4.0f, c.spread, u);
     return u;
+  }
+};
+
+#if RUVLLM_QUANT_DOT4
+/// acc + sums x scales, 32-bit lanes (VPMULLD).
+RUVLLM_QUANT_ATTR HWY_INLINE ivec add_scaled_groups(ivec acc, ivec sums, ivec scales) {
+#if RUVLLM_QUANT_AVX512
+  return _mm512_add_epi32(acc, _mm512_mullo_epi32(sums, scales));
+#else
+  return _mm256_add_epi32(acc, _mm256_mullo_epi32(sums, scales));
+#endif
+}
+#else
+/// |a| per byte, read as unsigned (so |-128| is 128).
+RUVLLM_QUANT_ATTR HWY_INLINE ivec abs_bytes(ivec a) {
+#if RUVLLM_QUANT_AVX512
+  return _mm512_abs_epi8(a);
+#else
+  return _mm256_abs_epi8(a);
+#endif
+}
+/// v negated where a is negative (and, without AVX-512, zeroed where a is
+/// zero, which |a| = 0 voids anyway): |a| x that = a x v.
+RUVLLM_QUANT_ATTR HWY_INLINE ivec with_sign_of(ivec v, ivec a) {
+#if RUVLLM_QUANT_AVX512
+  return _mm512_mask_sub_epi8(v, _mm512_movepi8_mask(a), _mm512_setzero_si512(), v);
+#else
+  return _mm256_sign_epi8(v, a);
+#endif
+}
+#endif
+
+/// IQ4_XS: eight 32-element sub-blocks of IQ4_NL table values under 6-bit
+/// signed scales (ls - 32), in element order as Q4_K's (sub-block j's
+/// nibbles are the 16 bytes at qs + 16 j, low then high). The values
+/// (-127..113) do not fit the other formats' dot: VPMADDUBSW pairs of the
+/// values + 128 would saturate, and so would VPDPBUSD groups of them packed
+/// into words (4 * 241 * 128 > 2^15). So:
+///  * with VNNI, the values + 128 (1..241) meet the activations in VPDPBUSD,
+///    each 32-bit group is multiplied by its sub-block's scale (VPMULLD),
+///    and the -128 sum(a) term rides on the activation's block sums
+///    (weights ls - 32, d_offset = -128 d), as Q3_K's bias does;
+///  * without, the activation magnitudes |a| (at most 128, unsigned) meet
+///    the values carrying a's sign (at most 127 in magnitude) in
+///    VPMADDUBSW -- the sign goes to the weights' side so that an
+///    activation of -128 stays exact -- and VPMADDWD applies the scales as
+///    for Q4_K.
+/// A lane's sums stay exact in float: with VNNI it adds 16 products of at
+/// most 241 * 128 * 32, without 16 of at most 127 * 128 * 32 (< 2^24).
+struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
+  /// One row's super-block, unpacked for any token's activations.
+  struct unpacked {
+    ivec values[parts];  // element order; with VNNI value + 128, else the signed value
+    ivec scales[parts];  // per lane of values' dot: 32-bit with VNNI, 16-bit words without
+    __m256i offset;      // with VNNI: ls - 32 per activation block sum (two per sub-block)
+    fvec d_scaled;
+    __m256 d_offset;
+  };
+  struct constants {
+    ivec nibble_mask, table;
+#if RUVLLM_QUANT_AVX512
+    __m512i first_pair, second_pair;
+#endif
+    ivec scale_index[parts];
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    constants c;
+    c.nibble_mask = set1_bytes(0x0F);
+    alignas(16) std::uint8_t table[16];
+    for (std::size_t i = 0; i < 16; ++i)
+      table[i] = static_cast<std::uint8_t>(iq4_nl_values[i] + (RUVLLM_QUANT_DOT4 ? 128 : 0));
+    c.table = broadcast128(_mm_load_si128(reinterpret_cast<const __m128i*>(table)));
+#if RUVLLM_QUANT_AVX512
+    // Sub-blocks 4h .. 4h + 3's low (lo) and high (hi) nibbles, one per
+    // 128-bit lane, interleaved into element order: register 2h takes lo's
+    // and hi's lanes 0 and 1 as lo 0, hi 0, lo 1, hi 1; register 2h + 1
+    // lanes 2 and 3 alike (quadword indices, 8 and up selecting hi).
+    c.first_pair = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+    c.second_pair = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+#endif
+    // Register p holds sub-blocks p bytes / 32 on (one per 256 bits).
+#if RUVLLM_QUANT_DOT4
+    for (int p = 0; p < parts; ++p) {
+      alignas(64) std::int32_t idx[bytes / 4];
+      for (int i = 0; i < bytes / 4; ++i) idx[i] = p * bytes / 32 + i / 8;
+      c.scale_index[p] = load(idx);
+    }
+#else
+    for (int p = 0; p < parts; ++p) c.scale_index[p] = spread_words([p](int i) { return p * bytes / 32 + i / 16; });
+#endif
+    return c;
+  }
+
+  /// The eight signed scales ls - 32 as 16-bit words: low four bits from
+  /// the nibbles of scales_l, top two from bits 2j of scales_h (word j
+  /// shifts scales_h left by 14 - 2j, then right by 14).
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m128i scales(const block_iq4_xs& w) {
+    std::int32_t low_bits;
+    std::memcpy(&low_bits, w.scales_l, sizeof low_bits);
+    const __m128i packed = _mm_cvtsi32_si128(low_bits), nibble = _mm_set1_epi8(0x0F);
+    const __m128i low = _mm_cvtepu8_epi16(
+        _mm_unpacklo_epi8(_mm_and_si128(packed, nibble), _mm_and_si128(_mm_srli_epi16(packed, 4), nibble)));
+    const __m128i to_top = _mm_setr_epi16(1 << 14, 1 << 12, 1 << 10, 1 << 8, 1 << 6, 1 << 4, 1 << 2, 1);
+    const __m128i high =
+        _mm_srli_epi16(_mm_mullo_epi16(_mm_set1_epi16(static_cast<std::int16_t>(w.scales_h)), to_top), 14);
+    return _mm_sub_epi16(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi16(32));
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    const block_iq4_xs& w = *reinterpret_cast<const block_iq4_xs*>(p);
+    unpacked u;
+    for (int k = 0; k < parts / 2; ++k) {
+      // Sub-blocks bytes / 16 * k on: their low and high nibbles' values.
+      const ivec packed = load(w.qs + bytes * k);
+#if RUVLLM_QUANT_AVX512
+      const ivec lo = shuffle_bytes(c.table, _mm512_and_si512(packed, c.nibble_mask));
+      const ivec hi = shuffle_bytes(c.table, _mm512_and_si512(_mm512_srli_epi16(packed, 4), c.nibble_mask));
+#else
+      const ivec lo = shuffle_bytes(c.table, _mm256_and_si256(packed, c.nibble_mask));
+      const ivec hi = shuffle_bytes(c.table, _mm256_and_si256(_mm256_srli_epi16(packed, 4), c.nibble_mask));
+#endif
+#if RUVLLM_QUANT_AVX512
+      u.values[2 * k] = _mm512_permutex2var_epi64(lo, c.first_pair, hi);
+      u.values[2 * k + 1] = _mm512_permutex2var_epi64(lo, c.second_pair, hi);
+#else
+      u.values[2 * k] = _mm256_permute2x128_si256(lo, hi, 0x20);
+      u.values[2 * k + 1] = _mm256_permute2x128_si256(lo, hi, 0x31);
+#endif
+    }
+    const __m128i sc16 = scales(w);
+#if RUVLLM_QUANT_DOT4
+    const __m256i sc32 = _mm256_cvtepi16_epi32(sc16);
+    for (int k = 0; k < parts; ++k) {
+#if RUVLLM_QUANT_AVX512
+      u.scales[k] = _mm512_permutexvar_epi32(c.scale_index[k], _mm512_castsi256_si512(sc32));
+#else
+      u.scales[k] = _mm256_permutevar8x32_epi32(sc32, c.scale_index[k]);
+#endif
+    }
+    u.offset = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(sc16, sc16)),
+                                       _mm_unpackhi_epi16(sc16, sc16), 1);
+#else
+    const ivec words = broadcast128(sc16);
+    for (int k = 0; k < parts; ++k) u.scales[k] = shuffle_bytes(words, c.scale_index[k]);
+    u.offset = _mm256_setzero_si256();
+#endif
+    const float d = half_to_float(w.d);
+    u.d_scaled = hn::Set(DW(), d).raw;
+    u.d_offset = _mm256_set1_ps(RUVLLM_QUANT_DOT4 ? -128.0f * d : 0.0f);
+    return u;
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock_sums dot(const unpacked& u, const block_q8_k& a) {
+    superblock_sums s;
+    for (ivec& acc : s.scaled) acc = zero();
+    for (int p = 0; p < parts; ++p) {
+      const ivec act = load(a.qs + bytes * p);
+      ivec& acc = s.scaled[p % accumulators];
+#if RUVLLM_QUANT_DOT4
+      acc = add_scaled_groups(acc, add_dot4(zero(), u.values[p], act), u.scales[p]);
+#else
+      acc = add_scaled_dot(acc, abs_bytes(act), with_sign_of(u.values[p], act), u.scales[p]);
+#endif
+    }
+#if RUVLLM_QUANT_DOT4
+    s.offset = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.offset);
+#else
+    s.offset = _mm256_setzero_si256();
+#endif
+    s.d_scaled = hn::Mul(hn::Vec<DW>{u.d_scaled}, hn::Set(DW(), a.d)).raw;
+    s.d_offset = _mm256_mul_ps(u.d_offset, _mm256_set1_ps(a.d));
+    return s;
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(row_sum& s, const unpacked& u, const block_q8_k* a,
+                                                      std::size_t step) {
+    s.add(dot(u, a[step]));
   }
 };
 
@@ -11457,7 +11814,7 @@ RUVLLM_QUANT_ATTR RUVLLM_QUANT_WIDE_ENTRY void gemm_entry(const void* HWY_RESTRI
 //                             through a function compiled for AVX-VNNI).
 
 // ------------------------------------------ K-quant GEMV rows, GEMM tiles
-// Q2_K-Q6_K rows in the widest integer registers (512-bit on AVX-512
+// Q2_K-Q6_K and IQ4_XS rows in the widest integer registers (512-bit on AVX-512
 // targets, 256-bit on AVX2), one super-block of a row per step, each row
 // accumulating in float vectors that are reduced once, at the row's end.
 // Reducing every super-block to one float instead (the reference's
@@ -12077,6 +12434,184 @@ struct q3_k_format : superblock_steps<q3_k_format, block_q3_k>, sub_blocks_of_16
     bit_plane::add(w.hmask, 2, c.third, u.quants);
     signed_scales(scales(w.scales), w.d, 4.0f, c.spread, u);
     return u;
+  }
+};
+
+#if RUVLLM_QUANT_DOT4
+/// acc + sums x scales, 32-bit lanes (VPMULLD).
+RUVLLM_QUANT_ATTR HWY_INLINE ivec add_scaled_groups(ivec acc, ivec sums, ivec scales) {
+#if RUVLLM_QUANT_AVX512
+  return _mm512_add_epi32(acc, _mm512_mullo_epi32(sums, scales));
+#else
+  return _mm256_add_epi32(acc, _mm256_mullo_epi32(sums, scales));
+#endif
+}
+#else
+/// |a| per byte, read as unsigned (so |-128| is 128).
+RUVLLM_QUANT_ATTR HWY_INLINE ivec abs_bytes(ivec a) {
+#if RUVLLM_QUANT_AVX512
+  return _mm512_abs_epi8(a);
+#else
+  return _mm256_abs_epi8(a);
+#endif
+}
+/// v negated where a is negative (and, without AVX-512, zeroed where a is
+/// zero, which |a| = 0 voids anyway): |a| x that = a x v.
+RUVLLM_QUANT_ATTR HWY_INLINE ivec with_sign_of(ivec v, ivec a) {
+#if RUVLLM_QUANT_AVX512
+  return _mm512_mask_sub_epi8(v, _mm512_movepi8_mask(a), _mm512_setzero_si512(), v);
+#else
+  return _mm256_sign_epi8(v, a);
+#endif
+}
+#endif
+
+/// IQ4_XS: eight 32-element sub-blocks of IQ4_NL table values under 6-bit
+/// signed scales (ls - 32), in element order as Q4_K's (sub-block j's
+/// nibbles are the 16 bytes at qs + 16 j, low then high). The values
+/// (-127..113) do not fit the other formats' dot: VPMADDUBSW pairs of the
+/// values + 128 would saturate, and so would VPDPBUSD groups of them packed
+/// into words (4 * 241 * 128 > 2^15). So:
+///  * with VNNI, the values + 128 (1..241) meet the activations in VPDPBUSD,
+///    each 32-bit group is multiplied by its sub-block's scale (VPMULLD),
+///    and the -128 sum(a) term rides on the activation's block sums
+///    (weights ls - 32, d_offset = -128 d), as Q3_K's bias does;
+///  * without, the activation magnitudes |a| (at most 128, unsigned) meet
+///    the values carrying a's sign (at most 127 in magnitude) in
+///    VPMADDUBSW -- the sign goes to the weights' side so that an
+///    activation of -128 stays exact -- and VPMADDWD applies the scales as
+///    for Q4_K.
+/// A lane's sums stay exact in float: with VNNI it adds 16 products of at
+/// most 241 * 128 * 32, without 16 of at most 127 * 128 * 32 (< 2^24).
+struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
+  /// One row's super-block, unpacked for any token's activations.
+  struct unpacked {
+    ivec values[parts];  // element order; with VNNI value + 128, else the signed value
+    ivec scales[parts];  // per lane of values' dot: 32-bit with VNNI, 16-bit words without
+    __m256i offset;      // with VNNI: ls - 32 per activation block sum (two per sub-block)
+    fvec d_scaled;
+    __m256 d_offset;
+  };
+  struct constants {
+    ivec nibble_mask, table;
+#if RUVLLM_QUANT_AVX512
+    __m512i first_pair, second_pair;
+#endif
+    ivec scale_index[parts];
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    constants c;
+    c.nibble_mask = set1_bytes(0x0F);
+    alignas(16) std::uint8_t table[16];
+    for (std::size_t i = 0; i < 16; ++i)
+      table[i] = static_cast<std::uint8_t>(iq4_nl_values[i] + (RUVLLM_QUANT_DOT4 ? 128 : 0));
+    c.table = broadcast128(_mm_load_si128(reinterpret_cast<const __m128i*>(table)));
+#if RUVLLM_QUANT_AVX512
+    // Sub-blocks 4h .. 4h + 3's low (lo) and high (hi) nibbles, one per
+    // 128-bit lane, interleaved into element order: register 2h takes lo's
+    // and hi's lanes 0 and 1 as lo 0, hi 0, lo 1, hi 1; register 2h + 1
+    // lanes 2 and 3 alike (quadword indices, 8 and up selecting hi).
+    c.first_pair = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+    c.second_pair = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+#endif
+    // Register p holds sub-blocks p bytes / 32 on (one per 256 bits).
+#if RUVLLM_QUANT_DOT4
+    for (int p = 0; p < parts; ++p) {
+      alignas(64) std::int32_t idx[bytes / 4];
+      for (int i = 0; i < bytes / 4; ++i) idx[i] = p * bytes / 32 + i / 8;
+      c.scale_index[p] = load(idx);
+    }
+#else
+    for (int p = 0; p < parts; ++p) c.scale_index[p] = spread_words([p](int i) { return p * bytes / 32 + i / 16; });
+#endif
+    return c;
+  }
+
+  /// The eight signed scales ls - 32 as 16-bit words: low four bits from
+  /// the nibbles of scales_l, top two from bits 2j of scales_h (word j
+  /// shifts scales_h left by 14 - 2j, then right by 14).
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m128i scales(const block_iq4_xs& w) {
+    std::int32_t low_bits;
+    std::memcpy(&low_bits, w.scales_l, sizeof low_bits);
+    const __m128i packed = _mm_cvtsi32_si128(low_bits), nibble = _mm_set1_epi8(0x0F);
+    const __m128i low = _mm_cvtepu8_epi16(
+        _mm_unpacklo_epi8(_mm_and_si128(packed, nibble), _mm_and_si128(_mm_srli_epi16(packed, 4), nibble)));
+    const __m128i to_top = _mm_setr_epi16(1 << 14, 1 << 12, 1 << 10, 1 << 8, 1 << 6, 1 << 4, 1 << 2, 1);
+    const __m128i high =
+        _mm_srli_epi16(_mm_mullo_epi16(_mm_set1_epi16(static_cast<std::int16_t>(w.scales_h)), to_top), 14);
+    return _mm_sub_epi16(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi16(32));
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    const block_iq4_xs& w = *reinterpret_cast<const block_iq4_xs*>(p);
+    unpacked u;
+    for (int k = 0; k < parts / 2; ++k) {
+      // Sub-blocks bytes / 16 * k on: their low and high nibbles' values.
+      const ivec packed = load(w.qs + bytes * k);
+#if RUVLLM_QUANT_AVX512
+      const ivec lo = shuffle_bytes(c.table, _mm512_and_si512(packed, c.nibble_mask));
+      const ivec hi = shuffle_bytes(c.table, _mm512_and_si512(_mm512_srli_epi16(packed, 4), c.nibble_mask));
+#else
+      const ivec lo = shuffle_bytes(c.table, _mm256_and_si256(packed, c.nibble_mask));
+      const ivec hi = shuffle_bytes(c.table, _mm256_and_si256(_mm256_srli_epi16(packed, 4), c.nibble_mask));
+#endif
+#if RUVLLM_QUANT_AVX512
+      u.values[2 * k] = _mm512_permutex2var_epi64(lo, c.first_pair, hi);
+      u.values[2 * k + 1] = _mm512_permutex2var_epi64(lo, c.second_pair, hi);
+#else
+      u.values[2 * k] = _mm256_permute2x128_si256(lo, hi, 0x20);
+      u.values[2 * k + 1] = _mm256_permute2x128_si256(lo, hi, 0x31);
+#endif
+    }
+    const __m128i sc16 = scales(w);
+#if RUVLLM_QUANT_DOT4
+    const __m256i sc32 = _mm256_cvtepi16_epi32(sc16);
+    for (int k = 0; k < parts; ++k) {
+#if RUVLLM_QUANT_AVX512
+      u.scales[k] = _mm512_permutexvar_epi32(c.scale_index[k], _mm512_castsi256_si512(sc32));
+#else
+      u.scales[k] = _mm256_permutevar8x32_epi32(sc32, c.scale_index[k]);
+#endif
+    }
+    u.offset = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(sc16, sc16)),
+                                       _mm_unpackhi_epi16(sc16, sc16), 1);
+#else
+    const ivec words = broadcast128(sc16);
+    for (int k = 0; k < parts; ++k) u.scales[k] = shuffle_bytes(words, c.scale_index[k]);
+    u.offset = _mm256_setzero_si256();
+#endif
+    const float d = half_to_float(w.d);
+    u.d_scaled = hn::Set(DW(), d).raw;
+    u.d_offset = _mm256_set1_ps(RUVLLM_QUANT_DOT4 ? -128.0f * d : 0.0f);
+    return u;
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock_sums dot(const unpacked& u, const block_q8_k& a) {
+    superblock_sums s;
+    for (ivec& acc : s.scaled) acc = zero();
+    for (int p = 0; p < parts; ++p) {
+      const ivec act = load(a.qs + bytes * p);
+      ivec& acc = s.scaled[p % accumulators];
+#if RUVLLM_QUANT_DOT4
+      acc = add_scaled_groups(acc, add_dot4(zero(), u.values[p], act), u.scales[p]);
+#else
+      acc = add_scaled_dot(acc, abs_bytes(act), with_sign_of(u.values[p], act), u.scales[p]);
+#endif
+    }
+#if RUVLLM_QUANT_DOT4
+    s.offset = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.offset);
+#else
+    s.offset = _mm256_setzero_si256();
+#endif
+    s.d_scaled = hn::Mul(hn::Vec<DW>{u.d_scaled}, hn::Set(DW(), a.d)).raw;
+    s.d_offset = _mm256_mul_ps(u.d_offset, _mm256_set1_ps(a.d));
+    return s;
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(row_sum& s, const unpacked& u, const block_q8_k* a,
+                                                      std::size_t step) {
+    s.add(dot(u, a[step]));
   }
 };
 
@@ -13104,6 +13639,19 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q3_k_q8_k_rows(const block_q3_k* HWY_RES
                                   RUVLLM_QUANT_LAMBDA { return quant_simd::q3_k_block(w_b, a_b); });
 #endif
 }
+RUVLLM_QUANT_ATTR inline void quant_dot_iq4_xs_q8_k_rows(const block_iq4_xs* HWY_RESTRICT w, std::size_t row_stride,
+                                                         std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                         std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_iq4_xs_q8_k_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, iq4_xs_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
+                              [](const block_iq4_xs& w_b, const block_q8_k& a_b)
+                                  RUVLLM_QUANT_LAMBDA { return quant_simd::iq4_xs_block(w_b, a_b); });
+#endif
+}
 RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const block_q8_k* HWY_RESTRICT a,
                                                        std::size_t n, float* HWY_RESTRICT out) {
@@ -13403,6 +13951,17 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q3_k_q8_k(const block_q3_k* HWY_RESTRIC
   RUVLLM_QUANT_WIDE_CALL(gemm, q3_k_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q3_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
+                                     y_stride);
+#endif
+}
+RUVLLM_QUANT_ATTR inline void quant_gemm_iq4_xs_q8_k(const block_iq4_xs* HWY_RESTRICT w, std::size_t row_stride,
+                                                     std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                     std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                     std::size_t y_stride) {
+#if RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, iq4_xs_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_iq4_xs_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
                                      y_stride);
 #endif
 }
@@ -15624,6 +16183,10 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   static void quantize_q2_k(const float* x, block_q2_k* y, std::size_t n) noexcept { scalar::quantize_q2_k(x, y, n); }
   /// f32 -> Q3_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q3_k(const float* x, block_q3_k* y, std::size_t n) noexcept { scalar::quantize_q3_k(x, y, n); }
+  /// f32 -> IQ4_XS with llama.cpp's search (scalar); n % 256 == 0.
+  static void quantize_iq4_xs(const float* x, block_iq4_xs* y, std::size_t n) noexcept {
+    scalar::quantize_iq4_xs(x, y, n);
+  }
   /// f32 -> Q5_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
@@ -15674,6 +16237,11 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   /// n % 256 == 0.
   static void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q3_k(x, y, n);
+  }
+  /// IQ4_XS -> f32, ggml's formula (scalar: one embedding row per token);
+  /// n % 256 == 0.
+  static void dequantize_iq4_xs(const block_iq4_xs* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_iq4_xs(x, y, n);
   }
   /// Q5_K -> f32, ggml's formula (scalar: one embedding row per token);
   /// n % 256 == 0.
@@ -15761,6 +16329,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     dot_q3_k_q8_k_rows(w, row_bytes<precision::q3_k>(n), 1, a, n, &out);
     return out;
   }
+  /// One IQ4_XS weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_iq4_xs_q8_k(const block_iq4_xs* w, const block_q8_k* a, std::size_t n) noexcept {
+    float out;
+    dot_iq4_xs_q8_k_rows(w, row_bytes<precision::iq4_xs>(n), 1, a, n, &out);
+    return out;
+  }
   /// One Q5_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
     float out;
@@ -15828,6 +16402,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                                  std::size_t n, float* out) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q3_k) == 0);
     dispatch::quant_dot_q3_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  /// IQ4_XS rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
+  static void dot_iq4_xs_q8_k_rows(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                   std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_iq4_xs) == 0);
+    dispatch::quant_dot_iq4_xs_q8_k_rows(w, row_stride, rows, a, n, out);
   }
   /// Q5_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
   static void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -15944,6 +16524,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q3_k) == 0);
     dispatch::quant_gemm_q3_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// IQ4_XS form of gemm_q4_k_q8_k.
+  static void gemm_iq4_xs_q8_k(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_iq4_xs) == 0);
+    dispatch::quant_gemm_iq4_xs_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   /// Q5_K form of gemm_q4_k_q8_k.
   static void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -17570,8 +18156,9 @@ inline float dot_q2_k_q8_k(const block_q2_k* w, const block_q8_k* a, std::size_t
   return sum;
 }
 
-/// The Q3_K / Q6_K dot: unpack(block, q) gives the 256 quants less the
-/// format's bias, scale(block, g) the signed scale of sub-block g.
+/// The Q3_K / Q6_K / IQ4_XS dot: unpack(block, q) gives the 256 signed
+/// weights (quants less the format's bias, or table values), scale(block, g)
+/// the signed scale of 16-element group g.
 template <class Block, class Unpack, class Scale>
 inline float dot_signed_scales_q8_k(const Block* w, const block_q8_k* a, std::size_t n, Unpack unpack,
                                     Scale scale) noexcept {
@@ -17593,6 +18180,16 @@ inline float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t
         for (std::size_t e = 0; e < qk_k; ++e) q[e] = static_cast<std::int8_t>(scalar::quant_detail::k_quant(b, e) - 4);
       },
       [](const block_q3_k& b, std::size_t g) { return scalar::quant_detail::q3_k_scale(b.scales, g); });
+}
+
+inline float dot_iq4_xs_q8_k(const block_iq4_xs* w, const block_q8_k* a, std::size_t n) noexcept {
+  return dot_signed_scales_q8_k(
+      w, a, n,
+      [](const block_iq4_xs& b, std::int8_t* q) {
+        for (std::size_t e = 0; e < qk_k; ++e)
+          q[e] = static_cast<std::int8_t>(scalar::quant_detail::iq4_xs_value(b, e));
+      },
+      [](const block_iq4_xs& b, std::size_t g) { return scalar::quant_detail::iq4_xs_scale(b, g / 2); });
 }
 
 inline float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
@@ -17711,6 +18308,9 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q2_k(const float* x, block_q2_k* y, std::size_t n) noexcept { scalar::quantize_q2_k(x, y, n); }
   static void quantize_q3_k(const float* x, block_q3_k* y, std::size_t n) noexcept { scalar::quantize_q3_k(x, y, n); }
+  static void quantize_iq4_xs(const float* x, block_iq4_xs* y, std::size_t n) noexcept {
+    scalar::quantize_iq4_xs(x, y, n);
+  }
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
   /// f32 -> Q8_K activations with bsums, ggml's bytes; n % 256 == 0.
@@ -17753,6 +18353,9 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   }
   static void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q3_k(x, y, n);
+  }
+  static void dequantize_iq4_xs(const block_iq4_xs* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_iq4_xs(x, y, n);
   }
   static void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_k(x, y, n);
@@ -17826,6 +18429,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     RUVLLM_ASSERT(n % qk_k == 0);
     return xsimd_impl::quant::dot_q3_k_q8_k(w, a, n);
   }
+  /// One IQ4_XS weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_iq4_xs_q8_k(const block_iq4_xs* w, const block_q8_k* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    return xsimd_impl::quant::dot_iq4_xs_q8_k(w, a, n);
+  }
   /// One Q5_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0);
@@ -17881,6 +18489,12 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void dot_q3_k_q8_k_rows(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q3_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// IQ4_XS rows . Q8_K activations, as dot_q8_0_q8_0_rows.
+  static void dot_iq4_xs_q8_k_rows(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                   std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r)
+      out[r] = dot_iq4_xs_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
   /// Q5_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
   static void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -17996,6 +18610,10 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void gemm_q3_k_q8_k(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q3_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+  }
+  static void gemm_iq4_xs_q8_k(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_iq4_xs_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
   }
   static void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
@@ -18857,6 +19475,19 @@ struct quantized_gemv_traits<block_q3_k> : q8_k_traits {
     ops<B>::gemm_q3_k_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
   }
 };
+template <>
+struct quantized_gemv_traits<block_iq4_xs> : q8_k_traits {
+  template <Backend B>
+  static void rows(const block_iq4_xs* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t n, float* out) noexcept {
+    ops<B>::dot_iq4_xs_q8_k_rows(w, stride, rows, a, n, out);
+  }
+  template <Backend B>
+  static void gemm(const block_iq4_xs* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_iq4_xs_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
+  }
+};
 
 template <>
 struct quantized_gemv_traits<block_q4_k> : q8_k_traits {
@@ -18904,7 +19535,7 @@ struct quantized_gemv_traits<block_q6_k> : q8_k_traits {
 
 /// The activation form a quantized weight block is multiplied with:
 /// q8_0_quad for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL weights, block_q8_k for
-/// Q2_K / Q3_K / Q4_K / Q5_K / Q6_K.
+/// Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS.
 template <class WeightBlock>
 using activation_block_t = typename detail::quantized_gemv_traits<WeightBlock>::activation_block;
 
@@ -18916,8 +19547,8 @@ template <class WeightBlock>
 }
 
 /// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q4_1,
-/// block_q5_0, block_q5_1, block_iq4_nl, block_q2_k, block_q3_k, block_q4_k, block_q5_k or
-/// block_q6_k rows,
+/// block_q5_0, block_q5_1, block_iq4_nl, block_iq4_xs, block_q2_k, block_q3_k, block_q4_k,
+/// block_q5_k or block_q6_k rows,
 /// `row_stride` bytes apart, cols a multiple of the block size): x is
 /// quantized once into `activations` (activation_blocks(cols) of them,
 /// caller-provided so the call never allocates) by the calling thread, then
@@ -22549,7 +23180,7 @@ struct gguf_type_traits {
 };
 
 /// The tensor types ruvllm reads, with their block geometry.
-inline constexpr std::array<gguf_type_traits, 14> gguf_supported_types = {{
+inline constexpr std::array<gguf_type_traits, 15> gguf_supported_types = {{
     {gguf_type::f32, 1, 4, alignof(float)},
     {gguf_type::f16, 1, 2, alignof(f16)},
     {gguf_type::bf16, 1, 2, alignof(bf16)},
@@ -22559,6 +23190,7 @@ inline constexpr std::array<gguf_type_traits, 14> gguf_supported_types = {{
     {gguf_type::q5_0, 32, sizeof(block_q5_0), alignof(block_q5_0)},
     {gguf_type::q5_1, 32, sizeof(block_q5_1), alignof(block_q5_1)},
     {gguf_type::iq4_nl, 32, sizeof(block_iq4_nl), alignof(block_iq4_nl)},
+    {gguf_type::iq4_xs, qk_k, sizeof(block_iq4_xs), alignof(block_iq4_xs)},
     {gguf_type::q2_k, qk_k, sizeof(block_q2_k), alignof(block_q2_k)},
     {gguf_type::q3_k, qk_k, sizeof(block_q3_k), alignof(block_q3_k)},
     {gguf_type::q4_k, qk_k, sizeof(block_q4_k), alignof(block_q4_k)},
@@ -23171,8 +23803,8 @@ concept ProjectionHook = std::is_class_v<H> &&(!H::enabled || requires(const H& 
 // The llama-family forward pass over a GGUF file: llama (and mistral, which
 // GGUF stores as llama) and qwen2 (q/k/v biases, NeoX RoPE, usually tied
 // embeddings). Weights are used in place from the file's mapping in every
-// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K,
-// Q3_K, Q4_K, Q5_K, Q6_K); nothing is copied or dequantized ahead of time.
+// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS,
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K); nothing is copied or dequantized ahead of time.
 //
 // ------------------------------------------------------------- arithmetic
 // Each matrix product is computed the way llama.cpp's CPU backend computes
@@ -23181,7 +23813,7 @@ concept ProjectionHook = std::is_class_v<H> &&(!H::enabled || requires(const H& 
 //  * F16 / BF16 weights: activations rounded to F16 / BF16 first (ggml's
 //    vec_dot_type for those weights), then multiplied in f32;
 //  * Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL weights: activations quantized to
-//    Q8_0 blocks, Q2_K-Q6_K weights: to Q8_K blocks, then integer block dots
+//    Q8_0 blocks, Q2_K-Q6_K / IQ4_XS weights: to Q8_K blocks, then integer block dots
 //    (kernels::quantized_gemv for one token, quantized_gemm for a batch).
 // RMSNorm, RoPE (normal or NeoX layout from the architecture, base and
 // linear scaling from metadata), causal flash attention with GQA, SwiGLU.
@@ -23393,6 +24025,7 @@ class llama_model {
         break;
       case gguf_type::q2_k:
       case gguf_type::q3_k:
+      case gguf_type::iq4_xs:
       case gguf_type::q4_k:
       case gguf_type::q5_k:
       case gguf_type::q6_k:
@@ -23520,6 +24153,9 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
       return;
     case gguf_type::q3_k:
       kops::dot_q3_k_q8_k_rows(reinterpret_cast<const block_q3_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
+      return;
+    case gguf_type::iq4_xs:
+      kops::dot_iq4_xs_q8_k_rows(reinterpret_cast<const block_iq4_xs*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
       return;
     case gguf_type::q4_k:
       kops::dot_q4_k_q8_k_rows(reinterpret_cast<const block_q4_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
@@ -23947,6 +24583,7 @@ class llama_context {
           break;
         case gguf_type::q2_k:
         case gguf_type::q3_k:
+        case gguf_type::iq4_xs:
         case gguf_type::q4_k:
         case gguf_type::q5_k:
         case gguf_type::q6_k:
@@ -24226,6 +24863,10 @@ class llama_context {
         quantized(reinterpret_cast<const block_q3_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_k.data());
         return;
+      case gguf_type::iq4_xs:
+        quantized(reinterpret_cast<const block_iq4_xs*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_k.data());
+        return;
       case gguf_type::q4_k:
         quantized(reinterpret_cast<const block_q4_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_k.data());
@@ -24279,6 +24920,7 @@ class llama_context {
       case gguf_type::q5_1: kops::dequantize_q5_1(reinterpret_cast<const block_q5_1*>(row), out, e.cols); return;
       case gguf_type::q2_k: kops::dequantize_q2_k(reinterpret_cast<const block_q2_k*>(row), out, e.cols); return;
       case gguf_type::q3_k: kops::dequantize_q3_k(reinterpret_cast<const block_q3_k*>(row), out, e.cols); return;
+      case gguf_type::iq4_xs: kops::dequantize_iq4_xs(reinterpret_cast<const block_iq4_xs*>(row), out, e.cols); return;
       case gguf_type::q4_k: kops::dequantize_q4_k(reinterpret_cast<const block_q4_k*>(row), out, e.cols); return;
       case gguf_type::q5_k: kops::dequantize_q5_k(reinterpret_cast<const block_q5_k*>(row), out, e.cols); return;
       case gguf_type::q6_k: kops::dequantize_q6_k(reinterpret_cast<const block_q6_k*>(row), out, e.cols); return;

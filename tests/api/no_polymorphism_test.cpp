@@ -66,8 +66,8 @@ using public_types = std::tuple<
     ruvllm::aligned_buffer<std::uint8_t, 4096>, ruvllm::byte_reader, ruvllm::mapped_file, ruvllm::thread_pool,
     ruvllm::thread_pool_options, ruvllm::thread_pool_stats, ruvllm::block_q8_0, ruvllm::block_q4_0, ruvllm::block_q4_k,
     ruvllm::block_q4_1, ruvllm::block_q5_0, ruvllm::block_q5_1, ruvllm::block_q5_k, ruvllm::block_q6_k,
-    ruvllm::block_q2_k, ruvllm::block_q3_k, ruvllm::block_iq4_nl, ruvllm::block_q8_k, ruvllm::block_kivi<2, 32>,
-    ruvllm::block_kivi<4, 32>,
+    ruvllm::block_q2_k, ruvllm::block_q3_k, ruvllm::block_iq4_nl, ruvllm::block_iq4_xs, ruvllm::block_q8_k,
+    ruvllm::block_kivi<2, 32>, ruvllm::block_kivi<4, 32>,
     // model: GGUF
     ruvllm::model::gguf_file, ruvllm::model::gguf_value, ruvllm::model::gguf_kv, ruvllm::model::gguf_tensor,
     ruvllm::model::gguf_type_traits, ruvllm::model::gguf_writer, ruvllm::model::gguf_array_builder,
@@ -75,8 +75,8 @@ using public_types = std::tuple<
     ruvllm::model::chat_message, ruvllm::model::unicode::utf8_sanitizer,
     // policies
     ruvllm::backend::scalar, ruvllm::backend::highway, ruvllm::backend::xsimd, p::f32, p::f16, p::bf16, p::q8_0,
-    p::q4_0, p::q4_1, p::q5_0, p::q5_1, p::iq4_nl, p::q2_k, p::q3_k, p::q4_k, p::q5_k, p::q6_k, p::q8_k, p::kivi<2>,
-    p::kivi<4>, ruvllm::tier<p::f16, 256>,
+    p::q4_0, p::q4_1, p::q5_0, p::q5_1, p::iq4_nl, p::iq4_xs, p::q2_k, p::q3_k, p::q4_k, p::q5_k, p::q6_k, p::q8_k,
+    p::kivi<2>, p::kivi<4>, ruvllm::tier<p::f16, 256>,
     ruvllm::tiers<ruvllm::tier<p::f16, 256>, ruvllm::tier<p::q8_0, 2048>, ruvllm::tier<p::kivi<2>>>, ev::lru, ev::lfu,
     ev::hysteresis<ev::lru>, ev::watermarks, ev::lru::hook, ev::lfu::hook, ev::lru::queue<lru_item>,
     ev::lfu::queue<lfu_item>, ev::hysteresis<ev::lru>::queue<lru_item>, ev::hysteresis<ev::lfu>::queue<lfu_item>,

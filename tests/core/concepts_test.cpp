@@ -80,6 +80,7 @@ TEST_CASE("Precision accepts GGUF and KV formats with ggml's sizes", "[core][con
   STATIC_REQUIRE(ruvllm::Precision<p::q2_k>);
   STATIC_REQUIRE(ruvllm::Precision<p::q3_k>);
   STATIC_REQUIRE(ruvllm::Precision<p::iq4_nl>);
+  STATIC_REQUIRE(ruvllm::Precision<p::iq4_xs>);
   STATIC_REQUIRE(ruvllm::Precision<p::kivi<2>>);
   STATIC_REQUIRE(ruvllm::Precision<p::kivi<4, 64>>);
   STATIC_REQUIRE_FALSE(ruvllm::Precision<wrong_size_precision>);
@@ -104,6 +105,8 @@ TEST_CASE("Precision accepts GGUF and KV formats with ggml's sizes", "[core][con
   STATIC_REQUIRE(static_cast<unsigned>(p::q3_k::gguf) == 11);
   STATIC_REQUIRE((p::iq4_nl::block_size == 32 && p::iq4_nl::bytes_per_block == 18));
   STATIC_REQUIRE(static_cast<unsigned>(p::iq4_nl::gguf) == 20);
+  STATIC_REQUIRE((p::iq4_xs::block_size == 256 && p::iq4_xs::bytes_per_block == 136));
+  STATIC_REQUIRE(static_cast<unsigned>(p::iq4_xs::gguf) == 23);
   STATIC_REQUIRE((p::kivi<2>::block_size == 32 && p::kivi<2>::bytes_per_block == 12));
   STATIC_REQUIRE(static_cast<unsigned>(p::q4_k::gguf) == 12);
   STATIC_REQUIRE(static_cast<unsigned>(p::bf16::gguf) == 30);

@@ -37,6 +37,7 @@ namespace {
 
 using ruvllm::bf16;
 using ruvllm::block_iq4_nl;
+using ruvllm::block_iq4_xs;
 using ruvllm::block_q2_k;
 using ruvllm::block_q3_k;
 using ruvllm::block_q4_0;
@@ -223,6 +224,23 @@ void unpack_q3_k_scales(const std::uint8_t* s, int* sc) {
   for (int j = 0; j < 16; ++j) sc[j] = static_cast<int>((aux[j / 4] >> (8 * (j % 4))) & 0xFFu) - 32;
 }
 
+/// IQ4_XS's table values and scales minus 32, unpacked as ggml's AVX2 dot
+/// walks them: sub-blocks in pairs, scales_h consumed four bits a pair.
+void unpack_iq4_xs(const block_iq4_xs& b, int* v, int* sc) {
+  unsigned h = b.scales_h;
+  for (int ib = 0; ib < 8; ib += 2, h >>= 4) {
+    const unsigned sl = b.scales_l[ib / 2];
+    sc[ib] = static_cast<int>((sl & 0xFu) | ((h << 4) & 0x30u)) - 32;
+    sc[ib + 1] = static_cast<int>((sl >> 4) | ((h << 2) & 0x30u)) - 32;
+  }
+  for (int ib = 0; ib < 8; ++ib) {
+    for (int j = 0; j < 16; ++j) {
+      v[32 * ib + j] = iq4_nl_table[b.qs[16 * ib + j] % 16];
+      v[32 * ib + 16 + j] = iq4_nl_table[b.qs[16 * ib + j] / 16];
+    }
+  }
+}
+
 std::vector<float> ggml_dequantize(const block_q8_0* x, std::size_t nb) {
   std::vector<float> y;
   for (std::size_t b = 0; b < nb; ++b) {
@@ -338,6 +356,17 @@ std::vector<float> ggml_dequantize(const block_q3_k* x, std::size_t nb) {
     unpack_q3_k_scales(x[b].scales, sc);
     for (int e = 0; e < 256; ++e)
       y.push_back(value(x[b].d) * static_cast<float>(sc[e / 16]) * static_cast<float>(q[e]));
+  }
+  return y;
+}
+/// IQ4_XS: (d * (ls - 32)) * value per 32-element sub-block.
+std::vector<float> ggml_dequantize(const block_iq4_xs* x, std::size_t nb) {
+  std::vector<float> y;
+  for (std::size_t b = 0; b < nb; ++b) {
+    int v[256], sc[8];
+    unpack_iq4_xs(x[b], v, sc);
+    for (int e = 0; e < 256; ++e)
+      y.push_back(value(x[b].d) * static_cast<float>(sc[e / 32]) * static_cast<float>(v[e]));
   }
   return y;
 }
@@ -505,22 +534,40 @@ exact_dot exact(const block_q2_k* w, const block_q8_k* a, std::size_t nb) {
   }
   return r;
 }
-exact_dot exact(const block_q3_k* w, const block_q8_k* a, std::size_t nb) {
+/// The exact dot of super-blocks with one f16 scale d over signed weights
+/// and signed sub-block scales: unpack(block, q, sc) gives each element's
+/// weight q[e] and sub-block scale sc[e] (Q3_K, IQ4_XS).
+template <class Block, class Unpack>
+exact_dot exact_signed_scales(const Block* w, const block_q8_k* a, std::size_t nb, Unpack unpack) {
   exact_dot r;
   for (std::size_t b = 0; b < nb; ++b) {
-    int q[256], sc[16];
-    unpack_q3_k_quants(w[b], q);
-    unpack_q3_k_scales(w[b].scales, sc);
+    int q[256], sc[256];
+    unpack(w[b], q, sc);
     long long s = 0, m = 0;
     for (int e = 0; e < 256; ++e) {
-      s += static_cast<long long>(sc[e / 16]) * q[e] * a[b].qs[e];
-      m += std::llabs(static_cast<long long>(sc[e / 16]) * q[e] * a[b].qs[e]);
+      s += static_cast<long long>(sc[e]) * q[e] * a[b].qs[e];
+      m += std::llabs(static_cast<long long>(sc[e]) * q[e] * a[b].qs[e]);
     }
     const long double d = static_cast<long double>(value(w[b].d)) * a[b].d;
     r.value += d * s;
     r.magnitude += std::fabs(d) * m;
   }
   return r;
+}
+exact_dot exact(const block_q3_k* w, const block_q8_k* a, std::size_t nb) {
+  return exact_signed_scales(w, a, nb, [](const block_q3_k& b, int* q, int* sc) {
+    int scales[16];
+    unpack_q3_k_quants(b, q);
+    unpack_q3_k_scales(b.scales, scales);
+    for (int e = 0; e < 256; ++e) sc[e] = scales[e / 16];
+  });
+}
+exact_dot exact(const block_iq4_xs* w, const block_q8_k* a, std::size_t nb) {
+  return exact_signed_scales(w, a, nb, [](const block_iq4_xs& b, int* v, int* sc) {
+    int scales[8];
+    unpack_iq4_xs(b, v, scales);
+    for (int e = 0; e < 256; ++e) sc[e] = scales[e / 32];
+  });
 }
 
 /// A float dot of nb blocks is within (nb + 8) eps * magnitude of the exact
@@ -584,6 +631,21 @@ void set_scales(block_q2_k* w, std::size_t nb, float d) {
 }
 void set_scales(block_q3_k* w, std::size_t nb, float d) {
   for (std::size_t b = 0; b < nb; ++b) w[b].d = half(d);
+}
+/// IQ4_XS: d, and every sub-block scale clamped to [-scale_limit, scale_limit).
+void set_scales(block_iq4_xs* w, std::size_t nb, float d, int scale_limit = 32) {
+  for (std::size_t b = 0; b < nb; ++b) {
+    w[b].d = half(d);
+    int v[256], sc[8];
+    unpack_iq4_xs(w[b], v, sc);
+    w[b].scales_h = 0;
+    for (int j = 0; j < 8; ++j) {
+      const auto s = static_cast<unsigned>(std::clamp(sc[j], -scale_limit, scale_limit - 1) + 32);
+      auto& low = w[b].scales_l[j / 2];
+      low = static_cast<std::uint8_t>(j % 2 == 0 ? (low & 0xF0u) | (s & 0x0Fu) : (low & 0x0Fu) | ((s & 0x0Fu) << 4));
+      w[b].scales_h = static_cast<std::uint16_t>(w[b].scales_h | ((s >> 4) << (2 * j)));
+    }
+  }
 }
 void set_scales(block_q4_k* w, std::size_t nb, float d) {
   for (std::size_t b = 0; b < nb; ++b) w[b].d = w[b].dmin = half(d);
@@ -719,6 +781,24 @@ struct q3_k_pair {
     ops<B>::gemm_q3_k_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
   }
 };
+struct iq4_xs_pair {
+  using weight = block_iq4_xs;
+  using act = block_q8_k;
+  static constexpr std::size_t block = 256;
+  template <class B>
+  static float dot(const weight* w, const act* a, std::size_t n) {
+    return ops<B>::dot_iq4_xs_q8_k(w, a, n);
+  }
+  template <class B>
+  static void rows(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t n, float* out) {
+    ops<B>::dot_iq4_xs_q8_k_rows(w, stride, rows, a, n, out);
+  }
+  template <class B>
+  static void gemm(const weight* w, std::size_t stride, std::size_t rows, const act* a, std::size_t tokens,
+                   std::size_t n, float* y, std::size_t y_stride) {
+    ops<B>::gemm_iq4_xs_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
+  }
+};
 struct q4_k_pair {
   using weight = block_q4_k;
   using act = block_q8_k;
@@ -791,6 +871,7 @@ void quantize(const float* x, Block* y, std::size_t n) {
   if constexpr (std::is_same_v<Block, block_iq4_nl>) ops<B>::quantize_iq4_nl(x, y, n);
   if constexpr (std::is_same_v<Block, block_q2_k>) ops<B>::quantize_q2_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q3_k>) ops<B>::quantize_q3_k(x, y, n);
+  if constexpr (std::is_same_v<Block, block_iq4_xs>) ops<B>::quantize_iq4_xs(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_k>) ops<B>::quantize_q4_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_k>) ops<B>::quantize_q5_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q6_k>) ops<B>::quantize_q6_k(x, y, n);
@@ -806,6 +887,7 @@ void dequantize(const Block* x, float* y, std::size_t n) {
   if constexpr (std::is_same_v<Block, block_iq4_nl>) ops<B>::dequantize_iq4_nl(x, y, n);
   if constexpr (std::is_same_v<Block, block_q2_k>) ops<B>::dequantize_q2_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q3_k>) ops<B>::dequantize_q3_k(x, y, n);
+  if constexpr (std::is_same_v<Block, block_iq4_xs>) ops<B>::dequantize_iq4_xs(x, y, n);
   if constexpr (std::is_same_v<Block, block_q4_k>) ops<B>::dequantize_q4_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q5_k>) ops<B>::dequantize_q5_k(x, y, n);
   if constexpr (std::is_same_v<Block, block_q6_k>) ops<B>::dequantize_q6_k(x, y, n);
@@ -1153,11 +1235,42 @@ TEST_CASE("Q2_K and Q3_K quantize hand-made blocks whose values the formats hold
   CHECK(value(z[0].d) == -1.0f / 32.0f);
 }
 
+TEST_CASE("IQ4_XS quantizes a hand-made super-block whose values the format holds", "[kernels][quant]") {
+  // Sub-block j holds c_j times table values, the first of them -127 (index
+  // 0, the largest magnitude), c_j a power of two times 1/2 of either sign:
+  // each fit finds c_j exactly, the super-block scale is -1/64 (= -max /
+  // 32), the 6-bit multiples l_j = -64 c_j are exact, and so is the round
+  // trip.
+  const float c[8] = {0.5f, 0.25f, -0.25f, 0.125f, -0.0625f, 0.5f, 0.03125f, -0.015625f};
+  const int l[8] = {-32, -16, 16, -8, 4, -32, -2, 1};
+  std::vector<float> x(256);
+  for (std::size_t i = 0; i < 256; ++i) {
+    const std::size_t index = i % 32 == 0 ? 0 : (i * 7 + i / 32) % 16;
+    x[i] = c[i / 32] * static_cast<float>(iq4_nl_table[index]);
+  }
+  placed<block_iq4_xs> y(1);
+  ops<scalar>::quantize_iq4_xs(x.data(), y.data(), 256);
+  CHECK(value(y[0].d) == -1.0f / 64.0f);
+  int v[256], sc[8];
+  unpack_iq4_xs(y[0], v, sc);
+  for (int j = 0; j < 8; ++j) CHECK(sc[j] == l[j]);
+  const auto back = ggml_dequantize(y.data(), 1);
+  for (std::size_t i = 0; i < 256; ++i) CHECK(back[i] == x[i]);
+  // An all-zero super-block: d = -0, every scale 0 (stored 32) and every
+  // index 8 (the value nearest 0), as ggml writes it.
+  std::fill(x.begin(), x.end(), 0.0f);
+  ops<scalar>::quantize_iq4_xs(x.data(), y.data(), 256);
+  CHECK(bits(y[0].d) == 0x8000);
+  CHECK(y[0].scales_h == 0xAAAA);
+  for (const std::uint8_t s : y[0].scales_l) CHECK(s == 0);
+  for (const std::uint8_t q : y[0].qs) CHECK(q == 0x88);
+}
+
 // ================================================ dequantization formulas
 
 TEMPLATE_TEST_CASE("dequantization equals ggml's formulas bit for bit on random blocks", "[kernels][quant]", block_q8_0,
                    block_q4_0, block_q4_1, block_q5_0, block_q5_1, block_iq4_nl, block_q2_k, block_q3_k, block_q4_k,
-                   block_q5_k, block_q6_k, block_q8_k) {
+                   block_q5_k, block_q6_k, block_q8_k, block_iq4_xs) {
   using Block = TestType;
   ruvllm::test::rng gen(11);
   for (const std::size_t nb : block_counts) {
@@ -1428,6 +1541,25 @@ TEST_CASE("IQ4_NL's non-linear levels beat Q4_0's linear ones on Gaussian weight
   }
 }
 
+TEST_CASE("IQ4_XS (4.25 bits) stays close to IQ4_NL (4.5) and beats Q4_0 (4.5) on Gaussian weights",
+          "[kernels][quant]") {
+  ruvllm::test::rng gen(65);
+  for (const std::size_t nb : {1, 3, 8}) {
+    const auto x = weights_like(gen, 256 * nb, 0.02f);
+    placed<block_iq4_xs> q(nb);
+    placed<block_iq4_nl> qn(8 * nb);
+    placed<block_q4_0> q4(8 * nb);
+    ops<scalar>::quantize_iq4_xs(x.data(), q.data(), x.size());
+    ops<scalar>::quantize_iq4_nl(x.data(), qn.data(), x.size());
+    ops<scalar>::quantize_q4_0(x.data(), q4.data(), x.size());
+    const double ours = rms(x, ggml_dequantize(q.data(), nb)), nl = rms(x, ggml_dequantize(qn.data(), 8 * nb));
+    const double linear = rms(x, ggml_dequantize(q4.data(), 8 * nb));
+    INFO("super-blocks " << nb << ": IQ4_XS rms " << ours << ", IQ4_NL " << nl << ", Q4_0 " << linear);
+    CHECK(ours < linear);
+    CHECK(ours < 1.05 * nl);
+  }
+}
+
 TEST_CASE("Q6_K's search beats a plain absmax 6-bit quantizer", "[kernels][quant]") {
   ruvllm::test::rng gen(16);
   for (const std::size_t nb : block_counts) {
@@ -1509,6 +1641,8 @@ void check_exact_integer_dots(std::uint64_t seed) {
     random_bytes(gen, w.data(), nb);
     if constexpr (std::is_same_v<W, block_q6_k>) {
       set_scales(w.data(), nb, 1.0f, 31);
+    } else if constexpr (std::is_same_v<W, block_iq4_xs>) {
+      set_scales(w.data(), nb, 1.0f, 2);  // |ls - 32| <= 2 keeps 130 super-blocks below 2^24
     } else {
       set_scales(w.data(), nb, 1.0f);
     }
@@ -1602,9 +1736,11 @@ TEST_CASE("q5_1 . q8_0 dots: exact, against the scalar reference, batch form", "
   check_exact_integer_dots<q5_1_pair>(43);
 }
 
-TEST_CASE("q2_k, q3_k, q4_k, q5_k and q6_k gemm tiles equal their rows token by token", "[kernels][quant][gemm]") {
+TEST_CASE("q2_k, q3_k, iq4_xs, q4_k, q5_k and q6_k gemm tiles equal their rows token by token",
+          "[kernels][quant][gemm]") {
   check_k_quant_gemm<q2_k_pair>(50);
   check_k_quant_gemm<q3_k_pair>(51);
+  check_k_quant_gemm<iq4_xs_pair>(66);
   check_k_quant_gemm<q4_k_pair>(33);
   check_k_quant_gemm<q5_k_pair>(35);
   check_k_quant_gemm<q6_k_pair>(34);
@@ -1617,6 +1753,10 @@ TEST_CASE("q2_k . q8_k dots: exact, against the scalar reference, batch form", "
 TEST_CASE("q3_k . q8_k dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
   check_quantized_dots<q3_k_pair>(54);
   check_exact_integer_dots<q3_k_pair>(55);
+}
+TEST_CASE("iq4_xs . q8_k dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
+  check_quantized_dots<iq4_xs_pair>(67);
+  check_exact_integer_dots<iq4_xs_pair>(68);
 }
 TEST_CASE("q4_k . q8_k dots: exact, against the scalar reference, batch form", "[kernels][quant][dot]") {
   check_quantized_dots<q4_k_pair>(25);
@@ -1844,6 +1984,40 @@ TEST_CASE("AVX-VNNI: detection follows the CPU's flags and use_avx_vnni only ena
   CHECK(k::avx_vnni_in_use() == k::cpu_has_avx_vnni());
 }
 
+namespace {
+/// IQ4_XS at the limits of its paths: values -127 and 113 (biased 1 and
+/// 241) under scales -32 and 31, against activations of 127 and of -128
+/// (which no Q8_K quantizer writes, but the sign step must keep exact).
+/// Every partial sum is a multiple of a power of two that keeps it exact in
+/// float, so the dots must equal the exact value.
+template <class B>
+void check_iq4_xs_extremes(B) {
+  placed<block_iq4_xs> low(1), high(1);
+  placed<block_q8_k> plus(1), minus(1);
+  for (block_iq4_xs* w : {low.data(), high.data()}) {
+    w->d = half(1.0f);
+    for (int j = 0; j < 128; ++j) w->qs[j] = static_cast<std::uint8_t>(j % 3 ? 0x00 : 0xF0);
+  }
+  low[0].scales_h = 0;  // every scale -32
+  std::memset(low[0].scales_l, 0x00, sizeof low[0].scales_l);
+  high[0].scales_h = 0xFFFF;  // every scale 31
+  std::memset(high[0].scales_l, 0xFF, sizeof high[0].scales_l);
+  plus[0].d = minus[0].d = 1.0f;
+  for (auto& q : plus[0].qs) q = 127;
+  for (auto& q : minus[0].qs) q = -128;
+  for (auto& s : plus[0].bsums) s = 16 * 127;
+  for (auto& s : minus[0].bsums) s = 16 * -128;
+  const auto check = [](const block_iq4_xs* w, const block_q8_k* a) {
+    const exact_dot e = exact(w, a, 1);
+    REQUIRE(static_cast<long double>(static_cast<float>(e.value)) == e.value);
+    CHECK(ops<B>::dot_iq4_xs_q8_k(w, a, 256) == static_cast<float>(e.value));
+  };
+  check(low.data(), plus.data());
+  check(low.data(), minus.data());
+  check(high.data(), minus.data());
+}
+}  // namespace
+
 TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "[kernels][quant][dot]") {
   // Saturated inputs reach the int16/int32 limits of the widening paths.
   placed<block_q8_0> w8(7), a8(7);
@@ -1902,8 +2076,10 @@ TEST_CASE("dots of extreme quants: -8/+7 nibbles, +-127 and 63-valued scales", "
   CHECK(ops<scalar>::dot_q2_k_q8_k(w2.data(), ak.data(), 512) == expect(e2));
   CHECK(ops<scalar>::dot_q3_k_q8_k(w3.data(), ak.data(), 512) == expect(e3));
   CHECK(static_cast<double>(e6.value) == 266338304.0);
+  check_iq4_xs_extremes(scalar{});
   for_each_simd_backend([&](auto b) {
     using B = decltype(b);
+    check_iq4_xs_extremes(b);
     CHECK(ops<B>::dot_q8_0_q8_0(w8.data(), a8.data(), 224) == expect(e8));
     CHECK(ops<B>::dot_q4_0_q8_0(w4.data(), a8.data(), 224) == expect(e4));
     CHECK(ops<B>::dot_iq4_nl_q8_0(wn.data(), a8.data(), 224) == expect(en));
@@ -1936,9 +2112,11 @@ TEST_CASE("a quantized dot approximates the float dot of the original rows", "[k
   placed<block_q6_k> w6(n / 256);
   placed<block_q2_k> w2(n / 256);
   placed<block_q3_k> w3(n / 256);
+  placed<block_iq4_xs> wx(n / 256);
   placed<block_q8_k> xk(n / 256);
   ops<highway>::quantize_q2_k(w.data(), w2.data(), n);
   ops<highway>::quantize_q3_k(w.data(), w3.data(), n);
+  ops<highway>::quantize_iq4_xs(w.data(), wx.data(), n);
   ops<highway>::quantize_q5_k(w.data(), w5.data(), n);
   ops<highway>::quantize_q8_0(w.data(), w8.data(), n);
   ops<highway>::quantize_q4_0(w.data(), w4.data(), n);
@@ -1955,8 +2133,11 @@ TEST_CASE("a quantized dot approximates the float dot of the original rows", "[k
   const double r2 = ops<highway>::dot_q2_k_q8_k(w2.data(), xk.data(), n);
   const double rn = ops<highway>::dot_iq4_nl_q8_0(wn.data(), x8.data(), n);
   const double r3 = ops<highway>::dot_q3_k_q8_k(w3.data(), xk.data(), n);
+  const double rx = ops<highway>::dot_iq4_xs_q8_k(wx.data(), xk.data(), n);
   INFO("float " << ref << " (sum|wx| " << mag << "), q8_0 " << r8 << ", q4_0 " << r4 << ", q4_k " << rk << ", q5_k "
-                << r5 << ", q6_k " << r6 << ", q3_k " << r3 << ", q2_k " << r2 << ", iq4_nl " << rn);
+                << r5 << ", q6_k " << r6 << ", q3_k " << r3 << ", q2_k " << r2 << ", iq4_nl " << rn << ", iq4_xs "
+                << rx);
+  CHECK(std::fabs(rx - ref) <= 0.08 * mag);
   CHECK(std::fabs(rn - ref) <= 0.08 * mag);
   CHECK(std::fabs(r3 - ref) <= 0.08 * mag);
   CHECK(std::fabs(r2 - ref) <= 0.15 * mag);
@@ -1971,7 +2152,7 @@ TEST_CASE("a quantized dot approximates the float dot of the original rows", "[k
 
 TEMPLATE_TEST_CASE("quantizers give the scalar reference's bytes on every backend", "[kernels][quant]", block_q8_0,
                    block_q4_0, block_q4_1, block_q5_0, block_q5_1, block_iq4_nl, block_q2_k, block_q3_k, block_q4_k,
-                   block_q5_k, block_q6_k, block_q8_k) {
+                   block_q5_k, block_q6_k, block_q8_k, block_iq4_xs) {
   using Block = TestType;
   ruvllm::test::rng gen(31);
   for (const std::size_t nb : block_counts) {
@@ -2052,9 +2233,9 @@ TEST_CASE("zero, huge and denormal blocks: same bytes everywhere, finite round t
 }
 
 TEMPLATE_TEST_CASE(
-    "IQ4_NL, Q2_K and Q3_K on zero, huge and denormal blocks: same bytes everywhere, finite "
+    "IQ4_NL, IQ4_XS, Q2_K and Q3_K on zero, huge and denormal blocks: same bytes everywhere, finite "
     "round trips",
-    "[kernels][quant]", iq4_nl_pair, q2_k_pair, q3_k_pair) {
+    "[kernels][quant]", iq4_nl_pair, iq4_xs_pair, q2_k_pair, q3_k_pair) {
   using Pair = TestType;
   using Block = typename Pair::weight;
   ruvllm::test::rng gen(58);
@@ -2079,12 +2260,12 @@ TEMPLATE_TEST_CASE(
     for (const float v : back) bad += !std::isfinite(v);
     CHECK(bad == 0);
     for (std::size_t i = 0; i < 256; ++i) CHECK(back[i] == 0.0f);
-    // Over [-4e5, 4e5]: IQ4_NL's least-squares scale may clip the largest
+    // Over [-4e5, 4e5]: IQ4_NL's and IQ4_XS's least-squares scales may clip the largest
     // values, as Q4_0's does (at most amax / 8); four (Q2_K) or eight (Q3_K)
     // levels per sub-block; plus the scales' rounding.
-    const double bound = std::is_same_v<Block, block_iq4_nl> ? 4e5 / 8.0
-                         : std::is_same_v<Block, block_q2_k> ? 8e5 / 3.0
-                                                             : 4e5 / 4.0;
+    const double bound = std::is_same_v<Block, block_iq4_nl> || std::is_same_v<Block, block_iq4_xs> ? 4e5 / 8.0
+                         : std::is_same_v<Block, block_q2_k>                                        ? 8e5 / 3.0
+                                                                                                    : 4e5 / 4.0;
     double worst = 0;
     for (std::size_t i = 256; i < 512; ++i) worst = std::max(worst, std::fabs(static_cast<double>(back[i]) - x[i]));
     CHECK(worst <= bound * 1.1);

@@ -263,6 +263,7 @@ TEST_CASE("gguf: every value type and tensor type round-trips through the writer
         {"q2_k", gguf_type::q2_k, {256, 2}, 2 * 84},
         {"iq4_nl", gguf_type::iq4_nl, {96}, 3 * 18},
         {"q3_k", gguf_type::q3_k, {768}, 3 * 110},
+        {"iq4_xs", gguf_type::iq4_xs, {256, 2}, 2 * 136},
     };
     std::vector<std::vector<std::byte>> data;
     for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -466,7 +467,7 @@ TEST_CASE("gguf: hostile headers give errors with file and offset", "[model][ggu
     CHECK(e.code() == errc::unsupported);
     CHECK(mentions(e,
                    "tensor 'w' has type IQ2_XXS (16), which ruvllm does not read (F32, F16, BF16, Q8_0, Q4_0, "
-                   "Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K are supported)"));
+                   "Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K are supported)"));
   }
   CHECK(mentions(parse_error(tensor("w", {32}, 1000, 0, 64)), "type unknown (1000)"));
   CHECK(mentions(parse_error(tensor("w", {33, 2}, 8, 0, 1000)),

@@ -33,6 +33,7 @@ enum class gguf_type : std::uint32_t {
   q6_k = 14,
   q8_k = 15,
   iq4_nl = 20,
+  iq4_xs = 23,
   bf16 = 30,
   none = 0xFFFFFFFFu,  // formats with no GGUF counterpart (KV-only)
 };
@@ -90,6 +91,20 @@ struct block_iq4_nl {
 /// denser near zero, where most weights lie.
 inline constexpr std::int8_t iq4_nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                   1,    13,   25,  38,  53,  69,  89,  113};
+
+/// IQ4_XS: a 256-element super-block of 8 sub-blocks of 32, each an
+/// IQ4_NL block without its own f16 scale: sub-block j has a 6-bit scale
+/// ls_j (stored + 32) whose low 4 bits sit in the low (j even) or high
+/// (j odd) nibble of scales_l[j / 2] and whose top two bits are bits 2j,
+/// 2j + 1 of scales_h; x = d * (ls_j - 32) * iq4_nl_values[q]. Sub-block
+/// j's indices are the 16 bytes qs[16 j ..], element 32j + l in the low
+/// nibble of byte l and 32j + 16 + l in its high nibble.
+struct block_iq4_xs {
+  f16 d;
+  std::uint16_t scales_h;
+  std::uint8_t scales_l[qk_k / 64];
+  std::uint8_t qs[qk_k / 2];
+};
 
 /// Q2_K: a 256-element super-block of 16 sub-blocks of 16 with a 4-bit
 /// scale (low nibble of scales[j]) and 4-bit min (high nibble) each;
@@ -171,6 +186,7 @@ static_assert(sizeof(block_q4_1) == 20);
 static_assert(sizeof(block_q5_0) == 22);
 static_assert(sizeof(block_q5_1) == 24);
 static_assert(sizeof(block_iq4_nl) == 18);
+static_assert(sizeof(block_iq4_xs) == 136);
 static_assert(sizeof(block_q2_k) == 84);
 static_assert(sizeof(block_q3_k) == 110);
 static_assert(sizeof(block_q4_k) == 144);
@@ -220,6 +236,9 @@ struct q5_1 : detail::format<block_q5_1, 32, gguf_type::q5_1> {
 };
 struct iq4_nl : detail::format<block_iq4_nl, 32, gguf_type::iq4_nl> {
   static constexpr std::string_view name = "iq4_nl";
+};
+struct iq4_xs : detail::format<block_iq4_xs, qk_k, gguf_type::iq4_xs> {
+  static constexpr std::string_view name = "iq4_xs";
 };
 struct q2_k : detail::format<block_q2_k, qk_k, gguf_type::q2_k> {
   static constexpr std::string_view name = "q2_k";

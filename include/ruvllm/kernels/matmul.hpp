@@ -204,6 +204,19 @@ struct quantized_gemv_traits<block_q3_k> : q8_k_traits {
     ops<B>::gemm_q3_k_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
   }
 };
+template <>
+struct quantized_gemv_traits<block_iq4_xs> : q8_k_traits {
+  template <Backend B>
+  static void rows(const block_iq4_xs* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t n, float* out) noexcept {
+    ops<B>::dot_iq4_xs_q8_k_rows(w, stride, rows, a, n, out);
+  }
+  template <Backend B>
+  static void gemm(const block_iq4_xs* w, std::size_t stride, std::size_t rows, const activation_block* a,
+                   std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    ops<B>::gemm_iq4_xs_q8_k(w, stride, rows, a, tokens, n, y, y_stride);
+  }
+};
 
 template <>
 struct quantized_gemv_traits<block_q4_k> : q8_k_traits {
@@ -251,7 +264,7 @@ struct quantized_gemv_traits<block_q6_k> : q8_k_traits {
 
 /// The activation form a quantized weight block is multiplied with:
 /// q8_0_quad for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL weights, block_q8_k for
-/// Q2_K / Q3_K / Q4_K / Q5_K / Q6_K.
+/// Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS.
 template <class WeightBlock>
 using activation_block_t = typename detail::quantized_gemv_traits<WeightBlock>::activation_block;
 
@@ -263,8 +276,8 @@ template <class WeightBlock>
 }
 
 /// y = W x for GGUF-quantized weights (block_q8_0, block_q4_0, block_q4_1,
-/// block_q5_0, block_q5_1, block_iq4_nl, block_q2_k, block_q3_k, block_q4_k, block_q5_k or
-/// block_q6_k rows,
+/// block_q5_0, block_q5_1, block_iq4_nl, block_iq4_xs, block_q2_k, block_q3_k, block_q4_k,
+/// block_q5_k or block_q6_k rows,
 /// `row_stride` bytes apart, cols a multiple of the block size): x is
 /// quantized once into `activations` (activation_blocks(cols) of them,
 /// caller-provided so the call never allocates) by the calling thread, then

@@ -1036,6 +1036,26 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q3_k_block(const block_q3_k& w, const block_q
   return half_to_float(w.d) * a.d * static_cast<float>(total);
 }
 
+/// One IQ4_XS . Q8_K super-block: per 32-element sub-block the table values
+/// (byte shuffles of the nibbles) dotted with the activations, times the
+/// sub-block's signed scale; the same float expression as the reference.
+RUVLLM_QUANT_ATTR HWY_INLINE float iq4_xs_block(const block_iq4_xs& w, const block_q8_k& a) {
+  const D32 d32;
+  const DU8 du8;
+  const DI8 di8;
+  const VI8 table = hn::LoadU(di8, iq4_nl_values);
+  V32 acc = hn::Zero(d32);
+  for (std::size_t j = 0; j < qk_k / 32; ++j) {
+    const VU8 packed = hn::LoadU(du8, w.qs + 16 * j);
+    const VI8 lo = hn::TableLookupBytes(table, hn::BitCast(di8, hn::And(packed, hn::Set(du8, 0x0F))));
+    const VI8 hi = hn::TableLookupBytes(table, hn::BitCast(di8, hn::ShiftRight<4>(packed)));
+    const V32 sums = hn::Add(dot16_i8(lo, a.qs + 32 * j), dot16_i8(hi, a.qs + 32 * j + 16));
+    acc = hn::Add(acc, hn::Mul(sums, hn::Set(d32, scalar::quant_detail::iq4_xs_scale(w, j))));
+  }
+  const std::int32_t total = hn::GetLane(hn::SumOfLanes(d32, acc));
+  return half_to_float(w.d) * a.d * static_cast<float>(total);
+}
+
 /// out[r] = the sum over row r's super-blocks of block_dot(block, its activations).
 template <class Block, class BlockDot>
 RUVLLM_QUANT_ATTR HWY_INLINE void superblock_rows(const Block* HWY_RESTRICT w, std::size_t row_stride, std::size_t rows,
@@ -1641,6 +1661,19 @@ RUVLLM_QUANT_ATTR inline void quant_dot_q3_k_q8_k_rows(const block_q3_k* HWY_RES
                                   RUVLLM_QUANT_LAMBDA { return quant_simd::q3_k_block(w_b, a_b); });
 #endif
 }
+RUVLLM_QUANT_ATTR inline void quant_dot_iq4_xs_q8_k_rows(const block_iq4_xs* HWY_RESTRICT w, std::size_t row_stride,
+                                                         std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                         std::size_t n, float* HWY_RESTRICT out) {
+#if !RUVLLM_QUANT_SIMD
+  scalar::dot_iq4_xs_q8_k_rows(w, row_stride, rows, a, n, out);
+#elif RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(rows, iq4_xs_format, (w, row_stride, rows, a, n, out));
+#else
+  quant_simd::superblock_rows(w, row_stride, rows, a, n, out,
+                              [](const block_iq4_xs& w_b, const block_q8_k& a_b)
+                                  RUVLLM_QUANT_LAMBDA { return quant_simd::iq4_xs_block(w_b, a_b); });
+#endif
+}
 RUVLLM_QUANT_ATTR inline void quant_dot_q6_k_q8_k_rows(const block_q6_k* HWY_RESTRICT w, std::size_t row_stride,
                                                        std::size_t rows, const block_q8_k* HWY_RESTRICT a,
                                                        std::size_t n, float* HWY_RESTRICT out) {
@@ -1940,6 +1973,17 @@ RUVLLM_QUANT_ATTR inline void quant_gemm_q3_k_q8_k(const block_q3_k* HWY_RESTRIC
   RUVLLM_QUANT_WIDE_CALL(gemm, q3_k_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
 #else
   scalar::quant_detail::gemm_by_rows(quant_dot_q3_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
+                                     y_stride);
+#endif
+}
+RUVLLM_QUANT_ATTR inline void quant_gemm_iq4_xs_q8_k(const block_iq4_xs* HWY_RESTRICT w, std::size_t row_stride,
+                                                     std::size_t rows, const block_q8_k* HWY_RESTRICT a,
+                                                     std::size_t tokens, std::size_t n, float* HWY_RESTRICT y,
+                                                     std::size_t y_stride) {
+#if RUVLLM_QUANT_WIDE
+  RUVLLM_QUANT_WIDE_CALL(gemm, iq4_xs_format, (w, row_stride, rows, a, tokens, n, y, y_stride));
+#else
+  scalar::quant_detail::gemm_by_rows(quant_dot_iq4_xs_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y,
                                      y_stride);
 #endif
 }

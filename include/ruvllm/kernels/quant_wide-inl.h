@@ -15,7 +15,7 @@
 //                             through a function compiled for AVX-VNNI).
 
 // ------------------------------------------ K-quant GEMV rows, GEMM tiles
-// Q2_K-Q6_K rows in the widest integer registers (512-bit on AVX-512
+// Q2_K-Q6_K and IQ4_XS rows in the widest integer registers (512-bit on AVX-512
 // targets, 256-bit on AVX2), one super-block of a row per step, each row
 // accumulating in float vectors that are reduced once, at the row's end.
 // Reducing every super-block to one float instead (the reference's
@@ -635,6 +635,184 @@ struct q3_k_format : superblock_steps<q3_k_format, block_q3_k>, sub_blocks_of_16
     bit_plane::add(w.hmask, 2, c.third, u.quants);
     signed_scales(scales(w.scales), w.d, 4.0f, c.spread, u);
     return u;
+  }
+};
+
+#if RUVLLM_QUANT_DOT4
+/// acc + sums x scales, 32-bit lanes (VPMULLD).
+RUVLLM_QUANT_ATTR HWY_INLINE ivec add_scaled_groups(ivec acc, ivec sums, ivec scales) {
+#if RUVLLM_QUANT_AVX512
+  return _mm512_add_epi32(acc, _mm512_mullo_epi32(sums, scales));
+#else
+  return _mm256_add_epi32(acc, _mm256_mullo_epi32(sums, scales));
+#endif
+}
+#else
+/// |a| per byte, read as unsigned (so |-128| is 128).
+RUVLLM_QUANT_ATTR HWY_INLINE ivec abs_bytes(ivec a) {
+#if RUVLLM_QUANT_AVX512
+  return _mm512_abs_epi8(a);
+#else
+  return _mm256_abs_epi8(a);
+#endif
+}
+/// v negated where a is negative (and, without AVX-512, zeroed where a is
+/// zero, which |a| = 0 voids anyway): |a| x that = a x v.
+RUVLLM_QUANT_ATTR HWY_INLINE ivec with_sign_of(ivec v, ivec a) {
+#if RUVLLM_QUANT_AVX512
+  return _mm512_mask_sub_epi8(v, _mm512_movepi8_mask(a), _mm512_setzero_si512(), v);
+#else
+  return _mm256_sign_epi8(v, a);
+#endif
+}
+#endif
+
+/// IQ4_XS: eight 32-element sub-blocks of IQ4_NL table values under 6-bit
+/// signed scales (ls - 32), in element order as Q4_K's (sub-block j's
+/// nibbles are the 16 bytes at qs + 16 j, low then high). The values
+/// (-127..113) do not fit the other formats' dot: VPMADDUBSW pairs of the
+/// values + 128 would saturate, and so would VPDPBUSD groups of them packed
+/// into words (4 * 241 * 128 > 2^15). So:
+///  * with VNNI, the values + 128 (1..241) meet the activations in VPDPBUSD,
+///    each 32-bit group is multiplied by its sub-block's scale (VPMULLD),
+///    and the -128 sum(a) term rides on the activation's block sums
+///    (weights ls - 32, d_offset = -128 d), as Q3_K's bias does;
+///  * without, the activation magnitudes |a| (at most 128, unsigned) meet
+///    the values carrying a's sign (at most 127 in magnitude) in
+///    VPMADDUBSW -- the sign goes to the weights' side so that an
+///    activation of -128 stays exact -- and VPMADDWD applies the scales as
+///    for Q4_K.
+/// A lane's sums stay exact in float: with VNNI it adds 16 products of at
+/// most 241 * 128 * 32, without 16 of at most 127 * 128 * 32 (< 2^24).
+struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
+  /// One row's super-block, unpacked for any token's activations.
+  struct unpacked {
+    ivec values[parts];  // element order; with VNNI value + 128, else the signed value
+    ivec scales[parts];  // per lane of values' dot: 32-bit with VNNI, 16-bit words without
+    __m256i offset;      // with VNNI: ls - 32 per activation block sum (two per sub-block)
+    fvec d_scaled;
+    __m256 d_offset;
+  };
+  struct constants {
+    ivec nibble_mask, table;
+#if RUVLLM_QUANT_AVX512
+    __m512i first_pair, second_pair;
+#endif
+    ivec scale_index[parts];
+  };
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
+    constants c;
+    c.nibble_mask = set1_bytes(0x0F);
+    alignas(16) std::uint8_t table[16];
+    for (std::size_t i = 0; i < 16; ++i)
+      table[i] = static_cast<std::uint8_t>(iq4_nl_values[i] + (RUVLLM_QUANT_DOT4 ? 128 : 0));
+    c.table = broadcast128(_mm_load_si128(reinterpret_cast<const __m128i*>(table)));
+#if RUVLLM_QUANT_AVX512
+    // Sub-blocks 4h .. 4h + 3's low (lo) and high (hi) nibbles, one per
+    // 128-bit lane, interleaved into element order: register 2h takes lo's
+    // and hi's lanes 0 and 1 as lo 0, hi 0, lo 1, hi 1; register 2h + 1
+    // lanes 2 and 3 alike (quadword indices, 8 and up selecting hi).
+    c.first_pair = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+    c.second_pair = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+#endif
+    // Register p holds sub-blocks p bytes / 32 on (one per 256 bits).
+#if RUVLLM_QUANT_DOT4
+    for (int p = 0; p < parts; ++p) {
+      alignas(64) std::int32_t idx[bytes / 4];
+      for (int i = 0; i < bytes / 4; ++i) idx[i] = p * bytes / 32 + i / 8;
+      c.scale_index[p] = load(idx);
+    }
+#else
+    for (int p = 0; p < parts; ++p) c.scale_index[p] = spread_words([p](int i) { return p * bytes / 32 + i / 16; });
+#endif
+    return c;
+  }
+
+  /// The eight signed scales ls - 32 as 16-bit words: low four bits from
+  /// the nibbles of scales_l, top two from bits 2j of scales_h (word j
+  /// shifts scales_h left by 14 - 2j, then right by 14).
+  RUVLLM_QUANT_ATTR static HWY_INLINE __m128i scales(const block_iq4_xs& w) {
+    std::int32_t low_bits;
+    std::memcpy(&low_bits, w.scales_l, sizeof low_bits);
+    const __m128i packed = _mm_cvtsi32_si128(low_bits), nibble = _mm_set1_epi8(0x0F);
+    const __m128i low = _mm_cvtepu8_epi16(
+        _mm_unpacklo_epi8(_mm_and_si128(packed, nibble), _mm_and_si128(_mm_srli_epi16(packed, 4), nibble)));
+    const __m128i to_top = _mm_setr_epi16(1 << 14, 1 << 12, 1 << 10, 1 << 8, 1 << 6, 1 << 4, 1 << 2, 1);
+    const __m128i high =
+        _mm_srli_epi16(_mm_mullo_epi16(_mm_set1_epi16(static_cast<std::int16_t>(w.scales_h)), to_top), 14);
+    return _mm_sub_epi16(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi16(32));
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE unpacked unpack(const std::uint8_t* p, const constants& c) {
+    const block_iq4_xs& w = *reinterpret_cast<const block_iq4_xs*>(p);
+    unpacked u;
+    for (int k = 0; k < parts / 2; ++k) {
+      // Sub-blocks bytes / 16 * k on: their low and high nibbles' values.
+      const ivec packed = load(w.qs + bytes * k);
+#if RUVLLM_QUANT_AVX512
+      const ivec lo = shuffle_bytes(c.table, _mm512_and_si512(packed, c.nibble_mask));
+      const ivec hi = shuffle_bytes(c.table, _mm512_and_si512(_mm512_srli_epi16(packed, 4), c.nibble_mask));
+#else
+      const ivec lo = shuffle_bytes(c.table, _mm256_and_si256(packed, c.nibble_mask));
+      const ivec hi = shuffle_bytes(c.table, _mm256_and_si256(_mm256_srli_epi16(packed, 4), c.nibble_mask));
+#endif
+#if RUVLLM_QUANT_AVX512
+      u.values[2 * k] = _mm512_permutex2var_epi64(lo, c.first_pair, hi);
+      u.values[2 * k + 1] = _mm512_permutex2var_epi64(lo, c.second_pair, hi);
+#else
+      u.values[2 * k] = _mm256_permute2x128_si256(lo, hi, 0x20);
+      u.values[2 * k + 1] = _mm256_permute2x128_si256(lo, hi, 0x31);
+#endif
+    }
+    const __m128i sc16 = scales(w);
+#if RUVLLM_QUANT_DOT4
+    const __m256i sc32 = _mm256_cvtepi16_epi32(sc16);
+    for (int k = 0; k < parts; ++k) {
+#if RUVLLM_QUANT_AVX512
+      u.scales[k] = _mm512_permutexvar_epi32(c.scale_index[k], _mm512_castsi256_si512(sc32));
+#else
+      u.scales[k] = _mm256_permutevar8x32_epi32(sc32, c.scale_index[k]);
+#endif
+    }
+    u.offset = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(sc16, sc16)),
+                                       _mm_unpackhi_epi16(sc16, sc16), 1);
+#else
+    const ivec words = broadcast128(sc16);
+    for (int k = 0; k < parts; ++k) u.scales[k] = shuffle_bytes(words, c.scale_index[k]);
+    u.offset = _mm256_setzero_si256();
+#endif
+    const float d = half_to_float(w.d);
+    u.d_scaled = hn::Set(DW(), d).raw;
+    u.d_offset = _mm256_set1_ps(RUVLLM_QUANT_DOT4 ? -128.0f * d : 0.0f);
+    return u;
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE superblock_sums dot(const unpacked& u, const block_q8_k& a) {
+    superblock_sums s;
+    for (ivec& acc : s.scaled) acc = zero();
+    for (int p = 0; p < parts; ++p) {
+      const ivec act = load(a.qs + bytes * p);
+      ivec& acc = s.scaled[p % accumulators];
+#if RUVLLM_QUANT_DOT4
+      acc = add_scaled_groups(acc, add_dot4(zero(), u.values[p], act), u.scales[p]);
+#else
+      acc = add_scaled_dot(acc, abs_bytes(act), with_sign_of(u.values[p], act), u.scales[p]);
+#endif
+    }
+#if RUVLLM_QUANT_DOT4
+    s.offset = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.offset);
+#else
+    s.offset = _mm256_setzero_si256();
+#endif
+    s.d_scaled = hn::Mul(hn::Vec<DW>{u.d_scaled}, hn::Set(DW(), a.d)).raw;
+    s.d_offset = _mm256_mul_ps(u.d_offset, _mm256_set1_ps(a.d));
+    return s;
+  }
+
+  RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(row_sum& s, const unpacked& u, const block_q8_k* a,
+                                                      std::size_t step) {
+    s.add(dot(u, a[step]));
   }
 };
 

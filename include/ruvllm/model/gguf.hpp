@@ -146,7 +146,7 @@ struct gguf_type_traits {
 };
 
 /// The tensor types ruvllm reads, with their block geometry.
-inline constexpr std::array<gguf_type_traits, 14> gguf_supported_types = {{
+inline constexpr std::array<gguf_type_traits, 15> gguf_supported_types = {{
     {gguf_type::f32, 1, 4, alignof(float)},
     {gguf_type::f16, 1, 2, alignof(f16)},
     {gguf_type::bf16, 1, 2, alignof(bf16)},
@@ -156,6 +156,7 @@ inline constexpr std::array<gguf_type_traits, 14> gguf_supported_types = {{
     {gguf_type::q5_0, 32, sizeof(block_q5_0), alignof(block_q5_0)},
     {gguf_type::q5_1, 32, sizeof(block_q5_1), alignof(block_q5_1)},
     {gguf_type::iq4_nl, 32, sizeof(block_iq4_nl), alignof(block_iq4_nl)},
+    {gguf_type::iq4_xs, qk_k, sizeof(block_iq4_xs), alignof(block_iq4_xs)},
     {gguf_type::q2_k, qk_k, sizeof(block_q2_k), alignof(block_q2_k)},
     {gguf_type::q3_k, qk_k, sizeof(block_q3_k), alignof(block_q3_k)},
     {gguf_type::q4_k, qk_k, sizeof(block_q4_k), alignof(block_q4_k)},

@@ -4,8 +4,8 @@
 // The llama-family forward pass over a GGUF file: llama (and mistral, which
 // GGUF stores as llama) and qwen2 (q/k/v biases, NeoX RoPE, usually tied
 // embeddings). Weights are used in place from the file's mapping in every
-// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K,
-// Q3_K, Q4_K, Q5_K, Q6_K); nothing is copied or dequantized ahead of time.
+// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS,
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K); nothing is copied or dequantized ahead of time.
 //
 // ------------------------------------------------------------- arithmetic
 // Each matrix product is computed the way llama.cpp's CPU backend computes
@@ -14,7 +14,7 @@
 //  * F16 / BF16 weights: activations rounded to F16 / BF16 first (ggml's
 //    vec_dot_type for those weights), then multiplied in f32;
 //  * Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL weights: activations quantized to
-//    Q8_0 blocks, Q2_K-Q6_K weights: to Q8_K blocks, then integer block dots
+//    Q8_0 blocks, Q2_K-Q6_K / IQ4_XS weights: to Q8_K blocks, then integer block dots
 //    (kernels::quantized_gemv for one token, quantized_gemm for a batch).
 // RMSNorm, RoPE (normal or NeoX layout from the architecture, base and
 // linear scaling from metadata), causal flash attention with GQA, SwiGLU.
@@ -237,6 +237,7 @@ class llama_model {
         break;
       case gguf_type::q2_k:
       case gguf_type::q3_k:
+      case gguf_type::iq4_xs:
       case gguf_type::q4_k:
       case gguf_type::q5_k:
       case gguf_type::q6_k:
@@ -364,6 +365,9 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
       return;
     case gguf_type::q3_k:
       kops::dot_q3_k_q8_k_rows(reinterpret_cast<const block_q3_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
+      return;
+    case gguf_type::iq4_xs:
+      kops::dot_iq4_xs_q8_k_rows(reinterpret_cast<const block_iq4_xs*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
       return;
     case gguf_type::q4_k:
       kops::dot_q4_k_q8_k_rows(reinterpret_cast<const block_q4_k*>(first), m.row_bytes, rows, in.q8_k, m.cols, out);
@@ -791,6 +795,7 @@ class llama_context {
           break;
         case gguf_type::q2_k:
         case gguf_type::q3_k:
+        case gguf_type::iq4_xs:
         case gguf_type::q4_k:
         case gguf_type::q5_k:
         case gguf_type::q6_k:
@@ -1070,6 +1075,10 @@ class llama_context {
         quantized(reinterpret_cast<const block_q3_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_k.data());
         return;
+      case gguf_type::iq4_xs:
+        quantized(reinterpret_cast<const block_iq4_xs*>(w.data), w, x, x_stride, y, y_stride, tokens,
+                  buf_.act_q8_k.data());
+        return;
       case gguf_type::q4_k:
         quantized(reinterpret_cast<const block_q4_k*>(w.data), w, x, x_stride, y, y_stride, tokens,
                   buf_.act_q8_k.data());
@@ -1123,6 +1132,7 @@ class llama_context {
       case gguf_type::q5_1: kops::dequantize_q5_1(reinterpret_cast<const block_q5_1*>(row), out, e.cols); return;
       case gguf_type::q2_k: kops::dequantize_q2_k(reinterpret_cast<const block_q2_k*>(row), out, e.cols); return;
       case gguf_type::q3_k: kops::dequantize_q3_k(reinterpret_cast<const block_q3_k*>(row), out, e.cols); return;
+      case gguf_type::iq4_xs: kops::dequantize_iq4_xs(reinterpret_cast<const block_iq4_xs*>(row), out, e.cols); return;
       case gguf_type::q4_k: kops::dequantize_q4_k(reinterpret_cast<const block_q4_k*>(row), out, e.cols); return;
       case gguf_type::q5_k: kops::dequantize_q5_k(reinterpret_cast<const block_q5_k*>(row), out, e.cols); return;
       case gguf_type::q6_k: kops::dequantize_q6_k(reinterpret_cast<const block_q6_k*>(row), out, e.cols); return;

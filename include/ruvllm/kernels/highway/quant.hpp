@@ -43,6 +43,10 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   static void quantize_q2_k(const float* x, block_q2_k* y, std::size_t n) noexcept { scalar::quantize_q2_k(x, y, n); }
   /// f32 -> Q3_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q3_k(const float* x, block_q3_k* y, std::size_t n) noexcept { scalar::quantize_q3_k(x, y, n); }
+  /// f32 -> IQ4_XS with llama.cpp's search (scalar); n % 256 == 0.
+  static void quantize_iq4_xs(const float* x, block_iq4_xs* y, std::size_t n) noexcept {
+    scalar::quantize_iq4_xs(x, y, n);
+  }
   /// f32 -> Q5_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
@@ -93,6 +97,11 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
   /// n % 256 == 0.
   static void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q3_k(x, y, n);
+  }
+  /// IQ4_XS -> f32, ggml's formula (scalar: one embedding row per token);
+  /// n % 256 == 0.
+  static void dequantize_iq4_xs(const block_iq4_xs* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_iq4_xs(x, y, n);
   }
   /// Q5_K -> f32, ggml's formula (scalar: one embedding row per token);
   /// n % 256 == 0.
@@ -180,6 +189,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
     dot_q3_k_q8_k_rows(w, row_bytes<precision::q3_k>(n), 1, a, n, &out);
     return out;
   }
+  /// One IQ4_XS weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_iq4_xs_q8_k(const block_iq4_xs* w, const block_q8_k* a, std::size_t n) noexcept {
+    float out;
+    dot_iq4_xs_q8_k_rows(w, row_bytes<precision::iq4_xs>(n), 1, a, n, &out);
+    return out;
+  }
   /// One Q5_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
     float out;
@@ -247,6 +262,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                                  std::size_t n, float* out) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q3_k) == 0);
     dispatch::quant_dot_q3_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  /// IQ4_XS rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
+  static void dot_iq4_xs_q8_k_rows(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                   std::size_t n, float* out) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_iq4_xs) == 0);
+    dispatch::quant_dot_iq4_xs_q8_k_rows(w, row_stride, rows, a, n, out);
   }
   /// Q5_K rows . Q8_K activations, as dot_q8_0_q8_0_rows; n % 256 == 0.
   static void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -363,6 +384,12 @@ struct quant_ops<backend::highway> : detail::quant_checked<quant_ops<backend::hi
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_q3_k) == 0);
     dispatch::quant_gemm_q3_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
+  /// IQ4_XS form of gemm_q4_k_q8_k.
+  static void gemm_iq4_xs_q8_k(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0 && row_stride % alignof(block_iq4_xs) == 0);
+    dispatch::quant_gemm_iq4_xs_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
   /// Q5_K form of gemm_q4_k_q8_k.
   static void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,

@@ -2,7 +2,7 @@
 #define RUVLLM_KERNELS_SCALAR_QUANT_HPP
 
 // Scalar reference for the quant kernel family: GGUF block formats (Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and Q8_K
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and Q8_K
 // for activations),
 // f16/bf16 rows, and the dot
 // products of a quantized weight row with quantized activations. Every SIMD
@@ -37,8 +37,10 @@
 //  * IQ4_NL: the search of llama.cpp's quantizer (quantize_iq4_nl without
 //    an importance matrix): x^2-weighted least squares over 15 scales
 //    around max / -127, each element the nearest table value, then
-//    requantization against the unrounded scale. Bytes agree with ggml as
-//    for the K-quants below.
+//    requantization against the unrounded scale. IQ4_XS: the same fit per
+//    32-element sub-block, its scale stored as a 6-bit multiple of
+//    -max / 32 (quantize_iq4_xs). Bytes agree with ggml as for the
+//    K-quants below.
 //  * Q2_K / Q3_K / Q4_K / Q5_K / Q6_K: ggml's reference search
 //    (make_qkx2_quants with weights av_x + |x| for Q4_K and Q5_K, with
 //    weights |x| and absolute residuals for Q2_K; make_q3_quants' refinement
@@ -303,6 +305,19 @@ inline void k_scales_mins(const Block& b, std::uint8_t* sc, std::uint8_t* m) noe
 /// The table value (-127..113) of element j (0..31) of an IQ4_NL block.
 [[nodiscard]] inline int iq4_nl_value(const block_iq4_nl& b, std::size_t j) noexcept {
   return iq4_nl_values[(b.qs[j % 16] >> (4 * (j / 16))) & 0x0F];
+}
+
+/// The signed scale (-32..31) of IQ4_XS sub-block j (0..7): low four bits
+/// from nibble j % 2 of scales_l[j / 2], top two from bits 2j of scales_h.
+[[nodiscard]] inline int iq4_xs_scale(const block_iq4_xs& b, std::size_t j) noexcept {
+  const int low = (b.scales_l[j / 2] >> (4 * (j % 2))) & 0x0F;
+  const int high = (b.scales_h >> (2 * j)) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+/// The table value (-127..113) of element e (0..255) of an IQ4_XS super-block.
+[[nodiscard]] inline int iq4_xs_value(const block_iq4_xs& b, std::size_t e) noexcept {
+  return iq4_nl_values[(b.qs[16 * (e / 32) + e % 16] >> (4 * ((e / 16) % 2))) & 0x0F];
 }
 
 /// Packs 256 quants in [0, 3] into a Q2_K or Q3_K qs (see two_bit_quant).
@@ -769,48 +784,90 @@ inline void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept
   }
 }
 
+namespace quant_detail {
+
+/// The scale of llama.cpp's IQ4_NL search for the 32 values at x (the first
+/// stage of quantize_row_iq4_nl_impl, no importance matrix): weights x^2 and
+/// the scale d = sum(w q x) / sum(w q^2) of the best of 16 fits (table
+/// indices nearest x / d for d = max / 127, then for the inverse scales
+/// (k - 127) / max, k = -7..7, max the first element of largest magnitude);
+/// 0 for blocks below ggml's GROUP_MAX_EPS.
+[[nodiscard]] inline float fit_iq4_nl_scale(const float* x) noexcept {
+  const float max = first_of_largest_magnitude(x, 32);
+  if (std::fabs(max) < 1e-15f) return 0.0f;
+  // The fit of the indices nearest x * id: sum(w q x) and sum(w q^2).
+  const auto fit = [x](float id, float& sumqx, float& sumq2) {
+    sumqx = sumq2 = 0.0f;
+    for (std::size_t j = 0; j < 32; ++j) {
+      const auto q = static_cast<float>(iq4_nl_values[nearest_iq4_nl_index(id * x[j])]);
+      const float w = x[j] * x[j];
+      sumqx += w * q * x[j];
+      sumq2 += w * q * q;
+    }
+  };
+  float sumqx, sumq2;
+  fit(1.0f / (-max / static_cast<float>(iq4_nl_values[0])), sumqx, sumq2);
+  float d = sumq2 > 0.0f ? sumqx / sumq2 : 0.0f;
+  float best = d * sumqx;
+  for (int step = -7; step <= 7; ++step) {
+    fit(static_cast<float>(step + iq4_nl_values[0]) / max, sumqx, sumq2);
+    if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
+      d = sumqx / sumq2;
+      best = d * sumqx;
+    }
+  }
+  return d;
+}
+
+/// The 16 bytes of table indices nearest x * id for 32 values (element j
+/// in the low nibble of byte j, j + 16 in the high).
+inline void pack_iq4_nl_indices(const float* x, float id, std::uint8_t* qs) noexcept {
+  for (std::size_t j = 0; j < 16; ++j)
+    qs[j] = static_cast<std::uint8_t>(nearest_iq4_nl_index(id * x[j]) | (nearest_iq4_nl_index(id * x[j + 16]) << 4));
+}
+
+}  // namespace quant_detail
+
 /// f32 -> IQ4_NL with the search of llama.cpp's quantizer (quantize_iq4_nl,
-/// no importance matrix): per block, weights x^2 and the scale d =
-/// sum(w q x) / sum(w q^2) of the best of 16 fits (table indices nearest
-/// x / d for d = max / 127, then for the inverse scales (k - 127) / max,
-/// k = -7..7, max the first element of largest magnitude), then the indices
-/// nearest x / d for that d, stored with d as f16. Blocks below ggml's
-/// GROUP_MAX_EPS store d = 0 and index 8 (the value nearest 0). Not a hot
-/// path; every backend runs this function. n % 32 == 0.
+/// no importance matrix): per block the scale of fit_iq4_nl_scale, then the
+/// indices nearest x / d for that d, stored with d as f16. Blocks below
+/// ggml's GROUP_MAX_EPS store d = 0 and index 8 (the value nearest 0). Not
+/// a hot path; every backend runs this function. n % 32 == 0.
 inline void quantize_iq4_nl(const float* x, block_iq4_nl* y, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % 32 == 0);
-  using quant_detail::nearest_iq4_nl_index;
   for (std::size_t b = 0; b < n / 32; ++b, x += 32) {
-    const float max = quant_detail::first_of_largest_magnitude(x, 32);
-    float d = 0.0f;
-    if (!(std::fabs(max) < 1e-15f)) {
-      // The fit of the indices nearest x * id: sum(w q x) and sum(w q^2).
-      const auto fit = [x](float id, float& sumqx, float& sumq2) {
-        sumqx = sumq2 = 0.0f;
-        for (std::size_t j = 0; j < 32; ++j) {
-          const auto q = static_cast<float>(iq4_nl_values[nearest_iq4_nl_index(id * x[j])]);
-          const float w = x[j] * x[j];
-          sumqx += w * q * x[j];
-          sumq2 += w * q * q;
-        }
-      };
-      float sumqx, sumq2;
-      fit(1.0f / (-max / static_cast<float>(iq4_nl_values[0])), sumqx, sumq2);
-      d = sumq2 > 0.0f ? sumqx / sumq2 : 0.0f;
-      float best = d * sumqx;
-      for (int step = -7; step <= 7; ++step) {
-        fit(static_cast<float>(step + iq4_nl_values[0]) / max, sumqx, sumq2);
-        if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
-          d = sumqx / sumq2;
-          best = d * sumqx;
-        }
-      }
-    }
+    const float d = quant_detail::fit_iq4_nl_scale(x);
     y[b].d = to_f16(d);
+    quant_detail::pack_iq4_nl_indices(x, d != 0.0f ? 1.0f / d : 0.0f, y[b].qs);
+  }
+}
+
+/// f32 -> IQ4_XS with the search of llama.cpp's quantizer (quantize_iq4_xs,
+/// no importance matrix): each sub-block of 32 takes fit_iq4_nl_scale's
+/// scale, which is then stored as a 6-bit multiple l in [-32, 31] of the
+/// super-block scale d = -m / 32 (m the first sub-block scale of largest
+/// magnitude); the indices are those nearest x / (d l), with d unrounded
+/// as in ggml. An all-zero super-block stores d = -0 (0x8000), l = 0 and
+/// index 8, as ggml does. Not a hot path; every backend runs this function.
+/// n % 256 == 0.
+inline void quantize_iq4_xs(const float* x, block_iq4_xs* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b, x += qk_k) {
+    float scales[qk_k / 32];
+    for (std::size_t j = 0; j < qk_k / 32; ++j) scales[j] = quant_detail::fit_iq4_nl_scale(x + 32 * j);
+    const float d = -quant_detail::first_of_largest_magnitude(scales, qk_k / 32) / 32.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    for (std::size_t j = 0; j < 16; ++j) {
-      y[b].qs[j] =
-          static_cast<std::uint8_t>(nearest_iq4_nl_index(id * x[j]) | (nearest_iq4_nl_index(id * x[j + 16]) << 4));
+    block_iq4_xs& out = y[b];
+    out.d = to_f16(d);
+    out.scales_h = 0;
+    std::memset(out.scales_l, 0, sizeof out.scales_l);
+    for (std::size_t j = 0; j < qk_k / 32; ++j) {
+      const int l = std::clamp(quant_detail::nearest_int(id * scales[j]), -32, 31);
+      const float dl = d * static_cast<float>(l);
+      quant_detail::pack_iq4_nl_indices(x + 32 * j, dl != 0.0f ? 1.0f / dl : 0.0f, out.qs + 16 * j);
+      const auto stored = static_cast<unsigned>(l + 32);
+      out.scales_l[j / 2] = static_cast<std::uint8_t>(out.scales_l[j / 2] | ((stored & 0x0Fu) << (4 * (j % 2))));
+      out.scales_h = static_cast<std::uint16_t>(out.scales_h | ((stored >> 4) << (2 * j)));
     }
   }
 }
@@ -1023,6 +1080,19 @@ inline void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexce
   }
 }
 
+/// IQ4_XS -> f32, ggml's formula: x = (d * (ls - 32)) * value (exact).
+/// n % 256 == 0.
+inline void dequantize_iq4_xs(const block_iq4_xs* x, float* y, std::size_t n) noexcept {
+  RUVLLM_ASSERT(n % qk_k == 0);
+  for (std::size_t b = 0; b < n / qk_k; ++b) {
+    const float d = to_float(x[b].d);
+    for (std::size_t e = 0; e < qk_k; ++e) {
+      *y++ = d * static_cast<float>(quant_detail::iq4_xs_scale(x[b], e / 32)) *
+             static_cast<float>(quant_detail::iq4_xs_value(x[b], e));
+    }
+  }
+}
+
 /// Q6_K -> f32, ggml's formula: x = (d * sc) * (q - 32). n % 256 == 0.
 inline void dequantize_q6_k(const block_q6_k* x, float* y, std::size_t n) noexcept {
   RUVLLM_ASSERT(n % qk_k == 0);
@@ -1217,6 +1287,17 @@ template <class Block>
   }
   return total;
 }
+/// IQ4_XS's: over the 32-element sub-blocks, (ls - 32) * sum(value * q_a);
+/// at most 8 * 32 * 32 * 127 * 128 in magnitude, well inside int32.
+[[nodiscard]] inline std::int32_t k_q8_k_sum(const block_iq4_xs& w, const block_q8_k& a) noexcept {
+  std::int32_t total = 0;
+  for (std::size_t j = 0; j < qk_k / 32; ++j) {
+    int sum = 0;
+    for (std::size_t l = 0; l < 32; ++l) sum += iq4_xs_value(w, 32 * j + l) * a.qs[32 * j + l];
+    total += iq4_xs_scale(w, j) * sum;
+  }
+  return total;
+}
 [[nodiscard]] inline std::int32_t k_q8_k_sum(const block_q6_k& w, const block_q8_k& a) noexcept {
   std::int32_t total = 0;
   for (std::size_t g = 0; g < qk_k / 16; ++g) {
@@ -1242,7 +1323,7 @@ template <class Block>
   return sum;
 }
 
-/// The Q3_K / Q6_K dot: per super-block sum += (d_w d_a) * (exact integer
+/// The Q3_K / Q6_K / IQ4_XS dot: per super-block sum += (d_w d_a) * (exact integer
 /// sum of k_q8_k_sum).
 template <class Block>
 [[nodiscard]] inline float scale_dot(const Block* w, const block_q8_k* a, std::size_t n) noexcept {
@@ -1265,6 +1346,13 @@ template <class Block>
 /// Q3_K weights . Q8_K activations (ggml_vec_dot_q3_K_q8_K): per super-block
 /// sum += (d_w d_a) * sum over sub-blocks of sc (q - 4) q_a. n % 256 == 0.
 [[nodiscard]] inline float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t n) noexcept {
+  return quant_detail::scale_dot(w, a, n);
+}
+
+/// IQ4_XS weights . Q8_K activations (ggml_vec_dot_iq4_xs_q8_K, which rounds
+/// per sub-block): per super-block sum += (d_w d_a) * the exact integer sum
+/// over sub-blocks of (ls - 32) value q_a. n % 256 == 0.
+[[nodiscard]] inline float dot_iq4_xs_q8_k(const block_iq4_xs* w, const block_q8_k* a, std::size_t n) noexcept {
   return quant_detail::scale_dot(w, a, n);
 }
 
@@ -1320,6 +1408,10 @@ inline void dot_q2_k_q8_k_rows(const block_q2_k* w, std::size_t row_stride, std:
 inline void dot_q3_k_q8_k_rows(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                std::size_t n, float* out) noexcept {
   for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q3_k_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
+}
+inline void dot_iq4_xs_q8_k_rows(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                 std::size_t n, float* out) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) out[r] = dot_iq4_xs_q8_k(quant_detail::row_at(w, row_stride, r), a, n);
 }
 inline void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                std::size_t n, float* out) noexcept {
@@ -1531,6 +1623,10 @@ inline void gemm_q3_k_q8_k(const block_q3_k* w, std::size_t row_stride, std::siz
                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q3_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
 }
+inline void gemm_iq4_xs_q8_k(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                             std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+  quant_detail::gemm_by_rows(dot_iq4_xs_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+}
 inline void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                            std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
   quant_detail::gemm_by_rows(dot_q4_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
@@ -1689,6 +1785,13 @@ struct quant_checked {
     for (std::size_t b = 0; b < n / qk_k; ++b) RUVLLM_TRY(check_scale("quantize_q3_k", "q3_k", b, y[b].d));
     return {};
   }
+  /// Ops::quantize_iq4_xs after checking n % 256, finite inputs, then finite scales.
+  static result<void> quantize_iq4_xs_checked(const float* x, block_iq4_xs* y, std::size_t n) {
+    RUVLLM_TRY(check_quantize<precision::iq4_xs>("quantize_iq4_xs", x, y, n));
+    Ops::quantize_iq4_xs(x, y, n);
+    for (std::size_t b = 0; b < n / qk_k; ++b) RUVLLM_TRY(check_scale("quantize_iq4_xs", "iq4_xs", b, y[b].d));
+    return {};
+  }
   /// Ops::quantize_q6_k after checking n % 256, finite inputs, then finite scales.
   static result<void> quantize_q6_k_checked(const float* x, block_q6_k* y, std::size_t n) {
     RUVLLM_TRY(check_quantize<precision::q6_k>("quantize_q6_k", x, y, n));
@@ -1751,6 +1854,12 @@ struct quant_checked {
     Ops::dequantize_q3_k(x, y, n);
     return {};
   }
+  /// Ops::dequantize_iq4_xs after checking n % 256.
+  static result<void> dequantize_iq4_xs_checked(const block_iq4_xs* x, float* y, std::size_t n) {
+    RUVLLM_TRY(check_length("dequantize_iq4_xs", "iq4_xs", n, qk_k));
+    Ops::dequantize_iq4_xs(x, y, n);
+    return {};
+  }
   /// Ops::dequantize_q4_k after checking n % 256.
   static result<void> dequantize_q4_k_checked(const block_q4_k* x, float* y, std::size_t n) {
     RUVLLM_TRY(check_length("dequantize_q4_k", "q4_k", n, qk_k));
@@ -1809,6 +1918,11 @@ struct quant_checked {
   static result<float> dot_q3_k_q8_k_checked(const block_q3_k* w, const block_q8_k* a, std::size_t n) {
     RUVLLM_TRY(check_length("dot_q3_k_q8_k", "q3_k", n, qk_k));
     return Ops::dot_q3_k_q8_k(w, a, n);
+  }
+  /// Ops::dot_iq4_xs_q8_k after checking n % 256.
+  static result<float> dot_iq4_xs_q8_k_checked(const block_iq4_xs* w, const block_q8_k* a, std::size_t n) {
+    RUVLLM_TRY(check_length("dot_iq4_xs_q8_k", "iq4_xs", n, qk_k));
+    return Ops::dot_iq4_xs_q8_k(w, a, n);
   }
   /// Ops::dot_q4_k_q8_k after checking n % 256.
   static result<float> dot_q4_k_q8_k_checked(const block_q4_k* w, const block_q8_k* a, std::size_t n) {
@@ -1882,6 +1996,13 @@ struct quant_checked {
     Ops::dot_q3_k_q8_k_rows(w, row_stride, rows, a, n, out);
     return {};
   }
+  /// Ops::dot_iq4_xs_q8_k_rows after checking n, the stride and the alignment.
+  static result<void> dot_iq4_xs_q8_k_rows_checked(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows,
+                                                   const block_q8_k* a, std::size_t n, float* out) {
+    RUVLLM_TRY(check_rows<precision::iq4_xs>("dot_iq4_xs_q8_k_rows", w, row_stride, rows, n));
+    Ops::dot_iq4_xs_q8_k_rows(w, row_stride, rows, a, n, out);
+    return {};
+  }
   /// Ops::dot_q4_k_q8_k_rows after checking n, the stride and the alignment.
   static result<void> dot_q4_k_q8_k_rows_checked(const block_q4_k* w, std::size_t row_stride, std::size_t rows,
                                                  const block_q8_k* a, std::size_t n, float* out) {
@@ -1922,6 +2043,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void quantize_q5_1(const float* x, block_q5_1* y, std::size_t n) noexcept { scalar::quantize_q5_1(x, y, n); }
   static void quantize_q2_k(const float* x, block_q2_k* y, std::size_t n) noexcept { scalar::quantize_q2_k(x, y, n); }
   static void quantize_q3_k(const float* x, block_q3_k* y, std::size_t n) noexcept { scalar::quantize_q3_k(x, y, n); }
+  static void quantize_iq4_xs(const float* x, block_iq4_xs* y, std::size_t n) noexcept {
+    scalar::quantize_iq4_xs(x, y, n);
+  }
   static void quantize_q4_k(const float* x, block_q4_k* y, std::size_t n) noexcept { scalar::quantize_q4_k(x, y, n); }
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
@@ -1950,6 +2074,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   }
   static void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q3_k(x, y, n);
+  }
+  static void dequantize_iq4_xs(const block_iq4_xs* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_iq4_xs(x, y, n);
   }
   static void dequantize_q4_k(const block_q4_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q4_k(x, y, n);
@@ -2001,6 +2128,9 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   [[nodiscard]] static float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t n) noexcept {
     return scalar::dot_q3_k_q8_k(w, a, n);
   }
+  [[nodiscard]] static float dot_iq4_xs_q8_k(const block_iq4_xs* w, const block_q8_k* a, std::size_t n) noexcept {
+    return scalar::dot_iq4_xs_q8_k(w, a, n);
+  }
   [[nodiscard]] static float dot_q4_k_q8_k(const block_q4_k* w, const block_q8_k* a, std::size_t n) noexcept {
     return scalar::dot_q4_k_q8_k(w, a, n);
   }
@@ -2042,6 +2172,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   static void dot_q3_k_q8_k_rows(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
     scalar::dot_q3_k_q8_k_rows(w, row_stride, rows, a, n, out);
+  }
+  static void dot_iq4_xs_q8_k_rows(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                   std::size_t n, float* out) noexcept {
+    scalar::dot_iq4_xs_q8_k_rows(w, row_stride, rows, a, n, out);
   }
   static void dot_q4_k_q8_k_rows(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
@@ -2118,6 +2252,10 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q3_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
   }
+  static void gemm_iq4_xs_q8_k(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::gemm_iq4_xs_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
+  }
   static void gemm_q4_k_q8_k(const block_q4_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::gemm_q4_k_q8_k(w, row_stride, rows, a, tokens, n, y, y_stride);
@@ -2167,6 +2305,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_1_q8_0_rows, ruvllm::block_q5_1, ruvllm::block_q8_0)             \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q2_k_q8_k_rows, ruvllm::block_q2_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q3_k_q8_k_rows, ruvllm::block_q3_k, ruvllm::block_q8_k)             \
+  RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_iq4_xs_q8_k_rows, ruvllm::block_iq4_xs, ruvllm::block_q8_k)         \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q4_k_q8_k_rows, ruvllm::block_q4_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q5_k_q8_k_rows, ruvllm::block_q5_k, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_ROWS(X, quant_dot_q6_k_q8_k_rows, ruvllm::block_q6_k, ruvllm::block_q8_k)             \
@@ -2185,6 +2324,7 @@ struct quant_ops<backend::scalar> : detail::quant_checked<quant_ops<backend::sca
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_1_quads, ruvllm::block_q5_1, ruvllm::kernels::q8_0_quad)        \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q2_k_q8_k, ruvllm::block_q2_k, ruvllm::block_q8_k)                 \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q3_k_q8_k, ruvllm::block_q3_k, ruvllm::block_q8_k)                 \
+  RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_iq4_xs_q8_k, ruvllm::block_iq4_xs, ruvllm::block_q8_k)             \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q4_k_q8_k, ruvllm::block_q4_k, ruvllm::block_q8_k)                 \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q5_k_q8_k, ruvllm::block_q5_k, ruvllm::block_q8_k)                 \
   RUVLLM_DETAIL_QUANT_GEMM(X, quant_gemm_q6_k_q8_k, ruvllm::block_q6_k, ruvllm::block_q8_k)

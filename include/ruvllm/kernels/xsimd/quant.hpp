@@ -210,8 +210,9 @@ inline float dot_q2_k_q8_k(const block_q2_k* w, const block_q8_k* a, std::size_t
   return sum;
 }
 
-/// The Q3_K / Q6_K dot: unpack(block, q) gives the 256 quants less the
-/// format's bias, scale(block, g) the signed scale of sub-block g.
+/// The Q3_K / Q6_K / IQ4_XS dot: unpack(block, q) gives the 256 signed
+/// weights (quants less the format's bias, or table values), scale(block, g)
+/// the signed scale of 16-element group g.
 template <class Block, class Unpack, class Scale>
 inline float dot_signed_scales_q8_k(const Block* w, const block_q8_k* a, std::size_t n, Unpack unpack,
                                     Scale scale) noexcept {
@@ -233,6 +234,16 @@ inline float dot_q3_k_q8_k(const block_q3_k* w, const block_q8_k* a, std::size_t
         for (std::size_t e = 0; e < qk_k; ++e) q[e] = static_cast<std::int8_t>(scalar::quant_detail::k_quant(b, e) - 4);
       },
       [](const block_q3_k& b, std::size_t g) { return scalar::quant_detail::q3_k_scale(b.scales, g); });
+}
+
+inline float dot_iq4_xs_q8_k(const block_iq4_xs* w, const block_q8_k* a, std::size_t n) noexcept {
+  return dot_signed_scales_q8_k(
+      w, a, n,
+      [](const block_iq4_xs& b, std::int8_t* q) {
+        for (std::size_t e = 0; e < qk_k; ++e)
+          q[e] = static_cast<std::int8_t>(scalar::quant_detail::iq4_xs_value(b, e));
+      },
+      [](const block_iq4_xs& b, std::size_t g) { return scalar::quant_detail::iq4_xs_scale(b, g / 2); });
 }
 
 inline float dot_q6_k_q8_k(const block_q6_k* w, const block_q8_k* a, std::size_t n) noexcept {
@@ -351,6 +362,9 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   /// f32 -> Q6_K with ggml's reference search (scalar); n % 256 == 0.
   static void quantize_q2_k(const float* x, block_q2_k* y, std::size_t n) noexcept { scalar::quantize_q2_k(x, y, n); }
   static void quantize_q3_k(const float* x, block_q3_k* y, std::size_t n) noexcept { scalar::quantize_q3_k(x, y, n); }
+  static void quantize_iq4_xs(const float* x, block_iq4_xs* y, std::size_t n) noexcept {
+    scalar::quantize_iq4_xs(x, y, n);
+  }
   static void quantize_q5_k(const float* x, block_q5_k* y, std::size_t n) noexcept { scalar::quantize_q5_k(x, y, n); }
   static void quantize_q6_k(const float* x, block_q6_k* y, std::size_t n) noexcept { scalar::quantize_q6_k(x, y, n); }
   /// f32 -> Q8_K activations with bsums, ggml's bytes; n % 256 == 0.
@@ -393,6 +407,9 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   }
   static void dequantize_q3_k(const block_q3_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q3_k(x, y, n);
+  }
+  static void dequantize_iq4_xs(const block_iq4_xs* x, float* y, std::size_t n) noexcept {
+    scalar::dequantize_iq4_xs(x, y, n);
   }
   static void dequantize_q5_k(const block_q5_k* x, float* y, std::size_t n) noexcept {
     scalar::dequantize_q5_k(x, y, n);
@@ -466,6 +483,11 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
     RUVLLM_ASSERT(n % qk_k == 0);
     return xsimd_impl::quant::dot_q3_k_q8_k(w, a, n);
   }
+  /// One IQ4_XS weight row . Q8_K activations; n % 256 == 0.
+  [[nodiscard]] static float dot_iq4_xs_q8_k(const block_iq4_xs* w, const block_q8_k* a, std::size_t n) noexcept {
+    RUVLLM_ASSERT(n % qk_k == 0);
+    return xsimd_impl::quant::dot_iq4_xs_q8_k(w, a, n);
+  }
   /// One Q5_K weight row . Q8_K activations; n % 256 == 0.
   [[nodiscard]] static float dot_q5_k_q8_k(const block_q5_k* w, const block_q8_k* a, std::size_t n) noexcept {
     RUVLLM_ASSERT(n % qk_k == 0);
@@ -521,6 +543,12 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void dot_q3_k_q8_k_rows(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                                  std::size_t n, float* out) noexcept {
     for (std::size_t r = 0; r < rows; ++r) out[r] = dot_q3_k_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
+  }
+  /// IQ4_XS rows . Q8_K activations, as dot_q8_0_q8_0_rows.
+  static void dot_iq4_xs_q8_k_rows(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                                   std::size_t n, float* out) noexcept {
+    for (std::size_t r = 0; r < rows; ++r)
+      out[r] = dot_iq4_xs_q8_k(scalar::quant_detail::row_at(w, row_stride, r), a, n);
   }
   /// Q5_K rows . Q8_K activations, as dot_q8_0_q8_0_rows.
   static void dot_q5_k_q8_k_rows(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
@@ -636,6 +664,10 @@ struct quant_ops<backend::xsimd> : detail::quant_checked<quant_ops<backend::xsim
   static void gemm_q3_k_q8_k(const block_q3_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
     scalar::quant_detail::gemm_by_rows(dot_q3_k_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
+  }
+  static void gemm_iq4_xs_q8_k(const block_iq4_xs* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
+                               std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
+    scalar::quant_detail::gemm_by_rows(dot_iq4_xs_q8_k_rows, w, row_stride, rows, a, n / qk_k, tokens, n, y, y_stride);
   }
   static void gemm_q5_k_q8_k(const block_q5_k* w, std::size_t row_stride, std::size_t rows, const block_q8_k* a,
                              std::size_t tokens, std::size_t n, float* y, std::size_t y_stride) noexcept {
