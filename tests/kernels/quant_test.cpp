@@ -2482,6 +2482,30 @@ TEST_CASE("checked wrappers name n and the block size, and pass good input throu
   REQUIRE(ops<scalar>::dot_q8_0_q8_0_rows_checked(y8.data(), 8 * 34, 2, plain.data(), 256, out).has_value());
   CHECK(out[0] == ops<scalar>::dot_q8_0_q8_0(y8.data(), plain.data(), 256));
   CHECK(out[1] == ops<scalar>::dot_q8_0_q8_0(y8.data() + 8, plain.data(), 256));
+
+  // IQ4_XS: the length, an f16 super-block scale overflowing (sub-block
+  // scales ~ 3e8 / 127, d = that / 32 > 65504) in block 1, the row stride,
+  // and good input through the checked forms equal to the plain ones.
+  placed<block_iq4_xs> yx(2);
+  const auto bad_x = ops<highway>::quantize_iq4_xs_checked(x.data(), yx.data(), 300);
+  REQUIRE_FALSE(bad_x.has_value());
+  CHECK(bad_x.error().message() == "quantize_iq4_xs: n = 300 is not a multiple of the iq4_xs block size 256");
+  x[300] = 3e8f;
+  const auto huge_x = ops<xsimd_backend>::quantize_iq4_xs_checked(x.data(), yx.data(), 512);
+  REQUIRE_FALSE(huge_x.has_value());
+  CHECK(huge_x.error().code() == ruvllm::errc::out_of_range);
+  CHECK(huge_x.error().message().find("block 1") != std::string::npos);
+  x[300] = 0.5f;
+  REQUIRE(ops<highway>::quantize_iq4_xs_checked(x.data(), yx.data(), 512).has_value());
+  REQUIRE(ops<scalar>::quantize_q8_k_checked(x.data(), ak.data(), 512).has_value());
+  const auto dot_x = ops<highway>::dot_iq4_xs_q8_k_checked(yx.data(), ak.data(), 512);
+  REQUIRE(dot_x.has_value());
+  CHECK(*dot_x == ops<highway>::dot_iq4_xs_q8_k(yx.data(), ak.data(), 512));
+  const auto short_x = ops<scalar>::dot_iq4_xs_q8_k_rows_checked(yx.data(), 135, 2, ak.data(), 256, out);
+  REQUIRE_FALSE(short_x.has_value());
+  CHECK(short_x.error().message().find("row_stride = 135") != std::string::npos);
+  REQUIRE(ops<scalar>::dot_iq4_xs_q8_k_rows_checked(yx.data(), 136, 2, ak.data(), 256, out).has_value());
+  CHECK(out[1] == ops<scalar>::dot_iq4_xs_q8_k(yx.data() + 1, ak.data(), 256));
 }
 
 }  // namespace quant_test
