@@ -9737,17 +9737,25 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q5_0_block(const block_q5_0& w, const act32
   return hn::Sub(five_bit_dot(w, a), hn::Add(a.eight_sum, a.eight_sum));
 }
 
-/// Lanes summing to sum(v[i] * a[i]) over one IQ4_NL block's table values
-/// v: each nibble looked up in iq4_nl_values by a byte shuffle, then Q8_0's
-/// dot of signed weights.
-RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_iq4_nl_block(const block_iq4_nl& w, const act32& a) {
+/// The IQ4_NL table values (iq4_nl_values, loaded as `table`) of the 16 low
+/// or high nibbles of `packed`: one byte shuffle. IQ4_NL blocks and IQ4_XS
+/// sub-blocks hold elements 0-15 in the low nibbles, 16-31 in the high.
+template <bool High>
+RUVLLM_QUANT_ATTR HWY_INLINE VI8 iq4_nl_lookup(VI8 table, VU8 packed) {
   const DU8 du8;
+  const VU8 nibbles = High ? hn::ShiftRight<4>(packed) : hn::And(packed, hn::Set(du8, 0x0F));
+  return hn::TableLookupBytes(table, hn::BitCast(DI8(), nibbles));
+}
+
+/// Lanes summing to sum(v[i] * a[i]) over one IQ4_NL block's table values
+/// v, then Q8_0's dot of signed weights.
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_iq4_nl_block(const block_iq4_nl& w, const act32& a) {
   const DI8 di8;
   const VI8 table = hn::LoadU(di8, iq4_nl_values);
-  const VU8 packed = hn::LoadU(du8, w.qs);
+  const VU8 packed = hn::LoadU(DU8(), w.qs);
   HWY_ALIGN std::int8_t values[32];
-  hn::Store(hn::TableLookupBytes(table, hn::BitCast(di8, hn::And(packed, hn::Set(du8, 0x0F)))), di8, values);
-  hn::Store(hn::TableLookupBytes(table, hn::BitCast(di8, hn::ShiftRight<4>(packed))), di8, values + 16);
+  hn::Store(iq4_nl_lookup<false>(table, packed), di8, values);
+  hn::Store(iq4_nl_lookup<true>(table, packed), di8, values + 16);
   return dot_q8_0_block(values, a);
 }
 
@@ -10461,19 +10469,16 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q3_k_block(const block_q3_k& w, const block_q
 }
 
 /// One IQ4_XS . Q8_K super-block: per 32-element sub-block the table values
-/// (byte shuffles of the nibbles) dotted with the activations, times the
-/// sub-block's signed scale; the same float expression as the reference.
+/// (iq4_nl_lookup) dotted with the activations, times the sub-block's signed
+/// scale; the same float expression as the reference.
 RUVLLM_QUANT_ATTR HWY_INLINE float iq4_xs_block(const block_iq4_xs& w, const block_q8_k& a) {
   const D32 d32;
-  const DU8 du8;
-  const DI8 di8;
-  const VI8 table = hn::LoadU(di8, iq4_nl_values);
+  const VI8 table = hn::LoadU(DI8(), iq4_nl_values);
   V32 acc = hn::Zero(d32);
   for (std::size_t j = 0; j < qk_k / 32; ++j) {
-    const VU8 packed = hn::LoadU(du8, w.qs + 16 * j);
-    const VI8 lo = hn::TableLookupBytes(table, hn::BitCast(di8, hn::And(packed, hn::Set(du8, 0x0F))));
-    const VI8 hi = hn::TableLookupBytes(table, hn::BitCast(di8, hn::ShiftRight<4>(packed)));
-    const V32 sums = hn::Add(dot16_i8(lo, a.qs + 32 * j), dot16_i8(hi, a.qs + 32 * j + 16));
+    const VU8 packed = hn::LoadU(DU8(), w.qs + 16 * j);
+    const V32 sums = hn::Add(dot16_i8(iq4_nl_lookup<false>(table, packed), a.qs + 32 * j),
+                             dot16_i8(iq4_nl_lookup<true>(table, packed), a.qs + 32 * j + 16));
     acc = hn::Add(acc, hn::Mul(sums, hn::Set(d32, scalar::quant_detail::iq4_xs_scale(w, j))));
   }
   const std::int32_t total = hn::GetLane(hn::SumOfLanes(d32, acc));
@@ -10813,8 +10818,14 @@ struct row_sum {
   RUVLLM_QUANT_ATTR static HWY_INLINE row_sum zero() { return {hn::Zero(DW()).raw, _mm256_setzero_ps()}; }
 
   RUVLLM_QUANT_ATTR HWY_INLINE void add(const superblock_sums& s) {
-    for (const ivec& sums : s.scaled) scaled = fma_lanes(sums, s.d_scaled, scaled);
+    add_scaled(s);
     offset = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s.offset), s.d_offset, offset);
+  }
+  /// add() for sums without an offset term (s.offset and s.d_offset unset):
+  /// a zero term would still cost a convert and a multiply-add, which the
+  /// compiler may not drop (0 * d_offset is not 0 for every float).
+  RUVLLM_QUANT_ATTR HWY_INLINE void add_scaled(const superblock_sums& s) {
+    for (const ivec& sums : s.scaled) scaled = fma_lanes(sums, s.d_scaled, scaled);
   }
 
   RUVLLM_QUANT_ATTR HWY_INLINE float total() const {
@@ -11192,7 +11203,7 @@ struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
     ivec scales[parts];  // per lane of values' dot: 32-bit with VNNI, 16-bit words without
     __m256i offset;      // with VNNI: ls - 32 per activation block sum (two per sub-block)
     fvec d_scaled;
-    __m256 d_offset;
+    __m256 d_offset;  // with VNNI: -128 d (the values' bias); without, no offset term
   };
   struct constants {
     ivec nibble_mask, table;
@@ -11285,11 +11296,12 @@ struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
 #else
     const ivec words = broadcast128(sc16);
     for (int k = 0; k < parts; ++k) u.scales[k] = shuffle_bytes(words, c.scale_index[k]);
-    u.offset = _mm256_setzero_si256();
 #endif
     const float d = half_to_float(w.d);
     u.d_scaled = hn::Set(DW(), d).raw;
-    u.d_offset = _mm256_set1_ps(RUVLLM_QUANT_DOT4 ? -128.0f * d : 0.0f);
+#if RUVLLM_QUANT_DOT4
+    u.d_offset = _mm256_set1_ps(-128.0f * d);
+#endif
     return u;
   }
 
@@ -11305,19 +11317,21 @@ struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
       acc = add_scaled_dot(acc, abs_bytes(act), with_sign_of(u.values[p], act), u.scales[p]);
 #endif
     }
+    s.d_scaled = hn::Mul(hn::Vec<DW>{u.d_scaled}, hn::Set(DW(), a.d)).raw;
 #if RUVLLM_QUANT_DOT4
     s.offset = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.offset);
-#else
-    s.offset = _mm256_setzero_si256();
-#endif
-    s.d_scaled = hn::Mul(hn::Vec<DW>{u.d_scaled}, hn::Set(DW(), a.d)).raw;
     s.d_offset = _mm256_mul_ps(u.d_offset, _mm256_set1_ps(a.d));
+#endif
     return s;
   }
 
   RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(row_sum& s, const unpacked& u, const block_q8_k* a,
                                                       std::size_t step) {
+#if RUVLLM_QUANT_DOT4
     s.add(dot(u, a[step]));
+#else
+    s.add_scaled(dot(u, a[step]));
+#endif
   }
 };
 
@@ -12115,8 +12129,14 @@ struct row_sum {
   RUVLLM_QUANT_ATTR static HWY_INLINE row_sum zero() { return {hn::Zero(DW()).raw, _mm256_setzero_ps()}; }
 
   RUVLLM_QUANT_ATTR HWY_INLINE void add(const superblock_sums& s) {
-    for (const ivec& sums : s.scaled) scaled = fma_lanes(sums, s.d_scaled, scaled);
+    add_scaled(s);
     offset = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s.offset), s.d_offset, offset);
+  }
+  /// add() for sums without an offset term (s.offset and s.d_offset unset):
+  /// a zero term would still cost a convert and a multiply-add, which the
+  /// compiler may not drop (0 * d_offset is not 0 for every float).
+  RUVLLM_QUANT_ATTR HWY_INLINE void add_scaled(const superblock_sums& s) {
+    for (const ivec& sums : s.scaled) scaled = fma_lanes(sums, s.d_scaled, scaled);
   }
 
   RUVLLM_QUANT_ATTR HWY_INLINE float total() const {
@@ -12494,7 +12514,7 @@ struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
     ivec scales[parts];  // per lane of values' dot: 32-bit with VNNI, 16-bit words without
     __m256i offset;      // with VNNI: ls - 32 per activation block sum (two per sub-block)
     fvec d_scaled;
-    __m256 d_offset;
+    __m256 d_offset;  // with VNNI: -128 d (the values' bias); without, no offset term
   };
   struct constants {
     ivec nibble_mask, table;
@@ -12587,11 +12607,12 @@ struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
 #else
     const ivec words = broadcast128(sc16);
     for (int k = 0; k < parts; ++k) u.scales[k] = shuffle_bytes(words, c.scale_index[k]);
-    u.offset = _mm256_setzero_si256();
 #endif
     const float d = half_to_float(w.d);
     u.d_scaled = hn::Set(DW(), d).raw;
-    u.d_offset = _mm256_set1_ps(RUVLLM_QUANT_DOT4 ? -128.0f * d : 0.0f);
+#if RUVLLM_QUANT_DOT4
+    u.d_offset = _mm256_set1_ps(-128.0f * d);
+#endif
     return u;
   }
 
@@ -12607,19 +12628,21 @@ struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
       acc = add_scaled_dot(acc, abs_bytes(act), with_sign_of(u.values[p], act), u.scales[p]);
 #endif
     }
+    s.d_scaled = hn::Mul(hn::Vec<DW>{u.d_scaled}, hn::Set(DW(), a.d)).raw;
 #if RUVLLM_QUANT_DOT4
     s.offset = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.offset);
-#else
-    s.offset = _mm256_setzero_si256();
-#endif
-    s.d_scaled = hn::Mul(hn::Vec<DW>{u.d_scaled}, hn::Set(DW(), a.d)).raw;
     s.d_offset = _mm256_mul_ps(u.d_offset, _mm256_set1_ps(a.d));
+#endif
     return s;
   }
 
   RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(row_sum& s, const unpacked& u, const block_q8_k* a,
                                                       std::size_t step) {
+#if RUVLLM_QUANT_DOT4
     s.add(dot(u, a[step]));
+#else
+    s.add_scaled(dot(u, a[step]));
+#endif
   }
 };
 

@@ -313,17 +313,25 @@ RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_q5_0_block(const block_q5_0& w, const act32
   return hn::Sub(five_bit_dot(w, a), hn::Add(a.eight_sum, a.eight_sum));
 }
 
-/// Lanes summing to sum(v[i] * a[i]) over one IQ4_NL block's table values
-/// v: each nibble looked up in iq4_nl_values by a byte shuffle, then Q8_0's
-/// dot of signed weights.
-RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_iq4_nl_block(const block_iq4_nl& w, const act32& a) {
+/// The IQ4_NL table values (iq4_nl_values, loaded as `table`) of the 16 low
+/// or high nibbles of `packed`: one byte shuffle. IQ4_NL blocks and IQ4_XS
+/// sub-blocks hold elements 0-15 in the low nibbles, 16-31 in the high.
+template <bool High>
+RUVLLM_QUANT_ATTR HWY_INLINE VI8 iq4_nl_lookup(VI8 table, VU8 packed) {
   const DU8 du8;
+  const VU8 nibbles = High ? hn::ShiftRight<4>(packed) : hn::And(packed, hn::Set(du8, 0x0F));
+  return hn::TableLookupBytes(table, hn::BitCast(DI8(), nibbles));
+}
+
+/// Lanes summing to sum(v[i] * a[i]) over one IQ4_NL block's table values
+/// v, then Q8_0's dot of signed weights.
+RUVLLM_QUANT_ATTR HWY_INLINE V32 dot_iq4_nl_block(const block_iq4_nl& w, const act32& a) {
   const DI8 di8;
   const VI8 table = hn::LoadU(di8, iq4_nl_values);
-  const VU8 packed = hn::LoadU(du8, w.qs);
+  const VU8 packed = hn::LoadU(DU8(), w.qs);
   HWY_ALIGN std::int8_t values[32];
-  hn::Store(hn::TableLookupBytes(table, hn::BitCast(di8, hn::And(packed, hn::Set(du8, 0x0F)))), di8, values);
-  hn::Store(hn::TableLookupBytes(table, hn::BitCast(di8, hn::ShiftRight<4>(packed))), di8, values + 16);
+  hn::Store(iq4_nl_lookup<false>(table, packed), di8, values);
+  hn::Store(iq4_nl_lookup<true>(table, packed), di8, values + 16);
   return dot_q8_0_block(values, a);
 }
 
@@ -1037,19 +1045,16 @@ RUVLLM_QUANT_ATTR HWY_INLINE float q3_k_block(const block_q3_k& w, const block_q
 }
 
 /// One IQ4_XS . Q8_K super-block: per 32-element sub-block the table values
-/// (byte shuffles of the nibbles) dotted with the activations, times the
-/// sub-block's signed scale; the same float expression as the reference.
+/// (iq4_nl_lookup) dotted with the activations, times the sub-block's signed
+/// scale; the same float expression as the reference.
 RUVLLM_QUANT_ATTR HWY_INLINE float iq4_xs_block(const block_iq4_xs& w, const block_q8_k& a) {
   const D32 d32;
-  const DU8 du8;
-  const DI8 di8;
-  const VI8 table = hn::LoadU(di8, iq4_nl_values);
+  const VI8 table = hn::LoadU(DI8(), iq4_nl_values);
   V32 acc = hn::Zero(d32);
   for (std::size_t j = 0; j < qk_k / 32; ++j) {
-    const VU8 packed = hn::LoadU(du8, w.qs + 16 * j);
-    const VI8 lo = hn::TableLookupBytes(table, hn::BitCast(di8, hn::And(packed, hn::Set(du8, 0x0F))));
-    const VI8 hi = hn::TableLookupBytes(table, hn::BitCast(di8, hn::ShiftRight<4>(packed)));
-    const V32 sums = hn::Add(dot16_i8(lo, a.qs + 32 * j), dot16_i8(hi, a.qs + 32 * j + 16));
+    const VU8 packed = hn::LoadU(DU8(), w.qs + 16 * j);
+    const V32 sums = hn::Add(dot16_i8(iq4_nl_lookup<false>(table, packed), a.qs + 32 * j),
+                             dot16_i8(iq4_nl_lookup<true>(table, packed), a.qs + 32 * j + 16));
     acc = hn::Add(acc, hn::Mul(sums, hn::Set(d32, scalar::quant_detail::iq4_xs_scale(w, j))));
   }
   const std::int32_t total = hn::GetLane(hn::SumOfLanes(d32, acc));

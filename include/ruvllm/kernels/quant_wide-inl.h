@@ -312,8 +312,14 @@ struct row_sum {
   RUVLLM_QUANT_ATTR static HWY_INLINE row_sum zero() { return {hn::Zero(DW()).raw, _mm256_setzero_ps()}; }
 
   RUVLLM_QUANT_ATTR HWY_INLINE void add(const superblock_sums& s) {
-    for (const ivec& sums : s.scaled) scaled = fma_lanes(sums, s.d_scaled, scaled);
+    add_scaled(s);
     offset = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s.offset), s.d_offset, offset);
+  }
+  /// add() for sums without an offset term (s.offset and s.d_offset unset):
+  /// a zero term would still cost a convert and a multiply-add, which the
+  /// compiler may not drop (0 * d_offset is not 0 for every float).
+  RUVLLM_QUANT_ATTR HWY_INLINE void add_scaled(const superblock_sums& s) {
+    for (const ivec& sums : s.scaled) scaled = fma_lanes(sums, s.d_scaled, scaled);
   }
 
   RUVLLM_QUANT_ATTR HWY_INLINE float total() const {
@@ -691,7 +697,7 @@ struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
     ivec scales[parts];  // per lane of values' dot: 32-bit with VNNI, 16-bit words without
     __m256i offset;      // with VNNI: ls - 32 per activation block sum (two per sub-block)
     fvec d_scaled;
-    __m256 d_offset;
+    __m256 d_offset;  // with VNNI: -128 d (the values' bias); without, no offset term
   };
   struct constants {
     ivec nibble_mask, table;
@@ -784,11 +790,12 @@ struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
 #else
     const ivec words = broadcast128(sc16);
     for (int k = 0; k < parts; ++k) u.scales[k] = shuffle_bytes(words, c.scale_index[k]);
-    u.offset = _mm256_setzero_si256();
 #endif
     const float d = half_to_float(w.d);
     u.d_scaled = hn::Set(DW(), d).raw;
-    u.d_offset = _mm256_set1_ps(RUVLLM_QUANT_DOT4 ? -128.0f * d : 0.0f);
+#if RUVLLM_QUANT_DOT4
+    u.d_offset = _mm256_set1_ps(-128.0f * d);
+#endif
     return u;
   }
 
@@ -804,19 +811,21 @@ struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
       acc = add_scaled_dot(acc, abs_bytes(act), with_sign_of(u.values[p], act), u.scales[p]);
 #endif
     }
+    s.d_scaled = hn::Mul(hn::Vec<DW>{u.d_scaled}, hn::Set(DW(), a.d)).raw;
 #if RUVLLM_QUANT_DOT4
     s.offset = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.offset);
-#else
-    s.offset = _mm256_setzero_si256();
-#endif
-    s.d_scaled = hn::Mul(hn::Vec<DW>{u.d_scaled}, hn::Set(DW(), a.d)).raw;
     s.d_offset = _mm256_mul_ps(u.d_offset, _mm256_set1_ps(a.d));
+#endif
     return s;
   }
 
   RUVLLM_QUANT_ATTR static HWY_INLINE void accumulate(row_sum& s, const unpacked& u, const block_q8_k* a,
                                                       std::size_t step) {
+#if RUVLLM_QUANT_DOT4
     s.add(dot(u, a[step]));
+#else
+    s.add_scaled(dot(u, a[step]));
+#endif
   }
 };
 
