@@ -7764,6 +7764,17 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
 /// against 528-585, Q8_0 within noise. (pairs_l1_l2 keeps prefetch_ahead:
 /// on Zen 4, where it was measured, a tracked stream cost more than the
 /// repeats; see prefetch_l1_distance.)
+///
+/// What the cursor costs where the kernel, not memory, sets the pace: in a
+/// copy of the AVX3_DL Q4_0 row loop on the same Zen 5 guest (4096 columns,
+/// 7-run medians), rows resident in L1 took 14-23% longer per quad with it
+/// than without software prefetch, rows from L3 13-27% longer; one prefetch
+/// per step, with no loop (the line at step + 8 KiB, missing one line in
+/// nine), cost 0-5% / 2-14%, and over 1 GiB it gained as much as the cursor
+/// at one thread (+5% against none; two prefetches per step +0%). That cost
+/// is what two threads meet when the host gives them 70-85 GB/s; in the
+/// full GEMV and decode benchmarks the difference stayed below this host's
+/// run-to-run noise (paired runs 0.65-1.40), so the cursor stays.
 class line_prefetcher {
  public:
   /// Follows the run starting at `run`.
