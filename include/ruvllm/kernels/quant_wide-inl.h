@@ -315,7 +315,7 @@ struct row_sum {
     add_scaled(s);
     offset = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s.offset), s.d_offset, offset);
   }
-  /// add() for sums without an offset term (s.offset and s.d_offset unset):
+  /// add() for sums without an offset term (s.offset and s.d_offset unused):
   /// a zero term would still cost a convert and a multiply-add, which the
   /// compiler may not drop (0 * d_offset is not 0 for every float).
   RUVLLM_QUANT_ATTR HWY_INLINE void add_scaled(const superblock_sums& s) {
@@ -795,6 +795,11 @@ struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
     u.d_scaled = hn::Set(DW(), d).raw;
 #if RUVLLM_QUANT_DOT4
     u.d_offset = _mm256_set1_ps(-128.0f * d);
+#else
+    // Never read (accumulate takes add_scaled); set so that copies of the
+    // struct copy defined values. The compiler drops these stores.
+    u.offset = _mm256_setzero_si256();
+    u.d_offset = _mm256_setzero_ps();
 #endif
     return u;
   }
@@ -815,6 +820,9 @@ struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
 #if RUVLLM_QUANT_DOT4
     s.offset = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), u.offset);
     s.d_offset = _mm256_mul_ps(u.d_offset, _mm256_set1_ps(a.d));
+#else
+    s.offset = _mm256_setzero_si256();  // never read, see unpack()
+    s.d_offset = _mm256_setzero_ps();
 #endif
     return s;
   }
