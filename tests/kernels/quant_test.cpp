@@ -2458,11 +2458,14 @@ TEST_CASE("checked wrappers name n and the block size, and pass good input throu
   CHECK(nan.error().message().find("element 7") != std::string::npos);
   x[7] = 0.5f;
 
+  // An f16 scale overflowing in block 1: out_of_range, naming the block.
+  const auto overflows_in_block_1 = [](const auto& result) {
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().code() == ruvllm::errc::out_of_range);
+    CHECK(result.error().message().find("block 1") != std::string::npos);
+  };
   x[40] = 1e7f;  // needs d = 1e7 / 127 > 65504: the f16 scale overflows
-  const auto huge = ops<highway>::quantize_q8_0_checked(x.data(), y8.data(), 64);
-  REQUIRE_FALSE(huge.has_value());
-  CHECK(huge.error().code() == ruvllm::errc::out_of_range);
-  CHECK(huge.error().message().find("block 1") != std::string::npos);
+  overflows_in_block_1(ops<highway>::quantize_q8_0_checked(x.data(), y8.data(), 64));
   x[40] = 0.5f;
 
   REQUIRE(ops<highway>::quantize_q8_0_checked(x.data(), y8.data(), 512).has_value());
@@ -2491,10 +2494,7 @@ TEST_CASE("checked wrappers name n and the block size, and pass good input throu
   REQUIRE_FALSE(bad_x.has_value());
   CHECK(bad_x.error().message() == "quantize_iq4_xs: n = 300 is not a multiple of the iq4_xs block size 256");
   x[300] = 3e8f;
-  const auto huge_x = ops<xsimd_backend>::quantize_iq4_xs_checked(x.data(), yx.data(), 512);
-  REQUIRE_FALSE(huge_x.has_value());
-  CHECK(huge_x.error().code() == ruvllm::errc::out_of_range);
-  CHECK(huge_x.error().message().find("block 1") != std::string::npos);
+  overflows_in_block_1(ops<xsimd_backend>::quantize_iq4_xs_checked(x.data(), yx.data(), 512));
   x[300] = 0.5f;
   REQUIRE(ops<highway>::quantize_iq4_xs_checked(x.data(), yx.data(), 512).has_value());
   REQUIRE(ops<scalar>::quantize_q8_k_checked(x.data(), ak.data(), 512).has_value());

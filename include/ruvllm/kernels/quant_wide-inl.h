@@ -797,7 +797,7 @@ struct iq4_xs_format : superblock_steps<iq4_xs_format, block_iq4_xs> {
     u.d_offset = _mm256_set1_ps(-128.0f * d);
 #else
     // Never read (accumulate takes add_scaled); set so that copies of the
-    // struct copy defined values. The compiler drops these stores.
+    // struct copy defined values.
     u.offset = _mm256_setzero_si256();
     u.d_offset = _mm256_setzero_ps();
 #endif
