@@ -610,6 +610,24 @@ HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
   return k >= 64 ? ~__mmask64{0} : ((__mmask64{1} << k) - 1);
 }
 
+/// v, kept in a register. A quad's weights feed two or three byte permutes;
+/// VPERMT2B overwrites its table, and GCC then re-reads the weights from
+/// memory for each further permute instead of copying the register. Those
+/// reloads cross a cache line 8 times in 9 (72- and 88-byte quads), and
+/// loads are what limit the quad loops: per Q4_0 quad, four of activations,
+/// the weights and their last 8 bytes. On a Zen 5 guest (AVX3_DL), held
+/// against re-read: a copy of the Q4_0 row loop over 4096 columns took
+/// 1.26-1.28 ns per quad against 1.38-1.44 with rows in L1, 1.40-1.42
+/// against 1.58-1.65 from L3; GEMV 4096 x 4096 from L3 at one thread
+/// (medians of 5-15 interleaved pairs) Q4_0 +15%, IQ4_NL +9-15%, Q5_0
+/// +6-13%, Q4_1 +9%, Q5_1 +6%; 1B Q4_0 decode (three interleaved pairs)
+/// bw_frac 0.69-0.74 -> 0.80-0.82 at one thread, 0.63-0.64 -> 0.70-0.73
+/// at two with the probe at 52-63 GB/s.
+RUVLLM_QUANT_ATTR HWY_INLINE __m512i in_register(__m512i v) {
+  __asm__("" : "+v"(v));
+  return v;
+}
+
 /// Unpacks the blocks at p. `valid` bytes of them exist (quad_bytes<F> for a
 /// whole quad, fewer for the last, partial one): the rest read as zero, so
 /// scales and quants of missing blocks are 0 and nothing past the row is read.
@@ -627,7 +645,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const con
     // 80 bytes: 64 in one register, the last 16 in one load.
     __m512i z0, z1;
     if constexpr (Whole) {
-      z0 = _mm512_loadu_si512(p);
+      z0 = in_register(_mm512_loadu_si512(p));
       z1 = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 64)));
     } else {
       z0 = _mm512_maskz_loadu_epi8(bytes_below(0, valid), p);
@@ -644,10 +662,10 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const con
     // is read).
     __m512i z0, z1;
     if constexpr (Whole && F == quad_weights::q5_1) {
-      z0 = _mm512_loadu_si512(p);
+      z0 = in_register(_mm512_loadu_si512(p));
       z1 = _mm512_castsi256_si512(load256(p + 64));
     } else if constexpr (Whole) {
-      z0 = _mm512_loadu_si512(p);
+      z0 = in_register(_mm512_loadu_si512(p));
       const __m256i tail =
           _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 64))),
                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 80)), 1);
@@ -677,7 +695,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE unpacked<F> unpack(const std::uint8_t* p, const con
     if constexpr (Whole) {
       std::int64_t tail;
       std::memcpy(&tail, p + 64, sizeof tail);
-      z0 = _mm512_loadu_si512(p);
+      z0 = in_register(_mm512_loadu_si512(p));
       z1 = _mm512_set1_epi64(tail);
     } else {
       z0 = _mm512_maskz_loadu_epi8(bytes_below(0, valid), p);
@@ -819,7 +837,12 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row_pair(const std::uint8_t* HWY_RESTRICT
   for (std::size_t q = 0; q < whole; ++q) {
     prefetch_ahead<gemv_plan::pairs_l1_l2>(w + q * step, step);
     prefetch_ahead<gemv_plan::pairs_l1_l2>(w1 + q * step, step);
-    const quad_regs x = load_quad<F>(a[q]);
+    // Both rows read the activations: held in registers, loaded once.
+    quad_regs x = load_quad<F>(a[q]);
+    x.lo = in_register(x.lo);
+    x.hi = in_register(x.hi);
+    x.offset = in_register(x.offset);
+    x.neg8 = in_register(x.neg8);
     acc0 = quad_dot(unpack<F, true>(w + q * step, c, step), x, acc0);
     acc1 = quad_dot(unpack<F, true>(w1 + q * step, c, step), x, acc1);
   }
