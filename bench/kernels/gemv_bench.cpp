@@ -320,9 +320,14 @@ constexpr std::size_t plan_bytes = std::size_t{1} << 30, plan_matrix_rows = 4096
 // The weights of every plan row: one buffer, made on first use (a filtered
 // run that skips these rows does not pay for it) and kept until exit. Every
 // byte is 0x11, which reads as a finite f16 (about 6e-4), and as Q8_0, Q4_0,
-// Q4_K and Q6_K blocks with such scales and small quants.
+// Q4_K and Q6_K blocks with such scales and small quants. In 2 MiB pages,
+// as a model file's mapping (rb::huge_page_bytes).
 const std::byte* plan_weights() {
-  static const std::vector<std::byte> bytes(plan_bytes, std::byte{0x11});
+  static const ruvllm::memory::page_memory bytes = [] {
+    ruvllm::memory::page_memory m = rb::huge_page_bytes(plan_bytes);
+    std::fill_n(m.data(), plan_bytes, std::byte{0x11});
+    return m;
+  }();
   return bytes.data();
 }
 

@@ -64,7 +64,7 @@ constexpr model_shape shape_1b{"1B", 2048, 16, 32, 8, 8192, 32000};
 constexpr std::size_t context_len = 1024;
 
 struct built_model {
-  std::vector<std::byte> image;
+  ruvllm::memory::page_memory image;
   std::unique_ptr<llama_model> model;
   double weight_bytes = 0.0;
 };
@@ -183,8 +183,11 @@ built_model build(gguf_type type, const model_shape& sh) {
   }
   auto image = w.to_bytes();
   if (!image) rb::detail::fail(image.error().describe());
-  b.image = std::move(*image);
-  auto file = gguf_file::parse(b.image, "synthetic");
+  // The weights are read in place from the image: in 2 MiB pages, as a
+  // model file's mapping (rb::huge_page_bytes).
+  b.image = rb::huge_page_bytes(image->size());
+  std::copy(image->begin(), image->end(), b.image.data());
+  auto file = gguf_file::parse(std::span<const std::byte>(b.image.data(), image->size()), "synthetic");
   if (!file) rb::detail::fail(file.error().describe());
   auto model = llama_model::load(std::move(*file));
   if (!model) rb::detail::fail(model.error().describe());

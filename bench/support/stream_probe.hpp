@@ -10,7 +10,8 @@
 //
 //  * read: the sum of a 512 MiB buffer (larger than the L3 of the machines
 //    we measure on: 32 MiB on the EPYCs, and an Intel VM that reports 300
-//    MiB), one contiguous slice per thread, with the widest vector loads the
+//    MiB; in 2 MiB pages where the kernel gives them, as the inputs it
+//    judges: bench.hpp's huge_page_bytes), one contiguous slice per thread, with the widest vector loads the
 //    CPU runs (AVX-512, AVX2, else the baseline), once without software
 //    prefetch, once prefetching 48 KiB ahead into L2, and once with the
 //    GEMV kernels' two streams (prefetch_ahead: 8 KiB ahead into L1 and
@@ -55,8 +56,8 @@
 #include <utility>
 #include <vector>
 
-#include "ruvllm/core/aligned_buffer.hpp"
 #include "ruvllm/core/x86_intrinsics.hpp"
+#include "ruvllm/memory/page_memory.hpp"
 #include "support/clock.hpp"
 
 namespace ruvllm::bench {
@@ -90,27 +91,27 @@ class stream_buffer {
     return buffer;
   }
 
-  [[nodiscard]] double* data() noexcept { return buffer_.data(); }
-  [[nodiscard]] std::size_t size() const noexcept { return buffer_.size(); }
+  [[nodiscard]] double* data() noexcept { return reinterpret_cast<double*>(buffer_.data()); }
+  [[nodiscard]] std::size_t size() const noexcept { return stream_buffer_bytes / sizeof(double); }
   // Each triad array is a third of the buffer, cut to whole cache lines so
   // all three start 64-byte aligned.
-  [[nodiscard]] std::size_t triad_size() const noexcept { return buffer_.size() / 3 / 8 * 8; }
+  [[nodiscard]] std::size_t triad_size() const noexcept { return size() / 3 / 8 * 8; }
 
  private:
   stream_buffer() {
-    auto allocated = aligned_buffer<double>::allocate(stream_buffer_bytes / sizeof(double));
+    auto allocated = memory::page_memory::allocate(stream_buffer_bytes);
     if (!allocated) {
-      std::fprintf(stderr, "ruvllm bench: cannot allocate the %zu-byte stream probe buffer\n", stream_buffer_bytes);
+      std::fprintf(stderr, "ruvllm bench: %s\n", allocated.error().describe().c_str());
       std::abort();
     }
     buffer_ = std::move(*allocated);
-    // Written explicitly rather than trusting allocate()'s zeroing, which an
-    // allocator may satisfy with the shared zero page: reads of that page
-    // come from cache and would inflate the probe.
-    std::fill(buffer_.begin(), buffer_.end(), 1.0);
+    // Written explicitly: page_memory's zero pages may be the shared zero
+    // page until written, whose reads come from cache and would inflate the
+    // probe.
+    std::fill(data(), data() + size(), 1.0);
   }
 
-  aligned_buffer<double> buffer_;
+  memory::page_memory buffer_;
 };
 
 // Splits [0, count) into `threads` contiguous slices and runs
