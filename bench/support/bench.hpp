@@ -96,7 +96,6 @@
 #include "ruvllm/core/aligned_buffer.hpp"
 #include "ruvllm/kernels/avx_vnni.hpp"
 #include "ruvllm/kernels/gemv_plan.hpp"
-#include "ruvllm/memory/page_memory.hpp"
 #include "support/clock.hpp"
 #include "support/stream_probe.hpp"
 
@@ -147,33 +146,7 @@ struct loop_record {
 
 inline thread_local loop_record last_loop;
 
-[[noreturn]] inline void fail(const std::string& message) {
-  std::fprintf(stderr, "ruvllm bench: %s\n", message.c_str());
-  std::abort();
-}
-
 }  // namespace detail
-
-/// At least `bytes` zero bytes (whole 2 MiB pages) in memory::page_memory,
-/// 2 MiB-aligned with MADV_HUGEPAGE, for a benchmark's large read-only
-/// inputs (a synthetic model's GGUF image, the GEMV plan weights); the
-/// stream probe's buffer is the same memory. That is what a model file gets:
-/// on Linux 6.x a read-only mapping of a large file starts on a 2 MiB
-/// boundary, and where the file system keeps large page-cache folios it is
-/// mapped through 2 MiB pages (ext4 on 6.18: a 1 GiB file, freshly written
-/// or read cold, was all FilePmdMapped). Heap memory (operator new, whose
-/// large blocks glibc maps with 4 KiB pages when transparent huge pages are
-/// "madvise") costs a TLB miss per 4 KiB instead, in a VM a two-level page
-/// walk: on a Zen 5 guest at one thread, over 1 GiB of Q4_0 rows of 2048
-/// columns, the GEMV read 24.7-28.6 GB/s through 4 KiB pages and 32.5-36.7
-/// through 2 MiB ones, a plain read 29.5-36.1 and 39.0-42.8. Inputs and
-/// probe share the page size, so bw_frac compares like with like.
-[[nodiscard]] inline memory::page_memory huge_page_bytes(std::size_t bytes) {
-  const std::size_t page = memory::huge_page_bytes;
-  auto allocated = memory::page_memory::allocate((std::max<std::size_t>(bytes, 1) + page - 1) / page * page);
-  if (!allocated) detail::fail(allocated.error().describe());
-  return std::move(*allocated);
-}
 
 /// Runs the benchmark loop, calling body() once per iteration, for work on
 /// `threads` threads; returns the seconds per iteration and remembers them

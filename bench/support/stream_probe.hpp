@@ -11,9 +11,10 @@
 //  * read: the sum of a 512 MiB buffer (larger than the L3 of the machines
 //    we measure on: 32 MiB on the EPYCs, and an Intel VM that reports 300
 //    MiB; in 2 MiB pages where the kernel gives them, as the inputs it
-//    judges: bench.hpp's huge_page_bytes), one contiguous slice per thread, with the widest vector loads the
-//    CPU runs (AVX-512, AVX2, else the baseline), once without software
-//    prefetch, once prefetching 48 KiB ahead into L2, and once with the
+//    judges: huge_page_bytes below), one contiguous slice per thread, with
+//    the widest vector loads the CPU runs (AVX-512, AVX2, else the
+//    baseline), once without software prefetch, once prefetching 48 KiB
+//    ahead into L2, and once with the
 //    GEMV kernels' two streams (prefetch_ahead: 8 KiB ahead into L1 and
 //    16 KiB into L2); the best of the three counts. (On a Zen 4 guest the
 //    three read within 3% of each other, ~23.5 GB/s at one thread, while a
@@ -52,6 +53,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -67,6 +69,38 @@ struct stream_bandwidth {
   double read_gbps = 0.0;
   double triad_gbps = 0.0;
 };
+
+namespace detail {
+
+/// Reports a benchmark set-up failure and stops the process.
+[[noreturn]] inline void fail(const std::string& message) {
+  std::fprintf(stderr, "ruvllm bench: %s\n", message.c_str());
+  std::abort();
+}
+
+}  // namespace detail
+
+/// At least `bytes` zero bytes (whole 2 MiB pages) in memory::page_memory,
+/// 2 MiB-aligned with MADV_HUGEPAGE, for a benchmark's large read-only
+/// inputs (a synthetic model's GGUF image, the GEMV plan weights) and the
+/// stream probe's buffer; fails the run if the system refuses. That is what
+/// a model file gets: on Linux 6.x a read-only mapping of a large file
+/// starts on a 2 MiB boundary, and where the file system keeps large
+/// page-cache folios it is mapped through 2 MiB pages (ext4 on 6.18: a 1 GiB
+/// file, freshly written or read cold, was all FilePmdMapped). Heap memory
+/// (operator new, whose large blocks glibc maps with 4 KiB pages when
+/// transparent huge pages are "madvise") costs a TLB miss per 4 KiB
+/// instead, in a VM a two-level page walk: on a Zen 5 guest at one thread,
+/// over 1 GiB of Q4_0 rows of 2048 columns, the GEMV read 24.7-28.6 GB/s
+/// through 4 KiB pages and 32.5-36.7 through 2 MiB ones, a plain read
+/// 29.5-36.1 and 39.0-42.8. Inputs and probe share the page size, so
+/// bw_frac compares like with like.
+[[nodiscard]] inline memory::page_memory huge_page_bytes(std::size_t bytes) {
+  const std::size_t page = memory::huge_page_bytes;
+  auto allocated = memory::page_memory::allocate((std::max<std::size_t>(bytes, 1) + page - 1) / page * page);
+  if (!allocated) detail::fail(allocated.error().describe());
+  return std::move(*allocated);
+}
 
 namespace detail {
 
@@ -98,13 +132,7 @@ class stream_buffer {
   [[nodiscard]] std::size_t triad_size() const noexcept { return size() / 3 / 8 * 8; }
 
  private:
-  stream_buffer() {
-    auto allocated = memory::page_memory::allocate(stream_buffer_bytes);
-    if (!allocated) {
-      std::fprintf(stderr, "ruvllm bench: %s\n", allocated.error().describe().c_str());
-      std::abort();
-    }
-    buffer_ = std::move(*allocated);
+  stream_buffer() : buffer_(huge_page_bytes(stream_buffer_bytes)) {
     // Written explicitly: page_memory's zero pages may be the shared zero
     // page until written, whose reads come from cache and would inflate the
     // probe.

@@ -7774,9 +7774,9 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
 /// at one thread (+5% against none; two prefetches per step +0%). That cost
 /// is what two threads meet when the host gives them 70-85 GB/s; in the
 /// full GEMV and decode benchmarks the difference stayed below this host's
-/// run-to-run noise (paired runs 0.65-1.40), so the cursor stays. The
-/// quad loops are bound by load slots (see in_register in quant-inl.h), and
-/// each prefetch takes one: ~1.125 per Q4_0 quad. (These figures predate
+/// run-to-run noise (paired runs 0.65-1.40), so the cursor stays. Each
+/// prefetch takes a load slot (~1.125 per Q4_0 quad), which the quad loops
+/// were bound by (see in_register in quant-inl.h). (These figures predate
 /// in_register: that loop then also re-read its weights once per quad.)
 class line_prefetcher {
  public:
@@ -10052,8 +10052,10 @@ HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
 /// VPERMT2B overwrites its table, and GCC then re-reads the weights from
 /// memory for each further permute instead of copying the register. Those
 /// reloads cross a cache line 8 times in 9 (72- and 88-byte quads), and
-/// loads are what limit the quad loops: per Q4_0 quad, four of activations,
-/// the weights and their last 8 bytes. On a Zen 5 guest (AVX3_DL), held
+/// loads were what limited the quad loops: per Q4_0 quad, four of
+/// activations, the weights and their last 8 bytes (quad_pair_reader since
+/// saves one per two quads, for 2-3% more: the loop is now near its
+/// vector operations' pace as well). On a Zen 5 guest (AVX3_DL), held
 /// against re-read: a copy of the Q4_0 row loop over 4096 columns took
 /// 1.26-1.28 ns per quad against 1.38-1.44 with rows in L1, 1.40-1.42
 /// against 1.58-1.65 from L3; GEMV 4096 x 4096 from L3 at one thread
@@ -10287,14 +10289,18 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
   const std::size_t whole = nb / 4, rest = nb % 4;
   __m512 acc = _mm512_setzero_ps();
   line_prefetcher ahead(w);  // rows_l1's stream; pairs_l1_l2 keeps prefetch_ahead
+  // Before reading `quads` quads from quad q on.
+  const auto prefetch = [&](std::size_t q, std::size_t quads) RUVLLM_QUANT_LAMBDA {
+    if constexpr (Plan == gemv_plan::rows_l1)
+      ahead.until(w + (q + quads) * step);
+    else
+      prefetch_ahead<Plan>(w + q * step, quads * step);
+  };
   std::size_t q = 0;
   if constexpr (reads_quad_pairs<F>) {
     const quad_pair_reader<F> reader(c);
     for (; q + 2 <= whole; q += 2) {
-      if constexpr (Plan == gemv_plan::rows_l1)
-        ahead.until(w + q * step + 2 * step);
-      else
-        prefetch_ahead<Plan>(w + q * step, 2 * step);
+      prefetch(q, 2);
       unpacked<F> even, odd;
       reader.read(w + q * step, c, even, odd);
       acc = quad_dot(even, load_quad<F>(a[q]), acc);
@@ -10302,10 +10308,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
     }
   }
   for (; q < whole; ++q) {
-    if constexpr (Plan == gemv_plan::rows_l1)
-      ahead.until(w + q * step + step);
-    else
-      prefetch_ahead<Plan>(w + q * step, step);
+    prefetch(q, 1);
     acc = quad_dot(unpack<F, true, F == quad_weights::q8_0>(w + q * step, c, step), load_quad<F>(a[q]), acc);
   }
   if (rest != 0) acc = quad_dot(unpack<F, false>(w + whole * step, c, rest * (step / 4)), load_quad<F>(a[whole]), acc);

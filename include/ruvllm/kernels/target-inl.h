@@ -109,9 +109,9 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
 /// at one thread (+5% against none; two prefetches per step +0%). That cost
 /// is what two threads meet when the host gives them 70-85 GB/s; in the
 /// full GEMV and decode benchmarks the difference stayed below this host's
-/// run-to-run noise (paired runs 0.65-1.40), so the cursor stays. The
-/// quad loops are bound by load slots (see in_register in quant-inl.h), and
-/// each prefetch takes one: ~1.125 per Q4_0 quad. (These figures predate
+/// run-to-run noise (paired runs 0.65-1.40), so the cursor stays. Each
+/// prefetch takes a load slot (~1.125 per Q4_0 quad), which the quad loops
+/// were bound by (see in_register in quant-inl.h). (These figures predate
 /// in_register: that loop then also re-read its weights once per quad.)
 class line_prefetcher {
  public:
