@@ -75,7 +75,16 @@ HWY_INLINE void prefetch_lines(std::uintptr_t l1, std::uintptr_t l2, std::size_t
 ///     at 10.4, far below no software prefetch at all (15-20).
 ///   * The distances, from decode steps at one thread on the same Zen 4
 ///     guest: into L1 32 KiB ahead instead of 8 lost 10%; into L2 24 or 32
-///     KiB ahead was within noise of 16.
+///     KiB ahead was within noise of 16. On the Zen 5 guest under rows_l1
+///     (weights in 2 MiB pages, as a model file maps there) 32 KiB into L1
+///     did not hold up either: in one hour it read the GEMV benchmark's 1
+///     GiB matrices of 2048 columns 8-26% faster than 8 KiB (medians of 8
+///     interleaved runs) and decoded 1B Q4_0 / Q8_0 4-13% faster, but the
+///     110M model 5% / 22% slower at one / two threads (its calls are short,
+///     and each prefetched 32 KiB past its end); an hour later the same
+///     binaries read the matrices at 0.94-1.04 of 8 KiB. A 32 KiB
+///     line_prefetcher bounded to each call's rows read them at 0.80-0.89
+///     of 8 KiB (a call's first 32 KiB then go without software prefetch).
 /// The addresses are formed as integers: the lines prefetched may lie past
 /// the weights (a prefetch never faults, and past the end of a call they
 /// usually hold the next call's tensor).
