@@ -14,9 +14,9 @@
 //    judges: huge_page_bytes below), one contiguous slice per thread, with
 //    the widest vector loads the CPU runs (AVX-512, AVX2, else the
 //    baseline), once without software prefetch, once prefetching 48 KiB
-//    ahead into L2, and once with the
-//    GEMV kernels' two streams (prefetch_ahead: 8 KiB ahead into L1 and
-//    16 KiB into L2); the best of the three counts. (On a Zen 4 guest the
+//    ahead into L2, and once with the GEMV kernels' two streams
+//    (prefetch_ahead: 8 KiB ahead into L1 and 16 KiB into L2); the best of
+//    the three counts. (On a Zen 4 guest the
 //    three read within 3% of each other, ~23.5 GB/s at one thread, while a
 //    1B Q8_0 decode step read ~27: there the probe understates the limit
 //    and bw_frac can exceed 1.) The figure must be the memory's, not the loop's: an

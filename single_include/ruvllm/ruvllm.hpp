@@ -7745,11 +7745,12 @@ HWY_INLINE void prefetch_lines(std::uintptr_t l1, std::uintptr_t l2, std::size_t
 ///     did not hold up either: in one hour it read the GEMV benchmark's 1
 ///     GiB matrices of 2048 columns 8-26% faster than 8 KiB (medians of 8
 ///     interleaved runs) and decoded 1B Q4_0 / Q8_0 4-13% faster, but the
-///     110M model 5% / 22% slower at one / two threads (its calls are short,
-///     and each prefetched 32 KiB past its end); an hour later the same
-///     binaries read the matrices at 0.94-1.04 of 8 KiB. A 32 KiB
-///     line_prefetcher bounded to each call's rows read them at 0.80-0.89
-///     of 8 KiB (a call's first 32 KiB then go without software prefetch).
+///     110M model 5% / 22% slower at one / two threads (likely because its
+///     calls are short and each prefetched 32 KiB past its end; not
+///     checked); an hour later the same binaries read the matrices at
+///     0.94-1.04 of 8 KiB. A 32 KiB line_prefetcher bounded to each call's
+///     rows read them at 0.80-0.89 of 8 KiB (not examined; a call's first
+///     32 KiB then go without software prefetch).
 /// The addresses are formed as integers: the lines prefetched may lie past
 /// the weights (a prefetch never faults, and past the end of a call they
 /// usually hold the next call's tensor).
@@ -10062,7 +10063,7 @@ HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
 /// memory for each further permute instead of copying the register. Those
 /// reloads cross a cache line 8 times in 9 (72- and 88-byte quads), and
 /// loads were what limited the quad loops: per Q4_0 quad, four of
-/// activations, the weights and their last 8 bytes (quad_pair_reader since
+/// activations, the weights and their last 8 bytes (quad_pair_reader now
 /// saves one per two quads, for 2-3% more: the loop is now near its
 /// vector operations' pace as well). On a Zen 5 guest (AVX3_DL), held
 /// against re-read: a copy of the Q4_0 row loop over 4096 columns took

@@ -615,7 +615,7 @@ HWY_INLINE __mmask64 bytes_below(std::size_t from, std::size_t valid) {
 /// memory for each further permute instead of copying the register. Those
 /// reloads cross a cache line 8 times in 9 (72- and 88-byte quads), and
 /// loads were what limited the quad loops: per Q4_0 quad, four of
-/// activations, the weights and their last 8 bytes (quad_pair_reader since
+/// activations, the weights and their last 8 bytes (quad_pair_reader now
 /// saves one per two quads, for 2-3% more: the loop is now near its
 /// vector operations' pace as well). On a Zen 5 guest (AVX3_DL), held
 /// against re-read: a copy of the Q4_0 row loop over 4096 columns took

@@ -80,11 +80,12 @@ HWY_INLINE void prefetch_lines(std::uintptr_t l1, std::uintptr_t l2, std::size_t
 ///     did not hold up either: in one hour it read the GEMV benchmark's 1
 ///     GiB matrices of 2048 columns 8-26% faster than 8 KiB (medians of 8
 ///     interleaved runs) and decoded 1B Q4_0 / Q8_0 4-13% faster, but the
-///     110M model 5% / 22% slower at one / two threads (its calls are short,
-///     and each prefetched 32 KiB past its end); an hour later the same
-///     binaries read the matrices at 0.94-1.04 of 8 KiB. A 32 KiB
-///     line_prefetcher bounded to each call's rows read them at 0.80-0.89
-///     of 8 KiB (a call's first 32 KiB then go without software prefetch).
+///     110M model 5% / 22% slower at one / two threads (likely because its
+///     calls are short and each prefetched 32 KiB past its end; not
+///     checked); an hour later the same binaries read the matrices at
+///     0.94-1.04 of 8 KiB. A 32 KiB line_prefetcher bounded to each call's
+///     rows read them at 0.80-0.89 of 8 KiB (not examined; a call's first
+///     32 KiB then go without software prefetch).
 /// The addresses are formed as integers: the lines prefetched may lie past
 /// the weights (a prefetch never faults, and past the end of a call they
 /// usually hold the next call's tensor).
