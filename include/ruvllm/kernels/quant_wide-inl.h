@@ -131,7 +131,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE __m256 fold_to_256(fvec v) {
 /// A Q4_K or Q5_K super-block's eight 6-bit scales (bytes 0-7) and mins
 /// (bytes 8-15) from its 12 scale bytes at `scales`, unpacked four at a time
 /// in the 32-bit lanes of one register (the packing keeps each byte's bits
-/// within its byte). Unpacked in general
+/// within its byte), where there is no byte permute (AVX2, AVX3; see
+/// q4_k_format::scales_and_mins for AVX3_DL). Unpacked in general
 /// registers instead and stored, the words reached the vector through a load
 /// spanning four stores, which cannot be forwarded: the 512-bit Q4_K GEMV
 /// (Zen 5, one thread, 4096 x 4096 from L3) read 34.1 GB/s that way,
@@ -252,18 +253,36 @@ RUVLLM_QUANT_ATTR HWY_INLINE ivec spread_words(ScaleOf scale_of) {
   return load(idx);
 }
 
+#if RUVLLM_QUANT_AVX512
+/// Word-permute indices (VPERMW): word lane i takes word scale_of(i) of the
+/// whole source register.
+template <class ScaleOf>
+RUVLLM_QUANT_ATTR HWY_INLINE ivec permute_words(ScaleOf scale_of) {
+  alignas(64) std::int16_t idx[bytes / 2];
+  for (int i = 0; i < bytes / 2; ++i) idx[i] = static_cast<std::int16_t>(scale_of(i));
+  return load(idx);
+}
+#endif
+
 /// The scale-spreading indices for `registers` registers of quants whose
 /// word i of register p belongs to sub-block sub_block(p, i): one index per
 /// register, or with VPDPWSSD one per packed pair j, whose 128-bit lanes
 /// hold words 0..3 of register 2j's lane and then words 0..3 of 2j + 1's
-/// (see dot).
-template <class SubBlock>
+/// (see dot). Byte shuffles of a register holding the scales as words in
+/// every 128-bit lane, or with Words, VPERMW indices into one holding them
+/// in its first words.
+template <bool Words = false, class SubBlock>
 RUVLLM_QUANT_ATTR HWY_INLINE void scale_indices(int registers, SubBlock sub_block, ivec* out) {
+  const auto spread = [](auto scale_of) RUVLLM_QUANT_LAMBDA {
+#if RUVLLM_QUANT_AVX512
+    if constexpr (Words) return permute_words(scale_of);
+#endif
+    return spread_words(scale_of);
+  };
 #if RUVLLM_QUANT_DOT4
-  for (int j = 0; j < registers / 2; ++j)
-    out[j] = spread_words([&](int i) { return sub_block(2 * j + (i % 8) / 4, i); });
+  for (int j = 0; j < registers / 2; ++j) out[j] = spread([&](int i) { return sub_block(2 * j + (i % 8) / 4, i); });
 #else
-  for (int p = 0; p < registers; ++p) out[p] = spread_words([&](int i) { return sub_block(p, i); });
+  for (int p = 0; p < registers; ++p) out[p] = spread([&](int i) { return sub_block(p, i); });
 #endif
 }
 
@@ -353,7 +372,16 @@ struct q4_k_format : superblock_steps<q4_k_format, block_q4_k> {
     ivec half_shifts;
 #endif
     ivec scale_index[scale_registers];
+#if RUVLLM_QUANT_AVX512 && RUVLLM_QUANT_DOT4
+    // scales_and_mins' byte pairs, shifts and kept bits of its 16 words, and
+    // the spread of the mins over the activation's block sums.
+    __m256i word_bytes, word_shift, word_keep, min_index;
+#endif
   };
+
+  /// Whether the scales are unpacked by byte and word permutes (AVX3_DL:
+  /// AVX-512 VBMI comes with its VNNI).
+  static constexpr bool permutes = RUVLLM_QUANT_AVX512 && RUVLLM_QUANT_DOT4;
 
   RUVLLM_QUANT_ATTR static HWY_INLINE constants load_constants() {
     constants c;
@@ -364,8 +392,31 @@ struct q4_k_format : superblock_steps<q4_k_format, block_q4_k> {
 #endif
     // Register p of quants holds sub-blocks p bytes / 32 on (one per 256
     // bits), its word i (i < bytes / 2) sub-block p bytes / 32 + i / 16.
-    scale_indices(
+    scale_indices<permutes>(
         parts, [](int p, int i) { return p * bytes / 32 + i / 16; }, c.scale_index);
+#if RUVLLM_QUANT_AVX512 && RUVLLM_QUANT_DOT4
+    // Word k (scales 0-7, then mins 0-7; ggml's get_scale_min_k4): bytes A
+    // and B of the 16 from scales on, as its low and high byte. The first
+    // four of each are A's bits 0-5 (kept 0x3F); the last four take four
+    // bits of A (shifted by 0 for a scale, 4 for a min; kept 0x0F) and B's
+    // top two bits, which a shift of the word by 10 puts at bits 4-5.
+    alignas(32) std::uint8_t pair_bytes[32];
+    alignas(32) std::int16_t shift[16], keep[16], min_spread[16];
+    for (int k = 0; k < 16; ++k) {
+      const int j = k % 8;
+      const bool min = k >= 8;
+      const int a = j < 4 ? j + (min ? 4 : 0) : j + 4;
+      pair_bytes[2 * k] = static_cast<std::uint8_t>(a);
+      pair_bytes[2 * k + 1] = static_cast<std::uint8_t>(j < 4 ? a : (min ? j : j - 4));
+      shift[k] = static_cast<std::int16_t>(min && j >= 4 ? 4 : 0);
+      keep[k] = static_cast<std::int16_t>(j < 4 ? 0x3F : 0x0F);
+      min_spread[k] = static_cast<std::int16_t>(8 + k / 2);
+    }
+    c.word_bytes = _mm256_load_si256(reinterpret_cast<const __m256i*>(pair_bytes));
+    c.word_shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(shift));
+    c.word_keep = _mm256_load_si256(reinterpret_cast<const __m256i*>(keep));
+    c.min_index = _mm256_load_si256(reinterpret_cast<const __m256i*>(min_spread));
+#endif
     return c;
   }
 
@@ -387,15 +438,38 @@ struct q4_k_format : superblock_steps<q4_k_format, block_q4_k> {
 
   /// Everything but the quants, from d, dmin and scales, which Q4_K and
   /// Q5_K lay out alike.
+  /// With byte and word permutes (AVX3_DL) the 16 scales and mins are built
+  /// as words at once (a byte permute, two shifts and a bit select) and
+  /// spread by a word permute per register: 7 operations where
+  /// k_scales_mins, its widening and the byte shuffles take 12. The same
+  /// values, so the same bits; a Q4_K row loop over 4096 columns (Zen 5
+  /// guest, one thread, best of 15 runs, three interleaved rounds) took
+  /// 3.41-3.46 / 3.41-3.43 / 3.55-3.58 ns per super-block with rows in L1 /
+  /// L2 / L3 against 3.64-3.66 / 3.56-3.64 / 3.73-3.74; GEMV from L3 at one
+  /// thread 1.03-1.07x (medians of four interleaved pairs, Q4_K and Q5_K),
+  /// a 1B Q4_K_M decode 1.08x / 1.03x at one / two threads (three pairs,
+  /// within this host's noise) with pp512 unchanged.
   template <class Block>
   RUVLLM_QUANT_ATTR static HWY_INLINE void scales_and_mins(const Block& w, const constants& c, superblock& u) {
     static_assert(offsetof(Block, scales) + 16 <= sizeof(Block));
+#if RUVLLM_QUANT_AVX512 && RUVLLM_QUANT_DOT4
+    const __m256i packed = _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+    const __m256i pairs = _mm256_permutexvar_epi8(c.word_bytes, packed);
+    // keep ? pairs >> shift : pairs >> 10, bit by bit.
+    const __m256i words = _mm256_ternarylogic_epi32(c.word_keep, _mm256_srlv_epi16(pairs, c.word_shift),
+                                                    _mm256_srli_epi16(pairs, 10), 0xCA);
+    for (int j = 0; j < scale_registers; ++j)
+      u.scales[j] = _mm512_permutexvar_epi16(c.scale_index[j], _mm512_castsi256_si512(words));
+    // Min j weighs the activation's block sums 2j and 2j + 1.
+    u.offset = _mm256_permutexvar_epi16(c.min_index, words);
+#else
     const __m128i scales_mins = k_scales_mins(w.scales);
     const ivec scales16 = broadcast128(_mm_cvtepu8_epi16(scales_mins));
     for (int j = 0; j < scale_registers; ++j) u.scales[j] = shuffle_bytes(scales16, c.scale_index[j]);
     // The mins as 16-bit weights of the activation's 16 block sums: min j
     // pairs with block sums 2j and 2j + 1 (bytes 8-15, each twice).
     u.offset = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scales_mins, scales_mins));
+#endif
     static_assert(offsetof(Block, dmin) == offsetof(Block, d) + sizeof(ruvllm::f16));
     const __m128 d_dmin = two_halves(&w.d);
     u.d_scaled = hn::Set(DW(), _mm_cvtss_f32(d_dmin)).raw;
