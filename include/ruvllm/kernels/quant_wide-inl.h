@@ -365,6 +365,36 @@ struct superblock_steps {
   }
 };
 
+#if RUVLLM_QUANT_AVX512 && RUVLLM_QUANT_DOT4
+/// What q4_k_format::scales_and_mins needs to build a super-block's 16
+/// scale and min words. Word k (scales 0-7, then mins 0-7; ggml's
+/// get_scale_min_k4) takes bytes A and B of the 16 from the scales on as
+/// its low and high byte. The first four of each are A's bits 0-5 (kept
+/// 0x3F); the last four take four bits of A (shifted by 0 for a scale, 4
+/// for a min; kept 0x0F) and B's top two bits, which a shift of the word by
+/// 10 puts at bits 4-5. min_spread gives each of the activation's 16 block
+/// sums its min (j for sums 2j and 2j + 1).
+struct k_scale_word_tables {
+  alignas(32) std::uint8_t pair_bytes[32];
+  alignas(32) std::int16_t shift[16], keep[16], min_spread[16];
+};
+inline constexpr k_scale_word_tables make_k_scale_word_tables() {
+  k_scale_word_tables t{};
+  for (int k = 0; k < 16; ++k) {
+    const int j = k % 8;
+    const bool min = k >= 8;
+    const int a = j < 4 ? j + (min ? 4 : 0) : j + 4;
+    t.pair_bytes[2 * k] = static_cast<std::uint8_t>(a);
+    t.pair_bytes[2 * k + 1] = static_cast<std::uint8_t>(j < 4 ? a : (min ? j : j - 4));
+    t.shift[k] = static_cast<std::int16_t>(min && j >= 4 ? 4 : 0);
+    t.keep[k] = static_cast<std::int16_t>(j < 4 ? 0x3F : 0x0F);
+    t.min_spread[k] = static_cast<std::int16_t>(8 + k / 2);
+  }
+  return t;
+}
+alignas(32) inline constexpr k_scale_word_tables k_scale_words = make_k_scale_word_tables();
+#endif
+
 struct q4_k_format : superblock_steps<q4_k_format, block_q4_k> {
   struct constants {
     ivec nibble_mask;
@@ -373,8 +403,7 @@ struct q4_k_format : superblock_steps<q4_k_format, block_q4_k> {
 #endif
     ivec scale_index[scale_registers];
 #if RUVLLM_QUANT_AVX512 && RUVLLM_QUANT_DOT4
-    // scales_and_mins' byte pairs, shifts and kept bits of its 16 words, and
-    // the spread of the mins over the activation's block sums.
+    // k_scale_words, in registers.
     __m256i word_bytes, word_shift, word_keep, min_index;
 #endif
   };
@@ -395,27 +424,10 @@ struct q4_k_format : superblock_steps<q4_k_format, block_q4_k> {
     scale_indices<permutes>(
         parts, [](int p, int i) { return p * bytes / 32 + i / 16; }, c.scale_index);
 #if RUVLLM_QUANT_AVX512 && RUVLLM_QUANT_DOT4
-    // Word k (scales 0-7, then mins 0-7; ggml's get_scale_min_k4): bytes A
-    // and B of the 16 from scales on, as its low and high byte. The first
-    // four of each are A's bits 0-5 (kept 0x3F); the last four take four
-    // bits of A (shifted by 0 for a scale, 4 for a min; kept 0x0F) and B's
-    // top two bits, which a shift of the word by 10 puts at bits 4-5.
-    alignas(32) std::uint8_t pair_bytes[32];
-    alignas(32) std::int16_t shift[16], keep[16], min_spread[16];
-    for (int k = 0; k < 16; ++k) {
-      const int j = k % 8;
-      const bool min = k >= 8;
-      const int a = j < 4 ? j + (min ? 4 : 0) : j + 4;
-      pair_bytes[2 * k] = static_cast<std::uint8_t>(a);
-      pair_bytes[2 * k + 1] = static_cast<std::uint8_t>(j < 4 ? a : (min ? j : j - 4));
-      shift[k] = static_cast<std::int16_t>(min && j >= 4 ? 4 : 0);
-      keep[k] = static_cast<std::int16_t>(j < 4 ? 0x3F : 0x0F);
-      min_spread[k] = static_cast<std::int16_t>(8 + k / 2);
-    }
-    c.word_bytes = _mm256_load_si256(reinterpret_cast<const __m256i*>(pair_bytes));
-    c.word_shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(shift));
-    c.word_keep = _mm256_load_si256(reinterpret_cast<const __m256i*>(keep));
-    c.min_index = _mm256_load_si256(reinterpret_cast<const __m256i*>(min_spread));
+    c.word_bytes = _mm256_load_si256(reinterpret_cast<const __m256i*>(k_scale_words.pair_bytes));
+    c.word_shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(k_scale_words.shift));
+    c.word_keep = _mm256_load_si256(reinterpret_cast<const __m256i*>(k_scale_words.keep));
+    c.min_index = _mm256_load_si256(reinterpret_cast<const __m256i*>(k_scale_words.min_spread));
 #endif
     return c;
   }
