@@ -24,10 +24,6 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <hwy/targets.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstddef>
 #include <memory>
@@ -37,6 +33,7 @@
 
 #include "ruvllm/ruvllm.hpp"
 #include "support/bench.hpp"
+#include "support/cotenant.hpp"
 
 namespace {
 
@@ -71,34 +68,6 @@ ruvllm::thread_pool& pool(unsigned threads) {
   static ruvllm::thread_pool one(1), two(2);
   return threads == 1 ? one : two;
 }
-
-// A process that spins on the last core until destroyed.
-class cotenant {
- public:
-  cotenant() {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)) - 1, &set);
-      ::sched_setaffinity(0, sizeof set, &set);
-      volatile unsigned long spin = 0;
-      for (;;) {
-        spin = spin + 1;
-      }
-    }
-    if (pid_ < 0) rb::detail::fail("cannot fork the co-tenant process");
-  }
-  cotenant(const cotenant&) = delete;
-  cotenant& operator=(const cotenant&) = delete;
-  ~cotenant() {
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-  }
-
- private:
-  pid_t pid_;
-};
 
 template <class W>
 const W* weights(const matrix& m) {
@@ -158,13 +127,13 @@ void register_cotenant(const std::shared_ptr<matrix>& m) {
   };
   // Both sides time wall clock (clock of 2 threads) under the co-tenant.
   benchmark::RegisterBenchmark(base.c_str(), [m, base, body, bytes](benchmark::State& state) {
-    const cotenant busy;
+    const rb::cotenant busy;
     rb::timed_loop(state, body(1), 2);
     rb::record_baseline(state, base);
     rb::set_bandwidth_counters(state, bytes, 1);
   });
   benchmark::RegisterBenchmark(ours.c_str(), [m, base, body, bytes](benchmark::State& state) {
-    const cotenant busy;
+    const rb::cotenant busy;
     rb::timed_loop(state, body(2), 2);
     rb::set_speedup(state, base, body(1), 2);
     rb::set_bandwidth_counters(state, bytes, 2);

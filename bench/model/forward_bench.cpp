@@ -14,8 +14,8 @@
 //    solo_frac and taken_per_tok (below);
 //  * model/pp128 and model/pp512/<type>/<shape>/threads:N: a 128- or
 //    512-token prompt in one call, tok_s;
-//  * model/decode_cotenant/<type>/<shape>/threads:N: decode while a child
-//    process spins on CPU 1 (pinned with sched_setaffinity), the situation in
+//  * model/decode_cotenant/<type>/<shape>/threads:N: decode while another
+//    process spins on CPU 1 (support/cotenant.hpp), the situation in
 //    which llama.cpp's 2-thread decode collapses to ~1 tok/s. Timed on the
 //    wall clock at both thread counts (the co-tenant's share of our CPU must
 //    count); the 2-thread row exports solo_frac (jobs the pool ran without
@@ -31,10 +31,6 @@
 // run pays only for its rows.
 
 #include <benchmark/benchmark.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -48,6 +44,7 @@
 
 #include "ruvllm/ruvllm.hpp"
 #include "support/bench.hpp"
+#include "support/cotenant.hpp"
 
 namespace {
 
@@ -203,31 +200,6 @@ built_model& model_of(gguf_type type, const model_shape& sh) {
   return it->second;
 }
 
-/// A busy co-tenant for the life of the object: a child process spinning
-/// on CPU 1.
-class cotenant {
- public:
-  cotenant() : pid_(::fork()) {
-    if (pid_ == 0) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(1, &set);
-      (void)::sched_setaffinity(0, sizeof set, &set);
-      for (;;) benchmark::ClobberMemory();  // busy, as a compute-bound co-tenant
-    }
-    if (pid_ < 0) rb::detail::fail("cannot fork the co-tenant process");
-  }
-  cotenant(const cotenant&) = delete;
-  cotenant& operator=(const cotenant&) = delete;
-  ~cotenant() {
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-  }
-
- private:
-  pid_t pid_;
-};
-
 ruvllm::thread_pool& pool(unsigned threads) {
   static ruvllm::thread_pool one(1), two(2);
   return threads == 1 ? one : two;
@@ -287,7 +259,7 @@ void register_paired_cotenant_row(gguf_type type, const char* precision, const m
                                  std::vector<float> logits(sh.vocab);
                                  llama_context<> one = decoding_context(m, sh, 1, logits);
                                  llama_context<> two = decoding_context(m, sh, 2, logits);
-                                 const cotenant busy;
+                                 const rb::cotenant busy;
                                  // Both pools see the co-tenant before anything counts: the 2-thread
                                  // pool's adaptive probe decides with the co-tenant present.
                                  (void)decode_rate(one, logits);
@@ -347,7 +319,7 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
       built_model& m = model_of(type, sh);
       std::vector<float> logits(sh.vocab);
       llama_context<> ctx = decoding_context(m, sh, threads, logits);
-      const cotenant busy;
+      const rb::cotenant busy;
       const ruvllm::thread_pool_stats before = pool(threads).stats();
       // Wall clock at any thread count: see the file comment.
       rb::timed_loop(
