@@ -2449,6 +2449,13 @@ inline bool use_avx_vnni(bool on) noexcept {
 // on Zen 5: a 110M Q4_0 model (62 MB, partly served by the 32 MB L3, which
 // co-tenants share) decoded at 474-503 tok/s under rows_l1 against 517-558
 // under pairs_l1_l2; rows_l1 is kept for the models that do not fit in cache.
+// Two Zen 5 variants of the Q4_0 rows that shared each activation load
+// between two rows were as fast as one row at a time from L2 and L3 (1.13-
+// 1.19 ns per quad against 1.25-1.36) and slower from DRAM (1 GiB of 2048
+// columns, one thread, interleaved runs): adjacent rows, each with its own
+// L1 stream, 20.0-23.4 GB/s against 26.2-28.5; rows half a work item apart
+// (two streams in different pages) 21.1-26.8 against 24.5-28.1, and with
+// L2 streams instead 23.5-24.5. One stream per thread stays.
 //
 // The default comes from CPUID: rows_l1 on AMD family 1Ah (Zen 5) and later,
 // pairs_l1_l2 everywhere else. use_gemv_plan() overrides it for the whole
@@ -7788,6 +7795,19 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
 /// prefetch takes a load slot (~1.125 per Q4_0 quad), which the quad loops
 /// were bound by (see in_register in quant-inl.h). (These figures predate
 /// in_register: that loop then also re-read its weights once per quad.)
+///
+/// Into L2 instead (prefetcht1 32 or 64 KiB ahead, no L1 stream), the Q4_0
+/// rows read 1 GiB at 0.71-0.77 of a plain AVX-512 read where this stream
+/// gave 0.75-0.80 (Zen 5 guest, one thread, runs interleaved). A synthetic
+/// loop with the same weight loads and arithmetic but no activation loads
+/// read at 0.85-0.92 with the L2 stream and 0.76-0.85 with this one, and so
+/// did the Q4_0 rows with their activations held in registers (0.86-0.92
+/// with the L2 stream; with the loads kept and only their 2^112 multiply
+/// dropped, 0.79-0.82): the four L1-resident activation loads per quad,
+/// not the weights' own loads or arithmetic, are what the slower DRAM rate
+/// goes with (not their addresses: reading the same two quads for every
+/// step changed nothing). A row's activations do not fit in registers, so
+/// this stream stays.
 class line_prefetcher {
  public:
   /// Follows the run starting at `run`.

@@ -123,6 +123,19 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
 /// prefetch takes a load slot (~1.125 per Q4_0 quad), which the quad loops
 /// were bound by (see in_register in quant-inl.h). (These figures predate
 /// in_register: that loop then also re-read its weights once per quad.)
+///
+/// Into L2 instead (prefetcht1 32 or 64 KiB ahead, no L1 stream), the Q4_0
+/// rows read 1 GiB at 0.71-0.77 of a plain AVX-512 read where this stream
+/// gave 0.75-0.80 (Zen 5 guest, one thread, runs interleaved). A synthetic
+/// loop with the same weight loads and arithmetic but no activation loads
+/// read at 0.85-0.92 with the L2 stream and 0.76-0.85 with this one, and so
+/// did the Q4_0 rows with their activations held in registers (0.86-0.92
+/// with the L2 stream; with the loads kept and only their 2^112 multiply
+/// dropped, 0.79-0.82): the four L1-resident activation loads per quad,
+/// not the weights' own loads or arithmetic, are what the slower DRAM rate
+/// goes with (not their addresses: reading the same two quads for every
+/// step changed nothing). A row's activations do not fit in registers, so
+/// this stream stays.
 class line_prefetcher {
  public:
   /// Follows the run starting at `run`.
