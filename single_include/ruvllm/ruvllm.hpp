@@ -2450,12 +2450,12 @@ inline bool use_avx_vnni(bool on) noexcept {
 // co-tenants share) decoded at 474-503 tok/s under rows_l1 against 517-558
 // under pairs_l1_l2; rows_l1 is kept for the models that do not fit in cache.
 // Two Zen 5 variants of the Q4_0 rows that shared each activation load
-// between two rows were as fast as one row at a time from L2 and L3 (1.13-
-// 1.19 ns per quad against 1.25-1.36) and slower from DRAM (1 GiB of 2048
-// columns, one thread, interleaved runs): adjacent rows, each with its own
-// L1 stream, 20.0-23.4 GB/s against 26.2-28.5; rows half a work item apart
-// (two streams in different pages) 21.1-26.8 against 24.5-28.1, and with
-// L2 streams instead 23.5-24.5. One stream per thread stays.
+// between two rows were faster than one row at a time from cache (1.13-1.19
+// ns per quad against 1.21-1.35) and slower from DRAM (1 GiB of 2048
+// columns, one thread, medians of interleaved runs): adjacent rows, each
+// with its own L1 stream, 20.0-23.4 GB/s against 26.2-28.5; rows half a work
+// item apart (two streams in different pages) 21.1-26.8 against 24.5-27.2,
+// and with L2 streams instead 23.5-24.5. One stream per thread stays.
 //
 // The default comes from CPUID: rows_l1 on AMD family 1Ah (Zen 5) and later,
 // pairs_l1_l2 everywhere else. use_gemv_plan() overrides it for the whole
@@ -7798,9 +7798,9 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
 ///
 /// Into L2 instead (prefetcht1 32 or 64 KiB ahead, no L1 stream), the Q4_0
 /// rows read 1 GiB at 0.71-0.77 of a plain AVX-512 read where this stream
-/// gave 0.75-0.80 (Zen 5 guest, one thread, runs interleaved). A synthetic
+/// gave 0.75-0.85 (Zen 5 guest, one thread, runs interleaved). A synthetic
 /// loop with the same weight loads and arithmetic but no activation loads
-/// read at 0.85-0.92 with the L2 stream and 0.76-0.85 with this one, and so
+/// read at 0.85-0.92 with the L2 stream and 0.74-0.85 with this one, and so
 /// did the Q4_0 rows with their activations held in registers (0.86-0.92
 /// with the L2 stream; with the loads kept and only their 2^112 multiply
 /// dropped, 0.79-0.82): the four L1-resident activation loads per quad,

@@ -30,12 +30,12 @@
 // co-tenants share) decoded at 474-503 tok/s under rows_l1 against 517-558
 // under pairs_l1_l2; rows_l1 is kept for the models that do not fit in cache.
 // Two Zen 5 variants of the Q4_0 rows that shared each activation load
-// between two rows were as fast as one row at a time from L2 and L3 (1.13-
-// 1.19 ns per quad against 1.25-1.36) and slower from DRAM (1 GiB of 2048
-// columns, one thread, interleaved runs): adjacent rows, each with its own
-// L1 stream, 20.0-23.4 GB/s against 26.2-28.5; rows half a work item apart
-// (two streams in different pages) 21.1-26.8 against 24.5-28.1, and with
-// L2 streams instead 23.5-24.5. One stream per thread stays.
+// between two rows were faster than one row at a time from cache (1.13-1.19
+// ns per quad against 1.21-1.35) and slower from DRAM (1 GiB of 2048
+// columns, one thread, medians of interleaved runs): adjacent rows, each
+// with its own L1 stream, 20.0-23.4 GB/s against 26.2-28.5; rows half a work
+// item apart (two streams in different pages) 21.1-26.8 against 24.5-27.2,
+// and with L2 streams instead 23.5-24.5. One stream per thread stays.
 //
 // The default comes from CPUID: rows_l1 on AMD family 1Ah (Zen 5) and later,
 // pairs_l1_l2 everywhere else. use_gemv_plan() overrides it for the whole

@@ -126,9 +126,9 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
 ///
 /// Into L2 instead (prefetcht1 32 or 64 KiB ahead, no L1 stream), the Q4_0
 /// rows read 1 GiB at 0.71-0.77 of a plain AVX-512 read where this stream
-/// gave 0.75-0.80 (Zen 5 guest, one thread, runs interleaved). A synthetic
+/// gave 0.75-0.85 (Zen 5 guest, one thread, runs interleaved). A synthetic
 /// loop with the same weight loads and arithmetic but no activation loads
-/// read at 0.85-0.92 with the L2 stream and 0.76-0.85 with this one, and so
+/// read at 0.85-0.92 with the L2 stream and 0.74-0.85 with this one, and so
 /// did the Q4_0 rows with their activations held in registers (0.86-0.92
 /// with the L2 stream; with the loads kept and only their 2^112 multiply
 /// dropped, 0.79-0.82): the four L1-resident activation loads per quad,
