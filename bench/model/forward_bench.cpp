@@ -15,11 +15,12 @@
 //  * model/pp128 and model/pp512/<type>/<shape>/threads:N: a 128- or
 //    512-token prompt in one call, tok_s;
 //  * model/decode_cotenant/<type>/<shape>/threads:N: decode while another
-//    process spins on CPU 1 (support/cotenant.hpp), the situation in
-//    which llama.cpp's 2-thread decode collapses to ~1 tok/s. Timed on the
-//    wall clock at both thread counts (the co-tenant's share of our CPU must
-//    count); the 2-thread row exports solo_frac (jobs the pool ran without
-//    its workers) and taken_per_tok (chunks per token the caller took over);
+//    process spins on the last CPU (CPU 1 on two cores; support/cotenant.hpp),
+//    the situation in which llama.cpp's 2-thread decode collapses to ~1
+//    tok/s. Timed on the wall clock at both thread counts (the co-tenant's
+//    share of our CPU must count); the 2-thread row exports solo_frac (jobs
+//    the pool ran without its workers) and taken_per_tok (chunks per token
+//    the caller took over);
 //  * model/decode_cotenant_paired/<type>/<shape>/threads:2: the same
 //    situation, 1-thread and 2-thread decode alternating in 250 ms windows
 //    under one co-tenant (12 pairs, the first of each pair alternating).

@@ -21,13 +21,14 @@ extern char** environ;
 namespace ruvllm::bench {
 
 /// A process spinning on the last online CPU (CPU 1 on two cores) for the
-/// life of the object: a shell loop, compute-bound and touching no memory.
+/// life of the object: a shell loop, compute-bound, its few bytes of state
+/// in L1.
 ///
 /// Spawned, never fork()ed. posix_spawn clones without copying our page
 /// tables and then execs, as a real co-tenant would have been started; a
 /// fork() write-protects every mapping of the benchmark process, and on the
 /// 2-vCPU Zen 5 guest the first read pass over 2 GiB of 2 MiB-page memory
-/// after a fork took 65-558 ms against ~60 before it (60-66 ms after a
+/// after a fork took 65-558 ms against ~60 before it (63-66 ms after a
 /// posix_spawn), which made a co-tenant row's first 1B f16 decode step take
 /// 0.4-0.6 s instead of ~90 ms -- a cost of the benchmark, not of decoding
 /// beside a busy process.
@@ -62,6 +63,7 @@ class cotenant {
 
  private:
   void stop() {
+    if (pid_ <= 0) return;  // kill(-1) would signal every process we may signal
     ::kill(pid_, SIGKILL);
     while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
