@@ -35,26 +35,21 @@ namespace ruvllm::bench {
 class cotenant {
  public:
   cotenant() {
-    // The child inherits the spawning thread's affinity mask: pin this
-    // thread to the co-tenant's CPU for the spawn and restore it after.
-    cpu_set_t ours;
-    CPU_ZERO(&ours);
-    if (::sched_getaffinity(0, sizeof ours, &ours) != 0) detail::fail("cannot read this thread's CPU affinity");
-    const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t last;
-    CPU_ZERO(&last);
-    CPU_SET(static_cast<int>(online > 1 ? online - 1 : 0), &last);
-    if (::sched_setaffinity(0, sizeof last, &last) != 0) detail::fail("cannot pin the co-tenant's CPU");
     char shell[] = "sh";
     char command_flag[] = "-c";
     char loop[] = "while :; do :; done";
     char* argv[] = {shell, command_flag, loop, nullptr};
     const int spawned = ::posix_spawn(&pid_, "/bin/sh", nullptr, nullptr, argv, environ);
-    const bool restored = ::sched_setaffinity(0, sizeof ours, &ours) == 0;
     if (spawned != 0) detail::fail(std::string("cannot spawn the co-tenant process: ") + std::strerror(spawned));
-    if (!restored) {
+    // Pinned by pid once it exists (the mask survives its exec): the few
+    // microseconds it runs unpinned are shell start-up, before any row times.
+    const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t last;
+    CPU_ZERO(&last);
+    CPU_SET(static_cast<int>(online > 1 ? online - 1 : 0), &last);
+    if (::sched_setaffinity(pid_, sizeof last, &last) != 0) {
       stop();
-      detail::fail("cannot restore this thread's CPU affinity after spawning the co-tenant");
+      detail::fail("cannot pin the co-tenant process to its CPU");
     }
   }
   cotenant(const cotenant&) = delete;
