@@ -12,7 +12,10 @@
 //    masked softmax, cblas_sgemm for PV), same threads.
 //  * kernels/paged_decode/<precision>/<heads>x<kv_heads>x<head_dim>x<tokens>:
 //    one decode step over 4096 cached tokens in 32-token pages (shuffled page
-//    ids), K and V in f16, q8_0 or KIVI-2; GBps counts the KV bytes read.
+//    ids), K and V in f16, q8_0 or KIVI-2; and one layer of the 110M model's
+//    decode step (12 heads of 64, 128 tokens in 16-token pages, f16: L2-
+//    resident, so it times the kernel's per-token and per-page work); GBps
+//    counts the KV bytes read.
 //    Baseline: the scalar reference backend on the same view.
 //  * quality/attention_kv/<K>+<V>/...: not a speed row. The error of attention
 //    over quantized KV against f16 KV on one synthetic decode step (keys with
@@ -319,25 +322,38 @@ void decode_step(const k::attention_decode_plan& plan, const k::paged_kv_desc& k
   k::ops<B>::attention_decode_merge(plan, out, nullptr, 0, plan.batch);
 }
 
-constexpr std::size_t decode_heads = 32, decode_kv_heads = 8, decode_dim = 128, decode_tokens = 4096;
+/// A decode step's shape: query heads, KV heads, head dimension, cached tokens.
+struct decode_shape {
+  std::size_t heads, kv_heads, dim, tokens;
+};
+/// A 7B-class GQA layer at 4096 tokens, in 32-token pages.
+constexpr decode_shape decode_large{32, 8, 128, 4096};
+/// A layer of the 110M model of model_bench at its decode position (128
+/// tokens), in the 16-token pages llama_context uses: one head per KV head
+/// and short pages, so the per-page work weighs most.
+constexpr decode_shape decode_small{12, 12, 64, 128};
+constexpr std::size_t decode_heads = decode_large.heads, decode_kv_heads = decode_large.kv_heads,
+                      decode_dim = decode_large.dim, decode_tokens = decode_large.tokens;
 
+template <const decode_shape& Sh = decode_large>
 const kv_source& decode_source() {
-  static const kv_source src(decode_tokens, decode_kv_heads, decode_dim, 31);
+  static const kv_source src(Sh.tokens, Sh.kv_heads, Sh.dim, 31);
   return src;
 }
 
-template <class P>
+/// Rows of shape Sh in pages of T tokens.
+template <class P, std::size_t T, const decode_shape& Sh>
 void register_decode(std::string_view precision) {
-  const auto kv = std::make_shared<paged_kv<P, P, 32>>(decode_source());
-  const auto q = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(decode_heads * decode_dim, 41));
-  const auto out = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(decode_heads * decode_dim, 42));
+  constexpr const decode_shape& sh = Sh;
+  const auto kv = std::make_shared<paged_kv<P, P, T>>(decode_source<Sh>());
+  const auto q = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(sh.heads * sh.dim, 41));
+  const auto out = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(sh.heads * sh.dim, 42));
   for (const unsigned threads : {1u, 2u}) {
     k::attention_decode_options o;
     o.min_work_items = 2 * threads;
-    const auto plan = std::make_shared<decode_plan_storage>(kv->view.desc(), decode_heads, o);
-    const std::string ours =
-        rb::row_name("kernels", "paged_decode", precision,
-                     rb::shape({decode_heads, decode_kv_heads, decode_dim, decode_tokens}), threads);
+    const auto plan = std::make_shared<decode_plan_storage>(kv->view.desc(), sh.heads, o);
+    const std::string ours = rb::row_name("kernels", "paged_decode", precision,
+                                          rb::shape({sh.heads, sh.kv_heads, sh.dim, sh.tokens}), threads);
     const std::string base = rb::baseline_of(ours);
     const auto ours_body = [kv, q, out, plan, threads] {
       decode_step<highway>(plan->plan, kv->view.desc(), q->data(), out->data(), threads);
@@ -569,9 +585,10 @@ void register_reconstruction(std::string_view name, k::kv_format_desc f, k::kv_r
   });
   register_prefill(256);
   register_prefill(1024);
-  register_decode<p::f16>("f16");
-  register_decode<p::q8_0>("q8_0");
-  register_decode<p::kivi<2>>("kivi2");
+  register_decode<p::f16, 32, decode_large>("f16");
+  register_decode<p::q8_0, 32, decode_large>("q8_0");
+  register_decode<p::kivi<2>, 32, decode_large>("kivi2");
+  register_decode<p::f16, 16, decode_small>("f16");
   register_quality_row<p::f16>("f16");
   register_quality_row<p::q8_0>("q8_0");
   register_quality_row<p::kivi<4>>("kivi4");

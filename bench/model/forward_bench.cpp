@@ -25,7 +25,8 @@
 //    situation, 1-thread and 2-thread decode alternating in 250 ms windows
 //    under one co-tenant (12 pairs, the first of each pair alternating).
 //    vs_threads1 is the median of the pairs' 2-thread / 1-thread tok/s
-//    (>= 1: a second thread never hurts), vs_threads1_min the worst pair.
+//    (>= 1: a second thread never hurts), vs_threads1_min the worst pair,
+//    solo_frac as for the 2-thread decode row.
 //    Separate rows a minute apart differ by more than the effect: the
 //    guest's vCPUs change speed from minute to minute.
 // Models are built on first use (the 1B f16 image is ~2.2 GB), so a filtered
@@ -228,6 +229,14 @@ void decode_step(llama_context<>& ctx, std::vector<float>& logits) {
   benchmark::DoNotOptimize(logits.data());
 }
 
+/// The share of the 2-thread pool's jobs since `before` that it ran without
+/// its workers (adaptive: measuring windows, or the workers lost).
+double solo_share(const ruvllm::thread_pool_stats& before) {
+  const ruvllm::thread_pool_stats after = pool(2).stats();
+  const double jobs = static_cast<double>(after.jobs - before.jobs);
+  return jobs > 0 ? static_cast<double>(after.solo_jobs - before.solo_jobs) / jobs : 0.0;
+}
+
 /// The paired co-tenant row runs window_pairs pairs of one 1-thread and one
 /// 2-thread window, each paired_window long.
 constexpr int window_pairs = 12;
@@ -266,6 +275,7 @@ void register_paired_cotenant_row(gguf_type type, const char* precision, const m
                                  (void)decode_rate(one, logits);
                                  (void)decode_rate(two, logits);
                                  std::vector<double> rate1, rate2, ratio;
+                                 const ruvllm::thread_pool_stats before = pool(2).stats();
                                  for (auto _ : state) {
                                    for (int pair = 0; pair < window_pairs; ++pair) {
                                      // Alternating which goes first cancels a drift within a pair.
@@ -282,19 +292,18 @@ void register_paired_cotenant_row(gguf_type type, const char* precision, const m
                                  state.counters["vs_threads1"] = benchmark::Counter(median_of(ratio));
                                  std::sort(ratio.begin(), ratio.end());
                                  state.counters["vs_threads1_min"] = benchmark::Counter(ratio.front());
+                                 state.counters["solo_frac"] = benchmark::Counter(solo_share(before));
                                })
       ->Iterations(1)
       ->Unit(benchmark::kMillisecond);
 }
 
-/// How a multi-thread pool coped since `before`: the share of jobs it ran
-/// without the workers (adaptive: measuring windows, or the workers lost),
-/// and chunks per token the caller took over from a descheduled worker.
+/// How the 2-thread pool coped since `before`: solo_share, and chunks per
+/// token the caller took over from a descheduled worker.
 void set_pool_counters(benchmark::State& state, unsigned threads, const ruvllm::thread_pool_stats& before) {
   if (threads < 2) return;
   const ruvllm::thread_pool_stats after = pool(threads).stats();
-  const double jobs = static_cast<double>(after.jobs - before.jobs);
-  state.counters["solo_frac"] = benchmark::Counter(jobs > 0 ? (after.solo_jobs - before.solo_jobs) / jobs : 0.0);
+  state.counters["solo_frac"] = benchmark::Counter(solo_share(before));
   state.counters["taken_per_tok"] =
       benchmark::Counter(static_cast<double>(after.chunks_recomputed - before.chunks_recomputed) /
                          static_cast<double>(state.iterations()));
