@@ -14736,28 +14736,34 @@ HWY_AFTER_NAMESPACE();
 //
 // Decode (per work item: one sequence, one KV head, a page range; heads of
 // the GQA group in register blocks of 8, 4, 2 or 1 so each K/V vector loaded
-// serves every head of the block). Consecutive items over the same pages run
-// page-major (every item's page-head of a page, then the next page), which
-// reads a page's side-by-side page-heads in address order: on a 110M-shape
-// decode step at position 128 (12 KV heads, f16 KV evicted from cache by the
-// weights every step) that cut attention's share of the step's time from
-// ~14.5% to ~9% (Zen 5, one thread; attention / GEMV profile samples 0.17 ->
-// 0.10), where item by item read one 2 KiB page-head per 24 KiB page.
-// Per page and head block:
-//   scores for the page's tokens, dequantizing in registers:
+// serves every head of the block). An item's pages are taken in spans that
+// fill a head's row of scores (span_pages: 256 tokens). Consecutive items
+// over the same pages take each span in turn, so the next item's page-heads
+// (its neighbours in every page) stream in while the current one works: on a
+// 110M-shape decode step at position 128 (12 KV heads, f16 KV evicted from
+// cache by the weights every step) visiting the items page-major cut
+// attention's share of the step's time from ~14.5% to ~9% (Zen 5, one
+// thread; attention / GEMV profile samples 0.17 -> 0.10), where item by
+// item over the whole sequence read one 2 KiB page-head per 24 KiB page.
+// Per span and head block:
+//   scores for every page of the span, side by side, dequantizing in registers:
 //     f16 / q8_0 keys: dot products over dim (vector per 8-16 channels), 1-8
 //       tokens at a time, a q8_0 block's scale multiplied into the widened codes;
 //     KIVI keys (quantized per channel, codes along tokens): tokens in lanes,
 //       score = q.zero + sum_c (q_c scale_c) code_c -- the dequantization is
 //       folded into the query, one widening load + shift + mask per 4-8 codes;
-//   online softmax over the page (vector max, exp, sum), rescale the state;
-//   acc += sum_t p_t v_t over dim vectors, p_t times each block's scale
-//     folded into the broadcast weight, KIVI zeros added once per group.
+//   one online-softmax step over the span (vector max, exp, sum), rescale the
+//     state -- once per span, not per page, as short pages made it a third
+//     of the work;
+//   acc += sum_t p_t v_t page by page over dim vectors, p_t times each
+//     block's scale folded into the broadcast weight, KIVI zeros added once
+//     per group.
 // Scale/zero f16 pairs are gathered into a small stack array and widened a
-// vector at a time; nothing larger than a page's scores or a group's folded
+// vector at a time; nothing larger than a span's scores or a group's folded
 // query (8 KiB) is ever dequantized into memory. Prefetches run one phase
-// ahead, a slice per loop step: this page-head's values while its keys are
-// scored, the next page-head's keys while the values are accumulated.
+// ahead, a slice per loop step: a page-head's values while its keys are
+// scored, and while a page's values are accumulated the keys scored next in
+// its place (the next item's on that page).
 //
 // Highway 1.0.3 facts this relies on:
 //  * PromoteTo(float, float16) is VCVTPH2PS on AVX2/AVX3/AVX3_DL (bit-exact
@@ -25096,7 +25102,7 @@ class llama_context {
   /// Decode attention of layer `layer` for the token just appended: replicated
   /// work items of consecutive KV heads (sized like the decode products' by
   /// the KV bytes they read), each running the paged decode kernel over the
-  /// sequence's blocks, its heads page by page, into its thread's own state
+  /// sequence's blocks, its heads span by span of pages, into its thread's own state
   /// (so a late worker never writes shared memory) and normalizing its
   /// groups of heads into attn.
   void decode_attention(std::size_t layer, const float* q, float* attn) {

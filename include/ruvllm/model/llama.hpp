@@ -909,7 +909,7 @@ class llama_context {
   /// Decode attention of layer `layer` for the token just appended: replicated
   /// work items of consecutive KV heads (sized like the decode products' by
   /// the KV bytes they read), each running the paged decode kernel over the
-  /// sequence's blocks, its heads page by page, into its thread's own state
+  /// sequence's blocks, its heads span by span of pages, into its thread's own state
   /// (so a late worker never writes shared memory) and normalizing its
   /// groups of heads into attn.
   void decode_attention(std::size_t layer, const float* q, float* attn) {
