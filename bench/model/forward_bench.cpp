@@ -229,10 +229,9 @@ void decode_step(llama_context<>& ctx, std::vector<float>& logits) {
   benchmark::DoNotOptimize(logits.data());
 }
 
-/// The share of the 2-thread pool's jobs since `before` that it ran without
-/// its workers (adaptive: measuring windows, or the workers lost).
-double solo_share(const ruvllm::thread_pool_stats& before) {
-  const ruvllm::thread_pool_stats after = pool(2).stats();
+/// The share of a pool's jobs between two readings of its stats that it ran
+/// without its workers (adaptive: measuring windows, or the workers lost).
+double solo_share(const ruvllm::thread_pool_stats& before, const ruvllm::thread_pool_stats& after) {
   const double jobs = static_cast<double>(after.jobs - before.jobs);
   return jobs > 0 ? static_cast<double>(after.solo_jobs - before.solo_jobs) / jobs : 0.0;
 }
@@ -292,7 +291,7 @@ void register_paired_cotenant_row(gguf_type type, const char* precision, const m
                                  state.counters["vs_threads1"] = benchmark::Counter(median_of(ratio));
                                  std::sort(ratio.begin(), ratio.end());
                                  state.counters["vs_threads1_min"] = benchmark::Counter(ratio.front());
-                                 state.counters["solo_frac"] = benchmark::Counter(solo_share(before));
+                                 state.counters["solo_frac"] = benchmark::Counter(solo_share(before, pool(2).stats()));
                                })
       ->Iterations(1)
       ->Unit(benchmark::kMillisecond);
@@ -303,7 +302,7 @@ void register_paired_cotenant_row(gguf_type type, const char* precision, const m
 void set_pool_counters(benchmark::State& state, unsigned threads, const ruvllm::thread_pool_stats& before) {
   if (threads < 2) return;
   const ruvllm::thread_pool_stats after = pool(threads).stats();
-  state.counters["solo_frac"] = benchmark::Counter(solo_share(before));
+  state.counters["solo_frac"] = benchmark::Counter(solo_share(before, after));
   state.counters["taken_per_tok"] =
       benchmark::Counter(static_cast<double>(after.chunks_recomputed - before.chunks_recomputed) /
                          static_cast<double>(state.iterations()));
