@@ -277,9 +277,9 @@ void register_avx_vnni(const std::shared_ptr<matrix>& m, const quantized_weights
 
 // The gemv plans (kernels/gemv_plan.hpp) over 1 GiB of weights, beyond any
 // L3, in decode shapes: rows of 768, 2048 and 8192 f16 columns (a 110M
-// model's projections, a 1B model's, and its FFN down projection) and 2048
-// columns of Q8_0, Q4_0, Q4_K and Q6_K, cycling through matrices of 4096
-// rows. The baseline of each row is the same work under pairs_l1_l2, so
+// model's projections, a 1B model's, and its FFN down projection), 2048 and
+// 8192 columns of Q8_0 and Q4_0, and 2048 of Q4_K and Q6_K, cycling through
+// matrices of 4096 rows. The baseline of each row is the same work under pairs_l1_l2, so
 // `speedup` is rows_l1's gain on this machine (Q8_0, Q4_K and Q6_K go one
 // row at a time under both plans: for them it is the L2 stream's effect);
 // the context's gemv_plan names the plan this CPU gets by default
@@ -346,25 +346,27 @@ void register_plans() {
                                             cols);
                        });
   }
-  const auto quantized = [x, y](auto precision_type) {
+  const auto quantized = [x, y](auto precision_type, std::size_t cols) {
     using Precision = decltype(precision_type);
     using Block = typename Precision::block_type;
     constexpr std::string_view precision = Precision::name;
-    constexpr std::size_t cols = 2048, row_bytes = cols / Precision::block_size * sizeof(Block);
-    constexpr std::size_t matrices = plan_bytes / (plan_matrix_rows * row_bytes);
+    const std::size_t row_bytes = cols / Precision::block_size * sizeof(Block);
+    const std::size_t matrices = plan_bytes / (plan_matrix_rows * row_bytes);
     const auto act = std::make_shared<std::vector<k::activation_block_t<Block>>>(k::activation_blocks<Block>(cols));
     register_plan_rows(precision, cols, static_cast<double>(matrices * plan_matrix_rows * row_bytes),
-                       [x, y, act](ruvllm::thread_pool& p) {
+                       [x, y, act, cols, row_bytes, matrices](ruvllm::thread_pool& p) {
                          for (std::size_t m = 0; m < matrices; ++m)
                            k::quantized_gemv<highway>(
                                p, reinterpret_cast<const Block*>(plan_weights() + m * plan_matrix_rows * row_bytes),
                                row_bytes, x->data(), y->data(), plan_matrix_rows, cols, act->data());
                        });
   };
-  quantized(ruvllm::precision::q8_0{});
-  quantized(ruvllm::precision::q4_0{});
-  quantized(ruvllm::precision::q4_k{});
-  quantized(ruvllm::precision::q6_k{});
+  quantized(ruvllm::precision::q8_0{}, 2048);
+  quantized(ruvllm::precision::q8_0{}, 8192);
+  quantized(ruvllm::precision::q4_0{}, 2048);
+  quantized(ruvllm::precision::q4_0{}, 8192);
+  quantized(ruvllm::precision::q4_k{}, 2048);
+  quantized(ruvllm::precision::q6_k{}, 2048);
 }
 
 void register_quantize_quads() {
