@@ -2456,6 +2456,17 @@ inline bool use_avx_vnni(bool on) noexcept {
 // with its own L1 stream, 20.0-23.4 GB/s against 26.2-28.5; rows half a work
 // item apart (two streams in different pages) 21.1-26.8 against 24.5-27.2,
 // and with L2 streams instead 23.5-24.5. One stream per thread stays.
+// Two layouts that share the activation loads and keep a single stream
+// gained nothing from DRAM either (Q4_0, 1 GiB, one thread, medians of
+// interleaved runs against one row at a time): adjacent rows read side by
+// side under one L1 stream following the later row, 25.0-25.7 GB/s against
+// 26.0-27.6 at 2048 columns and 21.8-22.1 against 23.3-24.1 at 8192; and the
+// quads of four rows interleaved in memory (the layout a repacked copy of
+// the weights would have), one stream and one load of each quad's
+// activations for all four rows, 27.6-33.2 against 30.2-32.6 at 2048
+// columns and 22.7-30.0 against 29.2-30.4 at 8192. So a repacked copy would
+// not pay for giving up weights used in place from the map. (What long
+// rows did need: line_prefetcher's lines as non-temporal ones, target-inl.h.)
 //
 // The default comes from CPUID: rows_l1 on AMD family 1Ah (Zen 5) and later,
 // pairs_l1_l2 everywhere else. use_gemv_plan() overrides it for the whole
@@ -2478,7 +2489,8 @@ enum class gemv_plan : std::uint8_t {
   /// Prefetch 8 KiB ahead into L1 and 16 KiB ahead into L2; dense and Q4_0
   /// rows in pairs (Q8_0 one at a time: pairs slowed it on Zen 4).
   pairs_l1_l2,
-  /// One row at a time, prefetch 8 KiB ahead into L1 only.
+  /// One row at a time, prefetch 8 KiB ahead into L1 only (non-temporal for
+  /// the quantized rows, see line_prefetcher in target-inl.h).
   rows_l1,
 };
 
@@ -7808,6 +7820,24 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
 /// goes with (not their addresses: reading the same two quads for every
 /// step changed nothing). A row's activations do not fit in registers, so
 /// this stream stays.
+///
+/// The lines come in as non-temporal ones (prefetchnta), so the stream
+/// passing through L1 leaves the activations the kernel reloads for every
+/// row in place. Long rows showed it: a row's Q4_0 activations take 4 KiB
+/// at 2048 columns and 16 KiB at 8192 (a 1B model's FFN down projection).
+/// With ordinary prefetches rows of 8192 columns read 3-14% slower than rows
+/// of 2048, but as fast when a timing-only copy of the kernel read the same
+/// 4 KiB of activations for every quad. Over 1 GiB (Zen 5 guest, one
+/// thread, medians of 3 in five rounds alternating the two binaries) this
+/// stream read Q4_0 at 27.9-33.4 GB/s against 24.6-29.4 at 2048 columns and
+/// 25.1-29.0 against 21.0-24.4 at 8192; Q8_0 at 29.8-34.6 against 26.1-29.7
+/// (2048) and 24.4-32.4 against 20.9-27.2 (8192). It was faster in 18 of the
+/// 20 pairs, by 13-22% between the medians. The Q4_K and Q6_K rows moved
+/// within the host's noise (28.3-35.2 against 26.9-37.3 GB/s over four
+/// rounds) and gained in each round's ratio to the same run's L1 + L2
+/// streams (pairs_l1_l2): Q4_K 1.29-1.51 against 1.09-1.33. prefetch_ahead
+/// keeps ordinary prefetches: with non-temporal ones the f16 rows read 4-12%
+/// slower (medians of three alternating rounds).
 class line_prefetcher {
  public:
   /// Follows the run starting at `run`.
@@ -7818,7 +7848,7 @@ class line_prefetcher {
   /// `read_until`, the end of the bytes the next step reads.
   HWY_INLINE void until(const void* read_until) noexcept {
     const std::uintptr_t upto = reinterpret_cast<std::uintptr_t>(read_until) + prefetch_l1_distance;
-    for (; next_ < upto; next_ += 64) __builtin_prefetch(reinterpret_cast<const void*>(next_), 0, 3);
+    for (; next_ < upto; next_ += 64) __builtin_prefetch(reinterpret_cast<const void*>(next_), 0, 0);
   }
 
  private:

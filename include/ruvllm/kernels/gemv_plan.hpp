@@ -36,6 +36,17 @@
 // with its own L1 stream, 20.0-23.4 GB/s against 26.2-28.5; rows half a work
 // item apart (two streams in different pages) 21.1-26.8 against 24.5-27.2,
 // and with L2 streams instead 23.5-24.5. One stream per thread stays.
+// Two layouts that share the activation loads and keep a single stream
+// gained nothing from DRAM either (Q4_0, 1 GiB, one thread, medians of
+// interleaved runs against one row at a time): adjacent rows read side by
+// side under one L1 stream following the later row, 25.0-25.7 GB/s against
+// 26.0-27.6 at 2048 columns and 21.8-22.1 against 23.3-24.1 at 8192; and the
+// quads of four rows interleaved in memory (the layout a repacked copy of
+// the weights would have), one stream and one load of each quad's
+// activations for all four rows, 27.6-33.2 against 30.2-32.6 at 2048
+// columns and 22.7-30.0 against 29.2-30.4 at 8192. So a repacked copy would
+// not pay for giving up weights used in place from the map. (What long
+// rows did need: line_prefetcher's lines as non-temporal ones, target-inl.h.)
 //
 // The default comes from CPUID: rows_l1 on AMD family 1Ah (Zen 5) and later,
 // pairs_l1_l2 everywhere else. use_gemv_plan() overrides it for the whole
@@ -58,7 +69,8 @@ enum class gemv_plan : std::uint8_t {
   /// Prefetch 8 KiB ahead into L1 and 16 KiB ahead into L2; dense and Q4_0
   /// rows in pairs (Q8_0 one at a time: pairs slowed it on Zen 4).
   pairs_l1_l2,
-  /// One row at a time, prefetch 8 KiB ahead into L1 only.
+  /// One row at a time, prefetch 8 KiB ahead into L1 only (non-temporal for
+  /// the quantized rows, see line_prefetcher in target-inl.h).
   rows_l1,
 };
 
