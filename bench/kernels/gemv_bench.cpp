@@ -279,11 +279,11 @@ void register_avx_vnni(const std::shared_ptr<matrix>& m, const quantized_weights
 // L3, in decode shapes: rows of 768, 2048 and 8192 f16 columns (a 110M
 // model's projections, a 1B model's, and its FFN down projection), 2048 and
 // 8192 columns of Q8_0 and Q4_0, and 2048 of Q4_K and Q6_K, cycling through
-// matrices of 4096 rows. The baseline of each row is the same work under pairs_l1_l2, so
-// `speedup` is rows_l1's gain on this machine (Q8_0, Q4_K and Q6_K go one
-// row at a time under both plans: for them it is the L2 stream's effect);
-// the context's gemv_plan names the plan this CPU gets by default
-// (support/bench.hpp).
+// matrices of 4096 rows. The baseline of each row is the same work under
+// pairs_l1_l2, so `speedup` is rows_l1's gain on this machine (Q8_0, Q4_K
+// and Q6_K go one row at a time under both plans: for them it is the effect
+// of the L2 stream and of rows_l1's non-temporal L1 stream); the context's
+// gemv_plan names the plan this CPU gets by default (support/bench.hpp).
 constexpr std::size_t plan_bytes = std::size_t{1} << 30, plan_matrix_rows = 4096;
 
 // The weights of every plan row: one buffer, made on first use (a filtered

@@ -2465,8 +2465,9 @@ inline bool use_avx_vnni(bool on) noexcept {
 // the weights would have), one stream and one load of each quad's
 // activations for all four rows, 27.6-33.2 against 30.2-32.6 at 2048
 // columns and 22.7-30.0 against 29.2-30.4 at 8192. So a repacked copy would
-// not pay for giving up weights used in place from the map. (What long
-// rows did need: line_prefetcher's lines as non-temporal ones, target-inl.h.)
+// not pay for giving up weights used in place from the map. What long
+// rows did need was line_prefetcher's lines as non-temporal ones
+// (target-inl.h); the quantized rows_l1 figures above predate that.
 //
 // The default comes from CPUID: rows_l1 on AMD family 1Ah (Zen 5) and later,
 // pairs_l1_l2 everywhere else. use_gemv_plan() overrides it for the whole
@@ -7826,8 +7827,8 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
 /// row in place. Long rows showed it: a row's Q4_0 activations take 4 KiB
 /// at 2048 columns and 16 KiB at 8192 (a 1B model's FFN down projection).
 /// With ordinary prefetches rows of 8192 columns read 3-14% slower than rows
-/// of 2048, but as fast when a timing-only copy of the kernel read the same
-/// 4 KiB of activations for every quad. Over 1 GiB (Zen 5 guest, one
+/// of 2048, but as fast when a timing-only copy of the kernel cycled through
+/// the first 4 KiB of the activations along each row. Over 1 GiB (Zen 5 guest, one
 /// thread, medians of 3 in five rounds alternating the two binaries) this
 /// stream read Q4_0 at 27.9-33.4 GB/s against 24.6-29.4 at 2048 columns and
 /// 25.1-29.0 against 21.0-24.4 at 8192; Q8_0 at 29.8-34.6 against 26.1-29.7

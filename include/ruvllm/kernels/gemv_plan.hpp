@@ -45,8 +45,9 @@
 // the weights would have), one stream and one load of each quad's
 // activations for all four rows, 27.6-33.2 against 30.2-32.6 at 2048
 // columns and 22.7-30.0 against 29.2-30.4 at 8192. So a repacked copy would
-// not pay for giving up weights used in place from the map. (What long
-// rows did need: line_prefetcher's lines as non-temporal ones, target-inl.h.)
+// not pay for giving up weights used in place from the map. What long
+// rows did need was line_prefetcher's lines as non-temporal ones
+// (target-inl.h); the quantized rows_l1 figures above predate that.
 //
 // The default comes from CPUID: rows_l1 on AMD family 1Ah (Zen 5) and later,
 // pairs_l1_l2 everywhere else. use_gemv_plan() overrides it for the whole
