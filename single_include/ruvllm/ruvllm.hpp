@@ -7822,18 +7822,19 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
 /// step changed nothing). A row's activations do not fit in registers, so
 /// this stream stays.
 ///
-/// The lines come in as non-temporal ones (prefetchnta), so the stream
-/// passing through L1 leaves the activations the kernel reloads for every
-/// row in place. Long rows showed it: a row's Q4_0 activations take 4 KiB
-/// at 2048 columns and 16 KiB at 8192 (a 1B model's FFN down projection).
-/// With ordinary prefetches rows of 8192 columns read 3-14% slower than rows
-/// of 2048, but as fast when a timing-only copy of the kernel cycled through
-/// the first 4 KiB of the activations along each row. Over 1 GiB (Zen 5 guest, one
-/// thread, medians of 3 in five rounds alternating the two binaries) this
-/// stream read Q4_0 at 27.9-33.4 GB/s against 24.6-29.4 at 2048 columns and
-/// 25.1-29.0 against 21.0-24.4 at 8192; Q8_0 at 29.8-34.6 against 26.1-29.7
-/// (2048) and 24.4-32.4 against 20.9-27.2 (8192). It was faster in 18 of the
-/// 20 pairs, by 13-22% between the medians. The Q4_K and Q6_K rows moved
+/// The lines come in as non-temporal ones (prefetchnta on x86; PLDL1STRM on
+/// AArch64, not measured there), so the stream passing through L1 leaves
+/// the activations the kernel reloads for every row in place. Long rows
+/// showed it: a row's Q4_0 activations take 4 KiB at 2048 columns and 16 KiB
+/// at 8192 (a 1B model's FFN down projection). With ordinary prefetches rows
+/// of 8192 columns read 3-14% slower than rows of 2048, but as fast when a
+/// timing-only copy of the kernel cycled through the first 4 KiB of the
+/// activations along each row. Over 1 GiB (Zen 5 guest, one thread, medians
+/// of 3 in five rounds alternating the two binaries) this stream read Q4_0
+/// at 27.9-33.4 GB/s against 24.6-29.4 at 2048 columns and 25.1-29.0
+/// against 21.0-24.4 at 8192; Q8_0 at 29.8-34.6 against 26.1-29.7 (2048)
+/// and 24.4-32.4 against 20.9-27.2 (8192). It was faster in 18 of the 20
+/// pairs, by 13-22% between the medians. The Q4_K and Q6_K rows moved
 /// within the host's noise (28.3-35.2 against 26.9-37.3 GB/s over four
 /// rounds) and gained in each round's ratio to the same run's L1 + L2
 /// streams (pairs_l1_l2): Q4_K 1.29-1.51 against 1.09-1.33. prefetch_ahead
@@ -25133,9 +25134,9 @@ class llama_context {
   /// Decode attention of layer `layer` for the token just appended: replicated
   /// work items of consecutive KV heads (sized like the decode products' by
   /// the KV bytes they read), each running the paged decode kernel over the
-  /// sequence's blocks, its heads span by span of pages, into its thread's own state
-  /// (so a late worker never writes shared memory) and normalizing its
-  /// groups of heads into attn.
+  /// sequence's blocks, its heads span by span of pages, into its thread's
+  /// own state (so a late worker never writes shared memory) and normalizing
+  /// its groups of heads into attn.
   void decode_attention(std::size_t layer, const float* q, float* attn) {
     const llama_hparams& h = model_->hparams();
     const std::size_t hd = h.head_dim, group = h.n_head / h.n_head_kv;

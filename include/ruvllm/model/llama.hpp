@@ -909,9 +909,9 @@ class llama_context {
   /// Decode attention of layer `layer` for the token just appended: replicated
   /// work items of consecutive KV heads (sized like the decode products' by
   /// the KV bytes they read), each running the paged decode kernel over the
-  /// sequence's blocks, its heads span by span of pages, into its thread's own state
-  /// (so a late worker never writes shared memory) and normalizing its
-  /// groups of heads into attn.
+  /// sequence's blocks, its heads span by span of pages, into its thread's
+  /// own state (so a late worker never writes shared memory) and normalizing
+  /// its groups of heads into attn.
   void decode_attention(std::size_t layer, const float* q, float* attn) {
     const llama_hparams& h = model_->hparams();
     const std::size_t hd = h.head_dim, group = h.n_head / h.n_head_kv;
