@@ -10,10 +10,12 @@
 //    (all of them, the output matrix included) against the STREAM-like read
 //    probe taken just before and just after the row (probe_GBps, their
 //    mean) -- decode is memory-bound, so bw_frac is its efficiency against
-//    the bandwidth limit of the same seconds; the 2-thread row also exports
+//    the bandwidth limit of the same seconds -- and the calling core's clock
+//    at the same moments (core_GHz; support/clock.hpp); the 2-thread row also exports
 //    solo_frac and taken_per_tok (below);
 //  * model/pp128 and model/pp512/<type>/<shape>/threads:N: a 128- or
-//    512-token prompt in one call, tok_s;
+//    512-token prompt in one call, tok_s and core_GHz (prefill is bound by
+//    the cores, so its rate follows their clock);
 //  * model/decode_cotenant/<type>/<shape>/threads:N: decode while another
 //    process spins on the last CPU (CPU 1 on two cores; support/cotenant.hpp),
 //    the situation in which llama.cpp's 2-thread decode collapses to ~1
@@ -315,12 +317,12 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
       built_model& m = model_of(type, sh);
       std::vector<float> logits(sh.vocab);
       llama_context<> ctx = decoding_context(m, sh, threads, logits);
-      const double read_before = rb::stream_read_now(threads);
+      const rb::row_bracket bracket = rb::bracket_row(threads);
       const ruvllm::thread_pool_stats before = pool(threads).stats();
       rb::timed_loop(
           state, [&] { decode_step(ctx, logits); }, threads);
       state.counters["tok_s"] = benchmark::Counter(1.0 / rb::seconds_per_iteration(state));
-      rb::set_bracketed_bandwidth_counters(state, m.weight_bytes, threads, read_before);
+      rb::set_bracketed_bandwidth_counters(state, m.weight_bytes, threads, bracket);
       set_pool_counters(state, threads, before);
     });
     const std::string cotenant_row = rb::row_name("model", "decode_cotenant", precision, sh.name, threads);
@@ -345,6 +347,7 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
         if (!ctx) rb::detail::fail(ctx.error().describe());
         std::vector<float> logits(sh.vocab);
         const std::vector<token_id> prompt = tokens(n, sh.vocab);
+        const double ghz_before = rb::core_clock_ghz();
         rb::timed_loop(
             state,
             [&] {
@@ -354,6 +357,7 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
             },
             threads);
         state.counters["tok_s"] = benchmark::Counter(static_cast<double>(n) / rb::seconds_per_iteration(state));
+        state.counters["core_GHz"] = benchmark::Counter((ghz_before + rb::core_clock_ghz()) / 2.0);
       });
     }
   }

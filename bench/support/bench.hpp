@@ -63,7 +63,8 @@
 //   stream_probe.hpp: measured once per process and thread count, on first
 //   use, outside any timed loop). bw_frac > 1 means the data came from caches.
 //   set_bracketed_bandwidth_counters divides by probes taken just before and
-//   just after the row's own loop instead.
+//   just after the row's own loop instead, and exports the core's clock of
+//   the same moments (core_GHz).
 //
 // Inputs: random_floats(n, seed), aligned and reproducible.
 //
@@ -270,19 +271,37 @@ inline void set_bandwidth_counters(benchmark::State& state, double bytes_moved_p
   detail::export_bandwidth(state, bytes_moved_per_iteration, stream_probe(threads).read_gbps);
 }
 
+/// What a row that brackets its timed loop measured just before it
+/// (bracket_row): the read bandwidth and the calling core's clock.
+struct row_bracket {
+  double read_gbps = 0.0;
+  double core_ghz = 0.0;
+};
+
+/// Takes the "before" half of a bracket at `threads` threads; call it just
+/// before the row's timed_loop.
+[[nodiscard]] inline row_bracket bracket_row(unsigned threads) {
+  const double ghz = core_clock_ghz();
+  return {stream_read_now(threads), ghz};
+}
+
 /// As set_bandwidth_counters, but against the read bandwidth of the row's own
-/// seconds: `read_before` is stream_read_now(threads) taken just before the
-/// row's timed_loop, a second probe is taken now, and bw_frac divides by
-/// their mean (exported as probe_GBps). On a shared host the probe moves by
-/// a third between minutes (25-39 GB/s at one thread within ten minutes on
-/// the 2-vCPU guest we measure on), more than the changes a row is meant to
+/// seconds: `before` is bracket_row(threads) taken just before the row's
+/// timed_loop, a second probe is taken now, and bw_frac divides by their
+/// mean (exported as probe_GBps). On a shared host the probe moves by a
+/// third between minutes (25-39 GB/s at one thread within ten minutes on the
+/// 2-vCPU guest we measure on), more than the changes a row is meant to
 /// judge, so rows read against a target (model decode) pay ~0.4 s per call
-/// for a denominator from the same seconds.
+/// for a denominator from the same seconds. core_GHz is the mean of the
+/// calling core's clock before and after (core_clock_ghz in clock.hpp): a
+/// row that ran while the host gave the core less time shows it there,
+/// which the memory probe alone does not.
 inline void set_bracketed_bandwidth_counters(benchmark::State& state, double bytes_moved_per_iteration,
-                                             unsigned threads, double read_before) {
-  const double probe = (read_before + stream_read_now(threads)) / 2.0;
+                                             unsigned threads, const row_bracket& before) {
+  const double probe = (before.read_gbps + stream_read_now(threads)) / 2.0;
   detail::export_bandwidth(state, bytes_moved_per_iteration, probe);
   state.counters["probe_GBps"] = benchmark::Counter(probe);
+  state.counters["core_GHz"] = benchmark::Counter((before.core_ghz + core_clock_ghz()) / 2.0);
 }
 
 // ------------------------------------------------------------------ context

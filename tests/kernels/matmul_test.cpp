@@ -345,10 +345,12 @@ namespace {
 namespace ks = ruvllm::kernels::scalar;
 void quantize_row(const float* x, ruvllm::block_q8_0* y, std::size_t n) { ks::quantize_q8_0(x, y, n); }
 void quantize_row(const float* x, ruvllm::block_q4_0* y, std::size_t n) { ks::quantize_q4_0(x, y, n); }
+void quantize_row(const float* x, ruvllm::block_iq4_nl* y, std::size_t n) { ks::quantize_iq4_nl(x, y, n); }
 void quantize_row(const float* x, ruvllm::block_q4_k* y, std::size_t n) { ks::quantize_q4_k(x, y, n); }
 void quantize_row(const float* x, ruvllm::block_q6_k* y, std::size_t n) { ks::quantize_q6_k(x, y, n); }
 void dequantize_row(const ruvllm::block_q8_0* x, float* y, std::size_t n) { ks::dequantize_q8_0(x, y, n); }
 void dequantize_row(const ruvllm::block_q4_0* x, float* y, std::size_t n) { ks::dequantize_q4_0(x, y, n); }
+void dequantize_row(const ruvllm::block_iq4_nl* x, float* y, std::size_t n) { ks::dequantize_iq4_nl(x, y, n); }
 void dequantize_row(const ruvllm::block_q4_k* x, float* y, std::size_t n) { ks::dequantize_q4_k(x, y, n); }
 void dequantize_row(const ruvllm::block_q6_k* x, float* y, std::size_t n) { ks::dequantize_q6_k(x, y, n); }
 void dequantize_row(const ruvllm::block_q8_k* x, float* y, std::size_t n) { ks::dequantize_q8_k(x, y, n); }
@@ -460,6 +462,18 @@ TEST_CASE("quantized gemv: q4_0 weights", "[kernels][gemv]") {
   check_quantized_gemv<ruvllm::block_q4_0>(72, 130, 256);
   check_quantized_gemv<ruvllm::block_q4_0>(80, 33, 160);  // 1 block past the last whole quad, odd rows
   check_quantized_gemv<ruvllm::block_q4_0>(82, 2, 224);
+  // Rows of whole quad pairs and of an odd number of quads (rows_l1 takes a
+  // pair's scales from one packed vector, the last quad from the quad), and
+  // rows longer than that packing covers (32768 columns), which load the
+  // scales per quad.
+  check_quantized_gemv<ruvllm::block_q4_0>(83, 21, 2048);
+  check_quantized_gemv<ruvllm::block_q4_0>(84, 5, 1184);
+  check_quantized_gemv<ruvllm::block_q4_0>(85, 3, 33024);
+}
+TEST_CASE("quantized gemv: iq4_nl weights", "[kernels][gemv]") {
+  check_quantized_gemv<ruvllm::block_iq4_nl>(86, 21, 2048);
+  check_quantized_gemv<ruvllm::block_iq4_nl>(87, 5, 1184);
+  check_quantized_gemv<ruvllm::block_iq4_nl>(88, 3, 33024);
 }
 TEST_CASE("quantized gemv: q4_k weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q4_k>(73, 33, 1024); }
 TEST_CASE("quantized gemv: q6_k weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q6_k>(74, 9, 512); }
