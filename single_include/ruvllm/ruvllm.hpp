@@ -10326,8 +10326,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
 }
 
 /// The activation scales (times 2^112, as load_quad gives them) and weight
-/// offsets of two consecutive quads in one vector, for the rows of a format
-/// without minima that reads quads in pairs (Q4_0, IQ4_NL): block j of the
+/// offsets of two consecutive quads in one vector, for the rows_l1 rows of
+/// the formats without minima that the GEMV reads most (Q4_0, IQ4_NL, Q8_0;
+/// Q5_0 and the formats with minima keep load_quad): block j of the
 /// even quad at d[j] and offset[j], of the odd one at d[4 + j] and
 /// offset[4 + j]. load_quad reads these from two 64-byte vectors per quad,
 /// each holding every value four times (its lanes' layout); one vector per
@@ -10341,11 +10342,21 @@ RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
 /// two, while removing arithmetic changed nothing: the high nibbles by one
 /// GFNI affine instead of a shift and a mask, 6% fewer cycles per quad from
 /// L1, read 0.4-1.2% faster, and two accumulators 1.1-2.6% slower. The
-/// values are those load_quad gives, so the results are the same bits.
+/// values are those load_quad gives, so the results are the same bits. In
+/// the library's GEMV (gemv_bench's plan rows, two rounds alternating the
+/// two builds) Q4_0 read 29.1-30.9 GB/s against 26.8-28.9 at 2048 columns
+/// and one thread, 29.5-30.0 against 22.0-25.9 at 8192; Q8_0 28.9-34.0
+/// against 25.5-28.4 at 2048, 28.5-30.4 against 23.3-23.8 at 8192, and
+/// 53.8-60.2 against 44.1-55.1 at two threads.
 struct alignas(64) quad_pair_scales {
   float d[8];
   std::int32_t offset[8];
 };
+
+/// The formats whose rows_l1 rows take quad_pair_scales.
+template <quad_weights F>
+inline constexpr bool takes_pair_scales =
+    F == quad_weights::q4_0 || F == quad_weights::iq4_nl || F == quad_weights::q8_0;
 
 /// Most quad pairs quad_row takes its scales from quad_pair_scales for:
 /// rows of up to 32768 columns (8 KiB on the stack); longer rows load them
@@ -10356,7 +10367,7 @@ inline constexpr std::size_t max_scale_pairs = 128;
 template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE void pack_pair_scales(const q8_0_quad* HWY_RESTRICT a, std::size_t pairs,
                                                    quad_pair_scales* HWY_RESTRICT out) {
-  static_assert(F == quad_weights::q4_0 || F == quad_weights::iq4_nl);
+  static_assert(takes_pair_scales<F>);
   // Lanes 4j of the even quad's vector into lanes j and 8 + j, of the odd
   // one's into lanes 4 + j and 12 + j: the scales keep lanes 0-7, the
   // offsets lanes 8-15.
@@ -10410,9 +10421,9 @@ RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
 }
 
-/// *out = dot(the row at w, a). `pair_scales`, for formats that read quads
-/// in pairs, holds the scales of the row's first (nb / 4) / 2 quad pairs
-/// (pack_pair_scales), or is null to load them per quad.
+/// *out = dot(the row at w, a). `pair_scales`, for the formats of
+/// takes_pair_scales, holds the scales of the row's first (nb / 4) / 2 quad
+/// pairs (pack_pair_scales), or is null to load them per quad.
 template <quad_weights F, gemv_plan Plan>
 RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, const q8_0_quad* HWY_RESTRICT a,
                                            std::size_t nb, float* HWY_RESTRICT out, const constants& c,
@@ -10447,6 +10458,20 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
       reader.read(w + q * step, c, even, odd);
       acc = quad_dot(even, load_quad<F>(a[q]), acc);
       acc = quad_dot(odd, load_quad<F>(a[q + 1]), acc);
+    }
+  }
+  if constexpr (F == quad_weights::q8_0) {
+    // Q8_0 reads its quads one at a time (see unpack) and takes their
+    // scales a pair at a time.
+    if (pair_scales != nullptr) {
+      for (; q + 2 <= whole; q += 2) {
+        const __m512i scales = _mm512_load_si512(pair_scales + q / 2);
+        prefetch(q, 1);
+        acc = quad_dot(unpack<F, true, true>(w + q * step, c, step), load_quad_of_pair<false>(a[q], scales), acc);
+        prefetch(q + 1, 1);
+        acc = quad_dot(unpack<F, true, true>(w + (q + 1) * step, c, step), load_quad_of_pair<true>(a[q + 1], scales),
+                       acc);
+      }
     }
   }
   for (; q < whole; ++q) {
@@ -10509,7 +10534,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
     std::size_t r = 0;
     if constexpr (packs_nibbles<F> && Plan == gemv_plan::pairs_l1_l2)
       for (; r + 2 <= rows; r += 2) quad_row_pair<F>(base + r * row_stride, row_stride, a, nb, out + r, c);
-    if constexpr (reads_quad_pairs<F> && Plan == gemv_plan::rows_l1) {
+    if constexpr (takes_pair_scales<F> && Plan == gemv_plan::rows_l1) {
       const std::size_t pairs = nb / 4 / 2;
       if (pairs <= max_scale_pairs) {
         quad_pair_scales scales[max_scale_pairs];

@@ -457,6 +457,11 @@ TEST_CASE("quantized gemv: q8_0 weights", "[kernels][gemv]") {
   // last row has no pair), and a single row.
   check_quantized_gemv<ruvllm::block_q8_0>(79, 31, 96);
   check_quantized_gemv<ruvllm::block_q8_0>(81, 1, 160);
+  // Whole quad pairs, an odd quad count, and rows past the packed pair
+  // scales (see the q4_0 case).
+  check_quantized_gemv<ruvllm::block_q8_0>(89, 21, 2048);
+  check_quantized_gemv<ruvllm::block_q8_0>(90, 5, 1184);
+  check_quantized_gemv<ruvllm::block_q8_0>(91, 3, 33024);
 }
 TEST_CASE("quantized gemv: q4_0 weights", "[kernels][gemv]") {
   check_quantized_gemv<ruvllm::block_q4_0>(72, 130, 256);
