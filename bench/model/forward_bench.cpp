@@ -357,7 +357,7 @@ void register_rows(gguf_type type, const char* precision, const model_shape& sh)
             },
             threads);
         state.counters["tok_s"] = benchmark::Counter(static_cast<double>(n) / rb::seconds_per_iteration(state));
-        state.counters["core_GHz"] = benchmark::Counter((ghz_before + rb::core_clock_ghz()) / 2.0);
+        rb::set_core_clock_counter(state, ghz_before);
       });
     }
   }

@@ -271,6 +271,13 @@ inline void set_bandwidth_counters(benchmark::State& state, double bytes_moved_p
   detail::export_bandwidth(state, bytes_moved_per_iteration, stream_probe(threads).read_gbps);
 }
 
+/// Exports core_GHz: the mean of `ghz_before`, core_clock_ghz() taken just
+/// before the row's timed_loop, and the clock now (clock.hpp says what it
+/// shows).
+inline void set_core_clock_counter(benchmark::State& state, double ghz_before) {
+  state.counters["core_GHz"] = benchmark::Counter((ghz_before + core_clock_ghz()) / 2.0);
+}
+
 /// What a row that brackets its timed loop measured just before it
 /// (bracket_row): the read bandwidth and the calling core's clock.
 struct row_bracket {
@@ -301,7 +308,7 @@ inline void set_bracketed_bandwidth_counters(benchmark::State& state, double byt
   const double probe = (before.read_gbps + stream_read_now(threads)) / 2.0;
   detail::export_bandwidth(state, bytes_moved_per_iteration, probe);
   state.counters["probe_GBps"] = benchmark::Counter(probe);
-  state.counters["core_GHz"] = benchmark::Counter((before.core_ghz + core_clock_ghz()) / 2.0);
+  set_core_clock_counter(state, before.core_ghz);
 }
 
 // ------------------------------------------------------------------ context

@@ -442,6 +442,17 @@ void check_quantized_gemm(std::uint64_t stream, std::size_t rows, std::size_t co
   }
 }
 
+// The row shapes of the quad pair scales (rows_l1 takes a pair's scales
+// from one packed vector): rows of whole pairs, of an odd number of quads
+// plus a partial one, and rows longer than the packing covers (32768
+// columns), which load the scales per quad.
+template <class Block>
+void check_pair_scale_rows(std::uint64_t stream) {
+  check_quantized_gemv<Block>(stream, 21, 2048);
+  check_quantized_gemv<Block>(stream + 1, 5, 1184);
+  check_quantized_gemv<Block>(stream + 2, 3, 33024);
+}
+
 }  // namespace
 
 TEST_CASE("quantized gemm equals quantized gemv per token", "[kernels][gemm]") {
@@ -457,29 +468,15 @@ TEST_CASE("quantized gemv: q8_0 weights", "[kernels][gemv]") {
   // last row has no pair), and a single row.
   check_quantized_gemv<ruvllm::block_q8_0>(79, 31, 96);
   check_quantized_gemv<ruvllm::block_q8_0>(81, 1, 160);
-  // Whole quad pairs, an odd quad count, and rows past the packed pair
-  // scales (see the q4_0 case).
-  check_quantized_gemv<ruvllm::block_q8_0>(89, 21, 2048);
-  check_quantized_gemv<ruvllm::block_q8_0>(90, 5, 1184);
-  check_quantized_gemv<ruvllm::block_q8_0>(91, 3, 33024);
+  check_pair_scale_rows<ruvllm::block_q8_0>(89);
 }
 TEST_CASE("quantized gemv: q4_0 weights", "[kernels][gemv]") {
   check_quantized_gemv<ruvllm::block_q4_0>(72, 130, 256);
   check_quantized_gemv<ruvllm::block_q4_0>(80, 33, 160);  // 1 block past the last whole quad, odd rows
   check_quantized_gemv<ruvllm::block_q4_0>(82, 2, 224);
-  // Rows of whole quad pairs and of an odd number of quads (rows_l1 takes a
-  // pair's scales from one packed vector, the last quad from the quad), and
-  // rows longer than that packing covers (32768 columns), which load the
-  // scales per quad.
-  check_quantized_gemv<ruvllm::block_q4_0>(83, 21, 2048);
-  check_quantized_gemv<ruvllm::block_q4_0>(84, 5, 1184);
-  check_quantized_gemv<ruvllm::block_q4_0>(85, 3, 33024);
+  check_pair_scale_rows<ruvllm::block_q4_0>(83);
 }
-TEST_CASE("quantized gemv: iq4_nl weights", "[kernels][gemv]") {
-  check_quantized_gemv<ruvllm::block_iq4_nl>(86, 21, 2048);
-  check_quantized_gemv<ruvllm::block_iq4_nl>(87, 5, 1184);
-  check_quantized_gemv<ruvllm::block_iq4_nl>(88, 3, 33024);
-}
+TEST_CASE("quantized gemv: iq4_nl weights", "[kernels][gemv]") { check_pair_scale_rows<ruvllm::block_iq4_nl>(86); }
 TEST_CASE("quantized gemv: q4_k weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q4_k>(73, 33, 1024); }
 TEST_CASE("quantized gemv: q6_k weights", "[kernels][gemv]") { check_quantized_gemv<ruvllm::block_q6_k>(74, 9, 512); }
 

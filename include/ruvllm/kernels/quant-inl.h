@@ -800,6 +800,15 @@ struct quad_regs {
   __m512 d, d_min;
 };
 
+/// The activation sums a format's weight offset multiplies, for the formats
+/// that read them as stored: Q4_0 -8 sum(a), Q8_0 and IQ4_NL -128 sum(a)
+/// (their values carry +128 as unsigned bytes).
+template <quad_weights F>
+RUVLLM_QUANT_ATTR HWY_INLINE const std::int32_t* stored_offsets(const q8_0_quad& q) {
+  static_assert(F == quad_weights::q4_0 || F == quad_weights::q8_0 || F == quad_weights::iq4_nl);
+  return F == quad_weights::q4_0 ? q.neg8_sum : q.neg128_sum;
+}
+
 template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
   quad_regs r;
@@ -809,14 +818,12 @@ RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad(const q8_0_quad& q) {
   // and IQ4_NL -128 (their values carry +128 as unsigned bytes); Q4_1 and
   // Q5_1 have none (their minima take the activation sums instead).
   r.neg8 = _mm512_load_si512(q.neg8_sum);
-  if constexpr (F == quad_weights::q4_0) {
-    r.offset = r.neg8;
-  } else if constexpr (F == quad_weights::q5_0) {
+  if constexpr (F == quad_weights::q5_0) {
     r.offset = _mm512_slli_epi32(r.neg8, 1);
   } else if constexpr (has_minimum<F>) {
     r.offset = _mm512_setzero_si512();
   } else {
-    r.offset = _mm512_load_si512(q.neg128_sum);
+    r.offset = _mm512_load_si512(stored_offsets<F>(q));
   }
   // Exact: activation scales are f16 values (< 2^16), so the product stays
   // below 2^128.
@@ -877,10 +884,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void pack_pair_scales(const q8_0_quad* HWY_RESTRICT
     const q8_0_quad& odd = a[2 * p + 1];
     const __m512 d = _mm512_mul_ps(_mm512_permutex2var_ps(_mm512_load_ps(even.d), pick, _mm512_load_ps(odd.d)),
                                    _mm512_set1_ps(0x1p112f));
-    const std::int32_t* even_offsets = F == quad_weights::q4_0 ? even.neg8_sum : even.neg128_sum;
-    const std::int32_t* odd_offsets = F == quad_weights::q4_0 ? odd.neg8_sum : odd.neg128_sum;
-    const __m512i offsets =
-        _mm512_permutex2var_epi32(_mm512_load_si512(even_offsets), pick, _mm512_load_si512(odd_offsets));
+    const __m512i offsets = _mm512_permutex2var_epi32(_mm512_load_si512(stored_offsets<F>(even)), pick,
+                                                      _mm512_load_si512(stored_offsets<F>(odd)));
     _mm512_store_si512(out + p, _mm512_mask_blend_epi32(0xFF00, _mm512_castps_si512(d), offsets));
   }
 }
@@ -921,13 +926,15 @@ RUVLLM_QUANT_ATTR HWY_INLINE float sum_lanes(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
 }
 
-/// *out = dot(the row at w, a). `pair_scales`, for the formats of
-/// takes_pair_scales, holds the scales of the row's first (nb / 4) / 2 quad
-/// pairs (pack_pair_scales), or is null to load them per quad.
-template <quad_weights F, gemv_plan Plan>
+/// *out = dot(the row at w, a). With PairScales (formats of
+/// takes_pair_scales), `pair_scales` holds the scales of the row's first
+/// (nb / 4) / 2 quad pairs (pack_pair_scales) and the pairs take them from
+/// there; without, every quad loads its own (load_quad).
+template <quad_weights F, gemv_plan Plan, bool PairScales = false>
 RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, const q8_0_quad* HWY_RESTRICT a,
                                            std::size_t nb, float* HWY_RESTRICT out, const constants& c,
                                            const quad_pair_scales* HWY_RESTRICT pair_scales = nullptr) {
+  static_assert(!PairScales || takes_pair_scales<F>);
   constexpr std::size_t step = quad_bytes<F>;
   const std::size_t whole = nb / 4, rest = nb % 4;
   __m512 acc = _mm512_setzero_ps();
@@ -939,39 +946,39 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row(const std::uint8_t* HWY_RESTRICT w, c
     else
       prefetch_ahead<Plan>(w + q * step, quads * step);
   };
+  // The activations of quads q and q + 1 (q even).
+  const auto activation_pair = [&](std::size_t q, quad_regs& even, quad_regs& odd) RUVLLM_QUANT_LAMBDA {
+    if constexpr (PairScales) {
+      const __m512i scales = _mm512_load_si512(pair_scales + q / 2);
+      even = load_quad_of_pair<false>(a[q], scales);
+      odd = load_quad_of_pair<true>(a[q + 1], scales);
+    } else {
+      even = load_quad<F>(a[q]);
+      odd = load_quad<F>(a[q + 1]);
+    }
+  };
   std::size_t q = 0;
   if constexpr (reads_quad_pairs<F>) {
     const quad_pair_reader<F> reader(c);
-    if (pair_scales != nullptr) {
-      for (; q + 2 <= whole; q += 2) {
-        prefetch(q, 2);
-        unpacked<F> even, odd;
-        reader.read(w + q * step, c, even, odd);
-        const __m512i scales = _mm512_load_si512(pair_scales + q / 2);
-        acc = quad_dot(even, load_quad_of_pair<false>(a[q], scales), acc);
-        acc = quad_dot(odd, load_quad_of_pair<true>(a[q + 1], scales), acc);
-      }
-    }
     for (; q + 2 <= whole; q += 2) {
       prefetch(q, 2);
       unpacked<F> even, odd;
       reader.read(w + q * step, c, even, odd);
-      acc = quad_dot(even, load_quad<F>(a[q]), acc);
-      acc = quad_dot(odd, load_quad<F>(a[q + 1]), acc);
+      quad_regs a_even, a_odd;
+      activation_pair(q, a_even, a_odd);
+      acc = quad_dot(even, a_even, acc);
+      acc = quad_dot(odd, a_odd, acc);
     }
-  }
-  if constexpr (F == quad_weights::q8_0) {
+  } else if constexpr (PairScales) {
     // Q8_0 reads its quads one at a time (see unpack) and takes their
     // scales a pair at a time.
-    if (pair_scales != nullptr) {
-      for (; q + 2 <= whole; q += 2) {
-        const __m512i scales = _mm512_load_si512(pair_scales + q / 2);
-        prefetch(q, 1);
-        acc = quad_dot(unpack<F, true, true>(w + q * step, c, step), load_quad_of_pair<false>(a[q], scales), acc);
-        prefetch(q + 1, 1);
-        acc = quad_dot(unpack<F, true, true>(w + (q + 1) * step, c, step), load_quad_of_pair<true>(a[q + 1], scales),
-                       acc);
-      }
+    for (; q + 2 <= whole; q += 2) {
+      quad_regs a_even, a_odd;
+      activation_pair(q, a_even, a_odd);
+      prefetch(q, 1);
+      acc = quad_dot(unpack<F, true, true>(w + q * step, c, step), a_even, acc);
+      prefetch(q + 1, 1);
+      acc = quad_dot(unpack<F, true, true>(w + (q + 1) * step, c, step), a_odd, acc);
     }
   }
   for (; q < whole; ++q) {
@@ -1039,7 +1046,7 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_s
       if (pairs <= max_scale_pairs) {
         quad_pair_scales scales[max_scale_pairs];
         pack_pair_scales<F>(a, pairs, scales);
-        for (; r < rows; ++r) quad_row<F, Plan>(base + r * row_stride, a, nb, out + r, c, scales);
+        for (; r < rows; ++r) quad_row<F, Plan, true>(base + r * row_stride, a, nb, out + r, c, scales);
       }
     }
     for (; r < rows; ++r) quad_row<F, Plan>(base + r * row_stride, a, nb, out + r, c);
