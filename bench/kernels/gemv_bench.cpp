@@ -11,7 +11,8 @@
 //    rows time wall clock for both sides, since the co-tenant's theft of CPU
 //    time is exactly what they measure;
 //  * gemv_plan rows compare the two GEMV plans over 1 GiB of weights (see
-//    register_plans);
+//    register_plans); gemv_half_x rows compare f16 activations with f32 ones
+//    beside f16 weights there (register_half_activations);
 //  * avx_vnni_gemv / avx_vnni_gemm rows compare the AVX2 target's quant
 //    kernels with and without AVX-VNNI (see register_avx_vnni);
 //  * quantize rows time the Q8_0 quads a Q8_0 / Q4_0 GEMV quantizes its input
@@ -369,6 +370,56 @@ void register_plans() {
   quantized(ruvllm::precision::q6_k{}, 2048);
 }
 
+// F16 weights with f16 activations (as decode passes them: ggml rounds the
+// activations of F16 weights to f16) against the same call with those
+// activations widened to f32, over the plan rows' 1 GiB of weights at the
+// same decode shapes and under the plan this CPU gets. The results are the
+// same bits; `speedup` is what holding the activations in f16 gains.
+void register_half_activations() {
+  namespace k = ruvllm::kernels;
+  const auto x = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(8192, 18));
+  const auto x16 = std::make_shared<std::vector<ruvllm::f16>>(8192);
+  for (std::size_t i = 0; i < x16->size(); ++i) {
+    (*x16)[i] = ruvllm::to_f16((*x)[i]);
+    (*x)[i] = ruvllm::to_float((*x16)[i]);
+  }
+  const auto y = std::make_shared<ruvllm::aligned_buffer<float>>(rb::random_floats(plan_matrix_rows, 19));
+  for (const std::size_t cols : {768u, 2048u, 8192u}) {
+    const std::size_t matrix_elements = plan_matrix_rows * cols, matrices = plan_bytes / (matrix_elements * 2);
+    const double bytes = static_cast<double>(matrices * matrix_elements * 2);
+    const auto body = [x, x16, y, cols, matrix_elements, matrices](bool half, unsigned threads) {
+      return [x, x16, y, cols, matrix_elements, matrices, half, threads] {
+        const auto* base = reinterpret_cast<const ruvllm::f16*>(plan_weights());
+        for (std::size_t m = 0; m < matrices; ++m) {
+          const ruvllm::f16* w = base + m * matrix_elements;
+          if (half)
+            k::gemv<highway>(pool(threads), w, cols, x16->data(), y->data(), plan_matrix_rows, cols);
+          else
+            k::gemv<highway>(pool(threads), w, cols, x->data(), y->data(), plan_matrix_rows, cols);
+        }
+        benchmark::ClobberMemory();
+      };
+    };
+    for (const unsigned threads : {1u, 2u}) {
+      const std::string ours = rb::join_name({"kernels", "gemv_half_x", "f16", std::to_string(cols)}, threads);
+      const std::string base = rb::baseline_of(ours);
+      const auto widened = body(false, threads), held = body(true, threads);
+      benchmark::RegisterBenchmark(base.c_str(), [base, widened, bytes, threads](benchmark::State& state) {
+        (void)plan_weights();  // made before the clock starts
+        rb::timed_loop(state, widened, threads);
+        rb::record_baseline(state, base);
+        rb::set_bandwidth_counters(state, bytes, threads);
+      });
+      benchmark::RegisterBenchmark(ours.c_str(), [base, widened, held, bytes, threads](benchmark::State& state) {
+        (void)plan_weights();
+        rb::timed_loop(state, held, threads);
+        rb::set_speedup(state, base, widened, threads);
+        rb::set_bandwidth_counters(state, bytes, threads);
+      });
+    }
+  }
+}
+
 void register_quantize_quads() {
   namespace k = ruvllm::kernels;
   for (const std::size_t n : {768u, 2048u, 8192u}) {
@@ -436,6 +487,7 @@ void register_quantize_quads() {
   register_cotenant(square);
   register_gemm(square, 128);
   register_plans();
+  register_half_activations();
   register_quantize_quads();
   return true;
 }();

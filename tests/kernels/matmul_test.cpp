@@ -175,6 +175,47 @@ void check_plans_agree(std::uint64_t stream) {
   }
 }
 
+// Activations held in the weights' half type W: every backend, Highway
+// target and plan gives the bits of the same call with those activations
+// widened to f32 (the values are the same floats), and so agrees with the
+// scalar reference; the threaded driver gives the bits of one call.
+template <class W>
+void check_half_activations(std::uint64_t stream) {
+  ruvllm::test::rng gen(stream);
+  std::vector<std::array<std::size_t, 2>> cases{{6, 8200}, {5, 2048}};
+  for (const auto& shape : shapes) cases.push_back({shape[0], shape[1]});
+  for (const auto& shape : cases) {
+    problem<W> p(gen, shape[0], shape[1]);
+    // p.x() becomes exactly the floats of the half activations.
+    for (auto& v : p.x_storage) v = widen(narrow<W>(v));
+    std::vector<W> half_storage(p.cols + 1);
+    for (std::size_t c = 0; c <= p.cols; ++c) half_storage[c] = narrow<W>(p.x_storage[c]);
+    const W* half_x = half_storage.data() + 1;  // misaligned as p.x()
+    INFO("rows " << p.rows << " cols " << p.cols);
+    std::vector<float> widened(p.rows + 1, -7.0f), held(p.rows + 1, -7.0f);
+    k::ops<scalar>::gemv(p.w(), p.stride, p.x(), widened.data(), p.rows, p.cols);
+    k::ops<scalar>::gemv(p.w(), p.stride, half_x, held.data(), p.rows, p.cols);
+    REQUIRE(held == widened);
+    ruvllm::test::for_each_highway_target([&](const std::string&) {
+      for_each_gemv_plan([&](k::gemv_plan) {
+        k::ops<highway>::gemv(p.w(), p.stride, p.x(), widened.data(), p.rows, p.cols);
+        k::ops<highway>::gemv(p.w(), p.stride, half_x, held.data(), p.rows, p.cols);
+        p.check(held);
+        REQUIRE(held == widened);  // also: nothing written past the last row
+      });
+    });
+    k::ops<xsimd_backend>::gemv(p.w(), p.stride, p.x(), widened.data(), p.rows, p.cols);
+    k::ops<xsimd_backend>::gemv(p.w(), p.stride, half_x, held.data(), p.rows, p.cols);
+    p.check(held);
+    REQUIRE(held == widened);
+    ruvllm::thread_pool pool(2);
+    std::vector<float> split(p.rows + 1, -7.0f);
+    k::ops<highway>::gemv(p.w(), p.stride, half_x, held.data(), p.rows, p.cols);
+    k::gemv<highway>(pool, p.w(), p.stride, half_x, split.data(), p.rows, p.cols);
+    REQUIRE(split == held);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("gemv plans: the default follows the CPU and use_gemv_plan overrides it", "[kernels][gemv]") {
@@ -237,6 +278,13 @@ TEST_CASE("add_scaled_rows matches a double-precision reference on every backend
 TEST_CASE("gemv f32 matches the scalar reference", "[kernels][gemv]") { check_all_backends<float>(61); }
 TEST_CASE("gemv f16 matches the scalar reference", "[kernels][gemv]") { check_all_backends<ruvllm::f16>(62); }
 TEST_CASE("gemv bf16 matches the scalar reference", "[kernels][gemv]") { check_all_backends<ruvllm::bf16>(63); }
+
+TEST_CASE("gemv with f16 activations gives the bits of f32 ones", "[kernels][gemv]") {
+  check_half_activations<ruvllm::f16>(87);
+}
+TEST_CASE("gemv with bf16 activations gives the bits of f32 ones", "[kernels][gemv]") {
+  check_half_activations<ruvllm::bf16>(88);
+}
 
 TEST_CASE("gemv handles large magnitudes and denormal weights", "[kernels][gemv]") {
   ruvllm::test::rng gen(64);

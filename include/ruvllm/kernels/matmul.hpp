@@ -31,9 +31,12 @@ namespace ruvllm::kernels {
 }
 
 /// y[r] = sum_c w[r * row_stride + c] * x[c] for r < rows, on every thread of
-/// `pool`. W is float, ruvllm::f16 or ruvllm::bf16. x must not alias y.
-template <Backend B, class W>
-void gemv(thread_pool& pool, const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+/// `pool`. W is float, ruvllm::f16 or ruvllm::bf16; X is float, or W when W
+/// is a half type (activations already rounded to it, as llama.cpp rounds
+/// them for such weights: faster from memory, the same bits as widening them
+/// first). x must not alias y.
+template <Backend B, class W, class X>
+void gemv(thread_pool& pool, const W* w, std::size_t row_stride, const X* x, float* y, std::size_t rows,
           std::size_t cols) noexcept {
   pool.run(rows, gemv_block_rows(cols * sizeof(W)), [&](std::size_t begin, std::size_t end, std::size_t) {
     ops<B>::gemv(w + begin * row_stride, row_stride, x, y + begin, end - begin, cols);

@@ -311,12 +311,14 @@ enum class logits_for : std::uint8_t { last, all };
 namespace detail {
 
 /// Activations prepared once for every weight type that reads them: the
-/// floats themselves (F32 weights), rounded through F16 or BF16 (F16 / BF16
-/// weights, as ggml rounds them), Q8_0 quads (Q8_0 / Q4_0 weights) or Q8_K
-/// blocks (Q4_K / Q6_K weights). Only the forms a product needs are filled.
+/// floats themselves (F32 weights), rounded to F16 or BF16 and kept in that
+/// type (F16 / BF16 weights, as ggml rounds them; the GEMV widens them per
+/// load), Q8_0 quads (Q8_0 / Q4_0 weights) or Q8_K blocks (Q4_K / Q6_K
+/// weights). Only the forms a product needs are filled.
 struct prepared_input {
   const float* f32 = nullptr;
-  const float* rounded = nullptr;
+  const f16* as_f16 = nullptr;
+  const bf16* as_bf16 = nullptr;
   const kernels::q8_0_quad* quads = nullptr;
   const block_q8_k* q8_k = nullptr;
 };
@@ -336,10 +338,10 @@ inline void matrix_rows(const weight_matrix& m, const prepared_input& in, std::s
       kops::gemv(reinterpret_cast<const float*>(first), m.row_bytes / sizeof(float), in.f32, out, rows, m.cols);
       return;
     case gguf_type::f16:
-      kops::gemv(reinterpret_cast<const f16*>(first), m.row_bytes / sizeof(f16), in.rounded, out, rows, m.cols);
+      kops::gemv(reinterpret_cast<const f16*>(first), m.row_bytes / sizeof(f16), in.as_f16, out, rows, m.cols);
       return;
     case gguf_type::bf16:
-      kops::gemv(reinterpret_cast<const bf16*>(first), m.row_bytes / sizeof(bf16), in.rounded, out, rows, m.cols);
+      kops::gemv(reinterpret_cast<const bf16*>(first), m.row_bytes / sizeof(bf16), in.as_bf16, out, rows, m.cols);
       return;
     case gguf_type::q8_0:
       kops::dot_q8_0_quad_rows(reinterpret_cast<const block_q8_0*>(first), m.row_bytes, rows, in.quads, m.cols, out);
@@ -776,10 +778,16 @@ class llama_context {
     for (const gguf_type t : types) {
       switch (t) {
         case gguf_type::f16:
+          if (in.as_f16 == nullptr) {
+            kops::convert_f32_to_f16(x, buf_.half.data(), cols);
+            in.as_f16 = buf_.half.data();
+          }
+          break;
         case gguf_type::bf16:
-          if (in.rounded == nullptr) {
-            round_activations(t, x, buf_.rounded.data(), cols);
-            in.rounded = buf_.rounded.data();
+          if (in.as_bf16 == nullptr) {
+            auto* b = reinterpret_cast<bf16*>(buf_.half.data());
+            kops::convert_f32_to_bf16(x, b, cols);
+            in.as_bf16 = b;
           }
           break;
         case gguf_type::q8_0:
@@ -823,7 +831,8 @@ class llama_context {
     }
   }
 
-  /// Whether matrices of types a and b can share one prepared input.
+  /// Whether matrices of types a and b can share one prepared input (the
+  /// F16 and BF16 forms are kept in the same buffer).
   static bool shareable(gguf_type a, gguf_type b) noexcept {
     const auto rounded = [](gguf_type t) { return t == gguf_type::f16 || t == gguf_type::bf16; };
     return !(rounded(a) && rounded(b) && a != b);

@@ -26,6 +26,18 @@ struct matmul_ops<backend::highway> {
                    std::size_t cols) noexcept {
     dispatch::gemv_bf16(w, row_stride, x, y, rows, cols);
   }
+  /// Activations in the weights' half type (as ggml rounds them for such
+  /// weights): the same bits as x widened to f32 first. Each row then reads
+  /// half the activation bytes from L1, and the rows stream their weights
+  /// from memory faster (matmul-inl.h).
+  static void gemv(const ruvllm::f16* w, std::size_t row_stride, const ruvllm::f16* x, float* y, std::size_t rows,
+                   std::size_t cols) noexcept {
+    dispatch::gemv_f16_f16x(w, row_stride, x, y, rows, cols);
+  }
+  static void gemv(const ruvllm::bf16* w, std::size_t row_stride, const ruvllm::bf16* x, float* y, std::size_t rows,
+                   std::size_t cols) noexcept {
+    dispatch::gemv_bf16_bf16x(w, row_stride, x, y, rows, cols);
+  }
 
   /// y[i] += sum_r coeffs[r] * rows[r * row_stride + i] for i < n, r < count
   /// (a low-rank update y += B c with B stored as rows). One dispatch.

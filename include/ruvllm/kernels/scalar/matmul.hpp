@@ -2,7 +2,8 @@
 #define RUVLLM_KERNELS_SCALAR_MATMUL_HPP
 
 // Scalar reference GEMV: y[r] = sum_c W[r][c] * x[c] for weights stored in
-// f32, f16 or bf16 and f32 activations. Rows are `row_stride` elements apart.
+// f32, f16 or bf16 and activations in f32 or in the weights' own half type.
+// Rows are `row_stride` elements apart.
 
 #include <cstddef>
 
@@ -22,12 +23,12 @@ inline float widen(float v) noexcept { return v; }
 inline float widen(ruvllm::f16 v) noexcept { return to_float(v); }
 inline float widen(ruvllm::bf16 v) noexcept { return to_float(v); }
 
-template <class W>
-void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows, std::size_t cols) noexcept {
+template <class W, class X>
+void gemv(const W* w, std::size_t row_stride, const X* x, float* y, std::size_t rows, std::size_t cols) noexcept {
   for (std::size_t r = 0; r < rows; ++r) {
     const W* row = w + r * row_stride;
     float sum = 0.0f;
-    for (std::size_t c = 0; c < cols; ++c) sum += widen(row[c]) * x[c];
+    for (std::size_t c = 0; c < cols; ++c) sum += widen(row[c]) * widen(x[c]);
     y[r] = sum;
   }
 }
@@ -47,6 +48,16 @@ inline void gemv(const ruvllm::f16* w, std::size_t row_stride, const float* x, f
   detail::gemv(w, row_stride, x, y, rows, cols);
 }
 inline void gemv(const ruvllm::bf16* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+                 std::size_t cols) noexcept {
+  detail::gemv(w, row_stride, x, y, rows, cols);
+}
+/// Activations held in the weights' half type: the same products as
+/// widening x to f32 first, with half the activation bytes per row.
+inline void gemv(const ruvllm::f16* w, std::size_t row_stride, const ruvllm::f16* x, float* y, std::size_t rows,
+                 std::size_t cols) noexcept {
+  detail::gemv(w, row_stride, x, y, rows, cols);
+}
+inline void gemv(const ruvllm::bf16* w, std::size_t row_stride, const ruvllm::bf16* x, float* y, std::size_t rows,
                  std::size_t cols) noexcept {
   detail::gemv(w, row_stride, x, y, rows, cols);
 }
@@ -74,9 +85,10 @@ void gemm(const W* w, std::size_t w_stride, const float* x, std::size_t x_stride
 
 template <>
 struct matmul_ops<backend::scalar> {
-  /// y[r] = dot(row r of w, x) for r < rows; rows are row_stride elements apart.
-  template <class W>
-  static void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+  /// y[r] = dot(row r of w, x) for r < rows; rows are row_stride elements
+  /// apart. x is f32, or f16 / bf16 beside weights of the same type.
+  template <class W, class X>
+  static void gemv(const W* w, std::size_t row_stride, const X* x, float* y, std::size_t rows,
                    std::size_t cols) noexcept {
     scalar::gemv(w, row_stride, x, y, rows, cols);
   }
@@ -96,21 +108,27 @@ struct matmul_ops<backend::scalar> {
 }  // namespace ruvllm::kernels
 
 // The dispatched matmul kernels, for RUVLLM_KERNELS_EXPORTED in dispatch.hpp.
-#define RUVLLM_MATMUL_EXPORTED(X)                                                                              \
-  X(void, gemv_f32,                                                                                            \
-    (const float* w, std::size_t stride, const float* x, float* y, std::size_t rows, std::size_t cols),        \
-    (w, stride, x, y, rows, cols))                                                                             \
-  X(void, gemv_f16,                                                                                            \
-    (const ruvllm::f16* w, std::size_t stride, const float* x, float* y, std::size_t rows, std::size_t cols),  \
-    (w, stride, x, y, rows, cols))                                                                             \
-  X(void, gemv_bf16,                                                                                           \
-    (const ruvllm::bf16* w, std::size_t stride, const float* x, float* y, std::size_t rows, std::size_t cols), \
-    (w, stride, x, y, rows, cols))                                                                             \
-  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_f32, float)                                                                \
-  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_f16, ruvllm::f16)                                                          \
-  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_bf16, ruvllm::bf16)                                                        \
-  X(void, add_scaled_rows_f32,                                                                                 \
-    (const float* rows, std::size_t stride, const float* coeffs, std::size_t count, float* y, std::size_t n),  \
+#define RUVLLM_MATMUL_EXPORTED(X)                                                                                     \
+  X(void, gemv_f32,                                                                                                   \
+    (const float* w, std::size_t stride, const float* x, float* y, std::size_t rows, std::size_t cols),               \
+    (w, stride, x, y, rows, cols))                                                                                    \
+  X(void, gemv_f16,                                                                                                   \
+    (const ruvllm::f16* w, std::size_t stride, const float* x, float* y, std::size_t rows, std::size_t cols),         \
+    (w, stride, x, y, rows, cols))                                                                                    \
+  X(void, gemv_bf16,                                                                                                  \
+    (const ruvllm::bf16* w, std::size_t stride, const float* x, float* y, std::size_t rows, std::size_t cols),        \
+    (w, stride, x, y, rows, cols))                                                                                    \
+  X(void, gemv_f16_f16x,                                                                                              \
+    (const ruvllm::f16* w, std::size_t stride, const ruvllm::f16* x, float* y, std::size_t rows, std::size_t cols),   \
+    (w, stride, x, y, rows, cols))                                                                                    \
+  X(void, gemv_bf16_bf16x,                                                                                            \
+    (const ruvllm::bf16* w, std::size_t stride, const ruvllm::bf16* x, float* y, std::size_t rows, std::size_t cols), \
+    (w, stride, x, y, rows, cols))                                                                                    \
+  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_f32, float)                                                                       \
+  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_f16, ruvllm::f16)                                                                 \
+  RUVLLM_DETAIL_GEMM_EXPORT(X, gemm_bf16, ruvllm::bf16)                                                               \
+  X(void, add_scaled_rows_f32,                                                                                        \
+    (const float* rows, std::size_t stride, const float* coeffs, std::size_t count, float* y, std::size_t n),         \
     (rows, stride, coeffs, count, y, n))
 #define RUVLLM_DETAIL_GEMM_EXPORT(X, NAME, W)                                                                \
   X(void, NAME,                                                                                              \

@@ -16,8 +16,21 @@ namespace ruvllm::kernels {
 namespace xsimd_impl {
 inline namespace RUVLLM_XSIMD_ARCH_NS {
 
-template <class W>
-void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows, std::size_t cols) noexcept {
+/// One vector of floats from p, widened in a stack tile when T is a half type.
+template <class T>
+::xsimd::batch<float> load_as_f32(const T* p) noexcept {
+  using batch = ::xsimd::batch<float>;
+  if constexpr (std::is_same_v<T, float>) {
+    return batch::load_unaligned(p);
+  } else {
+    alignas(64) float tile[batch::size];
+    for (std::size_t i = 0; i < batch::size; ++i) tile[i] = scalar::detail::widen(p[i]);
+    return batch::load_aligned(tile);
+  }
+}
+
+template <class W, class X>
+void gemv(const W* w, std::size_t row_stride, const X* x, float* y, std::size_t rows, std::size_t cols) noexcept {
   using batch = ::xsimd::batch<float>;
   constexpr std::size_t lanes = batch::size;
   const std::size_t full = cols / lanes * lanes;
@@ -26,21 +39,14 @@ void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::siz
     batch acc0(0.0f), acc1(0.0f);
     std::size_t c = 0;
     for (; c < full; c += lanes) {
-      batch wv;
-      if constexpr (std::is_same_v<W, float>) {
-        wv = batch::load_unaligned(row + c);
-      } else {
-        alignas(64) float tile[lanes];
-        for (std::size_t i = 0; i < lanes; ++i) tile[i] = scalar::detail::widen(row[c + i]);
-        wv = batch::load_aligned(tile);
-      }
+      const batch wv = load_as_f32(row + c);
       if ((c / lanes) & 1)
-        acc1 = ::xsimd::fma(wv, batch::load_unaligned(x + c), acc1);
+        acc1 = ::xsimd::fma(wv, load_as_f32(x + c), acc1);
       else
-        acc0 = ::xsimd::fma(wv, batch::load_unaligned(x + c), acc0);
+        acc0 = ::xsimd::fma(wv, load_as_f32(x + c), acc0);
     }
     float sum = ::xsimd::hadd(acc0 + acc1);
-    for (; c < cols; ++c) sum += scalar::detail::widen(row[c]) * x[c];
+    for (; c < cols; ++c) sum += scalar::detail::widen(row[c]) * scalar::detail::widen(x[c]);
     y[r] = sum;
   }
 }
@@ -68,9 +74,10 @@ inline void add_scaled_rows(const float* rows, std::size_t row_stride, const flo
 
 template <>
 struct matmul_ops<backend::xsimd> {
-  /// y[r] = dot(row r of w, x) for r < rows; rows are row_stride elements apart.
-  template <class W>
-  static void gemv(const W* w, std::size_t row_stride, const float* x, float* y, std::size_t rows,
+  /// y[r] = dot(row r of w, x) for r < rows; rows are row_stride elements
+  /// apart. x is f32, or f16 / bf16 beside weights of the same type.
+  template <class W, class X>
+  static void gemv(const W* w, std::size_t row_stride, const X* x, float* y, std::size_t rows,
                    std::size_t cols) noexcept {
     xsimd_impl::gemv(w, row_stride, x, y, rows, cols);
   }
