@@ -83,11 +83,13 @@ struct row_dot {
 //
 // f16 activations beside f16 weights (X = W) read faster from memory than
 // f32 ones, though the loop adds a conversion per activation vector. Over 1
-// GiB of f16 rows in 2 MiB pages (Zen 5 guest, rows_l1, a timing-only copy
-// of this loop, ten alternating pairs per case) f16 activations read 1.046x
-// (768 columns, 8 of 10 pairs), 1.05-1.106x (2048) and 1.007x (8192) the rate
-// of f32 ones at one thread, 1.054-1.068x at two (2048); a plain AVX-512
-// read of the same bytes ran 1.23-1.28x the f32 loop.
+// GiB of f16 rows in 2 MiB pages (Zen 5 guest, rows_l1, gemv_bench's
+// gemv_half_x rows, five runs, ratio to f32 activations in the same run)
+// at one thread: 768 columns 0.97-1.22 (median 1.19), 2048 1.05-1.17
+// (1.12), 8192 0.94-1.30 (0.99); at two: 1.01-1.15 (1.07), 1.03-1.13 (1.09),
+// 0.94-1.09 (1.00). A plain AVX-512 read of the same bytes still ran
+// 1.12-1.15x the f16-activation loop at 2048 and 8192 columns (timing-only
+// copy of the loop, ten alternating pairs).
 template <gemv_plan Plan, class W, class X>
 HWY_INLINE void gemv(const W* HWY_RESTRICT w, std::size_t row_stride, const X* HWY_RESTRICT x, float* HWY_RESTRICT y,
                      std::size_t rows, std::size_t cols) {
