@@ -8785,12 +8785,13 @@ HWY_INLINE hn::Vec<D> load_as_f32(D d, const ruvllm::bf16* p) {
 
 // One row's dot: four vectors per step give four independent FMA chains,
 // enough to cover FMA latency. The activations X are f32, or f16 / bf16
-// beside weights of that type (widened per load: the same floats, so the
-// same bits, as activations widened into f32 first). Columns past the last full vector are summed in
-// scalar code, so no load reads beyond a row. gemv runs it on two rows side by
-// side, sharing each activation load between them; each row keeps its own
-// chains in the same order, so a row's result is the same bits whether it
-// runs paired or alone (and at any split of the rows among threads).
+// beside weights of that type, widened per load: the same floats, so the
+// same bits, as activations widened into f32 first. Columns past the last
+// full vector are summed in scalar code, so no load reads beyond a row. gemv
+// runs it on two rows side by side, sharing each activation load between
+// them; each row keeps its own chains in the same order, so a row's result
+// is the same bits whether it runs paired or alone (and at any split of the
+// rows among threads).
 template <class D, class W, class X>
 struct row_dot {
   HWY_INLINE explicit row_dot(D d) : a(hn::Zero(d)), b(a), c(a), e(a) {}
@@ -19892,7 +19893,8 @@ struct ops<backend::xsimd> : distance_ops<backend::xsimd>,
 
 // Multi-threaded GEMV and GEMM over a thread_pool: y = W x (decode) and
 // Y = X Wᵀ (prefill) for a row-major weight matrix in f32, f16 or bf16 and f32
-// activations, and y = W x for GGUF-quantized weights (quantized_gemv).
+// activations (GEMV also takes f16 / bf16 activations beside weights of that
+// type), and y = W x for GGUF-quantized weights (quantized_gemv).
 //
 // The rows are split into blocks of about 128 KiB of weights, claimed
 // dynamically by the pool's threads: large enough that the claim and the

@@ -36,12 +36,13 @@ HWY_INLINE hn::Vec<D> load_as_f32(D d, const ruvllm::bf16* p) {
 
 // One row's dot: four vectors per step give four independent FMA chains,
 // enough to cover FMA latency. The activations X are f32, or f16 / bf16
-// beside weights of that type (widened per load: the same floats, so the
-// same bits, as activations widened into f32 first). Columns past the last full vector are summed in
-// scalar code, so no load reads beyond a row. gemv runs it on two rows side by
-// side, sharing each activation load between them; each row keeps its own
-// chains in the same order, so a row's result is the same bits whether it
-// runs paired or alone (and at any split of the rows among threads).
+// beside weights of that type, widened per load: the same floats, so the
+// same bits, as activations widened into f32 first. Columns past the last
+// full vector are summed in scalar code, so no load reads beyond a row. gemv
+// runs it on two rows side by side, sharing each activation load between
+// them; each row keeps its own chains in the same order, so a row's result
+// is the same bits whether it runs paired or alone (and at any split of the
+// rows among threads).
 template <class D, class W, class X>
 struct row_dot {
   HWY_INLINE explicit row_dot(D d) : a(hn::Zero(d)), b(a), c(a), e(a) {}

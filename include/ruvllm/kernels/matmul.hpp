@@ -3,7 +3,8 @@
 
 // Multi-threaded GEMV and GEMM over a thread_pool: y = W x (decode) and
 // Y = X Wᵀ (prefill) for a row-major weight matrix in f32, f16 or bf16 and f32
-// activations, and y = W x for GGUF-quantized weights (quantized_gemv).
+// activations (GEMV also takes f16 / bf16 activations beside weights of that
+// type), and y = W x for GGUF-quantized weights (quantized_gemv).
 //
 // The rows are split into blocks of about 128 KiB of weights, claimed
 // dynamically by the pool's threads: large enough that the claim and the
