@@ -7,9 +7,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <numeric>
 #include <thread>
 #include <vector>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include "ruvllm/core/thread_pool.hpp"
 #include "support/property.hpp"
@@ -138,6 +143,72 @@ TEST_CASE("thread_pool workers share the work when idle cores exist", "[core][th
   CHECK(stats.chunks_by_caller + stats.chunks_by_workers == jobs * 64);
   CHECK(stats.chunks_by_workers > 0);
 }
+
+#if defined(__linux__)
+/// Pins the calling thread to one CPU for its lifetime, then restores the
+/// thread's previous CPU mask. Threads it starts meanwhile keep the pin.
+class pinned_thread {
+ public:
+  explicit pinned_thread(int cpu) {
+    REQUIRE(::sched_getaffinity(0, sizeof saved_, &saved_) == 0);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    REQUIRE(::sched_setaffinity(0, sizeof one, &one) == 0);
+  }
+  pinned_thread(const pinned_thread&) = delete;
+  pinned_thread& operator=(const pinned_thread&) = delete;
+  ~pinned_thread() { ::sched_setaffinity(0, sizeof saved_, &saved_); }
+
+ private:
+  cpu_set_t saved_{};
+};
+
+/// Jobs of 64 chunks of ~20 us each with a 100 us pause after each, so an
+/// idle worker spins between them, until `done(pool)` or 2000 jobs.
+template <class Done>
+void run_paused_jobs(ruvllm::thread_pool& pool, Done done) {
+  for (int job = 0; job < 2000 && !done(pool); ++job) {
+    pool.run(64, 1, [](std::size_t, std::size_t, std::size_t) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+TEST_CASE("thread_pool idle workers yield only to a caller on their own CPU", "[core][thread_pool]") {
+  cpu_set_t allowed;
+  REQUIRE(::sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE && cpus.size() < 2; ++cpu)
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  if (cpus.size() < 2) {
+    WARN("one CPU available: the two placements cannot be made");
+    return;
+  }
+  SECTION("a worker on another CPU spins without yielding") {
+    // A yield there would hand that CPU to a co-tenant for a time slice.
+    std::unique_ptr<ruvllm::thread_pool> pool;
+    {
+      const pinned_thread on_worker_cpu(cpus[1]);
+      pool = std::make_unique<ruvllm::thread_pool>(2);  // the worker inherits CPU 1's pin
+    }
+    const pinned_thread on_caller_cpu(cpus[0]);
+    std::uint64_t ran = 0;
+    run_paused_jobs(*pool, [&](const ruvllm::thread_pool& p) { return p.stats().chunks_by_workers > 0 && ++ran > 20; });
+    CHECK(pool->stats().chunks_by_workers > 0);
+    CHECK(pool->stats().spin_yields == 0);
+  }
+  SECTION("a worker on the caller's CPU yields while it spins") {
+    const pinned_thread both(cpus[0]);
+    ruvllm::thread_pool pool(2);
+    run_paused_jobs(pool, [](const ruvllm::thread_pool& p) { return p.stats().spin_yields > 0; });
+    CHECK(pool.stats().spin_yields > 0);
+  }
+}
+#endif
 
 TEST_CASE("thread_pool benches a worker that stalls inside a chunk", "[core][thread_pool]") {
   ruvllm::thread_pool_options options;
