@@ -21,6 +21,13 @@
 
 namespace thread_pool_test {
 
+/// Keeps the calling thread busy (not asleep) for `time`, as a kernel chunk.
+void busy_for(std::chrono::microseconds time) {
+  const auto until = std::chrono::steady_clock::now() + time;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
 TEST_CASE("thread_pool runs every item exactly once", "[core][thread_pool]") {
   for (std::size_t threads : {1u, 2u, 3u}) {
     ruvllm::thread_pool pool(threads);
@@ -82,9 +89,7 @@ TEST_CASE("thread_pool threads take their own chunks first, in order, then the o
         hits[begin].fetch_add(1, std::memory_order_relaxed);
         order[thread].push_back(begin);
         if (slow) {
-          const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
-          while (std::chrono::steady_clock::now() < until) {
-          }
+          busy_for(std::chrono::microseconds(20));
         }
       });
       for (std::size_t c = 0; c < chunks; ++c) REQUIRE(hits[c].load() == 1);
@@ -131,11 +136,7 @@ TEST_CASE("thread_pool workers share the work when idle cores exist", "[core][th
   // seconds) until it has run.
   std::uint64_t jobs = 0;
   while (jobs < 20 || (pool.stats().chunks_by_workers == 0 && jobs < 2000)) {
-    pool.run(64, 1, [](std::size_t, std::size_t, std::size_t) {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
-      while (std::chrono::steady_clock::now() < until) {
-      }
-    });
+    pool.run(64, 1, [](std::size_t, std::size_t, std::size_t) { busy_for(std::chrono::microseconds(100)); });
     ++jobs;
   }
   const auto stats = pool.stats();
@@ -165,17 +166,16 @@ class pinned_thread {
 };
 
 /// Jobs of 64 chunks of ~20 us each with a 100 us pause after each, so an
-/// idle worker spins between them, until `done(pool)` or 2000 jobs.
+/// idle worker spins between them: until `done(pool)` (at most 2000 jobs),
+/// then `jobs_after` more.
 template <class Done>
-void run_paused_jobs(ruvllm::thread_pool& pool, Done done) {
-  for (int job = 0; job < 2000 && !done(pool); ++job) {
-    pool.run(64, 1, [](std::size_t, std::size_t, std::size_t) {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
-      while (std::chrono::steady_clock::now() < until) {
-      }
-    });
+void run_paused_jobs(ruvllm::thread_pool& pool, int jobs_after, Done done) {
+  const auto paused_job = [&pool] {
+    pool.run(64, 1, [](std::size_t, std::size_t, std::size_t) { busy_for(std::chrono::microseconds(20)); });
     std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
+  };
+  for (int job = 0; job < 2000 && !done(pool); ++job) paused_job();
+  for (int job = 0; job < jobs_after; ++job) paused_job();
 }
 
 TEST_CASE("thread_pool idle workers yield only to a caller on their own CPU", "[core][thread_pool]") {
@@ -196,15 +196,14 @@ TEST_CASE("thread_pool idle workers yield only to a caller on their own CPU", "[
       pool = std::make_unique<ruvllm::thread_pool>(2);  // the worker inherits CPU 1's pin
     }
     const pinned_thread on_caller_cpu(cpus[0]);
-    std::uint64_t ran = 0;
-    run_paused_jobs(*pool, [&](const ruvllm::thread_pool& p) { return p.stats().chunks_by_workers > 0 && ++ran > 20; });
+    run_paused_jobs(*pool, 20, [](const ruvllm::thread_pool& p) { return p.stats().chunks_by_workers > 0; });
     CHECK(pool->stats().chunks_by_workers > 0);
     CHECK(pool->stats().spin_yields == 0);
   }
   SECTION("a worker on the caller's CPU yields while it spins") {
     const pinned_thread both(cpus[0]);
     ruvllm::thread_pool pool(2);
-    run_paused_jobs(pool, [](const ruvllm::thread_pool& p) { return p.stats().spin_yields > 0; });
+    run_paused_jobs(pool, 0, [](const ruvllm::thread_pool& p) { return p.stats().spin_yields > 0; });
     CHECK(pool.stats().spin_yields > 0);
   }
 }
@@ -220,9 +219,7 @@ TEST_CASE("thread_pool benches a worker that stalls inside a chunk", "[core][thr
   // others take ~20 us, so the job lasts long enough for the worker to join.
   pool.run(400, 1, [&](std::size_t, std::size_t, std::size_t thread) {
     if (thread != 0 && !stalled.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
-    while (std::chrono::steady_clock::now() < until) {
-    }
+    busy_for(std::chrono::microseconds(20));
   });
   if (!stalled.load()) {
     WARN("the worker never woke during the job; nothing to bench");
@@ -243,11 +240,7 @@ TEST_CASE("thread_pool benches a worker that stalls inside a chunk", "[core][thr
   // After the bench the worker takes part again (given up to seconds of jobs
   // to get a time slice on a loaded machine).
   for (int job = 0; job < 2000 && pool.stats().chunks_by_workers == before; ++job)
-    pool.run(64, 1, [](std::size_t, std::size_t, std::size_t) {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-      while (std::chrono::steady_clock::now() < until) {
-      }
-    });
+    pool.run(64, 1, [](std::size_t, std::size_t, std::size_t) { busy_for(std::chrono::microseconds(50)); });
   CHECK(pool.stats().chunks_by_workers > before);
 }
 
@@ -347,9 +340,7 @@ TEST_CASE("thread_pool run_replicated does not wait for a descheduled worker", "
                             }
                           }
                           // ~20 us per item, so the job lasts long enough for the worker to wake.
-                          const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
-                          while (std::chrono::steady_clock::now() < until) {
-                          }
+                          busy_for(std::chrono::microseconds(20));
                           for (std::size_t i = begin; i < end; ++i)
                             dst[i - begin] = stalled && ctx.replicate ? -7.0f : replicated_value(i, 0);
                           if (stalled) ctx.late_finished->store(true);
@@ -375,9 +366,7 @@ TEST_CASE("thread_pool run_replicated does not wait for a descheduled worker", "
       std::fill(out.begin(), out.end(), -1.0f);
       pool.run_replicated(out.size(), 4, out.data(), 1,
                           [](std::size_t begin, std::size_t end, std::size_t, float* dst) {
-                            const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
-                            while (std::chrono::steady_clock::now() < until) {
-                            }
+                            busy_for(std::chrono::microseconds(20));
                             for (std::size_t i = begin; i < end; ++i) dst[i - begin] = replicated_value(i, 0);
                           });
       for (std::size_t i = 0; i < out.size(); ++i) REQUIRE(out[i] == replicated_value(i, 0));
