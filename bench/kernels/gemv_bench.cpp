@@ -278,8 +278,8 @@ void register_avx_vnni(const std::shared_ptr<matrix>& m, const quantized_weights
 
 // The gemv plans (kernels/gemv_plan.hpp) over 1 GiB of weights, beyond any
 // L3, in decode shapes: rows of 768, 2048 and 8192 f16 columns (a 110M
-// model's projections, a 1B model's, and its FFN down projection), 2048 and
-// 8192 columns of Q8_0 and Q4_0, and 2048 of Q4_K and Q6_K, cycling through
+// model's projections, a 1B model's, and its FFN down projection), 768,
+// 2048 and 8192 columns of Q8_0 and Q4_0, and 2048 of Q4_K and Q6_K, cycling through
 // matrices of 4096 rows. The baseline of each row is the same work under
 // pairs_l1_l2, so `speedup` is rows_l1's gain on this machine (Q8_0, Q4_K
 // and Q6_K go one row at a time under both plans: for them it is the effect
@@ -362,8 +362,10 @@ void register_plans() {
                                row_bytes, x->data(), y->data(), plan_matrix_rows, cols, act->data());
                        });
   };
+  quantized(ruvllm::precision::q8_0{}, 768);
   quantized(ruvllm::precision::q8_0{}, 2048);
   quantized(ruvllm::precision::q8_0{}, 8192);
+  quantized(ruvllm::precision::q4_0{}, 768);
   quantized(ruvllm::precision::q4_0{}, 2048);
   quantized(ruvllm::precision::q4_0{}, 8192);
   quantized(ruvllm::precision::q4_k{}, 2048);

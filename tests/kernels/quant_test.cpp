@@ -1840,12 +1840,16 @@ void check_quad_layout(const block_q8_0* blocks, std::size_t nb, const q8_0_quad
 /// of the exact dot, the same for one row as in a batch of 19, and its GEMM
 /// tile equals its rows row by row and token by token, bit for bit. Row
 /// lengths run from a partial quad to 256 blocks (8 KiB of Q8_0, past the
-/// kernels' L1 prefetch distance), with a stride that misaligns the rows.
+/// kernels' L1 prefetch distance), with a stride that misaligns the rows;
+/// they include rows with 1 to 8 whole quads, odd and even counts, with and
+/// without a partial quad after them (the AVX-512 VNNI rows keep those
+/// rows' activations in registers), and 9 quads, the first length past that.
 template <class Pair>
 void check_quad_dots(std::uint64_t seed) {
   using W = typename Pair::weight;
   ruvllm::test::rng gen(seed);
-  for (const std::size_t nb : std::vector<std::size_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 33, 61, 130, 229, 256}) {
+  for (const std::size_t nb :
+       std::vector<std::size_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 14, 24, 29, 32, 33, 35, 36, 61, 130, 229, 256}) {
     const std::size_t n = 32 * nb, rows = 19, tokens = 5, nq = q8_0_quads(n);
     const std::size_t stride = (nb + 1) * sizeof(W) + 2;
     std::vector<unsigned char> storage(rows * stride + 64);
@@ -1907,7 +1911,7 @@ template <class Pair>
 void check_exact_quad_dots(std::uint64_t seed) {
   using W = typename Pair::weight;
   ruvllm::test::rng gen(seed);
-  for (const std::size_t nb : std::vector<std::size_t>{1, 3, 4, 6, 130}) {
+  for (const std::size_t nb : std::vector<std::size_t>{1, 3, 4, 6, 24, 31, 130}) {
     const std::size_t n = 32 * nb;
     std::vector<W> w(nb);
     std::vector<block_q8_0> a(nb);

@@ -778,17 +778,10 @@ class llama_context {
     for (const gguf_type t : types) {
       switch (t) {
         case gguf_type::f16:
-          if (in.as_f16 == nullptr) {
-            kops::convert_f32_to_f16(x, buf_.half.data(), cols);
-            in.as_f16 = buf_.half.data();
-          }
+          if (in.as_f16 == nullptr) in.as_f16 = narrow_to_f16(x, cols);
           break;
         case gguf_type::bf16:
-          if (in.as_bf16 == nullptr) {
-            auto* b = reinterpret_cast<bf16*>(buf_.half.data());
-            kops::convert_f32_to_bf16(x, b, cols);
-            in.as_bf16 = b;
-          }
+          if (in.as_bf16 == nullptr) in.as_bf16 = narrow_to_bf16(x, cols);
           break;
         case gguf_type::q8_0:
         case gguf_type::q4_0:
@@ -821,14 +814,23 @@ class llama_context {
   /// x rounded to F16 or BF16 and back into out (ggml multiplies F16 / BF16
   /// weights with activations rounded to the same type).
   void round_activations(gguf_type type, const float* x, float* out, std::size_t n) noexcept {
-    if (type == gguf_type::f16) {
-      kops::convert_f32_to_f16(x, buf_.half.data(), n);
-      kops::convert_f16_to_f32(buf_.half.data(), out, n);
-    } else {
-      auto* b = reinterpret_cast<bf16*>(buf_.half.data());
-      kops::convert_f32_to_bf16(x, b, n);
-      kops::convert_bf16_to_f32(b, out, n);
-    }
+    if (type == gguf_type::f16)
+      kops::convert_f16_to_f32(narrow_to_f16(x, n), out, n);
+    else
+      kops::convert_bf16_to_f32(narrow_to_bf16(x, n), out, n);
+  }
+
+  /// x rounded to F16 in buf_.half (which holds one half-type row, F16 or
+  /// BF16, for whichever product reads it next).
+  f16* narrow_to_f16(const float* x, std::size_t n) noexcept {
+    kops::convert_f32_to_f16(x, buf_.half.data(), n);
+    return buf_.half.data();
+  }
+  /// x rounded to BF16 in buf_.half.
+  bf16* narrow_to_bf16(const float* x, std::size_t n) noexcept {
+    auto* b = reinterpret_cast<bf16*>(buf_.half.data());
+    kops::convert_f32_to_bf16(x, b, n);
+    return b;
   }
 
   /// Whether matrices of types a and b can share one prepared input (the
