@@ -1841,9 +1841,8 @@ void check_quad_layout(const block_q8_0* blocks, std::size_t nb, const q8_0_quad
 /// tile equals its rows row by row and token by token, bit for bit. Row
 /// lengths run from a partial quad to 256 blocks (8 KiB of Q8_0, past the
 /// kernels' L1 prefetch distance), with a stride that misaligns the rows;
-/// they include rows with 1 to 8 whole quads, odd and even counts, with and
-/// without a partial quad after them (the AVX-512 VNNI rows keep those
-/// rows' activations in registers), and 9 quads, the first length past that.
+/// they include rows of 1 to 9 whole quads, odd and even counts, with and
+/// without a partial quad after them (a 110M model's 768 columns are six).
 template <class Pair>
 void check_quad_dots(std::uint64_t seed) {
   using W = typename Pair::weight;
