@@ -15,6 +15,7 @@
 #include "ruvllm/core/half.hpp"
 #include "ruvllm/core/thread_pool.hpp"
 #include "ruvllm/kernels/matmul.hpp"
+#include "support/gemv_plans.hpp"
 #include "support/per_target.hpp"
 #include "support/rng.hpp"
 
@@ -26,6 +27,8 @@ namespace k = ruvllm::kernels;
 using ruvllm::backend::highway;
 using ruvllm::backend::scalar;
 using xsimd_backend = ruvllm::backend::xsimd;
+using ruvllm::test::for_each_gemv_plan;
+using ruvllm::test::gemv_plan_restorer;
 
 float widen(float v) { return v; }
 float widen(ruvllm::f16 v) { return ruvllm::to_float(v); }
@@ -74,27 +77,6 @@ struct problem {
 };
 
 constexpr std::size_t shapes[][2] = {{0, 16}, {1, 0}, {1, 1}, {3, 7}, {4, 16}, {5, 33}, {17, 1000}, {130, 4099}};
-
-// Puts the plan in use back when destroyed, also when a REQUIRE throws, so
-// later test cases start from the detected plan.
-struct gemv_plan_restorer {
-  k::gemv_plan before = k::gemv_plan_in_use();
-  gemv_plan_restorer() = default;
-  gemv_plan_restorer(const gemv_plan_restorer&) = delete;
-  gemv_plan_restorer& operator=(const gemv_plan_restorer&) = delete;
-  ~gemv_plan_restorer() { k::use_gemv_plan(before); }
-};
-
-// Runs fn() under every gemv plan, restoring the plan in use afterwards.
-template <class Fn>
-void for_each_gemv_plan(Fn fn) {
-  const gemv_plan_restorer restore;
-  for (const k::gemv_plan plan : {k::gemv_plan::pairs_l1_l2, k::gemv_plan::rows_l1}) {
-    k::use_gemv_plan(plan);
-    INFO("gemv plan " << k::gemv_plan_name(plan));
-    fn(plan);
-  }
-}
 
 // The plan /proc/cpuinfo's first processor calls for (gemv_plan.hpp: rows_l1
 // on AMD family 1Ah and later), read independently of CPUID; empty when the

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "ruvllm/kernels/ops.hpp"
+#include "support/gemv_plans.hpp"
 #include "support/per_target.hpp"
 #include "support/rng.hpp"
 
@@ -1838,7 +1839,8 @@ void check_quad_layout(const block_q8_0* blocks, std::size_t nb, const q8_0_quad
 /// quantize_q8_0's blocks on every backend; the scalar quad rows equal the
 /// scalar block rows exactly; every backend's quad rows are within the bound
 /// of the exact dot, the same for one row as in a batch of 19, and its GEMM
-/// tile equals its rows row by row and token by token, bit for bit. Row
+/// tile equals its rows row by row and token by token, bit for bit, under
+/// every gemv plan (each has row loops of its own). Row
 /// lengths run from a partial quad to 256 blocks (8 KiB of Q8_0, past the
 /// kernels' L1 prefetch distance), with a stride that misaligns the rows;
 /// they include rows of 1 to 9 whole quads, odd and even counts, with and
@@ -1877,28 +1879,30 @@ void check_quad_dots(std::uint64_t seed) {
     float got[rows];
     quad_rows<scalar>(row(0), stride, rows, quads.data(), n, got);
     for (std::size_t r = 0; r < rows; ++r) CHECK(got[r] == want[r]);
-    for_each_simd_backend([&](auto b) {
-      using B = decltype(b);
-      std::vector<q8_0_quad> mine(nq);
-      ops<B>::quantize_q8_0_quads(x.data(), mine.data(), n);
-      CHECK(first_difference(mine.data(), quads.data(), nq) == -1);
-      float many[rows];
-      quad_rows<B>(row(0), stride, rows, quads.data(), n, many);
-      for (std::size_t r = 0; r < rows; ++r) {
-        float one;
-        quad_rows<B>(row(r), stride, 1, quads.data(), n, &one);
-        CHECK(one == many[r]);
-        const exact_dot e = exact(row(r), blocks.data(), nb);
-        check_close_to_exact(one, e, nb);
-      }
-      std::vector<float> y(tokens * (rows + 3), -1.0f);
-      quad_gemm<B>(row(0), stride, rows, quads.data(), tokens, n, y.data(), rows + 3);
-      for (std::size_t t = 0; t < tokens; ++t) {
-        float per_token[rows];
-        quad_rows<B>(row(0), stride, rows, quads.data() + t * nq, n, per_token);
-        for (std::size_t r = 0; r < rows; ++r) CHECK(y[t * (rows + 3) + r] == per_token[r]);
-        for (std::size_t r = rows; r < rows + 3; ++r) CHECK(y[t * (rows + 3) + r] == -1.0f);  // untouched
-      }
+    ruvllm::test::for_each_gemv_plan([&](ruvllm::kernels::gemv_plan) {
+      for_each_simd_backend([&](auto b) {
+        using B = decltype(b);
+        std::vector<q8_0_quad> mine(nq);
+        ops<B>::quantize_q8_0_quads(x.data(), mine.data(), n);
+        CHECK(first_difference(mine.data(), quads.data(), nq) == -1);
+        float many[rows];
+        quad_rows<B>(row(0), stride, rows, quads.data(), n, many);
+        for (std::size_t r = 0; r < rows; ++r) {
+          float one;
+          quad_rows<B>(row(r), stride, 1, quads.data(), n, &one);
+          CHECK(one == many[r]);
+          const exact_dot e = exact(row(r), blocks.data(), nb);
+          check_close_to_exact(one, e, nb);
+        }
+        std::vector<float> y(tokens * (rows + 3), -1.0f);
+        quad_gemm<B>(row(0), stride, rows, quads.data(), tokens, n, y.data(), rows + 3);
+        for (std::size_t t = 0; t < tokens; ++t) {
+          float per_token[rows];
+          quad_rows<B>(row(0), stride, rows, quads.data() + t * nq, n, per_token);
+          for (std::size_t r = 0; r < rows; ++r) CHECK(y[t * (rows + 3) + r] == per_token[r]);
+          for (std::size_t r = rows; r < rows + 3; ++r) CHECK(y[t * (rows + 3) + r] == -1.0f);  // untouched
+        }
+      });
     });
   }
 }
@@ -1937,9 +1941,11 @@ void check_exact_quad_dots(std::uint64_t seed) {
     float got;
     quad_rows<scalar>(w.data(), sizeof(W) * nb, 1, quads.data(), n, &got);
     CHECK(got == want);
-    for_each_simd_backend([&](auto b) {
-      quad_rows<decltype(b)>(w.data(), sizeof(W) * nb, 1, quads.data(), n, &got);
-      CHECK(got == want);
+    ruvllm::test::for_each_gemv_plan([&](ruvllm::kernels::gemv_plan) {
+      for_each_simd_backend([&](auto b) {
+        quad_rows<decltype(b)>(w.data(), sizeof(W) * nb, 1, quads.data(), n, &got);
+        CHECK(got == want);
+      });
     });
   }
 }

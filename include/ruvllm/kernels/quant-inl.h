@@ -44,6 +44,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "hwy/highway.h"
 #include "ruvllm/kernels/scalar/quant.hpp"
@@ -426,7 +427,8 @@ RUVLLM_QUANT_ATTR HWY_INLINE void all_rows_of_32(const Block* HWY_RESTRICT w, st
 //    byte-masked load there halved the streaming rate;
 //  * the GEMV reads rows one at a time under gemv_plan::rows_l1, the plan
 //    for Zen 5 (gemv_plan.hpp; Q4_0 rows go in pairs under pairs_l1_l2, see
-//    quad_row_pair): the activations are reloaded from L1 for every row,
+//    quad_row_pair): the activations are reloaded from L1 for every row
+//    (rows of up to eight quads keep them in registers: resident_quad_rows),
 //    but the weights stay one sequential stream, which
 //    the hardware prefetchers and line_prefetcher (target-inl.h) follow. Over
 //    a 1 GiB Q4_0 matrix of 2048 columns at one thread (a plain AVX-512
@@ -890,22 +892,29 @@ RUVLLM_QUANT_ATTR HWY_INLINE void pack_pair_scales(const q8_0_quad* HWY_RESTRICT
   }
 }
 
-/// load_quad's registers for the even (Odd false) or odd quad of a pair, its
-/// scales and offsets expanded from the pair's quad_pair_scales.
+/// load_quad's registers for the even (Odd false) or odd quad of a pair
+/// whose activation quants are lo and hi, its scales and offsets expanded
+/// from the pair's quad_pair_scales.
 template <bool Odd>
-RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad_of_pair(const q8_0_quad& q, __m512i scales) {
+RUVLLM_QUANT_ATTR HWY_INLINE quad_regs quad_of_pair(__m512i lo, __m512i hi, __m512i scales) {
   // Lane i of the quad takes block i / 4: d from lane i / 4 (+ 4 when odd),
   // the offset from lane 8 + i / 4 (+ 4) into lanes 4j only, as load_quad's.
   const __m512i block = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   const __m512i d_index = Odd ? _mm512_add_epi32(block, _mm512_set1_epi32(4)) : block;
   quad_regs r;
-  r.lo = _mm512_load_si512(q.lo);
-  r.hi = _mm512_load_si512(q.hi);
+  r.lo = lo;
+  r.hi = hi;
   r.d = _mm512_castsi512_ps(_mm512_permutexvar_epi32(d_index, scales));
   r.offset = _mm512_maskz_permutexvar_epi32(0x1111, _mm512_add_epi32(d_index, _mm512_set1_epi32(8)), scales);
   r.neg8 = _mm512_setzero_si512();
   r.d_min = _mm512_setzero_ps();
   return r;
+}
+
+/// quad_of_pair with the quants loaded from q.
+template <bool Odd>
+RUVLLM_QUANT_ATTR HWY_INLINE quad_regs load_quad_of_pair(const q8_0_quad& q, __m512i scales) {
+  return quad_of_pair<Odd>(_mm512_load_si512(q.lo), _mm512_load_si512(q.hi), scales);
 }
 
 /// acc + float(dot of one row's quad with the activations) * (d_w * d_a), lane-wise.
@@ -1030,12 +1039,109 @@ RUVLLM_QUANT_ATTR HWY_INLINE void quad_row_pair(const std::uint8_t* HWY_RESTRICT
   out[1] = sum_lanes(acc1);
 }
 
+/// Most whole quads a row may have for resident_quad_rows: 1151 columns.
+/// Its activation quants then take 16 registers and the pair scales 4, of
+/// the 32 AVX-512 has.
+inline constexpr std::size_t max_resident_quads = 8;
+
+/// quad_row<F, rows_l1, true> over `rows` rows of nb blocks, nb / 4 ==
+/// Quads, with the activations of the whole quads held in registers for all
+/// the rows: per quad, the loop loads only its weights. The activation
+/// loads, not the arithmetic, are what a row's rate from DRAM goes with (see
+/// line_prefetcher in target-inl.h); short rows are where they can go: a
+/// 110M model's projections and output matrix have 768 columns, six quads.
+/// Zen 5 guest, two builds alternating in seven rounds (110M decode, one
+/// and two threads): Q4_0 was faster in 13 of 14 pairs, one thread 346-556
+/// tok/s against 390-489, two 710-968 against 584-783 (bw_frac 0.69-0.88
+/// against 0.54-0.72); Q8_0 (three rounds) two threads bw_frac 0.93-1.10
+/// against 0.78-0.88, one thread within noise. GEMV alone over 1 GiB of 768
+/// columns (gemv_bench's plan rows, same rounds) was faster in only four of
+/// seven pairs at each thread count, within this host's noise: Q4_0 medians
+/// 28.0 / 46.1 GB/s against 21.0 / 41.2. Called through
+/// resident_rows_by_length, not inlined; measured so against the kernels
+/// without it (seven rounds), 110M Q4_0 two threads was faster in 7 of 7
+/// pairs (1.01-1.18x tok/s), Q8_0 in 3 of 3. Each row's arithmetic is
+/// quad_row's, quad by quad in the same order, so the results are the same
+/// bits.
+template <quad_weights F, std::size_t Quads>
+RUVLLM_QUANT_ATTR HWY_INLINE void resident_quad_rows(const std::uint8_t* HWY_RESTRICT base, std::size_t row_stride,
+                                                     std::size_t rows, const q8_0_quad* HWY_RESTRICT a, std::size_t nb,
+                                                     float* HWY_RESTRICT out, const constants& c,
+                                                     const quad_pair_scales* HWY_RESTRICT pair_scales) {
+  static_assert(takes_pair_scales<F> && Quads >= 1 && Quads <= max_resident_quads);
+  constexpr std::size_t step = quad_bytes<F>, pairs = Quads / 2;
+  const std::size_t rest = nb % 4;
+  __m512i lo[Quads], hi[Quads], scales[pairs + 1];
+#pragma GCC unroll 8
+  for (std::size_t q = 0; q < Quads; ++q) {
+    lo[q] = _mm512_load_si512(a[q].lo);
+    hi[q] = _mm512_load_si512(a[q].hi);
+  }
+#pragma GCC unroll 8
+  for (std::size_t p = 0; p < pairs; ++p) scales[p] = _mm512_load_si512(pair_scales + p);
+  // An odd last whole quad goes alone, as in quad_row, with load_quad's registers.
+  const quad_regs lone = Quads % 2 != 0 ? load_quad<F>(a[Quads - 1]) : quad_regs{};
+  const quad_pair_reader<F> reader(c);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::uint8_t* w = base + r * row_stride;
+    line_prefetcher ahead(w);
+    __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (std::size_t p = 0; p < pairs; ++p) {
+      const std::uint8_t* at = w + 2 * p * step;
+      unpacked<F> even, odd;
+      if constexpr (reads_quad_pairs<F>) {
+        ahead.until(at + 2 * step);
+        reader.read(at, c, even, odd);
+      } else {
+        ahead.until(at + step);
+        even = unpack<F, true, true>(at, c, step);
+        ahead.until(at + 2 * step);
+        odd = unpack<F, true, true>(at + step, c, step);
+      }
+      acc = quad_dot(even, quad_of_pair<false>(lo[2 * p], hi[2 * p], scales[p]), acc);
+      acc = quad_dot(odd, quad_of_pair<true>(lo[2 * p + 1], hi[2 * p + 1], scales[p]), acc);
+    }
+    if constexpr (Quads % 2 != 0) {
+      ahead.until(w + Quads * step);
+      acc = quad_dot(unpack<F, true, F == quad_weights::q8_0>(w + (Quads - 1) * step, c, step), lone, acc);
+    }
+    if (rest != 0)
+      acc = quad_dot(unpack<F, false>(w + Quads * step, c, rest * (step / 4)), load_quad<F>(a[Quads]), acc);
+    out[r] = sum_lanes(acc);
+  }
+}
+
+/// resident_quad_rows for the rows of a matrix of n columns, nb / 4 of them
+/// whole quads, 1 to max_resident_quads. Not inlined, so that all_quad_rows'
+/// loop for longer rows compiles as it does without it (the same
+/// instructions, checked in the AVX3_DL object). Inlined into that loop's
+/// function, it changed the loop's registers, load order and alignment, and
+/// 1B Q4_0 decode (2048 columns, never resident) was slower in 6 of 6
+/// alternating pairs at two threads; not inlined, 4 of 7 pairs were faster
+/// (median 1.03x).
+template <quad_weights F, std::size_t... Q>
+RUVLLM_QUANT_ATTR HWY_NOINLINE void resident_rows_by_length(std::index_sequence<Q...>, const void* w,
+                                                            std::size_t row_stride, std::size_t rows,
+                                                            const q8_0_quad* a, std::size_t n, float* out) {
+  const auto* base = static_cast<const std::uint8_t*>(w);
+  const constants c = load_constants<F>();
+  const std::size_t nb = n / 32;
+  quad_pair_scales scales[max_resident_quads / 2];
+  pack_pair_scales<F>(a, nb / 8, scales);
+  static_cast<void>((
+      (nb / 4 == Q + 1 && (resident_quad_rows<F, Q + 1>(base, row_stride, rows, a, nb, out, c, scales), true)) || ...));
+}
+
 template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_stride, std::size_t rows,
                                                 const q8_0_quad* a, std::size_t n, float* out) {
   const auto* base = static_cast<const std::uint8_t*>(w);
   const constants c = load_constants<F>();
   const std::size_t nb = n / 32;
+  if constexpr (takes_pair_scales<F>)
+    if (nb / 4 - 1 < max_resident_quads && gemv_plan_in_use() == gemv_plan::rows_l1)
+      return resident_rows_by_length<F>(std::make_index_sequence<max_resident_quads>{}, w, row_stride, rows, a, n, out);
   with_gemv_plan([&](auto plan) RUVLLM_QUANT_LAMBDA {
     constexpr gemv_plan Plan = decltype(plan)::value;
     std::size_t r = 0;

@@ -134,8 +134,9 @@ HWY_INLINE void prefetch_ahead(const void* at, std::size_t step_bytes) {
 /// dropped, 0.79-0.82): the four L1-resident activation loads per quad,
 /// not the weights' own loads or arithmetic, are what the slower DRAM rate
 /// goes with (not their addresses: reading the same two quads for every
-/// step changed nothing). A row's activations do not fit in registers, so
-/// this stream stays.
+/// step changed nothing). A long row's activations do not fit in registers,
+/// so this stream stays (rows of up to 1151 columns hold them there:
+/// resident_quad_rows in quant-inl.h).
 ///
 /// The lines come in as non-temporal ones (prefetchnta on x86; PLDL1STRM on
 /// AArch64, not measured there), so the stream passing through L1 leaves
