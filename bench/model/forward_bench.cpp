@@ -234,7 +234,9 @@ double cached_gemv_gbps(gguf_type type, std::size_t cols, unsigned threads) {
   auto it = inputs.find({type, cols});
   if (it == inputs.end()) {
     cached_input in;
-    const std::size_t row_bytes = encode(type, std::vector<float>(cols)).size();
+    const auto* traits = ruvllm::model::find_gguf_type(static_cast<std::uint32_t>(type));
+    if (traits == nullptr) rb::detail::fail("unsupported benchmark weight type");
+    const std::size_t row_bytes = cols / traits->block_size * traits->bytes_per_block;
     const std::size_t rows = std::max<std::size_t>(1, matrix_bytes / row_bytes);
     for (std::size_t t = 0; t < 2; ++t) {
       const auto random = rb::random_floats(rows * cols, 31 + t);

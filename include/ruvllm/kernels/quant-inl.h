@@ -1209,12 +1209,12 @@ RUVLLM_QUANT_ATTR HWY_NOINLINE void resident_rows_by_length(std::index_sequence<
 template <quad_weights F>
 RUVLLM_QUANT_ATTR HWY_INLINE void all_quad_rows(const void* w, std::size_t row_stride, std::size_t rows,
                                                 const q8_0_quad* a, std::size_t n, float* out) {
-  const auto* base = static_cast<const std::uint8_t*>(w);
-  const constants c = load_constants<F>();
   const std::size_t nb = n / 32;
   if constexpr (takes_pair_scales<F>)
-    if (nb / 4 - 1 < max_resident_quads && gemv_plan_in_use() == gemv_plan::rows_l1)
+    if (nb / 4 >= 1 && nb / 4 <= max_resident_quads && gemv_plan_in_use() == gemv_plan::rows_l1)
       return resident_rows_by_length<F>(std::make_index_sequence<max_resident_quads>{}, w, row_stride, rows, a, n, out);
+  const auto* base = static_cast<const std::uint8_t*>(w);
+  const constants c = load_constants<F>();
   with_gemv_plan([&](auto plan) RUVLLM_QUANT_LAMBDA {
     constexpr gemv_plan Plan = decltype(plan)::value;
     std::size_t r = 0;
