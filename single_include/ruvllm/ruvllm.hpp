@@ -7825,7 +7825,11 @@ HWY_INLINE void prefetch_lines(std::uintptr_t l1, std::uintptr_t l2, std::size_t
 ///     checked); an hour later the same binaries read the matrices at
 ///     0.94-1.04 of 8 KiB. A 32 KiB line_prefetcher bounded to each call's
 ///     rows read them at 0.80-0.89 of 8 KiB (not examined; a call's first
-///     32 KiB then go without software prefetch).
+///     32 KiB then go without software prefetch). Prefetching a call's
+///     first 8 KiB too, at its start (the lines before the stream's first),
+///     was within the host's noise on the Zen 5 guest: faster in 19 of 36
+///     alternating decode pairs (f16, Q8_0 and Q4_0; 110M and 1B; one and
+///     two threads; three rounds).
 /// The addresses are formed as integers: the lines prefetched may lie past
 /// the weights (a prefetch never faults, and past the end of a call they
 /// usually hold the next call's tensor).
@@ -10368,6 +10372,14 @@ inline constexpr bool reads_quad_pairs = F == quad_weights::q4_0 || F == quad_we
 /// 1.28 against 1.28 / 1.29, 2048 rows (L3) 1.36 against 1.36; IQ4_NL
 /// 1.34-1.35 against 1.36-1.38 in L1 and L2. From DRAM the difference is
 /// below the host's noise.
+/// Two of the three loads cross a line for three pairs in four, and such a
+/// 64-byte load costs about two aligned ones (0.33 against 0.18 ns in L1).
+/// Reading each pair from the three whole lines it lies in instead (rows
+/// 16-byte aligned: the pair's offset in its first line added to every
+/// index, the odd quad's scales from a second permute) was slower in decode:
+/// 110M Q4_0 at one thread bw_frac 0.60-0.82 against 0.91-1.02 over three
+/// alternating rounds, 1B within noise; the aligned loads do not pay for
+/// the added permute and index arithmetic.
 template <quad_weights F>
 struct quad_pair_reader {
   __m512i qs_odd, d_odd;

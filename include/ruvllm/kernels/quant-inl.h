@@ -791,6 +791,14 @@ inline constexpr bool reads_quad_pairs = F == quad_weights::q4_0 || F == quad_we
 /// 1.28 against 1.28 / 1.29, 2048 rows (L3) 1.36 against 1.36; IQ4_NL
 /// 1.34-1.35 against 1.36-1.38 in L1 and L2. From DRAM the difference is
 /// below the host's noise.
+/// Two of the three loads cross a line for three pairs in four, and such a
+/// 64-byte load costs about two aligned ones (0.33 against 0.18 ns in L1).
+/// Reading each pair from the three whole lines it lies in instead (rows
+/// 16-byte aligned: the pair's offset in its first line added to every
+/// index, the odd quad's scales from a second permute) was slower in decode:
+/// 110M Q4_0 at one thread bw_frac 0.60-0.82 against 0.91-1.02 over three
+/// alternating rounds, 1B within noise; the aligned loads do not pay for
+/// the added permute and index arithmetic.
 template <quad_weights F>
 struct quad_pair_reader {
   __m512i qs_odd, d_odd;
