@@ -712,6 +712,13 @@ class llama_context {
   /// Every activation buffer of a context; allocate() makes them.
   struct buffers {
     aligned_buffer<float> x, xn, q, attn, gate, up, rounded, qkv, k_new, v_new, k_dense, v_dense;
+    // decode_ffn_up's up rows, n_ff per pool thread. Its own buffer: a worker
+    // still finishing a discarded, late chunk of that job (thread_pool::
+    // run_replicated) writes its slice after the step has moved on, so no
+    // other computation may read or write it. In up, a batch's up
+    // projection of token 1 was overwritten that way when a prompt followed
+    // decode steps (two threads, an intermittent conformance failure).
+    aligned_buffer<float> up_by_thread;
     aligned_buffer<f16> half;
     aligned_buffer<kernels::q8_0_quad> act_q8_0;
     aligned_buffer<block_q8_k> act_q8_k;
@@ -741,8 +748,8 @@ class llama_context {
     RUVLLM_TRY_ASSIGN(b.q, aligned_buffer<float>::allocate(nb * q_dim));
     RUVLLM_TRY_ASSIGN(b.attn, aligned_buffer<float>::allocate(nb * q_dim));
     RUVLLM_TRY_ASSIGN(b.gate, aligned_buffer<float>::allocate(nb * h.n_ff));
-    // Batches: n_ff per token; decode: n_ff per pool thread (decode_ffn_up).
-    RUVLLM_TRY_ASSIGN(b.up, aligned_buffer<float>::allocate(std::max(nb, pool_->size()) * h.n_ff));
+    RUVLLM_TRY_ASSIGN(b.up, aligned_buffer<float>::allocate(nb * h.n_ff));
+    RUVLLM_TRY_ASSIGN(b.up_by_thread, aligned_buffer<float>::allocate(pool_->size() * h.n_ff));
     RUVLLM_TRY_ASSIGN(b.qkv, aligned_buffer<float>::allocate(q_dim + 2 * kv_dim));
     RUVLLM_TRY_ASSIGN(b.k_new, aligned_buffer<float>::allocate(nb * kv_dim));
     RUVLLM_TRY_ASSIGN(b.v_new, aligned_buffer<float>::allocate(nb * kv_dim));
@@ -904,8 +911,8 @@ class llama_context {
         detail::decode_grain(l.gate.rows, l.gate.rows * (l.gate.row_bytes + l.up.row_bytes), pool_->size());
     const weight_matrix gate = l.gate, up = l.up;
     // The up rows of a range go to the thread's own scratch (a late worker
-    // must write nothing shared): n_ff floats per thread in buf_.up.
-    float* scratch = buf_.up.data();
+    // must write nothing shared): n_ff floats per thread in buf_.up_by_thread.
+    float* scratch = buf_.up_by_thread.data();
     const std::size_t n_ff = l.gate.rows;
     pool_->run_replicated(
         l.gate.rows, grain, h_out, 1,
