@@ -236,7 +236,7 @@ double cached_gemv_gbps(gguf_type type, std::size_t cols, unsigned threads) {
     cached_input in;
     const auto* traits = ruvllm::model::find_gguf_type(static_cast<std::uint32_t>(type));
     if (traits == nullptr) rb::detail::fail("unsupported benchmark weight type");
-    const std::size_t row_bytes = cols / traits->block_size * traits->bytes_per_block;
+    const std::size_t row_bytes = traits->row_bytes(cols).value();
     const std::size_t rows = std::max<std::size_t>(1, matrix_bytes / row_bytes);
     for (std::size_t t = 0; t < 2; ++t) {
       const auto random = rb::random_floats(rows * cols, 31 + t);

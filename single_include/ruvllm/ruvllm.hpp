@@ -24025,6 +24025,12 @@ struct gguf_type_traits {
   std::uint32_t block_size;       // elements per block
   std::uint32_t bytes_per_block;  // bytes per block
   std::uint32_t alignment;        // alignof the element/block struct
+
+  /// Bytes in a row of `columns` elements (a multiple of block_size), or an
+  /// error when that overflows 64 bits: column counts come from files.
+  [[nodiscard]] result<std::uint64_t> row_bytes(std::uint64_t columns) const {
+    return checked_mul(columns / block_size, bytes_per_block, "tensor row bytes");
+  }
 };
 
 /// The tensor types ruvllm reads, with their block geometry.
@@ -24539,8 +24545,7 @@ class gguf_file {
       return make_error(errc::corrupt_data, "tensor '", t.name, "' row of ", t.ne[0], " elements is not a multiple of ",
                         ggml_type_name(type), "'s block size ", traits->block_size)
           .at(source_, t.info_offset);
-    // ne[0] * bytes_per_block fits: ne[0] < 2^63 / block_size... checked anyway.
-    auto row = checked_mul(t.ne[0] / traits->block_size, traits->bytes_per_block, "tensor row bytes");
+    auto row = traits->row_bytes(t.ne[0]);
     if (!row)
       return make_error(errc::corrupt_data, "tensor '", t.name, "': ", row.error().message())
           .at(source_, t.info_offset);
@@ -26497,7 +26502,9 @@ class gguf_writer {
     if (ne[0] % traits->block_size != 0)
       return make_error(errc::invalid_argument, "tensor '", name, "' row of ", ne[0],
                         " elements is not a multiple of the block size ", traits->block_size);
-    std::uint64_t bytes = ne[0] / traits->block_size * traits->bytes_per_block;
+    const auto row = traits->row_bytes(ne[0]);
+    if (!row) return make_error(errc::out_of_range, "tensor '", name, "': ", row.error().message());
+    std::uint64_t bytes = *row;
     for (std::size_t d = 1; d < ne.size(); ++d) {
       RUVLLM_TRY_ASSIGN(bytes, checked_mul(bytes, ne[d], "tensor bytes"));
     }

@@ -277,6 +277,11 @@ TEST_CASE("gguf: every value type and tensor type round-trips through the writer
     CHECK_FALSE(w.add_tensor("short", gguf_type::f32, odd, std::vector<std::byte>(4)));
     CHECK_FALSE(w.add_tensor("q8_k", gguf_type::q8_k, std::vector<std::uint64_t>{256}, std::vector<std::byte>(292)));
     CHECK_FALSE(w.add_tensor("f32", gguf_type::f32, std::vector<std::uint64_t>{1}, std::vector<std::byte>(4)));
+    // 4 * (2^62 + 1) wraps to 4: the row size must not wrap into a match with the data.
+    const auto wraps =
+        w.add_tensor("wraps", gguf_type::f32, std::vector<std::uint64_t>{(1ull << 62) + 1}, std::vector<std::byte>(4));
+    REQUIRE_FALSE(wraps);
+    CHECK(wraps.error().code() == ruvllm::errc::out_of_range);
 
     const auto image = w.to_bytes().value();
     const auto f = gguf_file::parse(image, "roundtrip").value();

@@ -143,6 +143,12 @@ struct gguf_type_traits {
   std::uint32_t block_size;       // elements per block
   std::uint32_t bytes_per_block;  // bytes per block
   std::uint32_t alignment;        // alignof the element/block struct
+
+  /// Bytes in a row of `columns` elements (a multiple of block_size), or an
+  /// error when that overflows 64 bits: column counts come from files.
+  [[nodiscard]] result<std::uint64_t> row_bytes(std::uint64_t columns) const {
+    return checked_mul(columns / block_size, bytes_per_block, "tensor row bytes");
+  }
 };
 
 /// The tensor types ruvllm reads, with their block geometry.
@@ -657,8 +663,7 @@ class gguf_file {
       return make_error(errc::corrupt_data, "tensor '", t.name, "' row of ", t.ne[0], " elements is not a multiple of ",
                         ggml_type_name(type), "'s block size ", traits->block_size)
           .at(source_, t.info_offset);
-    // ne[0] * bytes_per_block fits: ne[0] < 2^63 / block_size... checked anyway.
-    auto row = checked_mul(t.ne[0] / traits->block_size, traits->bytes_per_block, "tensor row bytes");
+    auto row = traits->row_bytes(t.ne[0]);
     if (!row)
       return make_error(errc::corrupt_data, "tensor '", t.name, "': ", row.error().message())
           .at(source_, t.info_offset);

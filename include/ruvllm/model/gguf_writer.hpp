@@ -174,7 +174,9 @@ class gguf_writer {
     if (ne[0] % traits->block_size != 0)
       return make_error(errc::invalid_argument, "tensor '", name, "' row of ", ne[0],
                         " elements is not a multiple of the block size ", traits->block_size);
-    std::uint64_t bytes = ne[0] / traits->block_size * traits->bytes_per_block;
+    const auto row = traits->row_bytes(ne[0]);
+    if (!row) return make_error(errc::out_of_range, "tensor '", name, "': ", row.error().message());
+    std::uint64_t bytes = *row;
     for (std::size_t d = 1; d < ne.size(); ++d) {
       RUVLLM_TRY_ASSIGN(bytes, checked_mul(bytes, ne[d], "tensor bytes"));
     }
