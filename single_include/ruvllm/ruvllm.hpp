@@ -1863,6 +1863,13 @@ struct thread_pool_options {
   std::uint32_t probe_jobs = 64;
   /// ... and this long.
   std::chrono::microseconds probe_time{20000};
+  /// Checking run_replicated bodies (tests): when nonzero, the pool keeps
+  /// the last late_replays jobs it shared with its workers and, before and
+  /// after every later job, runs each of their chunks again as every worker
+  /// would if it had been descheduled inside it, results dropped (see
+  /// thread_pool::replay_late_chunks). Each job then costs two runs of the
+  /// kept jobs per worker; 0 (the default) costs one test of a counter.
+  std::uint32_t late_replays = 0;
 };
 
 /// Counters for tests and diagnostics (monotonic, caller-owned).
@@ -1896,6 +1903,10 @@ class thread_pool {
     if (!slots_.empty()) chunk_state_ = std::make_unique<std::atomic<std::uint64_t>[]>(max_replicated_chunks);
     cursors_ = std::make_unique<claim_cursor[]>(slots_.size() + 1);
     for (auto& slot : slots_) slot.staging = std::make_unique<float[]>(options_.staging_floats);
+    if (options_.late_replays > 0 && !slots_.empty()) {
+      replays_ = std::make_unique<replayable_job[]>(options_.late_replays);
+      replay_staging_ = std::make_unique<float[]>(options_.staging_floats);
+    }
     workers_.reserve(slots_.size());
     for (std::size_t w = 0; w < slots_.size(); ++w) workers_.emplace_back([this, w] { worker_loop(w); });
   }
@@ -1925,6 +1936,7 @@ class thread_pool {
     const auto invoke = [](const void* ctx, std::size_t begin, std::size_t end, std::size_t thread, float*) {
       (*static_cast<body_type*>(const_cast<void*>(ctx)))(begin, end, thread);
     };
+    const late_replay_points replays(*this);
     ++job_count_;
     const std::uint64_t participants = eligible_workers();
     if (chunks == 1 || participants == 0) {
@@ -1972,6 +1984,7 @@ class thread_pool {
     grain = std::clamp<std::size_t>(grain, 1, std::max<std::size_t>(options_.staging_floats / per_item, 1));
     grain = std::max(grain, (n + max_replicated_chunks - 1) / max_replicated_chunks);
     const std::size_t chunks = (n + grain - 1) / grain;
+    const late_replay_points replays(*this);
     ++job_count_;
     // The probe's clock; a pool that never probes does not read it.
     const auto start = slots_.empty() ? std::chrono::steady_clock::time_point{} : std::chrono::steady_clock::now();
@@ -1998,6 +2011,7 @@ class thread_pool {
     const std::uint64_t all = slots_.size() == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << slots_.size()) - 1;
     const detail::home_ranges homes{chunks, participant_count(all)};
     const std::uint64_t epoch = publish(+invoke, nullptr, n, grain, all, out, per_item, homes);
+    if (replays_ != nullptr) keep_for_replay(+invoke, words, n, grain, per_item);
     std::uint64_t mine = 0;
     std::size_t begin = 0, end = 0;
     while (claim(epoch, homes, 0, n, grain, begin, end)) {
@@ -2033,10 +2047,11 @@ class thread_pool {
 
   /// Waits until no worker is inside a body, e.g. a late run_replicated
   /// chunk (bounded by the time the OS takes to run that worker again).
-  /// Call it before freeing memory a run_replicated body reads.
-  void quiesce() const noexcept {
-    for (const auto& slot : slots_)
-      while (slot.in_chunk.load(std::memory_order_acquire)) std::this_thread::yield();
+  /// Call it before freeing memory a run_replicated body reads; no body of
+  /// an earlier job runs after it returns (options::late_replays included).
+  void quiesce() noexcept {
+    wait_until_no_worker_in_chunk();
+    replay_count_ = replay_next_ = 0;
   }
 
   [[nodiscard]] thread_pool_stats stats() const noexcept {
@@ -2055,6 +2070,13 @@ class thread_pool {
     std::uint32_t backoff = 1;                  // caller-owned
     std::unique_ptr<float[]> staging;           // worker-owned: run_replicated chunk results
     std::atomic<std::uint64_t> spin_yields{0};  // worker-written, read by stats()
+  };
+
+  // A run_replicated job as options::late_replays keeps it.
+  struct replayable_job {
+    invoke_fn invoke = nullptr;
+    std::size_t n = 0, grain = 1, per_item = 1;
+    alignas(std::max_align_t) unsigned char body[max_body_bytes] = {};  // as worker_loop's copy
   };
 
   struct job_descriptor {
@@ -2236,6 +2258,59 @@ class thread_pool {
       for (auto& slot : slots_) slot.backoff = std::max<std::uint32_t>(1, slot.backoff / 2);
   }
 
+  void keep_for_replay(invoke_fn invoke, const std::uint64_t (&body)[max_body_bytes / 8], std::size_t n,
+                       std::size_t grain, std::size_t per_item) noexcept {
+    replayable_job& job = replays_[replay_next_];
+    replay_next_ = (replay_next_ + 1) % options_.late_replays;
+    replay_count_ = std::min<std::size_t>(replay_count_ + 1, options_.late_replays);
+    job.invoke = invoke;
+    job.n = n;
+    job.grain = grain;
+    job.per_item = per_item;
+    std::memcpy(job.body, body, sizeof(job.body));
+  }
+
+  void wait_until_no_worker_in_chunk() const noexcept {
+    for (const auto& slot : slots_)
+      while (slot.in_chunk.load(std::memory_order_acquire)) std::this_thread::yield();
+  }
+
+  // The points of a job where options::late_replays replays: before the job
+  // (after the owner wrote its inputs) and after it (before the owner reads
+  // its outputs).
+  class late_replay_points {
+   public:
+    explicit late_replay_points(thread_pool& pool) noexcept : pool_(pool) { pool_.replay_late_chunks(); }
+    ~late_replay_points() { pool_.replay_late_chunks(); }
+    late_replay_points(const late_replay_points&) = delete;
+    late_replay_points& operator=(const late_replay_points&) = delete;
+
+   private:
+    thread_pool& pool_;
+  };
+
+  // options::late_replays: a body may run late, as a worker that was
+  // descheduled inside it, until quiesce(); this runs every kept job's
+  // chunks once more as each worker, at the edges of every later job
+  // (late_replay_points), where the owner's code has moved on. A body that
+  // writes anything but its staging slice and its own thread's state then
+  // gives a wrong result every time, not only when the OS happens to
+  // deschedule a worker there.
+  // The workers are quiesced first: the replay stands in for them on this
+  // thread, which keeps it deterministic and race-free (ThreadSanitizer
+  // included). It does not model a late body overlapping the middle of a
+  // job's own chunks, which only the real pool's timing produces.
+  void replay_late_chunks() noexcept {
+    if (replay_count_ == 0) return;
+    wait_until_no_worker_in_chunk();
+    for (std::size_t j = 0; j < replay_count_; ++j) {
+      const replayable_job& job = replays_[j];
+      for (std::size_t begin = 0; begin < job.n; begin += job.grain)
+        for (std::size_t w = 1; w <= slots_.size(); ++w)
+          job.invoke(job.body, begin, std::min(job.n, begin + job.grain), w, replay_staging_.get());
+    }
+  }
+
   // The caller's end of run_replicated: waits for the workers' chunks, and
   // takes over those still claimed after the wait; returns how many it took.
   template <class Body>
@@ -2387,6 +2462,11 @@ class thread_pool {
   std::uint64_t job_count_ = 0;  // caller-owned
   thread_pool_stats stats_{};    // caller-owned
   helper_probe probe_{};         // caller-owned
+  // options::late_replays (caller-owned): a ring of the last jobs shared
+  // with the workers, and the staging their replayed chunks write.
+  std::unique_ptr<replayable_job[]> replays_;
+  std::size_t replay_count_ = 0, replay_next_ = 0;
+  std::unique_ptr<float[]> replay_staging_;
 };
 
 }  // namespace ruvllm

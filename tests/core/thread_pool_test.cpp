@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -293,6 +294,85 @@ TEST_CASE("thread_pool run_replicated writes every item's slice exactly", "[core
     });
     pool.quiesce();
   }
+}
+
+TEST_CASE("thread_pool late_replays runs kept jobs' chunks again as every worker until quiesce",
+          "[core][thread_pool]") {
+  // The bodies break run_replicated's contract on purpose: they mark a shared
+  // table (by thread and chunk) with their job's bit, so the test can see
+  // every replayed chunk. replicate = false: the real workers are never late,
+  // so every mark after a job returned is a replay.
+  ruvllm::thread_pool_options options;
+  options.replicate = false;
+  options.adaptive = false;
+  options.late_replays = 2;
+  options.staging_floats = 64;
+  static constexpr std::size_t threads = 3, n = 40, grain = 8, chunks = 5;
+  struct mark_table {
+    std::atomic<unsigned> by[threads][chunks];
+    void clear() {
+      for (auto& row : by)
+        for (auto& m : row) m.store(0);
+    }
+    [[nodiscard]] bool every_worker_chunk_is(unsigned bits) const {
+      for (std::size_t c = 0; c < chunks; ++c) {
+        if (by[0][c].load() != 0) return false;  // replays run as workers only
+        for (std::size_t t = 1; t < threads; ++t)
+          if (by[t][c].load() != bits) return false;
+      }
+      return true;
+    }
+  };
+  auto marks = std::make_unique<mark_table>();
+  marks->clear();
+  ruvllm::thread_pool pool(threads, options);
+  std::vector<float> out(n);
+  const auto job = [&](unsigned id, std::size_t items) {
+    mark_table* m = marks.get();
+    pool.run_replicated(items, grain, out.data(), 1,
+                        [m, id](std::size_t begin, std::size_t end, std::size_t thread, float* dst) {
+                          m->by[thread][begin / grain].fetch_or(1u << id);
+                          for (std::size_t i = begin; i < end; ++i) dst[i - begin] = replicated_value(i, id);
+                        });
+    for (std::size_t i = 0; i < items; ++i) REQUIRE(out[i] == replicated_value(i, id));
+  };
+  const auto plain_job = [&] { pool.run(4, 1, [](std::size_t, std::size_t, std::size_t) {}); };
+
+  job(1, n);
+  marks->clear();
+  std::fill(out.begin(), out.end(), -1.0f);
+  plain_job();
+  CHECK(marks->every_worker_chunk_is(1u << 1));
+  CHECK(std::count(out.begin(), out.end(), -1.0f) == static_cast<long>(n));  // replays write staging only
+
+  job(2, n);
+  marks->clear();
+  plain_job();
+  CHECK(marks->every_worker_chunk_is((1u << 1) | (1u << 2)));
+
+  job(3, n);      // the oldest kept job (1) leaves the ring of two
+  job(4, grain);  // one chunk: the caller runs it alone, no worker can be late
+  marks->clear();
+  plain_job();
+  CHECK(marks->every_worker_chunk_is((1u << 2) | (1u << 3)));
+
+  pool.quiesce();  // no earlier body runs after quiesce
+  marks->clear();
+  plain_job();
+  job(5, n);
+  marks->clear();
+  plain_job();
+  CHECK(marks->every_worker_chunk_is(1u << 5));
+
+  ruvllm::thread_pool alone(1, options);  // no workers, nothing to replay
+  marks->clear();
+  mark_table* m = marks.get();
+  alone.run_replicated(n, grain, out.data(), 1, [m](std::size_t begin, std::size_t, std::size_t thread, float*) {
+    m->by[thread][begin / grain].fetch_or(1);
+  });
+  marks->clear();
+  alone.run(4, 1, [](std::size_t, std::size_t, std::size_t) {});
+  CHECK(marks->every_worker_chunk_is(0));
 }
 
 TEST_CASE("thread_pool run_replicated does not wait for a descheduled worker", "[core][thread_pool]") {

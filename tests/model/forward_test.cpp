@@ -406,6 +406,52 @@ TEST_CASE("forward pass: decode steps give the same logits at every thread count
   }
 }
 
+TEST_CASE("forward pass: bodies of late pool workers change no result", "[model][forward]") {
+  // A run_replicated body may still run after its job, on a worker the OS
+  // descheduled inside it (its result dropped), so it must write nothing
+  // that anything else uses. thread_pool_options::late_replays runs every
+  // such body again, as each worker, before each later job: prompts after
+  // decode steps, and decode steps after prompts, must still give the
+  // one-thread logits bit for bit. (A decode body once wrote its per-thread
+  // rows into the buffer of a batch's up projection, which broke a prompt
+  // evaluated after decode steps only when the OS descheduled a worker.)
+  for (const char* name :
+       {"tiny-f32.gguf", "tiny-f16.gguf", "tiny-q4_0.gguf", "tiny-bpe-qwen2-f32.gguf", "small256-q4_k.gguf"}) {
+    INFO(name);
+    auto model = llama_model::open(ruvllm::test::conformance_path(name));
+    REQUIRE(model.has_value());
+    const std::size_t vocab = model->hparams().n_vocab;
+    const std::vector<token_id> prompt = {1, 15, 27, 100, 9, 44, 3, 12, 80, 5, 61};
+    const auto logits_of = [&](std::size_t threads, std::uint32_t late_replays) {
+      ruvllm::thread_pool_options options;
+      options.adaptive = false;  // the workers take part in every job
+      options.late_replays = late_replays;
+      ruvllm::thread_pool pool(threads, options);
+      auto ctx = llama_context<>::create(*model, pool, {.n_ctx = 64, .max_batch = 8});
+      REQUIRE(ctx.has_value());
+      std::vector<float> all;
+      for (int round = 0; round < 2; ++round) {
+        ctx->reset();
+        std::vector<float> logits(prompt.size() * vocab);
+        REQUIRE(ctx->eval(prompt, logits, logits_for::all).has_value());
+        all.insert(all.end(), logits.begin(), logits.end());
+        logits.resize(vocab);
+        for (const token_id t : {token_id{3}, token_id{70}, token_id{41}}) {
+          REQUIRE(ctx->eval(std::span(&t, 1), logits).has_value());
+          all.insert(all.end(), logits.begin(), logits.end());
+        }
+        REQUIRE(ctx->truncate(4).has_value());  // a batch after decode steps, on a kept prefix
+        REQUIRE(ctx->eval(std::span(prompt).first(6), logits).has_value());
+        all.insert(all.end(), logits.begin(), logits.end());
+      }
+      return all;
+    };
+    const std::vector<float> one = logits_of(1, 0);
+    CHECK(logits_of(2, 64) == one);
+    CHECK(logits_of(3, 64) == one);
+  }
+}
+
 TEST_CASE("decode work items are at most ~512 KiB and balance the pool", "[model][forward]") {
   using ruvllm::model::detail::decode_grain;
   // A 110M q4_0 model's output projection (768 rows of 432 bytes) and down
