@@ -10459,7 +10459,12 @@ inline constexpr bool reads_quad_pairs = F == quad_weights::q4_0 || F == quad_we
 /// index, the odd quad's scales from a second permute) was slower in decode:
 /// 110M Q4_0 at one thread bw_frac 0.60-0.82 against 0.91-1.02 over three
 /// alternating rounds, 1B within noise; the aligned loads do not pay for
-/// the added permute and index arithmetic.
+/// the added permute and index arithmetic. Nor did reading (z0, z1) as four
+/// 32-byte loads, as Q8_0's HalfLoads rows do, with the arithmetic
+/// unchanged: GEMV over 1 GiB at 2048 and 8192 columns within noise
+/// (medians 1.01-1.08 over five alternating rounds, faster in 3 of 5), and
+/// decode over four rounds 1B Q4_0 0.94x at one thread and 0.97x at two,
+/// 110M 0.97x / 1.09x.
 template <quad_weights F>
 struct quad_pair_reader {
   __m512i qs_odd, d_odd;
