@@ -410,9 +410,10 @@ TEST_CASE("forward pass: bodies of late pool workers change no result", "[model]
   // A run_replicated body may still run after its job, on a worker the OS
   // descheduled inside it (its result dropped), so it must write nothing
   // that anything else uses. thread_pool_options::late_replays runs every
-  // such body again, as each worker, before each later job: prompts after
-  // decode steps, and decode steps after prompts, must still give the
-  // one-thread logits bit for bit. (A decode body once wrote its per-thread
+  // such body again, as each worker, before and after each later job:
+  // prompts after decode steps, decode steps after prompts, and a fork and
+  // its parent taking turns must still give the one-thread logits bit for
+  // bit. (A decode body once wrote its per-thread
   // rows into the buffer of a batch's up projection, which broke a prompt
   // evaluated after decode steps only when the OS descheduled a worker.)
   for (const char* name :
@@ -427,22 +428,37 @@ TEST_CASE("forward pass: bodies of late pool workers change no result", "[model]
       options.adaptive = false;  // the workers take part in every job
       options.late_replays = late_replays;
       ruvllm::thread_pool pool(threads, options);
-      auto ctx = llama_context<>::create(*model, pool, {.n_ctx = 64, .max_batch = 8});
+      auto ctx = llama_context<>::create(*model, pool, {.n_ctx = 64, .max_batch = 8, .kv_sequences = 2});
       REQUIRE(ctx.has_value());
       std::vector<float> all;
+      const auto keep = [&](const std::vector<float>& logits) { all.insert(all.end(), logits.begin(), logits.end()); };
       for (int round = 0; round < 2; ++round) {
         ctx->reset();
         std::vector<float> logits(prompt.size() * vocab);
         REQUIRE(ctx->eval(prompt, logits, logits_for::all).has_value());
-        all.insert(all.end(), logits.begin(), logits.end());
+        keep(logits);
         logits.resize(vocab);
         for (const token_id t : {token_id{3}, token_id{70}, token_id{41}}) {
           REQUIRE(ctx->eval(std::span(&t, 1), logits).has_value());
-          all.insert(all.end(), logits.begin(), logits.end());
+          keep(logits);
         }
         REQUIRE(ctx->truncate(4).has_value());  // a batch after decode steps, on a kept prefix
         REQUIRE(ctx->eval(std::span(prompt).first(6), logits).has_value());
-        all.insert(all.end(), logits.begin(), logits.end());
+        keep(logits);
+        // A fork continued by a batch and a decode step, then its parent
+        // by a decode step: late bodies of either read the other's pages.
+        const ruvllm::kv::seq_id parent = ctx->sequence();
+        const auto child = ctx->fork();
+        REQUIRE(child.has_value());
+        REQUIRE(ctx->use_sequence(*child).has_value());
+        REQUIRE(ctx->eval(std::span(prompt).last(2), logits).has_value());
+        keep(logits);
+        REQUIRE(ctx->eval(std::span(prompt).first(1), logits).has_value());
+        keep(logits);
+        REQUIRE(ctx->use_sequence(parent).has_value());
+        REQUIRE(ctx->eval(std::span(prompt).last(1), logits).has_value());
+        keep(logits);
+        REQUIRE(ctx->kv_cache().free_sequence(*child).has_value());
       }
       return all;
     };
