@@ -2011,7 +2011,7 @@ class thread_pool {
     const std::uint64_t all = slots_.size() == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << slots_.size()) - 1;
     const detail::home_ranges homes{chunks, participant_count(all)};
     const std::uint64_t epoch = publish(+invoke, nullptr, n, grain, all, out, per_item, homes);
-    if (replays_ != nullptr) keep_for_replay(+invoke, words, n, grain, per_item);
+    if (replays_ != nullptr) keep_for_replay(+invoke, words, n, grain);
     std::uint64_t mine = 0;
     std::size_t begin = 0, end = 0;
     while (claim(epoch, homes, 0, n, grain, begin, end)) {
@@ -2075,7 +2075,7 @@ class thread_pool {
   // A run_replicated job as options::late_replays keeps it.
   struct replayable_job {
     invoke_fn invoke = nullptr;
-    std::size_t n = 0, grain = 1, per_item = 1;
+    std::size_t n = 0, grain = 1;
     alignas(std::max_align_t) unsigned char body[max_body_bytes] = {};  // as worker_loop's copy
   };
 
@@ -2259,14 +2259,13 @@ class thread_pool {
   }
 
   void keep_for_replay(invoke_fn invoke, const std::uint64_t (&body)[max_body_bytes / 8], std::size_t n,
-                       std::size_t grain, std::size_t per_item) noexcept {
+                       std::size_t grain) noexcept {
     replayable_job& job = replays_[replay_next_];
     replay_next_ = (replay_next_ + 1) % options_.late_replays;
     replay_count_ = std::min<std::size_t>(replay_count_ + 1, options_.late_replays);
     job.invoke = invoke;
     job.n = n;
     job.grain = grain;
-    job.per_item = per_item;
     std::memcpy(job.body, body, sizeof(job.body));
   }
 

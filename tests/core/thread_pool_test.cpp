@@ -363,16 +363,6 @@ TEST_CASE("thread_pool late_replays runs kept jobs' chunks again as every worker
   marks->clear();
   plain_job();
   CHECK(marks->every_worker_chunk_is(1u << 5));
-
-  ruvllm::thread_pool alone(1, options);  // no workers, nothing to replay
-  marks->clear();
-  mark_table* m = marks.get();
-  alone.run_replicated(n, grain, out.data(), 1, [m](std::size_t begin, std::size_t, std::size_t thread, float*) {
-    m->by[thread][begin / grain].fetch_or(1);
-  });
-  marks->clear();
-  alone.run(4, 1, [](std::size_t, std::size_t, std::size_t) {});
-  CHECK(marks->every_worker_chunk_is(0));
 }
 
 TEST_CASE("thread_pool run_replicated does not wait for a descheduled worker", "[core][thread_pool]") {

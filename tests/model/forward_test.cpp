@@ -413,9 +413,9 @@ TEST_CASE("forward pass: bodies of late pool workers change no result", "[model]
   // such body again, as each worker, before and after each later job:
   // prompts after decode steps, decode steps after prompts, and a fork and
   // its parent taking turns must still give the one-thread logits bit for
-  // bit. (A decode body once wrote its per-thread
-  // rows into the buffer of a batch's up projection, which broke a prompt
-  // evaluated after decode steps only when the OS descheduled a worker.)
+  // bit. (A decode body once wrote its per-thread rows into the buffer of a
+  // batch's up projection, which broke a prompt evaluated after decode steps
+  // only when the OS descheduled a worker.)
   for (const char* name :
        {"tiny-f32.gguf", "tiny-f16.gguf", "tiny-q4_0.gguf", "tiny-bpe-qwen2-f32.gguf", "small256-q4_k.gguf"}) {
     INFO(name);
