@@ -121,6 +121,10 @@ struct llama_hparams {
       h.n_head_kv = h.n_head;
     }
     RUVLLM_TRY_ASSIGN(h.rms_eps, f.get<float>(key("attention.layer_norm_rms_epsilon")));
+    if (!std::isfinite(h.rms_eps) || !(h.rms_eps >= 0.0f))
+      return make_error(errc::invalid_argument, "metadata key '", key("attention.layer_norm_rms_epsilon"), "' is ",
+                        h.rms_eps, ", must be finite and >= 0")
+          .at(f.source());
     RUVLLM_TRY_ASSIGN(const float base, f.get_or<float>(key("rope.freq_base"), 10000.0f));
     h.rope_base = base;
     RUVLLM_TRY_ASSIGN(const std::string_view scaling, f.get_or<std::string_view>(key("rope.scaling.type"), "none"));
@@ -275,6 +279,15 @@ class llama_model {
     } else {
       RUVLLM_TRY_ASSIGN(output_, matrix("output.weight", hp_.n_vocab, d));
     }
+    // Every layer has nine tensors or more. The check comes before the
+    // layer table is sized: a block count the file cannot hold would
+    // otherwise make it allocate whatever the count asks (up to 2^32 layers).
+    constexpr std::size_t tensors_per_layer = 9;
+    if (hp_.n_layer > file_.tensors().size() / tensors_per_layer)
+      return make_error(errc::invalid_argument, "metadata key '", hp_.architecture, ".block_count' is ", hp_.n_layer,
+                        ": that many layers need at least ", tensors_per_layer, " tensors each, the file has ",
+                        file_.tensors().size())
+          .at(file_.source());
     layers_.resize(hp_.n_layer);
     for (std::size_t i = 0; i < hp_.n_layer; ++i) {
       const std::string p = "blk." + std::to_string(i) + ".";

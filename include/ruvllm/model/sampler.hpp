@@ -6,6 +6,12 @@
 // temperature, then a draw from the remaining softmax with a seeded
 // generator. Temperature 0 is greedy (argmax, lowest id on ties).
 //
+// Logits a model cannot mean (NaN, from a broken model or a hostile weight
+// file; infinities; and what the penalties make of them) are made orderable
+// first: NaN as -inf, never drawn; +inf as the largest float, so several of
+// them share the top equally. When no candidate is finite, nothing is more
+// likely than anything else: sample() returns the lowest id, as greedy does.
+//
 // Reproducibility: the generator is xoshiro256** seeded by splitmix64, and
 // the uniform draw is (bits >> 11) * 2^-53, so a seed gives the same tokens
 // with every standard library and platform.
@@ -79,7 +85,7 @@ class sampler {
   [[nodiscard]] sampler_token sample(std::span<const float> logits) noexcept {
     RUVLLM_ASSERT(logits.size() == candidates_.size());
     const std::size_t n = candidates_.size();
-    for (std::size_t i = 0; i < n; ++i) candidates_[i] = {logits[i], static_cast<sampler_token>(i)};
+    for (std::size_t i = 0; i < n; ++i) candidates_[i] = {orderable(logits[i]), static_cast<sampler_token>(i)};
     apply_penalties();
     if (params_.temperature == 0.0f) return greedy(n);
 
@@ -95,6 +101,7 @@ class sampler {
     } else {
       std::sort(candidates_.begin(), candidates_.end(), better);
     }
+    if (candidates_[0].logit == -std::numeric_limits<float>::infinity()) return candidates_[0].id;
     // Probabilities of the kept candidates (before temperature, as llama.cpp's
     // top-p and min-p see them).
     softmax(kept, 1.0f);
@@ -116,11 +123,15 @@ class sampler {
     }
     softmax(kept, params_.temperature);
     double u = uniform();
+    std::size_t last_possible = 0;
     for (std::size_t i = 0; i < kept; ++i) {
+      if (candidates_[i].p > 0.0f) last_possible = i;
       u -= candidates_[i].p;
       if (u < 0.0) return candidates_[i].id;
     }
-    return candidates_[kept - 1].id;  // rounding left u just above the total
+    // Rounding left u just above the total: the last candidate that can be
+    // drawn, never one whose probability is 0.
+    return candidates_[last_possible].id;
   }
 
   /// Records a token the sequence now contains (a prompt token or a sampled
@@ -154,6 +165,11 @@ class sampler {
 
   sampler() = default;
 
+  [[nodiscard]] static float orderable(float logit) noexcept {
+    return std::isnan(logit) ? -std::numeric_limits<float>::infinity()
+                             : std::min(logit, std::numeric_limits<float>::max());
+  }
+
   [[nodiscard]] sampler_token greedy(std::size_t n) const noexcept {
     std::size_t best = 0;
     for (std::size_t i = 1; i < n; ++i)
@@ -173,7 +189,7 @@ class sampler {
       if (candidates_[id].p != 0.0f) continue;  // already penalized (p marks it until the cleanup below)
       const float count = static_cast<float>(counts_[id]);
       logit = logit > 0.0f ? logit / params_.repeat_penalty : logit * params_.repeat_penalty;
-      logit -= count * params_.frequency_penalty + params_.presence_penalty;
+      logit = orderable(logit - (count * params_.frequency_penalty + params_.presence_penalty));
       candidates_[id].p = 1.0f;
     }
     for (std::size_t i = 0; i < window_; ++i) candidates_[static_cast<std::size_t>(history_[i])].p = 0.0f;
