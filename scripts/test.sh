@@ -8,15 +8,18 @@
 #   scripts/test.sh                  release, asan-ubsan, tsan (what CI runs)
 #   scripts/test.sh --no-sanitizers  release only
 #   scripts/test.sh --asan-ubsan     release and asan-ubsan only
+#   scripts/test.sh --fuzz           the libFuzzer targets only (clang), each
+#                                    run RUVLLM_FUZZ_SECONDS (20) over its seeds
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-sanitizers=(asan-ubsan tsan)
+presets=(release asan-ubsan tsan)
 for arg in "$@"; do
   case "$arg" in
-    --no-sanitizers) sanitizers=() ;;
-    --asan-ubsan) sanitizers=(asan-ubsan) ;;
-    *) echo "usage: scripts/test.sh [--no-sanitizers | --asan-ubsan]" >&2; exit 2 ;;
+    --no-sanitizers) presets=(release) ;;
+    --asan-ubsan) presets=(release asan-ubsan) ;;
+    --fuzz) presets=(fuzz) ;;
+    *) echo "usage: scripts/test.sh [--no-sanitizers | --asan-ubsan | --fuzz]" >&2; exit 2 ;;
   esac
 done
 
@@ -34,6 +37,5 @@ run_preset() {
   echo "== ${preset}: build $((built - started)) s, tests $(($(date +%s) - built)) s"
 }
 
-run_preset release
-for preset in "${sanitizers[@]}"; do run_preset "$preset"; done
+for preset in "${presets[@]}"; do run_preset "$preset"; done
 echo "== total $(($(date +%s) - t0)) s"

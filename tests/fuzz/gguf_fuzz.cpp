@@ -1,26 +1,39 @@
-// libFuzzer target for the GGUF reader and the tokenizer built from its
-// metadata: any input must parse to an error or to a file whose every view
-// lies inside the input; a tokenizer built from a parsed file must encode and
-// decode without crashing, with ids in range and valid UTF-8 out. Seed
-// corpus: the conformance models in tests/data/conformance (libFuzzer skips
-// the JSON files quickly: they fail at the magic), plus metadata-only copies
-// of them written by `gguf_fuzz --write-seeds <dir> <conformance dir>`: small
-// files that parse, so mutations reach the tokenizer quickly.
+// libFuzzer target for the GGUF reader and what is built from a parsed file:
+// any input must parse to an error or to a file whose every view lies inside
+// the input; a tokenizer built from a parsed file must encode and decode
+// without crashing, with ids in range and valid UTF-8 out; a llama model
+// loaded from it must evaluate a prompt and a decode step (or refuse with an
+// error) and its logits, whatever the weights made of them, must sample to an
+// id in range. Seed corpus: the conformance models in tests/data/conformance
+// (libFuzzer skips the JSON files quickly: they fail at the magic), plus,
+// written by `gguf_fuzz --write-seeds <dir> <conformance dir>`,
+// metadata-only copies of them (small files that parse, so mutations reach
+// the tokenizer quickly) and tests/support/small_llama.hpp's model as llama
+// in F32, Q8_0 and Q4_0 and as qwen2 in F16: the conformance models exceed
+// the fuzzer's input length, so mutations reach the model loader and the
+// forward pass through these.
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <string>
 #include <span>
+#include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
+#include "ruvllm/core/thread_pool.hpp"
 #include "ruvllm/model/gguf.hpp"
 #include "ruvllm/model/gguf_writer.hpp"
+#include "ruvllm/model/llama.hpp"
+#include "ruvllm/model/sampler.hpp"
 #include "ruvllm/model/tokenizer.hpp"
+#include "support/small_llama.hpp"
 
 namespace {
 
@@ -49,8 +62,8 @@ std::uint64_t walk(const gguf_value& v, int depth) {
   return h;
 }
 
-// Writes <dir>/<name>.meta.gguf for every <src>/<name>.gguf: its metadata
-// and no tensors. Returns a process exit status.
+// Writes <dir>/<name>.meta.gguf for every <src>/<name>.gguf (its metadata
+// and no tensors) and the model seeds. Returns a process exit status.
 int write_seeds(const std::string& dir, const std::string& src) {
   DIR* d = ::opendir(src.c_str());
   if (d == nullptr) return 1;
@@ -67,6 +80,20 @@ int write_seeds(const std::string& dir, const std::string& src) {
     if (ok && w.write(dir + "/" + name.substr(0, name.size() - 5) + ".meta.gguf")) ++written;
   }
   ::closedir(d);
+  using ruvllm::gguf_type;
+  for (const auto& [arch, type, name] :
+       {std::tuple{"llama", gguf_type::f32, "llama-f32"}, std::tuple{"llama", gguf_type::q8_0, "llama-q8_0"},
+        std::tuple{"llama", gguf_type::q4_0, "llama-q4_0"}, std::tuple{"qwen2", gguf_type::f16, "qwen2-f16"}}) {
+    ruvllm::test::small_llama m;
+    m.arch = arch;
+    m.matrix_type = type;
+    const auto image = m.image();
+    if (!image) continue;
+    if (FILE* out = std::fopen((dir + "/" + name + ".model.gguf").c_str(), "wb")) {
+      if (std::fwrite(image->data(), 1, image->size(), out) == image->size()) ++written;
+      std::fclose(out);
+    }
+  }
   std::printf("gguf_fuzz: wrote %d seeds to %s\n", written, dir.c_str());
   return written > 0 ? 0 : 1;
 }
@@ -105,6 +132,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto text = tok->decode(ids, {.remove_special = true, .render_special = true});
     check(text.has_value() && ruvllm::model::unicode::valid_utf8(*text));
     h += ids.size();
+  }
+  if (auto model = ruvllm::model::llama_model::load(std::move(*f))) {
+    const std::size_t vocab = model->hparams().n_vocab;
+    static ruvllm::thread_pool pool(1);
+    auto ctx = ruvllm::model::llama_context<>::create(
+        *model, pool, {.n_ctx = std::min<std::size_t>(model->hparams().n_ctx_train, 16), .max_batch = 4});
+    if (ctx) {
+      std::vector<float> logits(vocab);
+      const std::int32_t last = static_cast<std::int32_t>(vocab - 1);
+      const std::vector<std::int32_t> prompt = {0, last, 0, last, std::min(1, last)};
+      const std::size_t fits = std::min(prompt.size(), ctx->n_ctx());
+      if (ctx->eval(std::span(prompt).first(fits), logits)) {
+        auto s = ruvllm::model::sampler::create({}, vocab);
+        check(s.has_value());
+        const std::int32_t next = s->sample(logits);
+        check(next >= 0 && static_cast<std::size_t>(next) < vocab);
+        if (ctx->n_past() < ctx->n_ctx()) check(ctx->eval(std::span(&next, 1), logits).has_value());
+      }
+    }
   }
   volatile std::uint64_t sink = h;
   (void)sink;
