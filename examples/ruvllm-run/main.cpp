@@ -10,6 +10,7 @@
 // user turn in the model's chat template (tokenizer.chat_template, or NAME:
 // llama2, llama3, chatml, mistral).
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -106,6 +107,11 @@ bool parse(int argc, char** argv, arguments& a) {
       return false;
     }
   }
+  if (a.threads > ruvllm::thread_pool::max_threads) {
+    std::fprintf(stderr, "ruvllm-run: --threads %zu exceeds the pool's limit of %zu\n", a.threads,
+                 ruvllm::thread_pool::max_threads);
+    return false;
+  }
   if (a.model.empty()) {
     std::fputs("ruvllm-run: --model PATH is required\n", stderr);
     usage(stderr);
@@ -178,7 +184,9 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  const std::size_t threads = args.threads != 0 ? args.threads : std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t threads = args.threads != 0 ? args.threads
+                                                : std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1,
+                                                                          ruvllm::thread_pool::max_threads);
   ruvllm::thread_pool pool(threads);
   llama_context<>::options copt;
   copt.n_ctx = args.n_ctx != 0 ? args.n_ctx : std::min<std::size_t>(h.n_ctx_train, 4096);

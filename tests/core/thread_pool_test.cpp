@@ -53,6 +53,29 @@ TEST_CASE("thread_pool runs every item exactly once", "[core][thread_pool]") {
   }
 }
 
+TEST_CASE("thread_pool clamps its thread count to [1, max_threads] and runs jobs at the limit", "[core][thread_pool]") {
+  CHECK(ruvllm::thread_pool(0).size() == 1);
+  ruvllm::thread_pool pool(ruvllm::thread_pool::max_threads + 1000);
+  REQUIRE(pool.size() == ruvllm::thread_pool::max_threads);
+  // Every thread index of the largest pool is a valid participant: a job
+  // with a chunk for each covers every item once and names no thread past
+  // the last.
+  const std::size_t n = 4 * ruvllm::thread_pool::max_threads;
+  std::vector<std::atomic<int>> hits(n);
+  std::atomic<int> bad{0};
+  pool.run(n, 1, [&](std::size_t begin, std::size_t end, std::size_t thread) {
+    if (thread >= pool.size()) bad.fetch_add(1);
+    for (std::size_t i = begin; i < end; ++i) hits[i].fetch_add(1, std::memory_order_relaxed);
+  });
+  CHECK(bad.load() == 0);
+  for (std::size_t i = 0; i < n; ++i) REQUIRE(hits[i].load() == 1);
+  std::vector<float> out(n, -1.0f);
+  pool.run_replicated(n, 1, out.data(), 1, [](std::size_t begin, std::size_t end, std::size_t, float* dst) {
+    for (std::size_t i = begin; i < end; ++i) dst[i - begin] = static_cast<float>(i);
+  });
+  for (std::size_t i = 0; i < n; ++i) REQUIRE(out[i] == static_cast<float>(i));
+}
+
 TEST_CASE("home_ranges split a job's chunks into contiguous near-equal shares", "[core][thread_pool]") {
   for (std::size_t threads = 1; threads <= 64; ++threads) {
     for (std::size_t chunks : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{7}, std::size_t{63},

@@ -245,10 +245,17 @@ class thread_pool {
   /// many times options::probe_jobs jobs without a mark closes anyway.
   static constexpr std::uint64_t max_unmarked_window = 16;
 
-  /// A pool of `threads` threads in total (at least 1; the caller is one).
+  /// Most threads a pool runs, the caller included: a job's participants
+  /// are one bit per worker in a 64-bit word.
+  static constexpr std::size_t max_threads = 64;
+
+  /// A pool of `threads` threads in total, clamped to [1, max_threads] (the
+  /// caller is one; size() tells how many run). A constructor cannot return
+  /// an error, and more threads than a machine has cores only slow the
+  /// jobs: callers that take a count from users check it against
+  /// max_threads themselves, as examples/ruvllm-run does.
   explicit thread_pool(std::size_t threads, thread_pool_options options = {})
-      : options_(options), slots_(std::max<std::size_t>(threads, 1) - 1) {
-    RUVLLM_ASSERT(slots_.size() < 64);
+      : options_(options), slots_(std::clamp<std::size_t>(threads, 1, max_threads) - 1) {
     options_.staging_floats = std::max<std::size_t>(options_.staging_floats, 1);
     if (!slots_.empty()) chunk_state_ = std::make_unique<std::atomic<std::uint64_t>[]>(max_replicated_chunks);
     cursors_ = std::make_unique<claim_cursor[]>(slots_.size() + 1);
