@@ -631,6 +631,12 @@ TEST_CASE("model loading: bad metadata and tensors are errors naming them", "[mo
   }
   {
     small_model m;
+    m.changed = "token_embd.weight";
+    m.changed_ne = {32, 0};
+    CHECK(mentions(load_error(m), "tensor 'token_embd.weight' has 0 rows: the vocabulary must have 1 to 2^31 - 1"));
+  }
+  {
+    small_model m;
     m.changed = "blk.0.attn_k.weight";
     m.changed_ne = {32, 32};
     CHECK(mentions(load_error(m), "tensor 'blk.0.attn_k.weight' has shape [32, 32], expected [32, 16]"));

@@ -271,6 +271,10 @@ class llama_model {
     const gguf_tensor* embd = file_.find_tensor("token_embd.weight");
     if (embd == nullptr) return make_error(errc::not_found, "tensor 'token_embd.weight' is missing").at(file_.source());
     hp_.n_vocab = static_cast<std::size_t>(embd->ne[1]);
+    if (hp_.n_vocab == 0 || hp_.n_vocab > static_cast<std::size_t>(std::numeric_limits<token_id>::max()))
+      return make_error(errc::invalid_argument, "tensor 'token_embd.weight' has ", hp_.n_vocab,
+                        " rows: the vocabulary must have 1 to 2^31 - 1 tokens")
+          .at(file_.source(), embd->info_offset);
     RUVLLM_TRY_ASSIGN(token_embd_, matrix("token_embd.weight", hp_.n_vocab, d));
     RUVLLM_TRY_ASSIGN(output_norm_, vector("output_norm.weight", d));
     tied_ = file_.find_tensor("output.weight") == nullptr;
