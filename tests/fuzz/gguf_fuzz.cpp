@@ -8,8 +8,8 @@
 // (libFuzzer skips the JSON files quickly: they fail at the magic), plus,
 // written by `gguf_fuzz --write-seeds <dir> <conformance dir>`,
 // metadata-only copies of them (small files that parse, so mutations reach
-// the tokenizer quickly) and tests/support/small_llama.hpp's model as llama
-// in F32, Q8_0 and Q4_0 and as qwen2 in F16: the conformance models exceed
+// the tokenizer quickly) and tests/support/small_llama.hpp's model in each of
+// small_llama_forms: the conformance models exceed
 // the fuzzer's input length, so mutations reach the model loader and the
 // forward pass through these.
 
@@ -23,7 +23,6 @@
 #include <cstring>
 #include <span>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -80,19 +79,9 @@ int write_seeds(const std::string& dir, const std::string& src) {
     if (ok && w.write(dir + "/" + name.substr(0, name.size() - 5) + ".meta.gguf")) ++written;
   }
   ::closedir(d);
-  using ruvllm::gguf_type;
-  for (const auto& [arch, type, name] :
-       {std::tuple{"llama", gguf_type::f32, "llama-f32"}, std::tuple{"llama", gguf_type::q8_0, "llama-q8_0"},
-        std::tuple{"llama", gguf_type::q4_0, "llama-q4_0"}, std::tuple{"qwen2", gguf_type::f16, "qwen2-f16"}}) {
-    ruvllm::test::small_llama m;
-    m.arch = arch;
-    m.matrix_type = type;
-    const auto image = m.image();
-    if (!image) continue;
-    if (FILE* out = std::fopen((dir + "/" + name + ".model.gguf").c_str(), "wb")) {
-      if (std::fwrite(image->data(), 1, image->size(), out) == image->size()) ++written;
-      std::fclose(out);
-    }
+  for (const auto& form : ruvllm::test::small_llama_forms) {
+    const auto w = ruvllm::test::small_llama::in(form).writer();
+    if (w && w->write(dir + "/" + form.name + ".model.gguf")) ++written;
   }
   std::printf("gguf_fuzz: wrote %d seeds to %s\n", written, dir.c_str());
   return written > 0 ? 0 : 1;

@@ -526,28 +526,26 @@ TEST_CASE("forward pass: bad input is an error and changes nothing", "[model][fo
 
 namespace {
 
-/// small_llama's model, loaded from its image, which must outlive the model
-/// (weights are used in place).
-struct small_model : ruvllm::test::small_llama {
-  std::vector<std::byte> bytes;
+using ruvllm::test::small_llama;
 
-  ruvllm::result<llama_model> load() {
-    auto written = image();
-    REQUIRE(written.has_value());
-    bytes = std::move(*written);
-    auto f = ruvllm::model::gguf_file::parse(bytes, "small.gguf");
-    REQUIRE(f.has_value());
-    return llama_model::load(std::move(*f));
-  }
-  small_model& size(const std::string& suffix, std::uint32_t v) {
-    small_llama::size(suffix, v);
-    return *this;
-  }
+/// small_llama's model loaded from its image, which it keeps: the weights
+/// are used in place (a vector's move keeps its buffer).
+struct loaded_model {
+  std::vector<std::byte> bytes;
+  ruvllm::result<llama_model> model;
 };
 
+loaded_model load(const small_llama& m) {
+  auto written = m.image();
+  REQUIRE(written.has_value());
+  auto f = ruvllm::model::gguf_file::parse(*written, "small.gguf");
+  REQUIRE(f.has_value());
+  return {std::move(*written), llama_model::load(std::move(*f))};
+}
+
 /// The error of loading m; the test fails if it loads.
-ruvllm::error load_error(small_model m) {
-  auto loaded = m.load();
+ruvllm::error load_error(const small_llama& m) {
+  const auto loaded = load(m).model;
   REQUIRE_FALSE(loaded.has_value());
   INFO(loaded.error().describe());
   CHECK(loaded.error().file() == "small.gguf");
@@ -566,18 +564,14 @@ TEST_CASE("model loading: bad metadata and tensors are errors naming them", "[mo
   {
     // The unchanged model loads and runs in every form the fuzzer's seeds
     // take (tests/fuzz/gguf_fuzz.cpp).
-    using ruvllm::gguf_type;
-    for (const auto& [arch, type] : {std::pair{"llama", gguf_type::f32}, std::pair{"llama", gguf_type::q8_0},
-                                     std::pair{"llama", gguf_type::q4_0}, std::pair{"qwen2", gguf_type::f16}}) {
-      INFO(arch << " " << ruvllm::model::ggml_type_name(static_cast<std::uint32_t>(type)));
-      small_model good;
-      good.arch = arch;
-      good.matrix_type = type;
-      auto model = good.load();
+    for (const auto& form : ruvllm::test::small_llama_forms) {
+      INFO(form.name);
+      auto good = load(small_llama::in(form));
+      auto& model = good.model;
       REQUIRE(model.has_value());
       CHECK(model->hparams().n_vocab == 64);
       CHECK(model->hparams().head_dim == 16);
-      CHECK(model->layers()[0].wq.type == type);
+      CHECK(model->layers()[0].wq.type == form.matrix_type);
       ruvllm::thread_pool pool(1);
       auto ctx = llama_context<>::create(*model, pool);
       REQUIRE(ctx.has_value());
@@ -591,58 +585,58 @@ TEST_CASE("model loading: bad metadata and tensors are errors naming them", "[mo
     }
   }
   {
-    small_model m;
+    small_llama m;
     m.arch = "gpt2";
     const auto e = load_error(m);
     CHECK(e.code() == errc::unsupported);
     CHECK(mentions(e, "architecture 'gpt2' is not a llama-family model"));
   }
-  CHECK(mentions(load_error(small_model{}.size("block_count", 0)), "metadata key 'llama.block_count' is 0"));
+  CHECK(mentions(load_error(small_llama{}.size("block_count", 0)), "metadata key 'llama.block_count' is 0"));
   // A block count the file's tensors cannot hold fails before anything is
   // sized by it: 2^32 - 1 layers would ask for about a terabyte.
   for (const std::uint32_t layers : {2u, 4294967295u})
-    CHECK(mentions(load_error(small_model{}.size("block_count", layers)),
+    CHECK(mentions(load_error(small_llama{}.size("block_count", layers)),
                    "metadata key 'llama.block_count' is " + std::to_string(layers) +
                        ": that many layers need at least 9 tensors each, the file has 11"));
-  CHECK(mentions(load_error(small_model{}.size("attention.head_count", 5)),
+  CHECK(mentions(load_error(small_llama{}.size("attention.head_count", 5)),
                  "embedding length 32 is not a multiple of the 5 heads"));
-  CHECK(mentions(load_error(small_model{}.size("attention.head_count_kv", 3)), "KV heads 3 do not divide the 2 heads"));
+  CHECK(mentions(load_error(small_llama{}.size("attention.head_count_kv", 3)), "KV heads 3 do not divide the 2 heads"));
   {
-    const auto e = load_error(small_model{}.size("embedding_length", 4096).size("attention.head_count", 2));
+    const auto e = load_error(small_llama{}.size("embedding_length", 4096).size("attention.head_count", 2));
     CHECK(e.code() == errc::unsupported);
     CHECK(mentions(e, "head dimension 2048 must be even and at most"));
   }
   for (const float eps : {-1.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
-    small_model m;
+    small_llama m;
     m.rms_eps = eps;
     CHECK(mentions(load_error(m), "metadata key 'llama.attention.layer_norm_rms_epsilon' is "));
   }
   {
-    small_model m;
+    small_llama m;
     m.rope_scaling = "yarn";
     CHECK(mentions(load_error(m), "rope scaling 'yarn' (supported: none, linear)"));
   }
   {
-    small_model m;
+    small_llama m;
     m.left_out = "blk.0.ffn_up.weight";
     const auto e = load_error(m);
     CHECK(e.code() == errc::not_found);
     CHECK(mentions(e, "blk.0.ffn_up.weight"));
   }
   {
-    small_model m;
+    small_llama m;
     m.changed = "token_embd.weight";
     m.changed_ne = {32, 0};
     CHECK(mentions(load_error(m), "tensor 'token_embd.weight' has 0 rows: the vocabulary must have 1 to 2^31 - 1"));
   }
   {
-    small_model m;
+    small_llama m;
     m.changed = "blk.0.attn_k.weight";
     m.changed_ne = {32, 32};
     CHECK(mentions(load_error(m), "tensor 'blk.0.attn_k.weight' has shape [32, 32], expected [32, 16]"));
   }
   {
-    small_model m;
+    small_llama m;
     m.changed = "blk.0.ffn_norm.weight";
     m.changed_type = ruvllm::gguf_type::f16;
     m.changed_ne = {32};

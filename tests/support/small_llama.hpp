@@ -22,6 +22,18 @@
 
 namespace ruvllm::test {
 
+/// One of the forms the model is written in by the fuzzer's seeds and
+/// checked to load and run by the loader test.
+struct small_llama_form {
+  const char* name;
+  const char* arch;
+  gguf_type matrix_type;
+};
+inline constexpr small_llama_form small_llama_forms[] = {{"llama-f32", "llama", gguf_type::f32},
+                                                         {"llama-q8_0", "llama", gguf_type::q8_0},
+                                                         {"llama-q4_0", "llama", gguf_type::q4_0},
+                                                         {"qwen2-f16", "qwen2", gguf_type::f16}};
+
 struct small_llama {
   std::string arch = "llama";
   /// `{arch}.{suffix}` metadata sizes.
@@ -36,6 +48,14 @@ struct small_llama {
   gguf_type changed_type = gguf_type::f32;
   std::vector<std::uint64_t> changed_ne;
 
+  /// The unchanged model in `form`.
+  [[nodiscard]] static small_llama in(const small_llama_form& form) {
+    small_llama m;
+    m.arch = form.arch;
+    m.matrix_type = form.matrix_type;
+    return m;
+  }
+
   /// Sets the size `{arch}.{suffix}`.
   small_llama& size(const std::string& suffix, std::uint32_t v) {
     for (auto& [k, value] : sizes)
@@ -45,6 +65,12 @@ struct small_llama {
 
   /// The file's bytes, or the writer's error.
   [[nodiscard]] result<std::vector<std::byte>> image() const {
+    RUVLLM_TRY_ASSIGN(const model::gguf_writer w, writer());
+    return w.to_bytes();
+  }
+
+  /// A writer holding the file, or the writer's error.
+  [[nodiscard]] result<model::gguf_writer> writer() const {
     model::gguf_writer w;
     RUVLLM_TRY(w.add_string("general.architecture", arch));
     for (const auto& [k, v] : sizes) RUVLLM_TRY(w.add(arch + "." + k, v));
@@ -81,7 +107,7 @@ struct small_llama {
     RUVLLM_TRY(tensor("blk.0.ffn_gate.weight", up, matrix_type));
     RUVLLM_TRY(tensor("blk.0.ffn_up.weight", up, matrix_type));
     RUVLLM_TRY(tensor("blk.0.ffn_down.weight", down, matrix_type));
-    return w.to_bytes();
+    return w;
   }
 
  private:

@@ -365,7 +365,7 @@ class thread_pool {
     std::uint64_t words[max_body_bytes / 8] = {};
     std::memcpy(words, &body, sizeof(Body));
     for (std::size_t i = 0; i < (sizeof(Body) + 7) / 8; ++i) job_.body[i].store(words[i], std::memory_order_relaxed);
-    const std::uint64_t all = slots_.size() == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << slots_.size()) - 1;
+    const std::uint64_t all = (std::uint64_t{1} << slots_.size()) - 1;  // slots_.size() < max_threads
     const detail::home_ranges homes{chunks, participant_count(all)};
     const std::uint64_t epoch = publish(+invoke, nullptr, n, grain, all, out, per_item, homes);
     if (replays_ != nullptr) keep_for_replay(+invoke, words, n, grain);
