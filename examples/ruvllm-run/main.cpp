@@ -165,6 +165,7 @@ int main(int argc, char** argv) {
   auto tok = tokenizer::from_gguf(model->file());
   if (!tok) return fail(tok.error());
   const llama_hparams& h = model->hparams();
+  if (auto fits = tok->check_model_vocab(h.n_vocab); !fits) return fail(fits.error());
   std::fprintf(stderr, "model: %s, %zu layers, %zu heads (%zu KV), dim %zu, vocab %zu, context %zu\n",
                h.architecture.c_str(), h.n_layer, h.n_head, h.n_head_kv, h.n_embd, h.n_vocab, h.n_ctx_train);
 

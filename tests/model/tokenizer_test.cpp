@@ -15,6 +15,7 @@
 
 #include "model/model_test_support.hpp"
 #include "ruvllm/model/gguf_writer.hpp"
+#include "ruvllm/model/llama.hpp"
 #include "ruvllm/model/tokenizer.hpp"
 #include "support/json.hpp"
 #include "support/rng.hpp"
@@ -137,6 +138,27 @@ TEST_CASE("tokenizer: metadata is read as llama.cpp reads it", "[model][tokenize
   const auto llama3 = load("tiny-bpe-llama3-q8_0");
   CHECK(llama3.tok.add_bos());
   CHECK(llama3.tok.eos() == 704);
+}
+
+TEST_CASE("tokenizer: a vocabulary must name exactly the model's embedding rows", "[model][tokenizer]") {
+  for (const std::string_view name : ruvllm::test::conformance_models) {
+    INFO(name);
+    const auto model = llama_model::open(conformance_path(std::string(name) + ".gguf"));
+    REQUIRE(model);
+    const auto t = tokenizer::from_gguf(model->file());
+    REQUIRE(t);
+    const std::size_t rows = model->hparams().n_vocab;
+    CHECK(t->n_vocab() == rows);
+    CHECK(t->check_model_vocab(rows));
+    for (const std::size_t other : {rows - 1, rows + 1}) {
+      const auto fits = t->check_model_vocab(other);
+      REQUIRE_FALSE(fits);
+      CHECK(fits.error().code() == ruvllm::errc::invalid_argument);
+      const std::string message = fits.error().describe();
+      CHECK_THAT(message, Catch::Matchers::Contains(std::to_string(rows) + " tokens") &&
+                              Catch::Matchers::Contains("vocabulary of " + std::to_string(other)));
+    }
+  }
 }
 
 TEST_CASE("tokenizer: pre-tokenizer splits follow the qwen2 and llama3 regexes", "[model][tokenizer]") {

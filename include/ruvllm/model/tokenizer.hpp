@@ -497,6 +497,18 @@ class tokenizer {
 
   [[nodiscard]] kind type() const noexcept { return kind_; }
   [[nodiscard]] std::size_t n_vocab() const noexcept { return types_.size(); }
+
+  /// Whether this vocabulary names exactly the rows of a model's token
+  /// embedding (llama_hparams::n_vocab), as llama.cpp requires of a file:
+  /// with fewer tokens, generated ids past the last could not be printed;
+  /// with more, prompt ids past the last row could not be evaluated.
+  /// Errors: invalid_argument naming both sizes.
+  [[nodiscard]] result<void> check_model_vocab(std::size_t model_vocab) const {
+    if (n_vocab() != model_vocab)
+      return make_error(errc::invalid_argument, "the tokenizer's ", n_vocab(),
+                        " tokens do not match the model's vocabulary of ", model_vocab, " (token_embd.weight rows)");
+    return {};
+  }
   [[nodiscard]] token_id bos() const noexcept { return bos_; }
   [[nodiscard]] token_id eos() const noexcept { return eos_; }
   [[nodiscard]] token_id unk() const noexcept { return unk_; }
