@@ -665,6 +665,47 @@ std::vector<float> fresh_logits(const llama_model& model, std::span<const token_
 
 }  // namespace
 
+TEST_CASE("context: options::max_bytes bounds what a file's context_length can allocate", "[model][forward]") {
+  // 2^20 positions by default (n_ctx = 0): ~200 MB of dense K / V and RoPE
+  // rows for this one-layer model, refused under a 64 MiB limit before any
+  // of it is allocated.
+  auto big = load(small_llama{}.size("context_length", 1u << 20));
+  REQUIRE(big.model.has_value());
+  ruvllm::thread_pool pool(1);
+  llama_context<>::options o;
+  o.max_bytes = std::size_t{64} << 20;
+  const auto refused = llama_context<>::create(*big.model, pool, o);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().code() == ruvllm::errc::out_of_memory);
+  CHECK(mentions(refused.error(), "a context of 1048576 positions exceeds its limit of 67108864 bytes"));
+  CHECK(mentions(refused.error(), "lower options::n_ctx"));
+
+  // The same limit holds a context of the positions asked for.
+  o.n_ctx = 4096;
+  auto fits = llama_context<>::create(*big.model, pool, o);
+  REQUIRE(fits.has_value());
+  CHECK(fits->n_ctx() == 4096);
+  std::vector<float> logits(64);
+  const std::vector<token_id> prompt = {1, 63, 7};
+  CHECK(fits->eval(prompt, logits).has_value());
+
+  // Every buffer counts: a limit below the activations alone refuses a
+  // 16-position context too, naming what it reached.
+  o.n_ctx = 16;
+  o.max_bytes = 4096;
+  const auto tiny = llama_context<>::create(*big.model, pool, o);
+  REQUIRE_FALSE(tiny.has_value());
+  CHECK(tiny.error().code() == ruvllm::errc::out_of_memory);
+  CHECK(mentions(tiny.error(), "a context of 16 positions exceeds its limit of 4096 bytes"));
+
+  // The default limit is the machine's memory: far above this model's
+  // 2^20 positions, which are allocated.
+  CHECK(ruvllm::memory::physical_memory_bytes() > (std::size_t{1} << 30));
+  auto whole = llama_context<>::create(*big.model, pool);
+  REQUIRE(whole.has_value());
+  CHECK(whole->n_ctx() == (std::size_t{1} << 20));
+}
+
 TEST_CASE("forward pass with the default F16 KV cache keeps llama.cpp's F16-KV results", "[model][forward]") {
   // llama.cpp's default KV cache is F16 too (its flash attention rounds Q to
   // F16 as well, we keep it in float), so logits agree to the F16 rounding of

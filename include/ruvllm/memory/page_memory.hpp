@@ -19,6 +19,7 @@
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/mman.h>
+#include <unistd.h>
 #define RUVLLM_MEMORY_HAVE_MMAP 1
 #else
 #define RUVLLM_MEMORY_HAVE_MMAP 0
@@ -28,6 +29,18 @@ namespace ruvllm::memory {
 
 /// Default page of the pool: 2 MiB, the x86-64 and AArch64 huge page.
 inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
+
+/// The machine's physical memory in bytes, or SIZE_MAX where the system
+/// does not say: the default limit of buffers sized from a file's metadata,
+/// which past it could only end in the out-of-memory killer.
+[[nodiscard]] inline std::size_t physical_memory_bytes() noexcept {
+#if RUVLLM_MEMORY_HAVE_MMAP && defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && static_cast<std::size_t>(pages) <= SIZE_MAX / static_cast<std::size_t>(page))
+    return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+#endif
+  return SIZE_MAX;
+}
 
 /// An owning run of zero-filled bytes aligned to `align` (a power of two).
 /// Move-only; not synchronized (a value). allocate() is the only call that

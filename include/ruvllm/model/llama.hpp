@@ -53,6 +53,7 @@
 #include "ruvllm/kernels/matmul.hpp"
 #include "ruvllm/kernels/ops.hpp"
 #include "ruvllm/kv/paged_kv_cache.hpp"
+#include "ruvllm/memory/page_memory.hpp"
 #include "ruvllm/model/gguf.hpp"
 #include "ruvllm/model/projection_hook.hpp"
 
@@ -491,6 +492,12 @@ class llama_context {
     std::size_t max_batch = 256;   ///< tokens per internal step of eval (longer inputs are chunked)
     std::size_t kv_sequences = 1;  ///< live sequences the KV cache can hold (forks, shared prefixes)
     std::size_t kv_blocks = 0;     ///< KV blocks; 0 means kv_sequences full contexts
+    /// Bytes the context may hold (KV cache, activation buffers, RoPE
+    /// table); 0 means the machine's physical memory. n_ctx = 0 takes the
+    /// file's context_length, up to 2^24 positions: the limit turns a
+    /// context larger than the machine into an error instead of gigabytes
+    /// written before the system refuses.
+    std::size_t max_bytes = 0;
   };
 
   llama_context(llama_context&& other) noexcept
@@ -540,7 +547,7 @@ class llama_context {
   /// current. `model` and `pool` must outlive the context. Errors: n_ctx,
   /// max_batch or kv_sequences 0 after defaults, n_ctx beyond 2^24
   /// positions, a head_dim the KV format cannot store (kv::block_layout),
-  /// out_of_memory.
+  /// out_of_memory (beyond max_bytes, naming it, or refused by the system).
   [[nodiscard]] static result<llama_context> create(const llama_model& model, thread_pool& pool, options o = {}) {
     const llama_hparams& h = model.hparams();
     if (o.n_ctx == 0) o.n_ctx = h.n_ctx_train;
@@ -751,8 +758,26 @@ class llama_context {
     const std::size_t nb = opt_.max_batch, d = h.n_embd, q_dim = h.n_head * h.head_dim,
                       kv_dim = h.n_head_kv * h.head_dim, group = h.n_head / h.n_head_kv;
     const std::size_t widest = std::max({d, q_dim, h.n_ff});
+    // Every allocation is charged to max_bytes before it is made, so a
+    // context past the limit fails before any of its memory is written.
+    const std::size_t limit = opt_.max_bytes != 0 ? opt_.max_bytes : memory::physical_memory_bytes();
+    std::size_t left = limit;
+    const auto charge = [&](std::size_t count, std::size_t unit, std::string_view what) -> result<void> {
+      if (unit != 0 && count > left / unit)
+        return make_error(errc::out_of_memory, "a context of ", opt_.n_ctx, " positions exceeds its limit of ", limit,
+                          " bytes (options::max_bytes, else physical memory) at its ", what, ": ", count, " x ", unit,
+                          " bytes with ", left, " left; lower options::n_ctx or raise options::max_bytes");
+      left -= count * unit;
+      return {};
+    };
+    const auto take = [&]<class T>(aligned_buffer<T>& out, std::size_t count, std::string_view what) -> result<void> {
+      RUVLLM_TRY(charge(count, sizeof(T), what));
+      RUVLLM_TRY_ASSIGN(out, aligned_buffer<T>::allocate(count));
+      return {};
+    };
     // KV: the allocator is on the heap so the cache's pointer to it survives moves.
     RUVLLM_TRY_ASSIGN(const kv::block_layout layout, cache_type::layout(h.n_layer, h.n_head_kv, h.head_dim));
+    RUVLLM_TRY(charge(opt_.kv_blocks, layout.block_bytes(), "KV cache"));
     RUVLLM_TRY_ASSIGN(auto blocks, kv::block_allocator::create(layout, opt_.kv_blocks));
     blocks_ = std::make_unique<kv::block_allocator>(std::move(blocks));
     RUVLLM_TRY_ASSIGN(cache_, cache_type::create(*blocks_, {static_cast<std::uint32_t>(opt_.kv_sequences),
@@ -760,27 +785,28 @@ class llama_context {
     ws_ = cache_.make_workspace(1);
     RUVLLM_TRY_ASSIGN(seq_, cache_.add_sequence());
     buffers& b = buf_;
-    RUVLLM_TRY_ASSIGN(b.x, aligned_buffer<float>::allocate(nb * d));
-    RUVLLM_TRY_ASSIGN(b.xn, aligned_buffer<float>::allocate(nb * d));
-    RUVLLM_TRY_ASSIGN(b.q, aligned_buffer<float>::allocate(nb * q_dim));
-    RUVLLM_TRY_ASSIGN(b.attn, aligned_buffer<float>::allocate(nb * q_dim));
-    RUVLLM_TRY_ASSIGN(b.gate, aligned_buffer<float>::allocate(nb * h.n_ff));
-    RUVLLM_TRY_ASSIGN(b.up, aligned_buffer<float>::allocate(nb * h.n_ff));
-    RUVLLM_TRY_ASSIGN(b.up_by_thread, aligned_buffer<float>::allocate(pool_->size() * h.n_ff));
-    RUVLLM_TRY_ASSIGN(b.qkv, aligned_buffer<float>::allocate(q_dim + 2 * kv_dim));
-    RUVLLM_TRY_ASSIGN(b.k_new, aligned_buffer<float>::allocate(nb * kv_dim));
-    RUVLLM_TRY_ASSIGN(b.v_new, aligned_buffer<float>::allocate(nb * kv_dim));
-    RUVLLM_TRY_ASSIGN(b.k_dense, aligned_buffer<float>::allocate(opt_.n_ctx * kv_dim));
-    RUVLLM_TRY_ASSIGN(b.v_dense, aligned_buffer<float>::allocate(opt_.n_ctx * kv_dim));
-    RUVLLM_TRY_ASSIGN(b.rounded, aligned_buffer<float>::allocate(nb * widest));
-    RUVLLM_TRY_ASSIGN(b.half, aligned_buffer<f16>::allocate(widest));
-    RUVLLM_TRY_ASSIGN(b.act_q8_0, aligned_buffer<kernels::q8_0_quad>::allocate(nb * kernels::q8_0_quads(widest)));
-    RUVLLM_TRY_ASSIGN(b.act_q8_k, aligned_buffer<block_q8_k>::allocate(nb * (widest / qk_k + 1)));
+    RUVLLM_TRY(take(b.k_dense, opt_.n_ctx * kv_dim, "dense keys"));
+    RUVLLM_TRY(take(b.v_dense, opt_.n_ctx * kv_dim, "dense values"));
+    RUVLLM_TRY(take(b.x, nb * d, "activations"));
+    RUVLLM_TRY(take(b.xn, nb * d, "activations"));
+    RUVLLM_TRY(take(b.q, nb * q_dim, "activations"));
+    RUVLLM_TRY(take(b.attn, nb * q_dim, "activations"));
+    RUVLLM_TRY(take(b.gate, nb * h.n_ff, "activations"));
+    RUVLLM_TRY(take(b.up, nb * h.n_ff, "activations"));
+    RUVLLM_TRY(take(b.up_by_thread, pool_->size() * h.n_ff, "activations"));
+    RUVLLM_TRY(take(b.qkv, q_dim + 2 * kv_dim, "activations"));
+    RUVLLM_TRY(take(b.k_new, nb * kv_dim, "activations"));
+    RUVLLM_TRY(take(b.v_new, nb * kv_dim, "activations"));
+    RUVLLM_TRY(take(b.rounded, nb * widest, "activations"));
+    RUVLLM_TRY(take(b.half, widest, "activations"));
+    RUVLLM_TRY(take(b.act_q8_0, nb * kernels::q8_0_quads(widest), "activations"));
+    RUVLLM_TRY(take(b.act_q8_k, nb * (widest / qk_k + 1), "activations"));
     const std::size_t decode_state =
         decode_items_bytes(h.n_head_kv) + h.n_head_kv * (2 * group + group * h.head_dim) * sizeof(float);
     b.workspace_bytes =
         (std::max(kernels::attention_prefill_workspace_bytes(h.head_dim), decode_state) + 127) / 64 * 64;
-    RUVLLM_TRY_ASSIGN(b.workspace, aligned_buffer<std::byte>::allocate(b.workspace_bytes * pool_->size()));
+    RUVLLM_TRY(take(b.workspace, b.workspace_bytes * pool_->size(), "workspace"));
+    RUVLLM_TRY(charge(opt_.n_ctx, h.head_dim * sizeof(float), "RoPE table"));
     kernels::rope_params rp;
     rp.head_dim = h.head_dim;
     rp.max_positions = opt_.n_ctx;
