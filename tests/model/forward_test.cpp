@@ -698,9 +698,9 @@ TEST_CASE("context: options::max_bytes bounds what a file's context_length can a
   CHECK(tiny.error().code() == ruvllm::errc::out_of_memory);
   CHECK(mentions(tiny.error(), "a context of 16 positions exceeds its limit of 4096 bytes"));
 
-  // The default limit is the machine's memory: far above this model's
-  // 2^20 positions, which are allocated.
-  CHECK(ruvllm::memory::physical_memory_bytes() > (std::size_t{1} << 30));
+  // The default limit is the process's memory limit: far above this
+  // model's 2^20 positions, which are allocated.
+  CHECK(ruvllm::memory::memory_limit_bytes() > (std::size_t{1} << 30));
   auto whole = llama_context<>::create(*big.model, pool);
   REQUIRE(whole.has_value());
   CHECK(whole->n_ctx() == (std::size_t{1} << 20));

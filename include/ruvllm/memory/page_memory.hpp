@@ -9,10 +9,14 @@
 // a large mapping costs address space, not RAM, until it is written. Where
 // mmap is unavailable (or refuses), aligned operator new is the fallback.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <new>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "ruvllm/core/error.hpp"
@@ -31,8 +35,7 @@ namespace ruvllm::memory {
 inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
 
 /// The machine's physical memory in bytes, or SIZE_MAX where the system
-/// does not say: the default limit of buffers sized from a file's metadata,
-/// which past it could only end in the out-of-memory killer.
+/// does not say.
 [[nodiscard]] inline std::size_t physical_memory_bytes() noexcept {
 #if RUVLLM_MEMORY_HAVE_MMAP && defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
@@ -40,6 +43,102 @@ inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
     return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
 #endif
   return SIZE_MAX;
+}
+
+namespace detail {
+
+/// The text of a small system file (a /proc or cgroup file), at most 64 KiB;
+/// empty when it cannot be read.
+[[nodiscard]] inline std::string read_small_file(const std::string& path) {
+  std::string text;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return text;
+  char chunk[4096];
+  std::size_t got = 0;
+  while (text.size() < (std::size_t{1} << 16) && (got = std::fread(chunk, 1, sizeof chunk, f)) > 0)
+    text.append(chunk, got);
+  std::fclose(f);
+  return text;
+}
+
+/// A cgroup memory limit file's value: a byte count, or SIZE_MAX for
+/// cgroup v2's "max" and for anything that is not a plain number.
+[[nodiscard]] inline std::size_t parse_cgroup_limit(std::string_view text) noexcept {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  if (text.empty()) return SIZE_MAX;
+  std::size_t value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return SIZE_MAX;
+    const auto digit = static_cast<std::size_t>(c - '0');
+    if (value > (SIZE_MAX - digit) / 10) return SIZE_MAX;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+/// The lowest limit in `file` of the cgroup `path` (as /proc/self/cgroup
+/// names it) and of its ancestors, under the hierarchy mounted at `mount`.
+/// Every level counts because a parent's limit binds its children; levels
+/// whose file is missing (outside a namespace's view, or the root, which
+/// has none) are skipped, so a container that mounts only its own group
+/// still finds that group's limit at the mount's top.
+[[nodiscard]] inline std::size_t lowest_cgroup_limit(const std::string& mount, std::string_view path,
+                                                     const char* file) {
+  std::size_t lowest = SIZE_MAX;
+  while (true) {
+    while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+    const std::string dir = mount + std::string(path);
+    lowest = std::min(lowest, parse_cgroup_limit(read_small_file(dir + "/" + file)));
+    if (path.empty()) return lowest;
+    const std::size_t slash = path.rfind('/');
+    path = path.substr(0, slash == std::string_view::npos ? 0 : slash);
+  }
+}
+
+/// The memory limit of the cgroups named by `self_cgroup` (the text of
+/// /proc/self/cgroup) with the cgroup file systems under `root`
+/// (/sys/fs/cgroup): cgroup v2's memory.max, at the top or under "unified"
+/// on a hybrid system, and v1's memory.limit_in_bytes under "memory". SIZE_MAX
+/// when none is set.
+[[nodiscard]] inline std::size_t cgroup_memory_limit(const std::string& root, std::string_view self_cgroup) {
+  std::size_t lowest = SIZE_MAX;
+  while (!self_cgroup.empty()) {
+    const std::size_t end = std::min(self_cgroup.find('\n'), self_cgroup.size());
+    const std::string_view line = self_cgroup.substr(0, end);
+    self_cgroup.remove_prefix(std::min(end + 1, self_cgroup.size()));
+    // "hierarchy-id:controller,controller:path"; v2's line is "0::path".
+    const std::size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string_view::npos || second == std::string_view::npos) continue;
+    const std::string_view controllers = line.substr(first + 1, second - first - 1), path = line.substr(second + 1);
+    if (controllers.empty()) {
+      lowest = std::min({lowest, lowest_cgroup_limit(root, path, "memory.max"),
+                         lowest_cgroup_limit(root + "/unified", path, "memory.max")});
+      continue;
+    }
+    for (std::string_view list = controllers; !list.empty();) {
+      const std::size_t comma = std::min(list.find(','), list.size());
+      if (list.substr(0, comma) == "memory")
+        lowest = std::min(lowest, lowest_cgroup_limit(root + "/memory", path, "memory.limit_in_bytes"));
+      list.remove_prefix(std::min(comma + 1, list.size()));
+    }
+  }
+  return lowest;
+}
+
+}  // namespace detail
+
+/// The memory this process may use: the lower of the machine's physical
+/// memory and its cgroups' limit (a container's --memory), or SIZE_MAX
+/// where neither is known. The default limit of buffers sized from a file's
+/// metadata: past it a process can only end in an out-of-memory kill.
+[[nodiscard]] inline std::size_t memory_limit_bytes() {
+#if defined(__linux__)
+  const std::size_t cgroup =
+      detail::cgroup_memory_limit("/sys/fs/cgroup", detail::read_small_file("/proc/self/cgroup"));
+  return std::min(physical_memory_bytes(), cgroup);
+#else
+  return physical_memory_bytes();
+#endif
 }
 
 /// An owning run of zero-filled bytes aligned to `align` (a power of two).

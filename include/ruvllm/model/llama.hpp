@@ -493,7 +493,8 @@ class llama_context {
     std::size_t kv_sequences = 1;  ///< live sequences the KV cache can hold (forks, shared prefixes)
     std::size_t kv_blocks = 0;     ///< KV blocks; 0 means kv_sequences full contexts
     /// Bytes the context may hold (KV cache, activation buffers, RoPE
-    /// table); 0 means the machine's physical memory. n_ctx = 0 takes the
+    /// table); 0 means memory::memory_limit_bytes() (physical memory, or a
+    /// container's lower cgroup limit). n_ctx = 0 takes the
     /// file's context_length, up to 2^24 positions: the limit turns a
     /// context larger than the machine into an error instead of gigabytes
     /// written before the system refuses.
@@ -760,12 +761,12 @@ class llama_context {
     const std::size_t widest = std::max({d, q_dim, h.n_ff});
     // Every allocation is charged to max_bytes before it is made, so a
     // context past the limit fails before any of its memory is written.
-    const std::size_t limit = opt_.max_bytes != 0 ? opt_.max_bytes : memory::physical_memory_bytes();
+    const std::size_t limit = opt_.max_bytes != 0 ? opt_.max_bytes : memory::memory_limit_bytes();
     std::size_t left = limit;
     const auto charge = [&](std::size_t count, std::size_t unit, std::string_view what) -> result<void> {
       if (unit != 0 && count > left / unit)
         return make_error(errc::out_of_memory, "a context of ", opt_.n_ctx, " positions exceeds its limit of ", limit,
-                          " bytes (options::max_bytes, else physical memory) at its ", what, ": ", count, " x ", unit,
+                          " bytes (options::max_bytes, else the memory limit) at its ", what, ": ", count, " x ", unit,
                           " bytes with ", left, " left; lower options::n_ctx or raise options::max_bytes");
       left -= count * unit;
       return {};
