@@ -321,11 +321,42 @@ inline void set_bracketed_bandwidth_counters(benchmark::State& state, double byt
   return one + ", " + five + ", " + fifteen;
 }
 
+/// Takes --gemv_plan=rows_l1|pairs_l1_l2 out of argv and makes every GEMV
+/// use that plan instead of the one detected for this CPU: how a plan is
+/// compared on a core kernels/gemv_plan.hpp has no figures for. False, after
+/// saying why, for a value that names no plan.
+[[nodiscard]] inline bool take_gemv_plan_flag(int& argc, char** argv) {
+  constexpr std::string_view flag = "--gemv_plan=";
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.substr(0, flag.size()) != flag) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    const std::string_view name = arg.substr(flag.size());
+    if (name == kernels::gemv_plan_name(kernels::gemv_plan::rows_l1)) {
+      kernels::use_gemv_plan(kernels::gemv_plan::rows_l1);
+    } else if (name == kernels::gemv_plan_name(kernels::gemv_plan::pairs_l1_l2)) {
+      kernels::use_gemv_plan(kernels::gemv_plan::pairs_l1_l2);
+    } else {
+      std::fprintf(stderr, "--gemv_plan=%.*s: the plans are rows_l1 and pairs_l1_l2\n", static_cast<int>(name.size()),
+                   name.data());
+      return false;
+    }
+  }
+  argc = kept;
+  argv[argc] = nullptr;
+  return true;
+}
+
 /// The body of every benchmark executable's main (support/main.cpp): the
-/// standard flags, plus the load average, the GEMV plan this CPU gets
-/// (kernels/gemv_plan.hpp) and whether the AVX2 target's quant kernels use
-/// AVX-VNNI (kernels/avx_vnni.hpp) in the JSON context.
+/// standard flags and --gemv_plan (take_gemv_plan_flag), plus the load
+/// average, the GEMV plan in use (kernels/gemv_plan.hpp) and whether the
+/// AVX2 target's quant kernels use AVX-VNNI (kernels/avx_vnni.hpp) in the
+/// JSON context.
 inline int run_benchmarks(int argc, char** argv) {
+  if (!take_gemv_plan_flag(argc, argv)) return 1;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("load_average", load_average());

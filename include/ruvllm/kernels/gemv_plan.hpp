@@ -17,9 +17,14 @@
 //   Q8_0 2048      pairs_l1_l2 27.3             pairs_l1_l2 27-32, rows_l1 30-34
 //   Q4_0 2048      pairs_l1_l2 25.2-25.5        pairs_l1_l2 30-31.4, rows_l1 33.4-36.8
 //
-// rows_l1 was not measured on Zen 4. On the Zen 5 guest a 1B decode at one
-// thread ran f16 at 16.4-17.1 tok/s under rows_l1 against 13.2-13.6 under
-// pairs_l1_l2, Q4_0 at 55.7-63.2 against 54.6-59.8 and Q8_0 at 30.6-32.5
+// On the Zen 4 guest (model_bench decode with --gemv_plan, two rounds of
+// each plan alternating, tok/s at one thread) pairs_l1_l2 was the faster
+// plan for the 1B models, Q4_0 37.1-39.7 against rows_l1's 24.4-25.9, Q8_0
+// 18.5-21.7 against 16.9-17.6, f16 9.1-10.4 against 7.0-9.4; on the 110M
+// ones the plans were within the host's noise (f16 86-88 against 92-94,
+// Q4_0 270-285 against 280-281), and so were all rows at two threads. On
+// the Zen 5 guest a 1B decode at one thread ran f16 at 16.4-17.1 tok/s
+// under rows_l1 against 13.2-13.6 under pairs_l1_l2, Q4_0 at 55.7-63.2 against 54.6-59.8 and Q8_0 at 30.6-32.5
 // against 28.4-30; 110M f16 at 163-172 against 105-122. Zen 5's hardware
 // prefetchers follow one sequential stream well and the L2 software stream
 // only takes load slots from it, while paired rows (two streams) lose the
@@ -51,8 +56,9 @@
 //
 // The default comes from CPUID: rows_l1 on AMD family 1Ah (Zen 5) and later,
 // pairs_l1_l2 everywhere else. use_gemv_plan() overrides it for the whole
-// program (bench/gemv_bench's gemv_plan rows compare the plans in one run; a
-// user tuning for a core not measured here can do the same). Every plan
+// program (bench/gemv_bench's gemv_plan rows compare the plans in one run,
+// and every benchmark takes --gemv_plan=NAME; a user tuning for a core not
+// measured here can do the same). Every plan
 // gives the same bits: a row's arithmetic is the same paired or alone, and
 // prefetches change no values.
 
